@@ -1,0 +1,59 @@
+/** Loads the configuration once: a file named by EGRESS_CONFIG (YAML or JSON) or the embedded local default. */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { ValidationError } from '../errors.js';
+import { toValidationError } from '../domain/proxy.js';
+import { configSchema, type Config } from './schema.js';
+import { LOCAL_DEFAULT_CONFIG } from './local-default.js';
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Parses configuration. Environment overrides: `EGRESS_PROJECT` (or `GOOGLE_CLOUD_PROJECT`),
+ * `EGRESS_INSTALLATION`, `EGRESS_ECHO_URL`.
+ *
+ * @param env - the environment (tests pass their own)
+ * @returns a deeply frozen Config
+ * @throws ValidationError naming the config field (`config.providers.0.type`)
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const raw = env['EGRESS_CONFIG'] ? readConfigFile(env['EGRESS_CONFIG']) : structuredClone(LOCAL_DEFAULT_CONFIG);
+  return parseConfig(raw, env);
+}
+
+/** Validates a config object (already decoded) and applies the environment overrides. */
+export function parseConfig(raw: unknown, env: Env = {}): Config {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ValidationError('config', 'must be an object');
+  }
+  const merged: Record<string, unknown> = { ...raw };
+  const project = env['EGRESS_PROJECT'] ?? env['GOOGLE_CLOUD_PROJECT'];
+  if (project) merged['project'] = project;
+  if (env['EGRESS_INSTALLATION']) merged['installationId'] = env['EGRESS_INSTALLATION'];
+  if (env['EGRESS_ECHO_URL']) merged['echoUrl'] = env['EGRESS_ECHO_URL'];
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) throw toValidationError(parsed.error, 'config');
+  return deepFreeze(parsed.data);
+}
+
+function readConfigFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ValidationError('EGRESS_CONFIG', `cannot read ${path}: ${(err as Error).message}`);
+  }
+  try {
+    return parseYaml(text);
+  } catch (err) {
+    throw new ValidationError('EGRESS_CONFIG', `${path} is not valid YAML/JSON: ${(err as Error).message}`);
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

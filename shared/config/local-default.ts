@@ -1,0 +1,26 @@
+/** The embedded local configuration: one `process` provider run by the relay `local`. */
+
+export const LOCAL_DEFAULT_CONFIG = {
+  project: 'demo-egress',
+  installationId: 'local',
+  echoUrl: 'http://127.0.0.1:8088/',
+  checkIntervalSeconds: 5,
+  gcIntervalSeconds: 15,
+  gcGraceSeconds: 30,
+  unhealthyAfter: 3,
+  probeTimeoutSeconds: 3,
+  leaseSeconds: 30,
+  backoffBaseSeconds: 2,
+  backoffMaxSeconds: 60,
+  heartbeatSeconds: 300,
+  checkBatchSize: 100,
+  maxEvents: 50,
+  providers: [
+    {
+      name: 'local',
+      type: 'process',
+      relay: 'local',
+      catalogue: { loopback: { bindAddress: '127.0.0.1' } },
+    },
+  ],
+};

@@ -1,0 +1,61 @@
+/** The configuration schema: installation identity, intervals, and the configured providers. */
+import { z } from 'zod';
+import { dnsLabel } from '../domain/names.js';
+import { placementSchema } from '../domain/proxy.js';
+
+export const PROVIDER_TYPES = ['process', 'kvm', 'gcp', 'kubernetes'] as const;
+export type ProviderType = (typeof PROVIDER_TYPES)[number];
+/** Provider types whose backends the functions cannot reach: work goes through a relay. */
+export const RELAY_TYPES: readonly ProviderType[] = ['process', 'kvm'];
+
+export const providerConfigSchema = z
+  .strictObject({
+    name: dnsLabel,
+    type: z.enum(PROVIDER_TYPES),
+    /** For relay-backed types: the relay id whose subscription receives the commands. */
+    relay: dnsLabel.optional(),
+    /** Named placements a request may refer to with `{"catalogue": "name"}`. */
+    catalogue: z.record(dnsLabel, placementSchema).default({}),
+    /** Type-specific options (credentials reference, project, cluster, …). */
+    options: z.record(z.string(), z.unknown()).default({}),
+    /** At most this many proxies of this provider replaced at once for spec drift or rotation. */
+    rolloutBudget: z.number().int().min(1).default(2),
+  })
+  .refine((p) => !RELAY_TYPES.includes(p.type) || p.relay !== undefined, {
+    message: 'relay-backed providers (process, kvm) must name the relay that runs them',
+    path: ['relay'],
+  });
+export type ProviderConfig = z.infer<typeof providerConfigSchema>;
+
+const seconds = z.number().positive();
+
+export const configSchema = z.strictObject({
+  /** Project id for Firestore and Pub/Sub. */
+  project: z.string().min(1).default('demo-egress'),
+  /** This installation's identity: instances carry it, GC only touches its own. */
+  installationId: dnsLabel,
+  /** The echo endpoint probes fetch through each proxy (returns the caller's IP). */
+  echoUrl: z.url(),
+  checkIntervalSeconds: seconds.default(60),
+  gcIntervalSeconds: seconds.default(300),
+  /** An unowned instance younger than this is left alone (it may be a create in flight). */
+  gcGraceSeconds: seconds.default(600),
+  /** Consecutive probe failures after which a Running proxy is replaced. */
+  unhealthyAfter: z.number().int().min(1).default(3),
+  probeTimeoutSeconds: seconds.default(5),
+  /** How long a worker may hold a proxy's lease around a provider call. */
+  leaseSeconds: seconds.default(60),
+  backoffBaseSeconds: seconds.default(10),
+  backoffMaxSeconds: seconds.default(600),
+  /** A healthy, unchanged proxy's status is rewritten at most this often (a coarse heartbeat). */
+  heartbeatSeconds: seconds.default(600),
+  /** Proxies per check batch (one invocation each). */
+  checkBatchSize: z.number().int().min(1).max(500).default(100),
+  /** Events kept per proxy. */
+  maxEvents: z.number().int().min(1).default(50),
+  providers: z.array(providerConfigSchema).refine(
+    (ps) => new Set(ps.map((p) => p.name)).size === ps.length,
+    'provider names must be unique',
+  ),
+});
+export type Config = Readonly<z.infer<typeof configSchema>>;

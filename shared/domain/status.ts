@@ -1,0 +1,81 @@
+/** Proxy state as stored in Firestore `proxies/{name}` (interfaces.md §2): phases, conditions, status. */
+import { z } from 'zod';
+import { labelsSchema, specSchema } from './proxy.js';
+
+export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export const CONDITION_TYPES = ['Provisioned', 'Healthy', 'Ready'] as const;
+export type ConditionType = (typeof CONDITION_TYPES)[number];
+
+export const conditionSchema = z.object({
+  type: z.enum(CONDITION_TYPES),
+  status: z.enum(['True', 'False', 'Unknown']),
+  reason: z.string(),
+  message: z.string(),
+  lastTransitionTime: z.string(),
+});
+export type Condition = z.infer<typeof conditionSchema>;
+
+export const INSTANCE_STATES = ['Pending', 'Running', 'Stopped', 'Terminated', 'Failed'] as const;
+export type InstanceState = (typeof INSTANCE_STATES)[number];
+
+export const statusInstanceSchema = z.object({
+  name: z.string(),
+  ip: z.string(),
+  port: z.number(),
+  state: z.enum(INSTANCE_STATES),
+  createdAt: z.string(),
+  specHash: z.string(),
+});
+
+export const healthSchema = z.object({
+  lastProbeAt: z.string(),
+  ok: z.boolean(),
+  latencyMs: z.number().optional(),
+  egressIp: z.string().optional(),
+  error: z.string().optional(),
+  consecutiveFailures: z.number().int(),
+});
+export type Health = z.infer<typeof healthSchema>;
+
+export const statusSchema = z.object({
+  phase: z.enum(PHASES),
+  observedGeneration: z.number().int(),
+  /** `ip:port` of the live instance, for people and scripts; credentials are in `credentials/{name}`. */
+  address: z.string().optional(),
+  instance: statusInstanceSchema.optional(),
+  conditions: z.array(conditionSchema),
+  health: healthSchema.optional(),
+  /** Capped exponential backoff after QuotaExceeded (or a transient create failure). */
+  retry: z.object({ attempts: z.number().int(), notBefore: z.string(), reason: z.string() }).optional(),
+  /** The desired spec hash a PermanentError was reported for: no retry until the hash changes. */
+  failedSpecHash: z.string().optional(),
+  /** True once any create was attempted: a delete may then only finalise after NotFound. */
+  everCreated: z.boolean().optional(),
+});
+export type ProxyStatus = z.infer<typeof statusSchema>;
+
+export const leaseSchema = z.object({ holder: z.string(), until: z.number(), generation: z.number().int() });
+export type Lease = z.infer<typeof leaseSchema>;
+
+/** The whole `proxies/{name}` document. Timestamps are ISO strings; `requestTime` is epoch ms. */
+export const proxyDocSchema = z.object({
+  apiVersion: z.literal('egress.dev/v1'),
+  kind: z.literal('Proxy'),
+  metadata: z.object({ name: z.string(), labels: labelsSchema }),
+  spec: specSchema,
+  generation: z.number().int(),
+  /** Publish time (epoch ms) of the newest request applied; older requests are stale. */
+  requestTime: z.number(),
+  createdAt: z.string(),
+  deletionRequestedAt: z.string().optional(),
+  lease: leaseSchema.optional(),
+  status: statusSchema,
+});
+export type ProxyDoc = z.infer<typeof proxyDocSchema>;
+
+/** The initial status of a freshly accepted proxy. */
+export function initialStatus(): ProxyStatus {
+  return { phase: 'Pending', observedGeneration: 0, conditions: [] };
+}

@@ -1,0 +1,116 @@
+/**
+ * The provider contract: what every backend (gcp, kubernetes, kvm, process) implements.
+ * The MUST rules below are relied on by the reconciler (`shared/reconcile/decide.ts`) and GC
+ * (`shared/reconcile/gc.ts`); `test/providers/contract.case.ts` checks them for every provider.
+ *
+ * 1. Every instance reports a non-zero `createdAt`; zero makes it immediately collectable by GC.
+ * 2. `get` returning a permanent error while deleting makes the reconciler call `delete` anyway.
+ * 3. Replacement waits until `get` throws NotFound before creating the same name again.
+ * 4. `Stopped` and `Terminated` both lead to delete-and-recreate.
+ * 5. `delete` is idempotent, called again on every deletion poll; NotFound is done; it removes
+ *    everything the instance owns even when the VM/domain/process itself is already gone.
+ * 6. Providers are safe for concurrent use.
+ * 7. Errors about placement name the field (`spec.placement.zone: unknown zone "x"`).
+ * 8. Quota exhaustion throws QuotaExceededError; unrecoverable input throws PermanentError.
+ * 9. The instance's `ip:port` is reachable from the prober and from discovery clients.
+ * 10. Provider names are DNS-1123 labels.
+ */
+import type { Health, InstanceState } from '../domain/status.js';
+import type { ErrorInfo } from '../errors.js';
+
+export type { InstanceState };
+
+/** What the reconciler asks a provider to create. */
+export interface InstanceSpec {
+  /** Backend instance name, from `instanceName(installationId, proxy)`. */
+  name: string;
+  /** The owning proxy's name (`proxies/{proxy}`). */
+  proxy: string;
+  /** This installation's id; every instance is labelled with it and GC only touches its own. */
+  installationId: string;
+  /** The desired spec hash; stored on the instance so drift can be detected. */
+  specHash: string;
+  /** The proxy port; `0` lets the provider choose. */
+  port: number;
+  /** Placement after catalogue resolution (provider-specific keys). */
+  placement: Record<string, unknown>;
+  /** Per-proxy credentials the proxy must require (407 without them). Never log them. */
+  credentials: { username: string; password: string };
+}
+
+/** An instance as the backend sees it. */
+export interface Instance {
+  name: string;
+  proxy: string;
+  installationId: string;
+  specHash: string;
+  state: InstanceState;
+  /** Address reachable by the prober and discovery clients (rule 9); empty while Pending. */
+  ip: string;
+  port: number;
+  /** Epoch milliseconds; MUST be non-zero (rule 1). */
+  createdAt: number;
+  /** Set with state `Failed`: why an asynchronous create failed (quota, permanent, transient). */
+  error?: ErrorInfo | undefined;
+  /** Probe results, for providers whose probes run on the backend side (the relay). */
+  health?: Health | undefined;
+}
+
+/** Result of a provider health check. */
+export interface ProviderHealth {
+  ok: boolean;
+  message: string;
+  latencyMs: number;
+  /** Per-host (or per-backend) detail, for relay-backed providers. */
+  detail?: Record<string, { ok: boolean; message: string }>;
+}
+
+/**
+ * A backend that creates, observes and deletes proxy instances.
+ *
+ * @example
+ * class MyProvider implements Provider { ... }
+ * export function createMyProvider(deps: MyDeps): Provider { return new MyProvider(deps); }
+ */
+export interface Provider {
+  /** The configured provider name (a DNS-1123 label, rule 10). */
+  readonly name: string;
+  /** The provider type (`process`, `kvm`, `gcp`, `kubernetes`). */
+  readonly type: string;
+  /**
+   * True when probes run on the backend side and arrive as `Instance.health`; false when the
+   * check function probes the instance itself.
+   */
+  readonly probesRemotely: boolean;
+
+  /**
+   * Validates and completes a placement (after catalogue resolution) without side effects.
+   * @throws ValidationError naming the field (`spec.placement.zone`)
+   */
+  resolvePlacement(placement: Record<string, unknown>): Record<string, unknown>;
+
+  /**
+   * Creates the instance, or adopts it when one with this name already exists (AlreadyExists).
+   * MAY return before the instance runs (state `Pending`).
+   * @throws QuotaExceededError, PermanentError (naming the field), RetryableError
+   */
+  create(spec: InstanceSpec): Promise<Instance>;
+
+  /**
+   * Observes one instance.
+   * @throws NotFoundError when it does not exist (and only when that is certain), RetryableError
+   */
+  get(name: string): Promise<Instance>;
+
+  /** Deletes the instance and all it owns. Idempotent; a missing instance is success (rule 5). */
+  delete(name: string): Promise<void>;
+
+  /**
+   * Lists this installation's instances (never another installation's).
+   * @throws RetryableError when the listing is not complete: GC then skips this provider.
+   */
+  list(): Promise<Instance[]>;
+
+  /** A cheap health check of the backend, for the provider-health monitor. */
+  check?(): Promise<ProviderHealth>;
+}

@@ -1,0 +1,79 @@
+/** Messages between the functions and a relay: commands out on `relay-commands`, reports back on `relay-reports`. */
+import { z } from 'zod';
+import { dnsLabel } from '../domain/names.js';
+import { healthSchema, INSTANCE_STATES } from '../domain/status.js';
+
+const errorInfoSchema = z.object({
+  code: z.enum(['NotFound', 'Permanent', 'QuotaExceeded', 'Retryable', 'Validation']),
+  message: z.string().max(2048),
+  field: z.string().max(256).optional(),
+  retryAfterMs: z.number().optional(),
+});
+
+export const instanceSpecSchema = z.object({
+  name: dnsLabel,
+  proxy: dnsLabel,
+  installationId: dnsLabel,
+  specHash: z.string().max(64),
+  port: z.number().int().min(0).max(65535),
+  placement: z.record(z.string(), z.unknown()),
+  credentials: z.object({ username: z.string().min(1).max(128), password: z.string().min(1).max(256) }),
+});
+
+export const instanceSchema = z.object({
+  name: dnsLabel,
+  proxy: dnsLabel,
+  installationId: dnsLabel,
+  specHash: z.string().max(64),
+  state: z.enum(INSTANCE_STATES),
+  ip: z.string().max(64),
+  port: z.number().int().min(0).max(65535),
+  createdAt: z.number(),
+  error: errorInfoSchema.optional(),
+  health: healthSchema.optional(),
+});
+
+/** One instance in a relay's inventory: the provider it belongs to and the last command applied. */
+export const inventoryItemSchema = instanceSchema.extend({
+  provider: dnsLabel,
+  commandId: z.string().max(128).optional(),
+});
+export type InventoryItem = z.infer<typeof inventoryItemSchema>;
+
+const commandBase = {
+  commandId: z.string().min(1).max(128),
+  relay: dnsLabel,
+  provider: dnsLabel,
+  /** Epoch ms; a relay ignores a command older than the last one it applied to the same instance. */
+  issuedAt: z.number(),
+};
+
+export const relayCommandSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('create'), ...commandBase, spec: instanceSpecSchema }),
+  z.object({ kind: z.literal('delete'), ...commandBase, name: dnsLabel }),
+]);
+export type RelayCommand = z.infer<typeof relayCommandSchema>;
+
+export const commandResultSchema = z.object({
+  commandId: z.string().max(128),
+  provider: dnsLabel,
+  name: dnsLabel,
+  kind: z.enum(['create', 'delete']),
+  ok: z.boolean(),
+  error: errorInfoSchema.optional(),
+});
+export type CommandResult = z.infer<typeof commandResultSchema>;
+
+/** A relay's full report: heartbeat, backend health, complete inventory, results since the last one. */
+export const relayReportSchema = z.object({
+  relay: dnsLabel,
+  /** Changes each time the relay starts; with `seq` it orders reports and drops stale ones. */
+  bootId: z.string().min(1).max(64),
+  seq: z.number().int().min(0),
+  sentAt: z.number(),
+  startedAt: z.number(),
+  providers: z.array(z.object({ name: dnsLabel, type: z.string().max(32), ok: z.boolean(), message: z.string().max(1024) })).max(64),
+  instances: z.array(inventoryItemSchema).max(10_000),
+  results: z.array(commandResultSchema).max(1000),
+});
+export type RelayReport = z.infer<typeof relayReportSchema>;
