@@ -48,7 +48,9 @@ export const statusSchema = z.object({
   conditions: z.array(conditionSchema),
   health: healthSchema.optional(),
   /** Capped exponential backoff after QuotaExceeded (or a transient create failure). */
-  retry: z.object({ attempts: z.number().int(), notBefore: z.string(), reason: z.string() }).optional(),
+  retry: z
+    .object({ attempts: z.number().int(), notBefore: z.string(), reason: z.string(), failedAt: z.number().optional() })
+    .optional(),
   /** The desired spec hash a PermanentError was reported for: no retry until the hash changes. */
   failedSpecHash: z.string().optional(),
   /** True once any create was attempted: a delete may then only finalise after NotFound. */

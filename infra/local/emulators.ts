@@ -1,0 +1,314 @@
+/** Starts the real Firestore and Pub/Sub emulators as our own process groups, and stops them. */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { delimiter, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+const FALLBACK_SDK_ROOT = '/usr/lib/google-cloud-sdk';
+const POLL_MS = 100;
+const STOP_GRACE_MS = 5_000;
+const FIRESTORE_JAR = 'platform/cloud-firestore-emulator/cloud-firestore-emulator.jar';
+const FIRESTORE_MAIN = 'com.google.cloud.datastore.emulator.firestore.CloudFirestore';
+const PUBSUB_LAUNCHER = 'platform/pubsub-emulator/bin/cloud-pubsub-emulator';
+const GCLOUD_SDK_ROOT = ['info', '--format=value(installation.sdk_root)'];
+
+/** Where and how to start the emulators. */
+export interface EmulatorOptions {
+  /** Interface both emulators bind to, e.g. `127.0.0.1`. */
+  host: string;
+  firestorePort: number;
+  pubsubPort: number;
+  /** Directory for `firestore.log` and `pubsub.log` (created if missing, files truncated). */
+  logDir: string;
+  /** Google Cloud SDK root; found with `gcloud info` (then /usr/lib/google-cloud-sdk) if omitted. */
+  sdkRoot?: string;
+  /** How long each emulator may take to become ready (default 60 s). */
+  readyTimeoutMs?: number;
+}
+
+/** Running emulators: `HOST:PORT` strings for the `*_EMULATOR_HOST` variables, and `stop()`. */
+export interface RunningEmulators {
+  firestoreHost: string;
+  pubsubHost: string;
+  /** Stops both process groups: SIGTERM, SIGKILL after a grace period; resolves once all are gone. */
+  stop(): Promise<void>;
+}
+
+interface LaunchSpec {
+  name: string;
+  log: string;
+  command: string;
+  args: string[];
+  ready: () => Promise<boolean>;
+}
+
+interface Child {
+  name: string;
+  pid: number;
+  logFile: string;
+  /** Set once the leader process has exited (and been reaped). */
+  exit: string | undefined;
+}
+
+/** Process groups still running, killed synchronously if this process exits without `stop()`. */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+/**
+ * Starts both emulators in parallel and waits until each answers: Firestore `GET /` returns `Ok`,
+ * Pub/Sub accepts a TCP connection. If either fails, whatever was started is stopped first.
+ *
+ * @param options - host, ports and log directory
+ * @returns the `HOST:PORT` of each emulator and a `stop()` that leaves no process behind
+ * @throws Error naming the missing component (Java, SDK, emulator), or with the emulator log's tail
+ * @example
+ * const emu = await startEmulators({ host: '127.0.0.1', firestorePort: 8080, pubsubPort: 8085, logDir: '.egress/logs' });
+ * process.env['FIRESTORE_EMULATOR_HOST'] = emu.firestoreHost;
+ */
+export async function startEmulators(options: EmulatorOptions): Promise<RunningEmulators> {
+  const { host, firestorePort, pubsubPort, logDir } = options;
+  const timeoutMs = options.readyTimeoutMs ?? 60_000;
+  const sdkRoot = options.sdkRoot ?? (await findSdkRoot());
+  const java = findJava();
+  const firestoreJar = join(sdkRoot, FIRESTORE_JAR);
+  const pubsubLauncher = join(sdkRoot, PUBSUB_LAUNCHER);
+  requireComponent(firestoreJar, 'cloud-firestore-emulator', sdkRoot);
+  requireComponent(pubsubLauncher, 'pubsub-emulator', sdkRoot);
+  for (const port of [firestorePort, pubsubPort]) {
+    // A stale emulator on the port would answer our readiness checks in place of the new one.
+    if (await tcpOpen(host, port)) {
+      throw new Error(`port ${host}:${port} is already in use (an emulator left running?)`);
+    }
+  }
+  mkdirSync(logDir, { recursive: true });
+
+  const bind = (port: number) => [`--host=${host}`, `--port=${port}`];
+  const javaArgs = ['-Duser.language=en', '-Xmx512m', '-cp', firestoreJar, FIRESTORE_MAIN, 'start'];
+  const specs: LaunchSpec[] = [
+    {
+      name: 'Firestore emulator',
+      log: 'firestore.log',
+      command: java,
+      args: [...javaArgs, ...bind(firestorePort)],
+      ready: () => firestoreAnswers(host, firestorePort),
+    },
+    {
+      name: 'Pub/Sub emulator',
+      log: 'pubsub.log',
+      command: pubsubLauncher,
+      args: bind(pubsubPort),
+      ready: () => tcpOpen(host, pubsubPort),
+    },
+  ];
+  const children: Child[] = [];
+  const results = await Promise.allSettled(
+    specs.map(async (spec) => {
+      const child = launch(spec.name, spec.command, spec.args, join(logDir, spec.log));
+      children.push(child);
+      await waitReady(child, spec.ready, timeoutMs);
+    }),
+  );
+  const stop = () => stopAll(children);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await stop();
+    throw failed.reason;
+  }
+  return { firestoreHost: `${host}:${firestorePort}`, pubsubHost: `${host}:${pubsubPort}`, stop };
+}
+
+/**
+ * Deletes every document of one project in the Firestore emulator.
+ *
+ * @param host - the emulator's `HOST:PORT`
+ * @param project - project id whose documents are removed
+ */
+export async function clearFirestore(host: string, project: string): Promise<void> {
+  const url = `http://${host}/emulator/v1/projects/${encodeURIComponent(project)}/databases/(default)/documents`;
+  const res = await fetch(url, { method: 'DELETE', signal: AbortSignal.timeout(10_000) });
+  if (!res.ok) {
+    throw new Error(`clearing Firestore ${project} failed: HTTP ${res.status} ${await res.text()}`);
+  }
+}
+
+/**
+ * A TCP port that was free a moment ago (the OS picks it; another process may still take it).
+ *
+ * @param host - interface to probe (default `127.0.0.1`)
+ */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, resolve);
+  });
+  const address: AddressInfo | string | null = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no TCP port assigned');
+  return address.port;
+}
+
+async function findSdkRoot(): Promise<string> {
+  try {
+    const { stdout } = await execFileAsync('gcloud', GCLOUD_SDK_ROOT, { timeout: 30_000 });
+    const root = stdout.trim();
+    if (root && existsSync(root)) return root;
+  } catch {
+    // No gcloud on PATH (or it failed): try the Debian package's location below.
+  }
+  if (existsSync(FALLBACK_SDK_ROOT)) return FALLBACK_SDK_ROOT;
+  throw new Error(
+    `Google Cloud SDK not found: \`gcloud info\` gave no SDK root and ${FALLBACK_SDK_ROOT} does not exist. ` +
+      'Install google-cloud-cli with the cloud-firestore-emulator and pubsub-emulator components.',
+  );
+}
+
+function requireComponent(path: string, component: string, sdkRoot: string): void {
+  if (existsSync(path)) return;
+  throw new Error(
+    `${path} is missing: the Google Cloud SDK at ${sdkRoot} lacks the "${component}" component ` +
+      `(gcloud components install ${component}, or apt-get install google-cloud-cli-${component.replace('cloud-', '')}).`,
+  );
+}
+
+function findJava(): string {
+  const home = process.env['JAVA_HOME'];
+  const dirs = [
+    ...(home ? [join(home, 'bin')] : []),
+    ...(process.env['PATH'] ?? '').split(delimiter),
+  ];
+  const java = dirs
+    .filter(Boolean)
+    .map((dir) => join(dir, 'java'))
+    .find((path) => existsSync(path));
+  if (java) return java;
+  throw new Error(
+    'Java not found (JAVA_HOME, PATH): the Firestore and Pub/Sub emulators need Java 17+.',
+  );
+}
+
+function launch(name: string, command: string, args: string[], logFile: string): Child {
+  const fd = openSync(logFile, 'w');
+  let proc: ChildProcess;
+  try {
+    // Own process group, so stop() can signal the launcher and anything it started at once.
+    proc = spawn(command, args, { detached: true, stdio: ['ignore', fd, fd] });
+  } finally {
+    closeSync(fd);
+  }
+  if (proc.pid === undefined) throw new Error(`${name}: could not start ${command}`);
+  const child: Child = { name, pid: proc.pid, logFile, exit: undefined };
+  liveGroups.add(child.pid);
+  installExitHook();
+  proc.once('exit', (code, signal) => {
+    child.exit = signal ? `signal ${signal}` : `code ${code ?? '?'}`;
+  });
+  proc.once('error', (err) => {
+    child.exit = `error ${err.message}`;
+  });
+  return child;
+}
+
+async function waitReady(child: Child, ready: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (child.exit) {
+      throw new Error(`${child.name} exited (${child.exit}) before it was ready${logTail(child)}`);
+    }
+    if (await ready()) return;
+    await sleep(POLL_MS);
+  }
+  throw new Error(`${child.name} not ready after ${ms} ms${logTail(child)}`);
+}
+
+async function firestoreAnswers(host: string, port: number): Promise<boolean> {
+  try {
+    const res = await fetch(`http://${host}:${port}/`, { signal: AbortSignal.timeout(1_000) });
+    return res.ok && (await res.text()).trim() === 'Ok';
+  } catch {
+    return false;
+  }
+}
+
+function tcpOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port });
+    const done = (open: boolean) => {
+      socket.destroy();
+      resolve(open);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+async function stopAll(children: Child[]): Promise<void> {
+  const results = await Promise.allSettled(children.map((child) => stopChild(child)));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+async function stopChild(child: Child): Promise<void> {
+  signalGroup(child.pid, 'SIGTERM');
+  if (await waitGone(child, STOP_GRACE_MS)) return;
+  signalGroup(child.pid, 'SIGKILL');
+  if (await waitGone(child, STOP_GRACE_MS)) return;
+  throw new Error(`${child.name} (process group ${child.pid}) survived SIGKILL`);
+}
+
+async function waitGone(child: Child, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    // The leader must be reaped first: a zombie leader still counts as a group member.
+    if (child.exit !== undefined && !groupAlive(child.pid)) {
+      liveGroups.delete(child.pid);
+      return true;
+    }
+    if (Date.now() >= deadline) return false;
+    await sleep(50);
+  }
+}
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch (err) {
+    if (errnoCode(err) !== 'ESRCH') throw err;
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return errnoCode(err) === 'EPERM';
+  }
+}
+
+function errnoCode(err: unknown): unknown {
+  return typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // Last resort for a crash or a forgotten stop(): no JVM may outlive us.
+  process.on('exit', () => {
+    for (const pgid of liveGroups) signalGroup(pgid, 'SIGKILL');
+  });
+}
+
+function logTail(child: Child, lines = 20): string {
+  try {
+    const text = readFileSync(child.logFile, 'utf8').trimEnd();
+    const tail = text.split('\n').slice(-lines).join('\n');
+    return tail ? `; last lines of ${child.logFile}:\n${tail}` : `; ${child.logFile} is empty`;
+  } catch {
+    return `; no log at ${child.logFile}`;
+  }
+}

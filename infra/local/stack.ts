@@ -1,0 +1,171 @@
+/** The local stack: emulators, topology, every function under functions-framework, echo endpoint, relay, schedules. */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { PubSub } from '@google-cloud/pubsub';
+import { z } from 'zod';
+import { loadConfig } from '../../shared/config/load.js';
+import { RELAY_TYPES, type Config } from '../../shared/config/schema.js';
+import type { Logger } from '../../shared/logger.js';
+import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
+import { stopAllInstances } from '../../relay/backends/process/index.js';
+import { portFree, startChild, waitForPort, type Child } from './children.js';
+import { startEmulators, type RunningEmulators } from './emulators.js';
+import { applyTopology, loadTopology, localPushEndpoint, pushedFunctions, scheduleIntervals } from './topology.js';
+
+const firebaseSchema = z.object({
+  emulators: z.object({
+    firestore: z.object({ host: z.string(), port: z.number() }),
+    pubsub: z.object({ host: z.string(), port: z.number() }),
+    functions: z.object({ host: z.string(), port: z.number() }),
+  }),
+});
+
+export interface StackOptions {
+  /** Repository root (holds firebase.json, dist/, infra/). */
+  root: string;
+  /** Where state, logs and local.env go (default `<root>/.egress`). */
+  home: string;
+  /** Added to every port from firebase.json and the echo port (run a second stack beside a first). */
+  portOffset: number;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+}
+
+export interface Stack {
+  config: Config;
+  env: Record<string, string>;
+  pubsub: PubSub;
+  /** Restarts every function (picks up an edited EGRESS_CONFIG). */
+  restartFunctions(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts everything; on failure stops what it started and rethrows. */
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const { root, home, portOffset, logger } = opts;
+  const firebase = firebaseSchema.parse(JSON.parse(readFileSync(join(root, 'firebase.json'), 'utf8')));
+  const host = firebase.emulators.firestore.host;
+  const ports = {
+    firestore: firebase.emulators.firestore.port + portOffset,
+    pubsub: firebase.emulators.pubsub.port + portOffset,
+    functions: firebase.emulators.functions.port + portOffset,
+  };
+  const logDir = join(home, 'logs');
+  const stateDir = join(home, 'relay-state');
+  mkdirSync(logDir, { recursive: true });
+  const base = loadConfig(opts.env);
+  const echoPort = Number(new URL(base.echoUrl).port || 80) + portOffset;
+  const echoUrl = `http://${host}:${echoPort}/`;
+  for (const [what, port] of [['Firestore emulator', ports.firestore], ['Pub/Sub emulator', ports.pubsub], ['echo endpoint', echoPort]] as const) {
+    if (!(await portFree(host, port))) throw new Error(`port ${port} (${what}) is in use: is another local stack running? Stop it, or set EGRESS_PORT_OFFSET`);
+  }
+
+  const stoppers: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stoppers.reverse()) await s().catch((err: unknown) => logger.warn('stop step failed', { error: err }));
+    stoppers.length = 0;
+  };
+  try {
+    logger.info('starting the Firestore and Pub/Sub emulators');
+    const emulators: RunningEmulators = await startEmulators({ host, firestorePort: ports.firestore, pubsubPort: ports.pubsub, logDir });
+    stoppers.push(() => emulators.stop());
+    const env: Record<string, string> = {
+      ...Object.fromEntries(Object.entries(opts.env).filter((e): e is [string, string] => e[1] !== undefined)),
+      GOOGLE_CLOUD_PROJECT: base.project,
+      EGRESS_PROJECT: base.project,
+      FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
+      PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
+      METADATA_SERVER_DETECTION: 'none',
+      EGRESS_ECHO_URL: echoUrl,
+      EGRESS_RELAY_STATE_DIR: stateDir,
+    };
+    const config = loadConfig(env);
+
+    const echo: EchoServer = await startEchoServer({ host, port: echoPort });
+    stoppers.push(() => echo.close());
+
+    const topology = loadTopology();
+    const functionNames = pushedFunctions(topology);
+    const ffMain = createRequire(import.meta.url).resolve('@google-cloud/functions-framework/build/src/main.js');
+    const functionPort = new Map(functionNames.map((name, i) => [name, ports.functions + i]));
+    let functions: Child[] = [];
+    const startFunctions = async () => {
+      functions = functionNames.map((name) =>
+        startChild(`function ${name}`, [ffMain, `--target=${name}`, `--source=${join(root, 'dist', 'functions', name)}`, `--port=${functionPort.get(name)}`, '--signature-type=cloudevent'], env, join(logDir, `function-${name}.log`)),
+      );
+      await Promise.all(functions.map((f, i) => waitForPort(host, ports.functions + i, 30_000, f)));
+    };
+    const stopFunctions = async () => {
+      await Promise.all(functions.map((f) => f.stop()));
+    };
+    logger.info('starting the functions', { functions: functionNames });
+    await startFunctions();
+    stoppers.push(stopFunctions);
+
+    const pubsub = new PubSub({ projectId: config.project });
+    stoppers.push(() => pubsub.close());
+    const relays = [...new Set(config.providers.flatMap((p) => (RELAY_TYPES.includes(p.type) && p.relay ? [p.relay] : [])))];
+    await applyTopology(pubsub, topology, {
+      pushEndpoint: (fn, topic) => localPushEndpoint(`http://${host}:${functionPort.get(fn)}`, config.project, topic),
+      relays: relays.length > 0 ? relays : ['local'],
+    });
+
+    logger.info('starting the relay');
+    // Supervised like a systemd unit with Restart=always: a relay that dies is started again and
+    // re-adopts the proxy processes it left running.
+    let relay: Child;
+    let relayWanted = true;
+    const startRelay = () => {
+      relay = startChild('relay', [join(root, 'dist', 'relay', 'main.js')], env, join(logDir, 'relay.log'));
+      writeFileSync(join(home, 'relay.pid'), `${relay.process.pid ?? ''}\n`);
+      relay.process.once('exit', (code, signal) => {
+        if (!relayWanted) return;
+        logger.warn('the relay exited; restarting it', { code, signal });
+        setTimeout(() => relayWanted && startRelay(), 500);
+      });
+    };
+    startRelay();
+    stoppers.push(async () => {
+      relayWanted = false;
+      await relay.stop();
+      const stopped = await stopAllInstances(stateDir);
+      rmSync(stateDir, { recursive: true, force: true });
+      logger.info('stopped the relay and its proxy processes', { proxies: stopped });
+    });
+
+    const timers = scheduleIntervals(topology, config).map((tick) =>
+      setInterval(() => {
+        pubsub
+          .topic(tick.topic)
+          .publishMessage({ json: tick.data })
+          .catch((err: unknown) => logger.warn('scheduled publish failed', { schedule: tick.name, error: err }));
+      }, tick.intervalSeconds * 1000),
+    );
+    stoppers.push(() => {
+      timers.forEach(clearInterval);
+      return Promise.resolve();
+    });
+
+    const localEnv = { GOOGLE_CLOUD_PROJECT: config.project, FIRESTORE_EMULATOR_HOST: emulators.firestoreHost, PUBSUB_EMULATOR_HOST: emulators.pubsubHost };
+    writeFileSync(join(home, 'local.env'), Object.entries(localEnv).map(([k, v]) => `${k}=${v}\n`).join(''));
+    return {
+      config,
+      env,
+      pubsub,
+      async restartFunctions() {
+        await stopFunctions();
+        await startFunctions();
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The stack's home directory from the environment (`EGRESS_HOME`, default `<root>/.egress`). */
+export function stackHome(root: string, env: NodeJS.ProcessEnv): string {
+  return resolve(env['EGRESS_HOME'] ?? join(root, '.egress'));
+}

@@ -1,0 +1,111 @@
+/** `npm start`: runs the whole product locally, applies the sample fleet, prints how to use it; Ctrl-C stops all. */
+import { existsSync, readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Firestore } from '@google-cloud/firestore';
+import { parseProxyDocuments } from '../../shared/domain/documents.js';
+import type { Logger } from '../../shared/logger.js';
+import { startStack, stackHome, type Stack } from './stack.js';
+
+/** Human-readable launcher output (this is a terminal program, not a function). */
+function consoleLogger(): Logger {
+  const line = (level: string, message: string, fields?: Record<string, unknown>) => {
+    const extra = fields && Object.keys(fields).length > 0 ? ` ${JSON.stringify(fields)}` : '';
+    console.log(`[egress] ${level === 'INFO' ? '' : `${level} `}${message}${extra}`);
+  };
+  const logger: Logger = {
+    debug: () => {},
+    info: (m, f) => line('INFO', m, f),
+    warn: (m, f) => line('WARNING', m, f),
+    error: (m, f) => line('ERROR', m, f),
+    child: () => logger,
+  };
+  return logger;
+}
+
+function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'firebase.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('cannot find the repository root (firebase.json)');
+    dir = up;
+  }
+  return dir;
+}
+
+async function applySamples(stack: Stack, file: string, logger: Logger): Promise<string[]> {
+  const requests = parseProxyDocuments(readFileSync(file, 'utf8'));
+  for (const request of requests) {
+    await stack.pubsub.topic('proxy-requests').publishMessage({ json: request, attributes: { action: 'apply' } });
+  }
+  logger.info(`applied ${requests.length} sample proxies from ${file}`);
+  return requests.map((r) => r.metadata.name);
+}
+
+async function waitForFleet(db: Firestore, names: string[], timeoutMs: number, logger: Logger): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    const docs = await Promise.all(names.map((n) => db.collection('proxies').doc(n).get()));
+    const phases = docs.map((d, i) => `${names[i]}=${String(d.get('status.phase') ?? 'not yet recorded')}`).join(' ');
+    if (phases !== last) logger.info(`fleet: ${phases}`);
+    last = phases;
+    if (docs.every((d) => d.get('status.phase') === 'Ready')) return;
+    await sleep(1000);
+  }
+  logger.warn(`the sample fleet is not Ready after ${timeoutMs / 1000}s; see the logs`);
+}
+
+async function main(): Promise<void> {
+  const root = repoRoot();
+  const env = process.env;
+  const home = stackHome(root, env);
+  const logger = consoleLogger();
+  const portOffset = Number(env['EGRESS_PORT_OFFSET'] ?? 0);
+  if (!Number.isInteger(portOffset) || portOffset < 0) throw new Error('EGRESS_PORT_OFFSET must be a non-negative integer');
+
+  const stack = await startStack({ root, home, portOffset, env, logger });
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping everything this stack started…');
+    if (env['EGRESS_CONFIG']) unwatchFile(env['EGRESS_CONFIG']);
+    await stack.stop();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown());
+  process.on('SIGTERM', () => void shutdown());
+
+  const configFile = env['EGRESS_CONFIG'];
+  if (configFile) {
+    watchFile(configFile, { interval: 1000 }, () => {
+      logger.info(`${configFile} changed; restarting the functions`);
+      stack.restartFunctions().catch((err: unknown) => logger.error('restart failed', { error: err }));
+    });
+  }
+
+  const db = new Firestore({ projectId: stack.config.project });
+  const samples = env['EGRESS_SAMPLES'] ?? join(root, 'docs', 'samples', 'local-fleet.yaml');
+  const names = samples === 'none' ? [] : await applySamples(stack, samples, logger);
+  await waitForFleet(db, names, 90_000, logger);
+  const first = names[0] ? await db.collection('proxies').doc(names[0]).get() : undefined;
+  const creds = names[0] ? await db.collection('credentials').doc(names[0]).get() : undefined;
+  const address = first?.get('status.address') as unknown;
+  console.log('');
+  console.log(`Local stack is running (project ${stack.config.project}). Ctrl-C stops everything.`);
+  console.log(`  state and clients: ${join(home, 'local.env')}   logs: ${join(home, 'logs')}`);
+  if (typeof address === 'string' && creds?.exists) {
+    const user = encodeURIComponent(String(creds.get('username')));
+    const pass = encodeURIComponent(String(creds.get('password')));
+    console.log(`  try a proxy:  curl -x http://${user}:${pass}@${address} ${stack.config.echoUrl}`);
+  }
+  console.log('');
+}
+
+main().catch((err: unknown) => {
+  console.error(`[egress] ERROR ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,214 @@
+/** The relay agent over an in-memory stand-in for Pub/Sub: ack/nack rules, reports, stop. */
+import { EventEmitter } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { PubSub } from '@google-cloud/pubsub';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { RetryableError } from '../shared/errors.js';
+import { createLogger } from '../shared/logger.js';
+import { relayReportSchema, type RelayCommand, type RelayReport } from '../shared/relay/protocol.js';
+import { createRelayAgent, type RelayAgent } from './agent.js';
+import { LOCAL_RELAY_CONFIG, parseRelayConfig } from './config.js';
+import { FakeBackend } from './testing/fake-backend.js';
+
+class FakeSubscription extends EventEmitter {
+  closed = false;
+  constructor(readonly options: unknown) {
+    super();
+  }
+  close(): Promise<void> {
+    this.closed = true;
+    return Promise.resolve();
+  }
+}
+
+/** Just the parts of PubSub the agent and the bus use. */
+class FakePubSub {
+  subscriptions: FakeSubscription[] = [];
+  reports: Array<{ report: RelayReport; attributes: Record<string, string> }> = [];
+  failPublish = false;
+  subscription(_name: string, options: unknown): FakeSubscription {
+    const sub = new FakeSubscription(options);
+    this.subscriptions.push(sub);
+    return sub;
+  }
+  topic(name: string) {
+    return {
+      publishMessage: async (m: { data: Buffer; attributes: Record<string, string> }) => {
+        await Promise.resolve();
+        if (this.failPublish) throw new Error('publish failed');
+        expect(name).toBe('relay-reports');
+        this.reports.push({ report: relayReportSchema.parse(JSON.parse(m.data.toString())), attributes: m.attributes });
+        return String(this.reports.length);
+      },
+    };
+  }
+}
+
+function message(body: unknown, attributes: Record<string, string> = { relay: 'local' }) {
+  const m = {
+    id: `m-${Math.random()}`,
+    data: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
+    attributes,
+    publishTime: new Date(),
+    acks: 0,
+    nacks: 0,
+    ack: () => void m.acks++,
+    nack: () => void m.nacks++,
+  };
+  return m;
+}
+
+async function settled(m: { acks: number; nacks: number }): Promise<void> {
+  for (let i = 0; i < 200 && m.acks + m.nacks === 0; i++) await new Promise((r) => setTimeout(r, 5));
+}
+
+const createCommand = (name: string, issuedAt: number, commandId: string): RelayCommand => ({
+  kind: 'create',
+  commandId,
+  relay: 'local',
+  provider: 'local',
+  issuedAt,
+  spec: {
+    name,
+    proxy: name,
+    installationId: 'local',
+    specHash: 'h',
+    port: 0,
+    placement: {},
+    credentials: { username: 'u', password: 'pw-secret' },
+  },
+});
+
+describe('relay agent', () => {
+  const logLines: string[] = [];
+  const logger = createLogger({ write: (l) => logLines.push(l), level: 'DEBUG' });
+  const config = parseRelayConfig({ ...LOCAL_RELAY_CONFIG, probeIntervalSeconds: 3600, reportIntervalSeconds: 3600 });
+  let dir: string;
+  let pubsub: FakePubSub;
+  let backend: FakeBackend;
+  let agent: RelayAgent;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'egress-agent-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+    expect(logLines.join('\n')).not.toContain('pw-secret');
+  });
+  beforeEach(async () => {
+    pubsub = new FakePubSub();
+    backend = new FakeBackend('local');
+    agent = createRelayAgent({
+      config,
+      pubsub: pubsub as unknown as PubSub,
+      backends: new Map([['local', backend]]),
+      logger,
+      ledgerFile: path.join(dir, `${Math.random()}.json`),
+    });
+    await agent.start();
+    return () => agent.stop();
+  });
+  const sub = () => {
+    const s = pubsub.subscriptions[0];
+    if (!s) throw new Error('not subscribed');
+    return s;
+  };
+
+  it('subscribes with flow control and reports at once', async () => {
+    expect(sub().options).toMatchObject({ flowControl: { maxMessages: 8, allowExcessMessages: false } });
+    await agent.reportNow();
+    const first = pubsub.reports[0];
+    expect(first?.attributes).toMatchObject({ relay: 'local' });
+    expect(first?.report).toMatchObject({
+      relay: 'local',
+      seq: 0,
+      providers: [{ name: 'local', ok: true }],
+      instances: [],
+      results: [],
+    });
+  });
+
+  it('acks a command after applying it and reports its result and inventory', async () => {
+    const m = message(createCommand('ep-a', 1, 'c1'));
+    sub().emit('message', m);
+    await settled(m);
+    expect(m).toMatchObject({ acks: 1, nacks: 0 });
+    expect(backend.instances.has('ep-a')).toBe(true);
+    await agent.reportNow();
+    const withResult = pubsub.reports.find((r) => r.report.results.length > 0)?.report;
+    expect(withResult?.results).toEqual([
+      { commandId: 'c1', provider: 'local', name: 'ep-a', kind: 'create', ok: true },
+    ]);
+    expect(withResult?.instances[0]).toMatchObject({
+      name: 'ep-a',
+      provider: 'local',
+      commandId: 'c1',
+      state: 'Running',
+    });
+    const seqs = pubsub.reports.map((r) => r.report.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(pubsub.reports.map((r) => r.report.bootId)).size).toBe(1);
+    expect(pubsub.reports.at(-1)?.report.results).toEqual([]);
+  });
+
+  it('acks and ignores commands for another relay, by attribute or by body', async () => {
+    const byAttribute = message(createCommand('ep-a', 1, 'c1'), { relay: 'other' });
+    const byBody = message({ ...createCommand('ep-b', 1, 'c2'), relay: 'other' }, {});
+    sub().emit('message', byAttribute);
+    sub().emit('message', byBody);
+    await settled(byAttribute);
+    await settled(byBody);
+    expect([byAttribute.acks, byBody.acks]).toEqual([1, 1]);
+    expect(backend.calls).toEqual([]);
+  });
+
+  it('acks an invalid command with a warning naming the field', async () => {
+    const { spec: _dropped, ...noSpec } = createCommand('ep-a', 1, 'c1') as Extract<RelayCommand, { kind: 'create' }>;
+    const invalid = message(noSpec);
+    const notJson = message('{nope');
+    sub().emit('message', invalid);
+    sub().emit('message', notJson);
+    await settled(invalid);
+    await settled(notJson);
+    expect([invalid.acks, notJson.acks]).toEqual([1, 1]);
+    const warning = logLines
+      .map((l): Record<string, unknown> => z.record(z.string(), z.unknown()).parse(JSON.parse(l)))
+      .find((l) => l['message'] === 'invalid relay command' && l['field']);
+    expect(warning).toMatchObject({ severity: 'WARNING', field: 'spec' });
+  });
+
+  it('nacks on a retryable backend failure and reports nothing for it', async () => {
+    backend.fail = () => new RetryableError('busy');
+    const m = message(createCommand('ep-a', 1, 'c1'));
+    sub().emit('message', m);
+    await settled(m);
+    expect(m).toMatchObject({ acks: 0, nacks: 1 });
+    await agent.reportNow();
+    expect(pubsub.reports.flatMap((r) => r.report.results)).toEqual([]);
+  });
+
+  it('keeps results until a report carrying them is published', async () => {
+    pubsub.failPublish = true;
+    const m = message(createCommand('ep-a', 1, 'c1'));
+    sub().emit('message', m);
+    await settled(m);
+    await expect(agent.reportNow()).rejects.toThrow('publish failed');
+    pubsub.failPublish = false;
+    await agent.reportNow();
+    expect(pubsub.reports.flatMap((r) => r.report.results.map((x) => x.commandId))).toEqual(['c1']);
+  });
+
+  it('stops pulling, sends a last report and leaves instances running', async () => {
+    const m = message(createCommand('ep-a', 1, 'c1'));
+    sub().emit('message', m);
+    await settled(m);
+    const before = pubsub.reports.length;
+    await agent.stop();
+    expect(sub().closed).toBe(true);
+    expect(pubsub.reports.length).toBeGreaterThan(before);
+    expect(backend.instances.has('ep-a')).toBe(true);
+  });
+});

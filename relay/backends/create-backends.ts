@@ -1,0 +1,37 @@
+/** Builds the relay's backends from its configuration, one per provider, by type. */
+import type { Logger } from '../../shared/logger.js';
+import type { RelayConfig } from '../config.js';
+import type { RelayBackend } from './backend.js';
+import { createProcessBackend } from './process/index.js';
+
+/** What backends need besides their configuration. */
+export interface BackendDeps {
+  logger: Logger;
+  /** The built JavaScript of the proxy server (`dist/relay/proxy-server.js`). */
+  proxyServerPath: string;
+}
+
+/** @returns the backends keyed by provider name */
+export function createBackends(config: RelayConfig, deps: BackendDeps): Map<string, RelayBackend> {
+  const backends = new Map<string, RelayBackend>();
+  for (const backend of config.backends) {
+    switch (backend.type) {
+      case 'process':
+        backends.set(
+          backend.provider,
+          createProcessBackend({
+            provider: backend.provider,
+            installationId: config.installationId,
+            stateDir: backend.stateDir,
+            bindAddresses: backend.bindAddresses,
+            portRange: backend.portRange,
+            proxyServerPath: deps.proxyServerPath,
+            advertiseHost: backend.advertiseHost,
+            logger: deps.logger,
+          }),
+        );
+        break;
+    }
+  }
+  return backends;
+}

@@ -1,0 +1,283 @@
+/** The process backend end to end: real proxy processes in a temporary state directory. */
+import { mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  EgressError,
+  NotFoundError,
+  PermanentError,
+  QuotaExceededError,
+  RetryableError,
+  ValidationError,
+} from '../../../shared/errors.js';
+import { createLogger } from '../../../shared/logger.js';
+import { startEchoServer, type EchoServer } from '../../../shared/probe/echo-server.js';
+import { probeThroughProxy } from '../../../shared/probe/probe.js';
+import type { InstanceSpec } from '../../../shared/providers/contract.js';
+import type { RelayBackend } from '../backend.js';
+import { createProcessBackend, stopAllInstances, type ProcessBackendOptions } from './index.js';
+import { isOurs } from './processes.js';
+import { markerArgs } from './proxy-config.js';
+import { StateStore } from './state.js';
+
+const repo = fileURLToPath(new URL('../../../', import.meta.url));
+const proxyServerPath = path.join(repo, 'dist/test-proxy-server/process-backend/proxy-server.js');
+const PASSWORD = 's3cret-pw-do-not-log';
+const logLines: string[] = [];
+const logger = createLogger({ write: (line) => logLines.push(line), level: 'DEBUG' });
+const stateDirs: string[] = [];
+let echo: EchoServer;
+
+async function newStateDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'egress-process-backend-'));
+  stateDirs.push(dir);
+  return dir;
+}
+
+function backendFor(stateDir: string, overrides: Partial<ProcessBackendOptions> = {}): RelayBackend {
+  return createProcessBackend({
+    provider: 'local',
+    installationId: 'test',
+    stateDir,
+    bindAddresses: ['127.0.0.1'],
+    portRange: [21000, 21049],
+    proxyServerPath,
+    logger,
+    ...overrides,
+  });
+}
+
+function spec(name: string, overrides: Partial<InstanceSpec> = {}): InstanceSpec {
+  return {
+    name,
+    proxy: name,
+    installationId: 'test',
+    specHash: 'abc123',
+    port: 0,
+    placement: {},
+    credentials: { username: 'user', password: PASSWORD },
+    ...overrides,
+  };
+}
+
+/** A plain HTTP request through the proxy with an absolute URI (what `curl -x` does). */
+function forward(port: number, url: string, auth?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { host: new URL(url).host };
+    if (auth) headers['proxy-authorization'] = `Basic ${Buffer.from(auth).toString('base64')}`;
+    const req = http.request({ host: '127.0.0.1', port, path: url, headers, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function recordOf(stateDir: string, name: string) {
+  const result = await new StateStore(await realpath(stateDir)).read(name);
+  if (result.kind !== 'ok') throw new Error(`no state for ${name}: ${result.kind}`);
+  return result.record;
+}
+
+async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function errorOf(promise: Promise<unknown>): Promise<EgressError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof EgressError) return err;
+    throw err;
+  }
+  throw new Error('expected a rejection');
+}
+
+beforeAll(async () => {
+  await build({
+    entryPoints: [path.join(repo, 'relay/backends/process/proxy-server.ts')],
+    outfile: proxyServerPath,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    logLevel: 'warning',
+  });
+  echo = await startEchoServer();
+}, 30_000);
+
+afterAll(async () => {
+  for (const dir of stateDirs) {
+    await stopAllInstances(dir);
+    await rm(dir, { recursive: true, force: true });
+  }
+  await echo.close();
+  expect(logLines.join('\n')).not.toContain(PASSWORD);
+}, 30_000);
+
+describe('process backend', { timeout: 30_000 }, () => {
+  let stateDir: string;
+  let backend: RelayBackend;
+  beforeAll(async () => {
+    stateDir = await newStateDir();
+    backend = backendFor(stateDir);
+  });
+
+  it('checks its state directory, range and proxy server', async () => {
+    expect(await backend.check()).toMatchObject({ ok: true });
+    const broken = backendFor(stateDir, { proxyServerPath: '/nonexistent/proxy-server.js' });
+    expect(await broken.check()).toMatchObject({ ok: false });
+  });
+
+  it('creates a running proxy that requires its credentials (forwarding and CONNECT)', async () => {
+    const instance = await backend.create(spec('ep-alpha'));
+    expect(instance).toMatchObject({ name: 'ep-alpha', state: 'Running', ip: '127.0.0.1', installationId: 'test' });
+    expect(instance.port).toBeGreaterThanOrEqual(21000);
+    expect(instance.port).toBeLessThanOrEqual(21049);
+    expect(instance.createdAt).toBeGreaterThan(0);
+    const file = path.join(await realpath(stateDir), 'instances', 'ep-alpha.json');
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+
+    const ok = await forward(instance.port, echo.url, `user:${PASSWORD}`);
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(ok.body)).toEqual({ ip: '127.0.0.1' });
+    expect((await forward(instance.port, echo.url)).status).toBe(407);
+    expect((await forward(instance.port, echo.url, 'user:wrong')).status).toBe(407);
+
+    const base = { host: instance.ip, port: instance.port, echoUrl: echo.url, timeoutMs: 3000 };
+    const tunnel = await probeThroughProxy({ ...base, username: 'user', password: PASSWORD });
+    expect(tunnel).toMatchObject({ ok: true, egressIp: '127.0.0.1' });
+    const denied = await probeThroughProxy({ ...base, username: 'user', password: 'nope' });
+    expect(denied).toMatchObject({ ok: false, status: 407, error: 'proxy answered 407 to CONNECT' });
+    expect(await backend.credentials('ep-alpha')).toEqual({ username: 'user', password: PASSWORD });
+  });
+
+  it('adopts on a duplicate create, also from a fresh backend over the same state (relay restart)', async () => {
+    const before = await recordOf(stateDir, 'ep-alpha');
+    const again = await backend.create(spec('ep-alpha'));
+    expect(again.port).toBe(before.port);
+    expect((await recordOf(stateDir, 'ep-alpha')).pid).toBe(before.pid);
+
+    const restarted = backendFor(stateDir);
+    expect(await restarted.get('ep-alpha')).toMatchObject({
+      state: 'Running',
+      port: before.port,
+      createdAt: before.createdAt,
+    });
+    await restarted.create(spec('ep-alpha'));
+    expect((await recordOf(stateDir, 'ep-alpha')).pid).toBe(before.pid);
+    await restarted.close();
+  });
+
+  it('reports Terminated after kill -9, and a create restarts it on the same port', async () => {
+    const before = await recordOf(stateDir, 'ep-alpha');
+    process.kill(before.pid, 'SIGKILL');
+    await eventually(async () => (await backend.get('ep-alpha')).state === 'Terminated');
+    const listed = await backend.list();
+    expect(listed.find((i) => i.name === 'ep-alpha')).toMatchObject({
+      state: 'Terminated',
+      createdAt: before.createdAt,
+    });
+
+    const restarted = await backend.create(spec('ep-alpha'));
+    expect(restarted).toMatchObject({ state: 'Running', port: before.port });
+    expect((await recordOf(stateDir, 'ep-alpha')).pid).not.toBe(before.pid);
+  });
+
+  it('deletes idempotently and stops the process', async () => {
+    const { pid } = await recordOf(stateDir, 'ep-alpha');
+    const markers = markerArgs('ep-alpha', await realpath(stateDir));
+    expect(await isOurs(pid, markers)).toBe(true);
+    await backend.delete('ep-alpha');
+    expect(await isOurs(pid, markers)).toBe(false);
+    expect(await errorOf(backend.get('ep-alpha'))).toBeInstanceOf(NotFoundError);
+    await backend.delete('ep-alpha');
+    await backend.delete('ep-never-existed');
+  });
+
+  it('gives concurrent creates of distinct names distinct ports', async () => {
+    const names = ['ep-c1', 'ep-c2', 'ep-c3', 'ep-c4', 'ep-c5'];
+    const created = await Promise.all(names.map((n) => backend.create(spec(n))));
+    expect(new Set(created.map((i) => i.port)).size).toBe(names.length);
+    expect(created.every((i) => i.state === 'Running')).toBe(true);
+    const again = await Promise.all(names.map((n) => backend.create(spec(n))));
+    expect(again.map((i) => i.port)).toEqual(created.map((i) => i.port));
+  });
+
+  it('honours a fixed port and names spec.port when it cannot', async () => {
+    const fixed = await backend.create(spec('ep-fixed', { port: 21040 }));
+    expect(fixed.port).toBe(21040);
+    const clash = await errorOf(backend.create(spec('ep-clash', { port: 21040 })));
+    expect(clash).toBeInstanceOf(PermanentError);
+    expect(clash.toInfo().field).toBe('spec.port');
+    const outside = await errorOf(backend.create(spec('ep-outside', { port: 30000 })));
+    expect(outside).toBeInstanceOf(PermanentError);
+    expect(outside.toInfo().field).toBe('spec.port');
+  });
+
+  it('validates placement and names the field', async () => {
+    expect(backend.resolvePlacement({})).toEqual({ bindAddress: '127.0.0.1' });
+    expect(() => backend.resolvePlacement({ bindAddress: '10.9.9.9' })).toThrow(ValidationError);
+    const bad = await errorOf(backend.create(spec('ep-bad', { placement: { bindAddress: '10.9.9.9' } })));
+    expect(bad).toBeInstanceOf(PermanentError);
+    expect(bad.toInfo().field).toBe('spec.placement.bindAddress');
+    const unknown = await errorOf(backend.create(spec('ep-bad', { placement: { zone: 'x' } })));
+    expect(unknown.toInfo().field).toBe('spec.placement.zone');
+    expect(await errorOf(backend.get('ep-bad'))).toBeInstanceOf(NotFoundError);
+  });
+
+  it('lists only this installation and skips corrupt state files', async () => {
+    await backend.create(spec('ep-foreign', { installationId: 'other' }));
+    await writeFile(path.join(await realpath(stateDir), 'instances', 'ep-corrupt.json'), '{"name": 1');
+    const names = (await backend.list()).map((i) => i.name).sort();
+    expect(names).toEqual(['ep-c1', 'ep-c2', 'ep-c3', 'ep-c4', 'ep-c5', 'ep-fixed']);
+    expect(logLines.some((l) => l.includes('skipping unreadable instance state'))).toBe(true);
+    expect(await errorOf(backend.get('ep-corrupt'))).toBeInstanceOf(PermanentError);
+    await backend.delete('ep-corrupt');
+    expect(await errorOf(backend.get('ep-corrupt'))).toBeInstanceOf(NotFoundError);
+  });
+
+  it('stops every recorded process with stopAllInstances', async () => {
+    const pids = await Promise.all(
+      ['ep-c1', 'ep-fixed', 'ep-foreign'].map(async (n) => (await recordOf(stateDir, n)).pid),
+    );
+    expect(await stopAllInstances(stateDir)).toBe(7);
+    expect(await readdir(path.join(stateDir, 'instances'))).toEqual([]);
+    for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
+
+describe('process backend limits', { timeout: 30_000 }, () => {
+  it('reports QuotaExceeded when no port in the range is free (a foreign listener counts)', async () => {
+    const foreign = net.createServer();
+    await new Promise<void>((resolve) => foreign.listen(21051, '127.0.0.1', resolve));
+    try {
+      const backend = backendFor(await newStateDir(), { portRange: [21050, 21051] });
+      expect((await backend.create(spec('ep-q1'))).port).toBe(21050);
+      expect(await errorOf(backend.create(spec('ep-q2')))).toBeInstanceOf(QuotaExceededError);
+      expect(await errorOf(backend.get('ep-q2'))).toBeInstanceOf(NotFoundError);
+    } finally {
+      await new Promise((resolve) => foreign.close(resolve));
+    }
+  });
+
+  it('fails a create retryably when the proxy server cannot start, leaving no state', async () => {
+    const dir = await newStateDir();
+    const missing = path.join(dir, 'missing.js');
+    const backend = backendFor(dir, { proxyServerPath: missing, portRange: [21052, 21053] });
+    expect(await errorOf(backend.create(spec('ep-broken')))).toBeInstanceOf(RetryableError);
+    expect(await errorOf(backend.get('ep-broken'))).toBeInstanceOf(NotFoundError);
+    expect(await readFile(path.join(await realpath(dir), 'logs', 'ep-broken.log'), 'utf8')).toContain('missing.js');
+  });
+});

@@ -1,0 +1,47 @@
+/** The configuration one proxy process reads from stdin, and its marker arguments. */
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { dnsLabel } from '../../../shared/domain/names.js';
+
+export const proxyProcessConfigSchema = z.strictObject({
+  name: dnsLabel,
+  host: z.string().min(1).max(64),
+  port: z.number().int().min(1).max(65535),
+  username: z.string().min(1).max(128),
+  password: z.string().min(1).max(256),
+  /** Source address for outgoing connections (the egress IP on a host with several). */
+  localAddress: z.string().min(1).max(64).optional(),
+});
+/** What the backend writes to a proxy process's stdin. */
+export type ProxyProcessConfig = z.infer<typeof proxyProcessConfigSchema>;
+
+/** The line a proxy process prints on stdout once it listens, or when it cannot. */
+export const readyLineSchema = z.union([
+  z.object({ ready: z.literal(true), port: z.number().int() }),
+  z.object({ ready: z.literal(false), error: z.string(), code: z.string().optional() }),
+]);
+
+/**
+ * The argv markers that identify a proxy process as ours: the instance name and the state
+ * directory. Checked in `/proc/<pid>/cmdline` so a recycled pid never counts as ours.
+ * (`process.title` is not used: on Linux it overwrites the argv area and would erase them.)
+ */
+export function markerArgs(name: string, stateDir: string): [string, string] {
+  return [`--egress-proxy=${name}`, stateMarker(stateDir)];
+}
+
+/** The marker every process started for `stateDir` carries, whatever its name. */
+export function stateMarker(stateDir: string): string {
+  return `--egress-state=${stateDir}`;
+}
+
+/**
+ * The source address for outgoing connections: the bind address when it is a specific, routable
+ * one (a host with several egress IPs). A loopback or wildcard bind leaves the choice to the OS,
+ * otherwise a proxy bound to 127.0.0.1 could reach nothing but the host itself.
+ */
+export function egressAddress(host: string): string | undefined {
+  if (isIP(host) === 0) return undefined;
+  if (host === '0.0.0.0' || host === '::' || host === '::1' || host.startsWith('127.')) return undefined;
+  return host;
+}

@@ -1,0 +1,125 @@
+/** Per-instance state files of the process backend: `<stateDir>/instances/<name>.json`, written atomically. */
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { dnsLabel } from '../../../shared/domain/names.js';
+import { writeFileAtomic } from '../../atomic-file.js';
+
+export const instanceRecordSchema = z.object({
+  name: dnsLabel,
+  /** The provider (backend) that owns it: several process backends may share one state directory. */
+  provider: dnsLabel,
+  proxy: dnsLabel,
+  installationId: dnsLabel,
+  specHash: z.string().max(64),
+  /** The address the process listens on. */
+  host: z.string().min(1),
+  port: z.number().int().min(1).max(65535),
+  pid: z.number().int().positive(),
+  /** Epoch ms; never zero (contract rule 1). */
+  createdAt: z.number().int().positive(),
+  credentials: z.object({ username: z.string().min(1), password: z.string().min(1) }),
+});
+/** What the backend remembers about one instance. The file is mode 0600: it holds credentials. */
+export type InstanceRecord = z.infer<typeof instanceRecordSchema>;
+
+/** The outcome of reading one state file. */
+export type ReadResult =
+  { kind: 'missing' } | { kind: 'corrupt'; error: string } | { kind: 'ok'; record: InstanceRecord };
+
+/** The files of one state directory (`root` must already be absolute and resolved). */
+export class StateStore {
+  readonly instancesDir: string;
+  readonly logsDir: string;
+
+  constructor(readonly root: string) {
+    this.instancesDir = path.join(root, 'instances');
+    this.logsDir = path.join(root, 'logs');
+  }
+
+  /** Creates the directories (mode 0700). */
+  async init(): Promise<void> {
+    await mkdir(this.instancesDir, { recursive: true, mode: 0o700 });
+    await mkdir(this.logsDir, { recursive: true, mode: 0o700 });
+  }
+
+  /** Where an instance's process writes its stderr. */
+  logPath(name: string): string {
+    return path.join(this.logsDir, `${name}.log`);
+  }
+
+  private statePath(name: string): string {
+    return path.join(this.instancesDir, `${name}.json`);
+  }
+
+  /** Reads one instance's state; a name that is not a DNS-1123 label is simply missing. */
+  async read(name: string): Promise<ReadResult> {
+    if (!dnsLabel.safeParse(name).success) return { kind: 'missing' };
+    let text: string;
+    try {
+      text = await readFile(this.statePath(name), 'utf8');
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return { kind: 'missing' };
+      return { kind: 'corrupt', error: errorMessage(err) };
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      return { kind: 'corrupt', error: `not JSON: ${errorMessage(err)}` };
+    }
+    const parsed = instanceRecordSchema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return { kind: 'corrupt', error: `${(issue?.path ?? []).join('.') || '(file)'}: ${issue?.message ?? 'invalid'}` };
+    }
+    if (parsed.data.name !== name)
+      return { kind: 'corrupt', error: `name is "${parsed.data.name}", expected "${name}"` };
+    return { kind: 'ok', record: parsed.data };
+  }
+
+  /** Writes one instance's state atomically with mode 0600. */
+  async write(record: InstanceRecord): Promise<void> {
+    await writeFileAtomic(this.statePath(record.name), `${JSON.stringify(record, null, 2)}\n`);
+  }
+
+  /** Removes an instance's state file only (its log stays for diagnosis); missing is fine. */
+  async removeRecord(name: string): Promise<void> {
+    if (dnsLabel.safeParse(name).success) await rm(this.statePath(name), { force: true });
+  }
+
+  /** Removes an instance's state and log files; missing files are fine. */
+  async remove(name: string): Promise<void> {
+    if (!dnsLabel.safeParse(name).success) return;
+    await rm(this.statePath(name), { force: true });
+    await rm(this.logPath(name), { force: true });
+  }
+
+  /** Every state file, read; a missing directory means none. */
+  async readAll(): Promise<Array<{ name: string; result: ReadResult }>> {
+    let files: string[];
+    try {
+      files = await readdir(this.instancesDir);
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return [];
+      throw err;
+    }
+    const names = files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length));
+    return Promise.all(
+      names.map(async (name): Promise<{ name: string; result: ReadResult }> =>
+        dnsLabel.safeParse(name).success
+          ? { name, result: await this.read(name) }
+          : { name, result: { kind: 'corrupt', error: 'file name is not a DNS-1123 label' } },
+      ),
+    );
+  }
+}
+
+/** True when `err` is a Node system error with this `code`. */
+export function isErrno(err: unknown, code: string): boolean {
+  return err instanceof Error && 'code' in err && err.code === code;
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,106 @@
+/** Relay configuration: the embedded default, overrides, files, and errors that name the field. */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ValidationError } from '../shared/errors.js';
+import { LOCAL_RELAY_CONFIG, loadRelayConfig, parseRelayConfig, relayStatePath } from './config.js';
+
+function fieldOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ValidationError) return err.field;
+    throw err;
+  }
+  throw new Error('expected a ValidationError');
+}
+
+describe('loadRelayConfig', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'egress-relay-config-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('returns the frozen local default', () => {
+    const config = loadRelayConfig({});
+    expect(config).toMatchObject({ relay: 'local', subscription: 'relay-commands-local', installationId: 'local' });
+    expect(config.backends[0]).toMatchObject({ provider: 'local', type: 'process', portRange: [20000, 20999] });
+    expect(Object.isFrozen(config.backends[0])).toBe(true);
+    expect(relayStatePath(config)).toBe(path.resolve('.egress/relay-state/relay-commands.json'));
+  });
+
+  it('applies the environment overrides', () => {
+    const config = loadRelayConfig({
+      GOOGLE_CLOUD_PROJECT: 'p1',
+      EGRESS_ECHO_URL: 'http://10.0.0.1:9000/',
+      EGRESS_RELAY_STATE_DIR: '/tmp/relay-x',
+    });
+    expect(config).toMatchObject({ project: 'p1', echoUrl: 'http://10.0.0.1:9000/' });
+    expect(config.backends[0]?.stateDir).toBe('/tmp/relay-x');
+    expect(loadRelayConfig({ EGRESS_PROJECT: 'p2', GOOGLE_CLOUD_PROJECT: 'p1' }).project).toBe('p2');
+  });
+
+  it('reads a YAML file', async () => {
+    const file = path.join(dir, 'relay.yaml');
+    await writeFile(
+      file,
+      [
+        'relay: onprem-1',
+        'project: prod',
+        'subscription: relay-commands-onprem-1',
+        'reportsTopic: relay-reports',
+        'echoUrl: https://echo.example.com/',
+        'probeIntervalSeconds: 30',
+        'reportIntervalSeconds: 30',
+        'probeTimeoutSeconds: 5',
+        'installationId: prod',
+        'stateDir: /var/lib/egress-relay',
+        'backends:',
+        '  - { provider: host-a, type: process, stateDir: /var/lib/egress-relay/a, bindAddresses: [0.0.0.0], advertiseHost: 192.0.2.10, portRange: [3128, 3228] }',
+      ].join('\n'),
+    );
+    const config = loadRelayConfig({ EGRESS_RELAY_CONFIG: file });
+    expect(config.relay).toBe('onprem-1');
+    expect(relayStatePath(config)).toBe('/var/lib/egress-relay/relay-commands.json');
+  });
+
+  it('names the file when it cannot be read', () => {
+    expect(fieldOf(() => loadRelayConfig({ EGRESS_RELAY_CONFIG: path.join(dir, 'missing.yaml') }))).toBe(
+      'EGRESS_RELAY_CONFIG',
+    );
+  });
+
+  const withBackend = (backend: Record<string, unknown>) => ({
+    ...LOCAL_RELAY_CONFIG,
+    backends: [{ ...LOCAL_RELAY_CONFIG.backends[0], ...backend }],
+  });
+
+  it.each([
+    ['an inverted port range', withBackend({ portRange: [21000, 20000] }), 'relay.backends.0.portRange'],
+    ['a port out of range', withBackend({ portRange: [0, 10] }), 'relay.backends.0.portRange.0'],
+    ['an unknown backend type', withBackend({ type: 'vmware' }), 'relay.backends.0.type'],
+    [
+      'a bind address that is not an IP',
+      withBackend({ bindAddresses: ['localhost'] }),
+      'relay.backends.0.bindAddresses.0',
+    ],
+    [
+      'a wildcard bind without advertiseHost',
+      withBackend({ bindAddresses: ['0.0.0.0'] }),
+      'relay.backends.0.advertiseHost',
+    ],
+    ['an unknown key', { ...LOCAL_RELAY_CONFIG, color: 'blue' }, 'relay'],
+    ['a bad relay id', { ...LOCAL_RELAY_CONFIG, relay: 'Local_1' }, 'relay.relay'],
+    [
+      'duplicate providers',
+      { ...LOCAL_RELAY_CONFIG, backends: [LOCAL_RELAY_CONFIG.backends[0], LOCAL_RELAY_CONFIG.backends[0]] },
+      'relay.backends',
+    ],
+  ])('rejects %s naming the field', (_name, raw, field) => {
+    expect(fieldOf(() => parseRelayConfig(raw))).toBe(field);
+  });
+});

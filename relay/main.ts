@@ -1,0 +1,56 @@
+/** Entry of the relay process: config, backends, agent; SIGINT/SIGTERM stop it (proxies keep running). */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { PubSub } from '@google-cloud/pubsub';
+import { createLogger } from '../shared/logger.js';
+import { createRelayAgent } from './agent.js';
+import { createBackends } from './backends/create-backends.js';
+import { loadRelayConfig, type RelayConfig } from './config.js';
+
+function fatal(message: string): never {
+  process.stderr.write(`relay: ${message}\n`);
+  process.exit(1);
+}
+
+async function main(): Promise<void> {
+  let config: RelayConfig;
+  try {
+    config = loadRelayConfig();
+  } catch (err) {
+    fatal(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const logger = createLogger({ project: config.project, base: { component: 'relay', relay: config.relay } });
+  // The build puts proxy-server.js next to main.js (dist/relay/).
+  const proxyServerPath = fileURLToPath(new URL('./proxy-server.js', import.meta.url));
+  if (!existsSync(proxyServerPath)) fatal(`${proxyServerPath} is missing: run \`npm run build\` first`);
+
+  const pubsub = new PubSub({ projectId: config.project });
+  const backends = createBackends(config, { logger, proxyServerPath });
+  const agent = createRelayAgent({ config, pubsub, backends, logger });
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      logger.warn('second signal: exiting now', { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info('stopping the relay', { signal });
+    agent
+      .stop()
+      .then(() => Promise.all([...backends.values()].map((b) => b.close())))
+      .then(() => pubsub.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error('relay did not stop cleanly', { error: err });
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  await agent.start();
+}
+
+main().catch((err: unknown) => fatal(err instanceof Error ? err.message : String(err)));

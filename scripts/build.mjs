@@ -1,0 +1,104 @@
+// Bundles each deployable (functions, relay, local launcher, CLI) with esbuild into dist/.
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+const rootPackage = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const builtins = new Set(builtinModules);
+
+/** ESM bundles have no `require`; a CommonJS dependency that calls it still works with this. */
+const banner = {
+  js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+};
+
+/** @returns `[entry, outfile]` pairs for the entries that exist now (parts may still be written). */
+function entries() {
+  const found = [];
+  const functionsDir = join(root, 'functions');
+  if (existsSync(functionsDir)) {
+    for (const dirent of readdirSync(functionsDir, { withFileTypes: true })) {
+      const entry = join('functions', dirent.name, 'index.ts');
+      if (dirent.isDirectory() && existsSync(join(root, entry))) {
+        found.push({ entry, outfile: join('functions', dirent.name, 'index.js'), fn: dirent.name });
+      }
+    }
+  }
+  const fixed = [
+    ['relay/main.ts', 'relay/main.js'],
+    ['relay/backends/process/proxy-server.ts', 'relay/proxy-server.js'],
+    ['infra/local/start.ts', 'local/start.js'],
+    ['cli/main.ts', 'cli/main.js'],
+  ];
+  for (const [entry, outfile] of fixed) {
+    if (existsSync(join(root, entry))) found.push({ entry, outfile });
+  }
+  return found;
+}
+
+/** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`; builtins → undefined. */
+function packageName(specifier) {
+  if (specifier.startsWith('node:') || builtins.has(specifier.split('/')[0])) return undefined;
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+/** The external packages one bundle imports, with the versions the root package.json pins. */
+function dependenciesOf(metafile, outfile) {
+  const output = metafile.outputs[relative(root, join(dist, outfile))];
+  const deps = {};
+  for (const imported of output?.imports ?? []) {
+    const name = imported.external ? packageName(imported.path) : undefined;
+    if (!name) continue;
+    const version = rootPackage.dependencies?.[name];
+    if (!version) {
+      throw new Error(`${outfile} imports ${name}, which is not in package.json "dependencies"`);
+    }
+    deps[name] = version;
+  }
+  return Object.fromEntries(Object.entries(deps).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/** A package.json that makes dist/functions/<name>/ a deployable Cloud Functions source. */
+function writeFunctionPackage(fn, metafile, outfile) {
+  const pkg = {
+    name: `${rootPackage.name}-${fn}`,
+    version: rootPackage.version,
+    private: true,
+    type: 'module',
+    main: 'index.js',
+    engines: { node: '>=20' },
+    dependencies: dependenciesOf(metafile, outfile),
+  };
+  writeFileSync(join(dist, 'functions', fn, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+}
+
+const started = Date.now();
+const targets = entries();
+rmSync(dist, { recursive: true, force: true });
+await Promise.all(
+  targets.map(async ({ entry, outfile, fn }) => {
+    const result = await build({
+      absWorkingDir: root,
+      entryPoints: [entry],
+      outfile: join(dist, outfile),
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      sourcemap: true,
+      packages: 'external',
+      banner,
+      metafile: true,
+      logLevel: 'warning',
+    });
+    if (fn) writeFunctionPackage(fn, result.metafile, outfile);
+  }),
+);
+const names = targets.map((t) => t.outfile.replace(/\/(index|main)\.js$|\.js$/, ''));
+console.log(
+  `built ${targets.length} bundle(s) in ${Date.now() - started} ms: ${names.join(', ') || '(no entries yet)'}`,
+);

@@ -1,0 +1,48 @@
+/** The operation-span/logging decorator: every provider operation gets a span and a log line for free. */
+import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { asEgressError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Instance, InstanceSpec, Provider, ProviderHealth } from './contract.js';
+
+const tracer = trace.getTracer('egress/providers');
+
+/** Outcome attribute values: `ok`, or the error code (`NotFound`, `QuotaExceeded`, …). */
+async function operation<T>(provider: Provider, logger: Logger, op: string, target: string | undefined, call: () => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(`provider.${op}`, async (span: Span) => {
+    span.setAttributes({ 'provider.name': provider.name, 'provider.type': provider.type, 'provider.operation': op });
+    if (target) span.setAttribute('provider.instance', target);
+    const started = performance.now();
+    try {
+      const result = await call();
+      span.setAttribute('provider.outcome', 'ok');
+      logger.debug('provider operation', { provider: provider.name, op, instance: target, outcome: 'ok', ms: Math.round(performance.now() - started) });
+      return result;
+    } catch (err) {
+      const e = asEgressError(err);
+      span.setAttribute('provider.outcome', e.code);
+      // NotFound is an answer, not a failure.
+      if (e.code !== 'NotFound') span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
+      logger.debug('provider operation', { provider: provider.name, op, instance: target, outcome: e.code, error: e.message, ms: Math.round(performance.now() - started) });
+      throw e;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** Wraps a provider so each call is traced and logged; errors come out typed. */
+export function instrument(provider: Provider, logger: Logger): Provider {
+  const wrapped: Provider = {
+    name: provider.name,
+    type: provider.type,
+    probesRemotely: provider.probesRemotely,
+    resolvePlacement: (p) => provider.resolvePlacement(p),
+    create: (spec: InstanceSpec): Promise<Instance> => operation(provider, logger, 'create', spec.name, () => provider.create(spec)),
+    get: (name: string) => operation(provider, logger, 'get', name, () => provider.get(name)),
+    delete: (name: string) => operation(provider, logger, 'delete', name, () => provider.delete(name)),
+    list: () => operation(provider, logger, 'list', undefined, () => provider.list()),
+  };
+  const check = provider.check?.bind(provider);
+  if (check) wrapped.check = (): Promise<ProviderHealth> => operation(provider, logger, 'check', undefined, check);
+  return wrapped;
+}

@@ -1,0 +1,112 @@
+/**
+ * The relay-backed provider (types `process` and `kvm`): commands go out on `relay-commands`
+ * addressed to one relay; observations come from the inventory the relay reports. It never blocks
+ * on the backend: `create` and `delete` return once the command is published.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '../../bus/pubsub.js';
+import type { ProviderConfig } from '../../config/schema.js';
+import { NotFoundError, RetryableError, ValidationError } from '../../errors.js';
+import type { RelayCommand } from '../../relay/protocol.js';
+import type { CommandDoc, RelayStore } from '../../store/relays.js';
+import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
+
+export interface RelayProviderDeps {
+  config: ProviderConfig;
+  installationId: string;
+  relays: RelayStore;
+  bus: Bus;
+  /** A relay whose last report is older than this is considered down. */
+  heartbeatTimeoutMs: number;
+  /** A delete command not applied after this long is published again. */
+  resendAfterMs?: number;
+  now?: () => number;
+}
+
+export const RELAY_COMMANDS_TOPIC = 'relay-commands';
+
+class RelayProvider implements Provider {
+  readonly name: string;
+  readonly type: string;
+  readonly probesRemotely = true;
+  private readonly relay: string;
+  private readonly now: () => number;
+
+  constructor(private readonly deps: RelayProviderDeps) {
+    this.name = deps.config.name;
+    this.type = deps.config.type;
+    if (!deps.config.relay) throw new ValidationError('relay', `provider "${this.name}" names no relay`);
+    this.relay = deps.config.relay;
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Placement keys are validated by the relay's backend (it alone knows its hosts and addresses). */
+  resolvePlacement(placement: Record<string, unknown>): Record<string, unknown> {
+    return placement;
+  }
+
+  async create(spec: InstanceSpec): Promise<Instance> {
+    const issuedAt = this.now();
+    await this.send(spec.name, { kind: 'create', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt, spec }, spec.proxy, spec.specHash);
+    return pending(spec.name, spec.proxy, this.deps.installationId, spec.specHash, issuedAt);
+  }
+
+  async get(name: string): Promise<Instance> {
+    const item = await this.deps.relays.instance(this.relay, name);
+    if (item && item.provider === this.name) return item;
+    const cmd = await this.deps.relays.command(this.relay, name);
+    if (!cmd || cmd.provider !== this.name) throw new NotFoundError(`instance ${name} not found on relay ${this.relay}`);
+    if (cmd.kind === 'delete') {
+      if (cmd.done) throw new NotFoundError(`instance ${name} was deleted by relay ${this.relay}`);
+      // An inventory older than the last command is not proof of NotFound.
+      throw new RetryableError(`delete of ${name} not yet applied by relay ${this.relay}`, 2000);
+    }
+    if (!cmd.done) return pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt);
+    if (cmd.error) return { ...pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt), state: 'Failed', error: cmd.error };
+    throw new NotFoundError(`instance ${name} is no longer in relay ${this.relay}'s inventory`);
+  }
+
+  async delete(name: string): Promise<void> {
+    const cmd = await this.deps.relays.command(this.relay, name);
+    const resendAfter = this.deps.resendAfterMs ?? 60_000;
+    if (cmd?.kind === 'delete' && !cmd.done && this.now() - cmd.issuedAt < resendAfter) return;
+    if (cmd?.kind === 'delete' && cmd.done && !(await this.deps.relays.instance(this.relay, name))) return;
+    await this.send(name, { kind: 'delete', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt: this.now(), name }, cmd?.proxy ?? '', cmd?.specHash ?? '');
+  }
+
+  async list(): Promise<Instance[]> {
+    const health = await this.check();
+    if (!health.ok) throw new RetryableError(`relay ${this.relay} inventory is not current: ${health.message}`);
+    const items = await this.deps.relays.instances(this.relay);
+    return items.filter((i) => i.provider === this.name && i.installationId === this.deps.installationId);
+  }
+
+  async check(): Promise<ProviderHealth> {
+    const started = this.now();
+    const doc = await this.deps.relays.relay(this.relay);
+    const latencyMs = this.now() - started;
+    if (!doc) return { ok: false, message: `relay ${this.relay} has never reported`, latencyMs };
+    const age = this.now() - doc.heartbeatAt;
+    const mine = doc.providers.find((p) => p.name === this.name);
+    if (age > this.deps.heartbeatTimeoutMs) {
+      return { ok: false, message: `relay ${this.relay} last reported ${Math.round(age / 1000)}s ago`, latencyMs };
+    }
+    if (!mine) return { ok: false, message: `relay ${this.relay} does not run provider ${this.name}`, latencyMs };
+    return { ok: mine.ok, message: mine.ok ? `relay ${this.relay} reported ${Math.round(age / 1000)}s ago` : mine.message, latencyMs, detail: { [this.relay]: { ok: mine.ok, message: mine.message } } };
+  }
+
+  private async send(name: string, command: RelayCommand, proxy: string, specHash: string): Promise<void> {
+    const record: Omit<CommandDoc, 'done' | 'error'> = { commandId: command.commandId, kind: command.kind, issuedAt: command.issuedAt, provider: this.name, proxy, specHash };
+    await this.deps.relays.recordCommand(this.relay, name, record);
+    await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind });
+  }
+}
+
+function pending(name: string, proxy: string, installationId: string, specHash: string, createdAt: number): Instance {
+  return { name, proxy, installationId, specHash, state: 'Pending', ip: '', port: 0, createdAt };
+}
+
+/** Builds the provider for a relay-backed config entry. */
+export function createRelayProvider(deps: RelayProviderDeps): Provider {
+  return new RelayProvider(deps);
+}

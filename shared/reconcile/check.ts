@@ -1,0 +1,77 @@
+/** The check function's work: a sweep page (fanning out the next page first) or a batch of named proxies. */
+import { z } from 'zod';
+import type { Bus } from '../bus/pubsub.js';
+import { dnsLabel } from '../domain/names.js';
+import { toValidationError } from '../domain/proxy.js';
+import { reconcileProxy, type HealthCache, type ReconcileDeps, type ReconcileResult } from './reconcile.js';
+
+export const PROXY_CHECKS_TOPIC = 'proxy-checks';
+
+/** A check message: a sweep page (from the scheduler, then chained) or explicit names (kicks). */
+export const checkMessageSchema = z.union([
+  z.strictObject({ sweep: z.literal(true), after: z.string().max(63).nullable().optional() }),
+  z.strictObject({ names: z.array(dnsLabel).min(1).max(500) }),
+]);
+export type CheckMessage = z.infer<typeof checkMessageSchema>;
+
+/** Parses a check message, naming the field on failure. */
+export function parseCheckMessage(input: unknown): CheckMessage {
+  const parsed = checkMessageSchema.safeParse(input);
+  if (!parsed.success) throw toValidationError(parsed.error);
+  return parsed.data;
+}
+
+export interface CheckDeps extends ReconcileDeps {
+  bus: Bus;
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/**
+ * Handles one check message.
+ *
+ * A sweep reads one page of proxies (one read each), publishes the next page's message *before*
+ * reconciling so pages proceed in parallel, then reconciles its page: one invocation and one read
+ * per proxy per cycle.
+ *
+ * @returns the results, and the shortest recheck delay asked for (explicit names only: a sweep
+ * never asks for redelivery, the next sweep is its retry)
+ */
+export async function runCheck(deps: CheckDeps, message: CheckMessage): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
+  const cache: HealthCache = new Map();
+  if ('sweep' in message) {
+    const page = await deps.proxies.page(message.after ?? null, deps.config.checkBatchSize);
+    const last = page.at(-1);
+    if (page.length === deps.config.checkBatchSize && last) {
+      await deps.bus.publish(PROXY_CHECKS_TOPIC, { sweep: true, after: last.metadata.name });
+    }
+    const results = await pool(page, 10, (doc) => reconcileProxy(deps, doc, cache));
+    return { results };
+  }
+  const results = await pool([...new Set(message.names)], 10, async (name) => {
+    const doc = await deps.proxies.get(name);
+    return doc ? reconcileProxy(deps, doc, cache) : undefined;
+  });
+  const done = results.filter((r): r is ReconcileResult => r !== undefined);
+  const delays = done.flatMap((r) => (r.recheckAfterMs !== undefined ? [r.recheckAfterMs] : []));
+  return delays.length > 0 ? { results: done, recheckAfterMs: Math.min(...delays) } : { results: done };
+}
+
+/** Asks for a check of these proxies soon (after a request, or when their instances changed). */
+export async function kickChecks(bus: Bus, names: string[]): Promise<void> {
+  for (let i = 0; i < names.length; i += 100) {
+    await bus.publish(PROXY_CHECKS_TOPIC, { names: names.slice(i, i + 100) });
+  }
+}

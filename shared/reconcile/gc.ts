@@ -1,0 +1,66 @@
+/** Garbage collection: delete this installation's instances that no proxy owns, never anyone else's. */
+import type { Config } from '../config/schema.js';
+import { instanceName } from '../domain/names.js';
+import { asEgressError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Registry } from '../providers/registry.js';
+import type { ProxyStore } from '../store/proxies.js';
+
+export interface GcDeps {
+  config: Config;
+  registry: Registry;
+  proxies: ProxyStore;
+  logger: Logger;
+  now?: () => number;
+}
+
+export interface GcReport {
+  provider: string;
+  /** Why the provider was skipped (down, or its listing failed or was partial). */
+  skipped?: string;
+  listed: number;
+  deleted: string[];
+}
+
+/**
+ * One GC pass over every provider. A provider whose health check fails or whose listing fails is
+ * skipped entirely: GC never deletes on the strength of a failed listing. An instance is
+ * collected when it carries this installation's id and no proxy document owns it, and it is older
+ * than the grace period or has a zero `createdAt` (rule 1).
+ */
+export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
+  const now = deps.now ?? Date.now;
+  const graceMs = deps.config.gcGraceSeconds * 1000;
+  const owners = await deps.proxies.names();
+  const reports: GcReport[] = [];
+  for (const provider of deps.registry.all()) {
+    const report: GcReport = { provider: provider.name, listed: 0, deleted: [] };
+    reports.push(report);
+    try {
+      const health = await provider.check?.();
+      if (health && !health.ok) {
+        report.skipped = `provider down: ${health.message}`;
+        continue;
+      }
+      const instances = await provider.list();
+      report.listed = instances.length;
+      for (const instance of instances) {
+        if (instance.installationId !== deps.config.installationId) continue;
+        const owned = owners.has(instance.proxy) && instanceName(deps.config.installationId, instance.proxy) === instance.name;
+        const old = instance.createdAt <= 0 || now() - instance.createdAt > graceMs;
+        if (owned || !old) continue;
+        try {
+          await provider.delete(instance.name);
+          report.deleted.push(instance.name);
+          deps.logger.info('gc deleted an unowned instance', { provider: provider.name, instance: instance.name, proxy: instance.proxy });
+        } catch (err) {
+          deps.logger.warn('gc delete failed', { provider: provider.name, instance: instance.name, error: asEgressError(err).message });
+        }
+      }
+    } catch (err) {
+      report.skipped = `listing failed: ${asEgressError(err).message}`;
+      deps.logger.warn('gc skipped a provider', { provider: provider.name, reason: report.skipped });
+    }
+  }
+  return reports;
+}

@@ -1,0 +1,181 @@
+/** Reconciles one proxy: observe, probe, decide (pure), act under a lease, write status fenced. */
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../config/schema.js';
+import { instanceName } from '../domain/names.js';
+import { specHash } from '../domain/spec-hash.js';
+import type { ProxyDoc } from '../domain/status.js';
+import { asEgressError, ValidationError, type ErrorInfo } from '../errors.js';
+import { parseDuration } from '../domain/duration.js';
+import type { Logger } from '../logger.js';
+import type { Provider, ProviderHealth } from '../providers/contract.js';
+import type { Registry } from '../providers/registry.js';
+import { nextHealth, probeThroughProxy, type ProbeResult } from '../probe/probe.js';
+import type { ProxyStore } from '../store/proxies.js';
+import { decide, type Decision, type Observation, type Policy } from './decide.js';
+import { nextStatus, recordFailure, statusChanged } from './status.js';
+
+export interface ReconcileDeps {
+  config: Config;
+  proxies: ProxyStore;
+  registry: Registry;
+  logger: Logger;
+  now?: () => number;
+  /** Probes an instance through itself (injected so tests can count calls). */
+  probe?: typeof probeThroughProxy;
+  /** Counts this provider's proxies in phase Replacing (the rollout budget). */
+  countReplacing?: (provider: string) => Promise<number>;
+}
+
+export interface ReconcileResult {
+  name: string;
+  action: Decision['action'];
+  phase: Decision['phase'];
+  /** Set when the proxy should be looked at again soon. */
+  recheckAfterMs?: number;
+}
+
+/** Per-batch memo of provider health, so a batch checks each provider once. */
+export type HealthCache = Map<string, Promise<ProviderHealth | undefined>>;
+
+export function policyOf(config: Config): Policy {
+  return {
+    unhealthyAfter: config.unhealthyAfter,
+    backoffBaseMs: config.backoffBaseSeconds * 1000,
+    backoffMaxMs: config.backoffMaxSeconds * 1000,
+    pollMs: 2000,
+  };
+}
+
+/** Resolves catalogue references, then lets the provider validate and complete the placement. */
+export function resolvePlacement(config: Config, provider: Provider, placement: Record<string, unknown>): Record<string, unknown> {
+  const { catalogue, ...rest } = placement;
+  let base: Record<string, unknown> = {};
+  if (catalogue !== undefined) {
+    const entries = config.providers.find((p) => p.name === provider.name)?.catalogue ?? {};
+    const entry = typeof catalogue === 'string' ? entries[catalogue] : undefined;
+    if (!entry) throw new ValidationError('spec.placement.catalogue', `unknown catalogue entry ${JSON.stringify(catalogue)} for provider "${provider.name}" (known: ${Object.keys(entries).join(', ') || 'none'})`);
+    base = { ...entry };
+  }
+  return provider.resolvePlacement({ ...base, ...rest });
+}
+
+async function observe(provider: Provider, name: string, health: ProviderHealth | undefined): Promise<Observation> {
+  if (health && !health.ok) return { kind: 'providerDown', message: health.message };
+  try {
+    return { kind: 'found', instance: await provider.get(name) };
+  } catch (err) {
+    const e = asEgressError(err);
+    return e.code === 'NotFound' ? { kind: 'notFound' } : { kind: 'error', error: e.toInfo() };
+  }
+}
+
+function providerHealth(provider: Provider, cache: HealthCache): Promise<ProviderHealth | undefined> {
+  let cached = cache.get(provider.name);
+  if (!cached) {
+    cached = provider.check ? provider.check().catch((err: unknown) => ({ ok: false, message: asEgressError(err).message, latencyMs: 0 })) : Promise.resolve(undefined);
+    cache.set(provider.name, cached);
+  }
+  return cached;
+}
+
+/**
+ * Brings one proxy one step closer to its desired state. Safe to run concurrently and repeatedly:
+ * mutating provider calls happen under a lease, and status writes are fenced by generation.
+ */
+export async function reconcileProxy(deps: ReconcileDeps, doc: ProxyDoc, cache: HealthCache = new Map()): Promise<ReconcileResult> {
+  const now = deps.now ?? Date.now;
+  const { config, proxies } = deps;
+  const name = doc.metadata.name;
+  const log = deps.logger.child({ proxy: name });
+  const policy = policyOf(config);
+  const provider = deps.registry.get(doc.spec.provider);
+  const iname = instanceName(config.installationId, name);
+
+  let desiredHash: string | undefined;
+  let placementError: ErrorInfo | undefined;
+  let placement: Record<string, unknown> = {};
+  let observation: Observation;
+  if (!provider) {
+    observation = { kind: 'providerMissing', provider: doc.spec.provider };
+  } else {
+    try {
+      placement = resolvePlacement(config, provider, doc.spec.placement);
+      desiredHash = specHash(doc.spec, placement);
+    } catch (err) {
+      placementError = asEgressError(err).toInfo();
+    }
+    observation = await observe(provider, iname, await providerHealth(provider, cache));
+  }
+
+  if (provider && !provider.probesRemotely && observation.kind === 'found' && observation.instance.state === 'Running') {
+    const result = await probeOwn(deps, name, observation.instance.ip, observation.instance.port);
+    observation.instance.health = nextHealth(doc.status.health, result, new Date(now()));
+  }
+
+  const input = {
+    now: now(),
+    deleting: doc.deletionRequestedAt !== undefined,
+    desiredHash,
+    placementError,
+    maxAgeMs: doc.spec.maxAge ? parseDuration(doc.spec.maxAge) : undefined,
+    status: doc.status,
+    observation,
+    policy,
+    replacementBudget: true,
+  };
+  let decision = decide(input);
+  if ((decision.replace === 'drift' || decision.replace === 'rotation') && deps.countReplacing && provider) {
+    const budget = config.providers.find((p) => p.name === provider.name)?.rolloutBudget ?? 1;
+    if ((await deps.countReplacing(provider.name)) >= budget && doc.status.phase !== 'Replacing') decision = decide({ ...input, replacementBudget: false });
+  }
+
+  if (decision.action === 'finalise') {
+    if (await proxies.finalise(name, doc.generation)) log.info('proxy deleted', { instance: iname });
+    return { name, action: 'finalise', phase: 'Deleting' };
+  }
+
+  let status = nextStatus(doc.status, decision, observation, doc.generation, now(), policy);
+  let holder: string | undefined;
+  if (provider && (decision.action === 'create' || decision.action === 'delete')) {
+    holder = randomUUID();
+    if (!(await proxies.acquireLease(name, holder, doc.generation, config.leaseSeconds * 1000, now()))) {
+      log.debug('lease held elsewhere or generation moved; skipping', { action: decision.action });
+      return { name, action: 'none', phase: doc.status.phase, recheckAfterMs: policy.pollMs };
+    }
+    try {
+      if (decision.action === 'create') {
+        const credentials = await proxies.credentials(name);
+        if (!credentials) throw new ValidationError('credentials', `credentials/${name} is missing; re-apply the proxy`);
+        await provider.create({ name: iname, proxy: name, installationId: config.installationId, specHash: desiredHash ?? '', port: doc.spec.port, placement, credentials });
+      } else {
+        await provider.delete(iname);
+      }
+    } catch (err) {
+      const e = asEgressError(err).toInfo();
+      log.warn(`provider ${decision.action} failed`, { instance: iname, code: e.code, error: e.message });
+      if (decision.action === 'create') status = { ...status, ...recordFailure(status, e, now(), now(), policy, desiredHash) };
+      decision = { ...decision, message: `${decision.action} failed: ${e.message}`, recheckAfterMs: e.code === 'Retryable' ? policy.pollMs : decision.recheckAfterMs };
+    }
+  }
+
+  const phaseChanged = status.phase !== doc.status.phase;
+  if (holder || statusChanged(doc.status, status, now(), config.heartbeatSeconds * 1000)) {
+    const written = await proxies.writeStatus(name, doc.generation, status, now(), holder);
+    if (!written) log.debug('status write fenced off (generation moved or lease lost)');
+  }
+  if (phaseChanged || decision.action === 'create' || (decision.action === 'delete' && decision.replace && doc.status.phase !== 'Replacing')) {
+    const warning = status.phase === 'Failed' || status.phase === 'Unhealthy' || decision.replace !== undefined;
+    await proxies.addEvent(name, { at: new Date(now()).toISOString(), type: warning ? 'Warning' : 'Normal', reason: decision.replace ? `Replace:${decision.replace}` : status.phase, message: decision.message }, config.maxEvents);
+    log.info(decision.message, { phase: status.phase, action: decision.action });
+  }
+  const result: ReconcileResult = { name, action: decision.action, phase: status.phase };
+  if (decision.recheckAfterMs !== undefined) result.recheckAfterMs = decision.recheckAfterMs;
+  return result;
+}
+
+async function probeOwn(deps: ReconcileDeps, name: string, host: string, port: number): Promise<ProbeResult> {
+  const credentials = await deps.proxies.credentials(name);
+  if (!credentials) return { ok: false, latencyMs: 0, error: 'no credentials stored for this proxy' };
+  const probe = deps.probe ?? probeThroughProxy;
+  return probe({ host, port, ...credentials, echoUrl: deps.config.echoUrl, timeoutMs: deps.config.probeTimeoutSeconds * 1000 });
+}

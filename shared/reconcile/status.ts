@@ -1,0 +1,104 @@
+/** Builds the next stored status from a decision (pure), and says whether it is worth a write. */
+import { canonicalJson } from '../domain/spec-hash.js';
+import type { Condition, ConditionType, ProxyStatus } from '../domain/status.js';
+import type { ErrorInfo } from '../errors.js';
+import { backoffMs, type Decision, type Observation, type Policy } from './decide.js';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Merges condition updates, keeping `lastTransitionTime` when the status did not change. */
+export function mergeConditions(previous: Condition[], updates: Decision['conditions'], now: number): Condition[] {
+  const byType = new Map<ConditionType, Condition>(previous.map((c) => [c.type, c]));
+  for (const [type, next] of Object.entries(updates) as [ConditionType, (typeof updates)[ConditionType]][]) {
+    if (!next) continue;
+    const old = byType.get(type);
+    const lastTransitionTime = old && old.status === next.status ? old.lastTransitionTime : iso(now);
+    byType.set(type, { type, ...next, lastTransitionTime });
+  }
+  return [...byType.values()].sort((a, b) => a.type.localeCompare(b.type));
+}
+
+/**
+ * The status after a decision.
+ *
+ * @param generation - the proxy generation the decision was made for
+ */
+export function nextStatus(previous: ProxyStatus, decision: Decision, observation: Observation, generation: number, now: number, policy: Policy): ProxyStatus {
+  const next: ProxyStatus = {
+    ...previous,
+    phase: decision.phase,
+    observedGeneration: generation,
+    conditions: mergeConditions(previous.conditions, decision.conditions, now),
+  };
+  if (observation.kind === 'found') {
+    const i = observation.instance;
+    next.instance = { name: i.name, ip: i.ip, port: i.port, state: i.state, createdAt: iso(i.createdAt), specHash: i.specHash };
+    if (i.state === 'Running' && i.ip) next.address = `${i.ip}:${i.port}`;
+    else delete next.address;
+    if (i.health) next.health = i.health;
+  } else if (observation.kind === 'notFound') {
+    delete next.instance;
+    delete next.address;
+    delete next.health;
+  }
+  if (decision.failure) {
+    const f = decision.failure;
+    Object.assign(next, recordFailure(next, f.error, f.failedAt, now, policy, f.specHash));
+  }
+  if (decision.action === 'create') next.everCreated = true;
+  if (decision.phase === 'Ready') {
+    delete next.retry;
+    delete next.failedSpecHash;
+  }
+  return next;
+}
+
+/** The retry/failure fields after a provider error (a failed create, sync or async). */
+export function recordFailure(
+  previous: ProxyStatus,
+  error: ErrorInfo,
+  failedAt: number,
+  now: number,
+  policy: Policy,
+  desiredHash?: string,
+): Pick<ProxyStatus, 'retry' | 'failedSpecHash' | 'phase' | 'conditions'> {
+  if (error.code === 'Permanent' || error.code === 'Validation') {
+    const conditions = mergeConditions(previous.conditions, {
+      Provisioned: { status: 'False', reason: 'PermanentError', message: error.message },
+      Ready: { status: 'False', reason: 'PermanentError', message: error.message },
+    }, now);
+    return { phase: 'Failed', conditions, failedSpecHash: desiredHash ?? previous.failedSpecHash, retry: previous.retry };
+  }
+  const attempts = (previous.retry?.attempts ?? 0) + 1;
+  const reason = error.code === 'QuotaExceeded' ? 'QuotaExceeded' : 'CreateFailed';
+  const wait = Math.max(backoffMs(attempts, policy), error.retryAfterMs ?? 0);
+  const conditions = mergeConditions(previous.conditions, {
+    Provisioned: { status: 'False', reason, message: error.message },
+    Ready: { status: 'False', reason, message: error.message },
+  }, now);
+  return {
+    phase: 'Provisioning',
+    conditions,
+    failedSpecHash: previous.failedSpecHash,
+    retry: { attempts, notBefore: iso(now + wait), reason, failedAt },
+  };
+}
+
+/** The part of a status that counts as a change (probe timing and latency jitter do not). */
+function significant(status: ProxyStatus): unknown {
+  const { health, ...rest } = status;
+  if (!health) return rest;
+  const { lastProbeAt: _at, latencyMs: _latency, ...stable } = health;
+  return { ...rest, health: stable };
+}
+
+/**
+ * Whether the new status must be written: a significant change, or the coarse heartbeat is due.
+ * Keeps a healthy, unchanged proxy's check at one read and no write.
+ */
+export function statusChanged(previous: ProxyStatus, next: ProxyStatus, now: number, heartbeatMs: number): boolean {
+  if (canonicalJson(significant(previous)) !== canonicalJson(significant(next))) return true;
+  const written = Date.parse(previous.health?.lastProbeAt ?? '');
+  const latest = Date.parse(next.health?.lastProbeAt ?? '');
+  return !Number.isNaN(latest) && (Number.isNaN(written) || latest - written >= heartbeatMs);
+}

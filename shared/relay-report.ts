@@ -1,0 +1,38 @@
+/** Handling messages on `relay-reports`: store heartbeat and inventory, kick checks for what changed. */
+import type { Bus } from './bus/pubsub.js';
+import type { BusMessage } from './bus/message.js';
+import { toValidationError } from './domain/proxy.js';
+import type { Logger } from './logger.js';
+import { kickChecks } from './reconcile/check.js';
+import { relayReportSchema } from './relay/protocol.js';
+import type { RelayStore } from './store/relays.js';
+
+export interface RelayReportDeps {
+  relays: RelayStore;
+  bus: Bus;
+  logger: Logger;
+  now?: () => number;
+}
+
+/**
+ * Applies one relay report. A malformed report is logged with its field and acknowledged (never
+ * retried in a loop). A report may only speak for the relay named in its `relay` attribute.
+ */
+export async function handleRelayReport(deps: RelayReportDeps, message: BusMessage): Promise<string> {
+  const parsed = relayReportSchema.safeParse(message.json);
+  if (message.decodeError || !parsed.success) {
+    const reason = message.decodeError ?? (parsed.error ? toValidationError(parsed.error).message : 'invalid');
+    deps.logger.warn('relay report rejected', { messageId: message.id, reason });
+    return 'rejected';
+  }
+  const report = parsed.data;
+  const sender = message.attributes['relay'];
+  if (sender !== undefined && sender !== report.relay) {
+    deps.logger.warn('relay report rejected', { messageId: message.id, reason: `attribute relay="${sender}" does not match body relay="${report.relay}"` });
+    return 'rejected';
+  }
+  const outcome = await deps.relays.applyReport(report, (deps.now ?? Date.now)());
+  if (outcome.stale) return 'stale';
+  if (outcome.changedProxies.length > 0) await kickChecks(deps.bus, outcome.changedProxies);
+  return 'applied';
+}

@@ -1,0 +1,41 @@
+/** The functions' shared runtime: config, clients, stores and providers, built once per process. */
+import { PubSub } from '@google-cloud/pubsub';
+import { createPubSubBus, type Bus } from './bus/pubsub.js';
+import { loadConfig } from './config/load.js';
+import type { Config } from './config/schema.js';
+import { createLogger, type Logger } from './logger.js';
+import { createRegistry, type Registry } from './providers/registry.js';
+import { createFirestore } from './store/firestore.js';
+import { ProxyStore } from './store/proxies.js';
+import { RelayStore } from './store/relays.js';
+
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  bus: Bus;
+  proxies: ProxyStore;
+  relays: RelayStore;
+  registry: Registry;
+  maxEvents: number;
+  countReplacing: (provider: string) => Promise<number>;
+}
+
+/** Builds a runtime from an environment (tests build their own with their own env). */
+export function createRuntime(env: Record<string, string | undefined> = process.env, base: Record<string, unknown> = {}): Runtime {
+  const config = loadConfig(env);
+  const logger = createLogger({ project: config.project, base });
+  const db = createFirestore(config.project);
+  const bus = createPubSubBus(new PubSub({ projectId: config.project }));
+  const proxies = new ProxyStore(db, logger);
+  const relays = new RelayStore(db, logger, config.heartbeatSeconds * 1000);
+  const registry = createRegistry({ config, relays, bus, logger });
+  return { config, logger, bus, proxies, relays, registry, maxEvents: config.maxEvents, countReplacing: (p) => proxies.countReplacing(p) };
+}
+
+let memo: Runtime | undefined;
+
+/** The process-wide runtime, created on first use (so importing a function costs nothing). */
+export function getRuntime(functionName: string): Runtime {
+  memo ??= createRuntime(process.env, { function: functionName });
+  return memo;
+}

@@ -1,0 +1,261 @@
+/** The `proxies/{name}` repository: requests, fenced status writes, leases, credentials, events. */
+import { randomBytes } from 'node:crypto';
+import { FieldPath, FieldValue, type Firestore, type Transaction } from '@google-cloud/firestore';
+import type { ApplyRequest } from '../domain/proxy.js';
+import { initialStatus, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
+import { ValidationError, type ErrorInfo } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { COLLECTIONS } from './firestore.js';
+
+export type ApplyOutcome = 'created' | 'updated' | 'unchanged' | 'stale';
+export type DeleteOutcome = 'marked' | 'already' | 'absent' | 'stale';
+
+export interface Credentials {
+  username: string;
+  password: string;
+}
+
+/** An entry of a proxy's audit trail. */
+export interface ProxyEvent {
+  at: string;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const FieldValueDelete = FieldValue.delete();
+
+/** Fresh per-proxy credentials from a secure random source. */
+export function generateCredentials(proxy: string): Credentials {
+  return { username: `u-${proxy.slice(0, 20)}`, password: randomBytes(18).toString('base64url') };
+}
+
+export class ProxyStore {
+  constructor(
+    private readonly db: Firestore,
+    private readonly logger: Logger,
+  ) {}
+
+  private ref(name: string) {
+    return this.db.collection(COLLECTIONS.proxies).doc(name);
+  }
+
+  /** Parses a stored document; a corrupt one is logged and treated as absent (never crashes a sweep). */
+  private parse(name: string, data: unknown): ProxyDoc | undefined {
+    const parsed = proxyDocSchema.safeParse(data);
+    if (parsed.success) return parsed.data;
+    this.logger.error('corrupt proxy document ignored', { proxy: name, issue: parsed.error.issues[0]?.message, path: parsed.error.issues[0]?.path.join('.') });
+    return undefined;
+  }
+
+  async get(name: string): Promise<ProxyDoc | undefined> {
+    const snap = await this.ref(name).get();
+    return snap.exists ? this.parse(name, snap.data()) : undefined;
+  }
+
+  /** One page of proxies in name order, after `after` (a sweep batch: one read per proxy). */
+  async page(after: string | null, limit: number): Promise<ProxyDoc[]> {
+    let query = this.db.collection(COLLECTIONS.proxies).orderBy(FieldPath.documentId()).limit(limit);
+    if (after) query = query.startAfter(after);
+    const snap = await query.get();
+    return snap.docs.flatMap((d) => this.parse(d.id, d.data()) ?? []);
+  }
+
+  /** Proxies of `provider` currently in phase Replacing (the rollout budget; a count query). */
+  async countReplacing(provider: string): Promise<number> {
+    const snap = await this.db
+      .collection(COLLECTIONS.proxies)
+      .where('spec.provider', '==', provider)
+      .where('status.phase', '==', 'Replacing')
+      .count()
+      .get();
+    return snap.data().count;
+  }
+
+  /** Names of every proxy document (GC's ownership check; reads ids only). */
+  async names(): Promise<Set<string>> {
+    const snap = await this.db.collection(COLLECTIONS.proxies).select().get();
+    return new Set(snap.docs.map((d) => d.id));
+  }
+
+  /**
+   * Records an apply request. Requests older than the newest one applied (or than a completed
+   * delete) are stale and ignored, so redelivered and reordered messages converge.
+   *
+   * @throws ValidationError on `spec.provider` when it would change (immutable)
+   */
+  async apply(request: ApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome> {
+    const name = request.metadata.name;
+    return this.db.runTransaction(async (tx) => {
+      const [snap, tomb, creds] = await Promise.all([
+        tx.get(this.ref(name)),
+        tx.get(this.db.collection(COLLECTIONS.tombstones).doc(name)),
+        tx.get(this.db.collection(COLLECTIONS.credentials).doc(name)),
+      ]);
+      const tombAt = Number(tomb.get('requestTime') ?? 0);
+      if (!snap.exists && publishTime <= tombAt) return 'stale';
+      const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
+      if (existing && publishTime < existing.requestTime) return 'stale';
+      if (existing && existing.spec.provider !== request.spec.provider) {
+        throw new ValidationError('spec.provider', `is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`);
+      }
+      if (!creds.exists) tx.set(creds.ref, { ...generateCredentials(name), createdAt: iso(now) });
+      if (!existing) {
+        const doc: ProxyDoc = {
+          apiVersion: 'egress.dev/v1',
+          kind: 'Proxy',
+          metadata: { name, labels: request.metadata.labels },
+          spec: request.spec,
+          generation: 1,
+          requestTime: publishTime,
+          createdAt: iso(now),
+          status: initialStatus(),
+        };
+        tx.set(this.ref(name), doc);
+        return 'created';
+      }
+      const specChanged = JSON.stringify(existing.spec) !== JSON.stringify(request.spec);
+      const labelsChanged = JSON.stringify(existing.metadata.labels) !== JSON.stringify(request.metadata.labels);
+      const undelete = existing.deletionRequestedAt !== undefined;
+      if (!specChanged && !labelsChanged && !undelete) {
+        if (publishTime > existing.requestTime) tx.update(this.ref(name), { requestTime: publishTime });
+        return 'unchanged';
+      }
+      const update: Record<string, unknown> = {
+        spec: request.spec,
+        'metadata.labels': request.metadata.labels,
+        requestTime: publishTime,
+        generation: existing.generation + (specChanged || undelete ? 1 : 0),
+      };
+      if (undelete) update['deletionRequestedAt'] = FieldValueDelete;
+      tx.update(this.ref(name), update);
+      return 'updated';
+    });
+  }
+
+  /** Marks a proxy for deletion (or leaves a tombstone when it does not exist yet). */
+  async requestDelete(name: string, publishTime: number, now: number): Promise<DeleteOutcome> {
+    return this.db.runTransaction(async (tx) => {
+      const snap = await tx.get(this.ref(name));
+      const tombRef = this.db.collection(COLLECTIONS.tombstones).doc(name);
+      if (!snap.exists) {
+        const tomb = await tx.get(tombRef);
+        if (Number(tomb.get('requestTime') ?? 0) < publishTime) tx.set(tombRef, { requestTime: publishTime, at: iso(now) });
+        return 'absent';
+      }
+      const existing = this.parse(name, snap.data());
+      if (!existing) {
+        tx.delete(this.ref(name));
+        return 'absent';
+      }
+      if (publishTime < existing.requestTime) return 'stale';
+      if (existing.deletionRequestedAt) return 'already';
+      tx.update(this.ref(name), {
+        deletionRequestedAt: iso(now),
+        requestTime: publishTime,
+        generation: existing.generation + 1,
+      });
+      return 'marked';
+    });
+  }
+
+  /**
+   * Takes the short lease that must be held around a mutating provider call. Fails when another
+   * worker holds a live lease or the generation moved since the decision was made.
+   */
+  async acquireLease(name: string, holder: string, generation: number, ttlMs: number, now: number): Promise<boolean> {
+    return this.db.runTransaction(async (tx) => {
+      const doc = await this.read(tx, name);
+      if (!doc || doc.generation !== generation) return false;
+      if (doc.lease && doc.lease.holder !== holder && doc.lease.until > now) return false;
+      tx.update(this.ref(name), { lease: { holder, until: now + ttlMs, generation } });
+      return true;
+    });
+  }
+
+  /**
+   * Writes a status computed for `generation`, fenced: discarded when the generation moved or
+   * another worker holds a live lease. Releases `holder`'s lease when given.
+   *
+   * @returns whether the write happened
+   */
+  async writeStatus(name: string, generation: number, status: ProxyStatus, now: number, holder?: string): Promise<boolean> {
+    return this.db.runTransaction(async (tx) => {
+      const doc = await this.read(tx, name);
+      if (!doc || doc.generation !== generation) return false;
+      if (doc.lease && doc.lease.until > now && doc.lease.holder !== holder) return false;
+      const update: Record<string, unknown> = { status };
+      if (doc.lease && (doc.lease.holder === holder || doc.lease.until <= now)) update['lease'] = FieldValueDelete;
+      tx.update(this.ref(name), update);
+      return true;
+    });
+  }
+
+  /** Releases a lease without writing status (the provider call failed before anything changed). */
+  async releaseLease(name: string, holder: string): Promise<void> {
+    await this.db.runTransaction(async (tx) => {
+      const doc = await this.read(tx, name);
+      if (doc?.lease?.holder === holder) tx.update(this.ref(name), { lease: FieldValueDelete });
+    });
+  }
+
+  /**
+   * Removes a deleted proxy once its instance is confirmed gone: the document, its credentials
+   * and its events; leaves a tombstone so a late apply cannot resurrect it.
+   */
+  async finalise(name: string, generation: number): Promise<boolean> {
+    const removed = await this.db.runTransaction(async (tx) => {
+      const doc = await this.read(tx, name);
+      if (!doc || doc.generation !== generation || !doc.deletionRequestedAt) return false;
+      tx.delete(this.ref(name));
+      tx.delete(this.db.collection(COLLECTIONS.credentials).doc(name));
+      tx.set(this.db.collection(COLLECTIONS.tombstones).doc(name), { requestTime: doc.requestTime, at: new Date().toISOString() });
+      return true;
+    });
+    if (removed) await this.db.recursiveDelete(this.ref(name).collection('events'));
+    return removed;
+  }
+
+  async credentials(name: string): Promise<Credentials | undefined> {
+    const snap = await this.db.collection(COLLECTIONS.credentials).doc(name).get();
+    const username: unknown = snap.get('username');
+    const password: unknown = snap.get('password');
+    return typeof username === 'string' && typeof password === 'string' ? { username, password } : undefined;
+  }
+
+  /** Appends to the proxy's audit trail and keeps only the newest `keep` events. */
+  async addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
+    const events = this.ref(name).collection('events');
+    await events.add(event);
+    const old = await events.orderBy('at', 'desc').offset(keep).select().get();
+    if (!old.empty) {
+      const batch = this.db.batch();
+      for (const d of old.docs) batch.delete(d.ref);
+      await batch.commit();
+    }
+  }
+
+  async events(name: string, limit = 20): Promise<ProxyEvent[]> {
+    const snap = await this.ref(name).collection('events').orderBy('at', 'desc').limit(limit).get();
+    return snap.docs.map((d) => ({
+      at: String(d.get('at')),
+      type: d.get('type') === 'Warning' ? 'Warning' : 'Normal',
+      reason: String(d.get('reason')),
+      message: String(d.get('message')),
+    }));
+  }
+
+  /** Records a request that failed validation, for its sender (`rejections/{messageId}`). */
+  async reject(messageId: string, error: ErrorInfo, raw: string, topic: string, now: number): Promise<void> {
+    await this.db
+      .collection(COLLECTIONS.rejections)
+      .doc(messageId || `unknown-${now}`)
+      .set({ at: iso(now), topic, field: error.field ?? null, reason: error.message, code: error.code, data: raw.slice(0, 4096) });
+  }
+
+  private async read(tx: Transaction, name: string): Promise<ProxyDoc | undefined> {
+    const snap = await tx.get(this.ref(name));
+    return snap.exists ? this.parse(name, snap.data()) : undefined;
+  }
+}

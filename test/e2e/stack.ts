@@ -1,0 +1,86 @@
+/** Drives `npm start` as a user would: the built launcher as a child process, its output, its state. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Firestore } from '@google-cloud/firestore';
+import { PubSub } from '@google-cloud/pubsub';
+
+export interface RunningStack {
+  process: ChildProcess;
+  home: string;
+  /** Everything the launcher printed so far. */
+  output(): string;
+  /** The `.egress/local.env` values. */
+  localEnv(): Record<string, string>;
+  db: Firestore;
+  pubsub: PubSub;
+  /** Sends SIGINT (Ctrl-C) and resolves with the exit code. */
+  interrupt(): Promise<number | null>;
+}
+
+/** Starts `node dist/local/start.js` and resolves once it printed its ready banner. */
+export async function startLocalStack(env: Record<string, string>, timeoutMs = 120_000): Promise<RunningStack> {
+  const home = mkdtempSync(join(tmpdir(), 'egress-e2e-'));
+  let out = '';
+  const child = spawn(process.execPath, ['dist/local/start.js'], {
+    env: { ...process.env, EGRESS_HOME: home, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`stack not ready in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const poll = setInterval(() => {
+      if (out.includes('Ctrl-C stops everything')) {
+        clearInterval(poll);
+        clearTimeout(timer);
+        resolve();
+      }
+      if (child.exitCode !== null) {
+        clearInterval(poll);
+        clearTimeout(timer);
+        reject(new Error(`stack exited with ${child.exitCode}:\n${out}`));
+      }
+    }, 200);
+  });
+  const localEnv = () =>
+    Object.fromEntries(
+      readFileSync(join(home, 'local.env'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
+  const le = localEnv();
+  process.env['FIRESTORE_EMULATOR_HOST'] = le['FIRESTORE_EMULATOR_HOST'];
+  process.env['PUBSUB_EMULATOR_HOST'] = le['PUBSUB_EMULATOR_HOST'];
+  process.env['METADATA_SERVER_DETECTION'] = 'none';
+  const projectId = le['GOOGLE_CLOUD_PROJECT'] ?? 'demo-egress';
+  return {
+    process: child,
+    home,
+    output: () => out,
+    localEnv,
+    db: new Firestore({ projectId }),
+    pubsub: new PubSub({ projectId }),
+    async interrupt() {
+      child.kill('SIGINT');
+      return exited;
+    },
+  };
+}
+
+/** PIDs of every process whose command line carries `needle`. */
+export function processesMatching(needle: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle)) pids.push(Number(entry));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return pids;
+}

@@ -1,0 +1,37 @@
+/** Test projects: `unit` (beside the sources), `integration` (real emulators), `e2e` (the local stack). */
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    reporters: ['default', 'json'],
+    outputFile: { json: 'test-results/vitest.json' },
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['{shared,relay,functions,cli,infra}/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts', 'test/providers/**/*.test.ts'],
+          // Starts the Firestore and Pub/Sub emulators once; each test file uses its own project id.
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          // The files share one local stack (fixed ports from firebase.json): one file at a time.
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+        },
+      },
+    ],
+  },
+});
