@@ -180,14 +180,14 @@ describe('relay agent', () => {
     expect(warning).toMatchObject({ severity: 'WARNING', field: 'spec' });
   });
 
-  it('nacks on a retryable backend failure and reports nothing for it', async () => {
+  it('acks a transient backend failure and reports it, so the reconciler backs off', async () => {
     backend.fail = () => new RetryableError('busy');
     const m = message(createCommand('ep-a', 1, 'c1'));
     sub().emit('message', m);
     await settled(m);
-    expect(m).toMatchObject({ acks: 0, nacks: 1 });
+    expect(m).toMatchObject({ acks: 1, nacks: 0 });
     await agent.reportNow();
-    expect(pubsub.reports.flatMap((r) => r.report.results)).toEqual([]);
+    expect(pubsub.reports.flatMap((r) => r.report.results)).toMatchObject([{ commandId: 'c1', ok: false, error: { code: 'Retryable', message: 'busy' } }]);
   });
 
   it('keeps results until a report carrying them is published', async () => {

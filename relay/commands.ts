@@ -10,7 +10,7 @@ import { ledgerKey, type CommandLedger } from './ledger.js';
 export type CommandOutcome =
   /** Finished (applied, failed for good, or skipped as stale): report `result`, then ack. */
   | { kind: 'done'; result: CommandResult; skipped: boolean }
-  /** A transient failure: nack so Pub/Sub redelivers; nothing is reported. */
+  /** The relay could not record the outcome: nack so Pub/Sub redelivers; nothing is reported. */
   | { kind: 'retry'; error: RetryableError };
 
 /** What executing commands needs. */
@@ -78,11 +78,9 @@ export async function applyCommand(command: RelayCommand, deps: CommandDeps): Pr
     if (command.kind === 'create') await backend.create(command.spec);
     else await backend.delete(command.name);
   } catch (err) {
+    // Every backend failure, transient ones included, is reported: the reconciler backs off
+    // (capped, exponential) instead of Pub/Sub redelivering into a hot loop.
     const typed = asEgressError(err);
-    if (typed instanceof RetryableError) {
-      log.warn('command failed transiently; asking for redelivery', { error: typed.message });
-      return { kind: 'retry', error: typed };
-    }
     log.warn('command failed', { error: typed.message, code: typed.code });
     error = typed.toInfo();
   }

@@ -1,7 +1,7 @@
 /** The local stack: emulators, topology, every function under functions-framework, echo endpoint, relay, schedules. */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { z } from 'zod';
 import { loadConfig } from '../../shared/config/load.js';
@@ -81,13 +81,18 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       EGRESS_RELAY_STATE_DIR: stateDir,
     };
     const config = loadConfig(env);
+    // The launcher's own clients (topology, schedules, samples) talk to the emulators it started.
+    for (const key of ['GOOGLE_CLOUD_PROJECT', 'FIRESTORE_EMULATOR_HOST', 'PUBSUB_EMULATOR_HOST', 'METADATA_SERVER_DETECTION'] as const) {
+      process.env[key] = env[key];
+    }
 
     const echo: EchoServer = await startEchoServer({ host, port: echoPort });
     stoppers.push(() => echo.close());
 
     const topology = loadTopology();
     const functionNames = pushedFunctions(topology);
-    const ffMain = createRequire(import.meta.url).resolve('@google-cloud/functions-framework/build/src/main.js');
+    // The framework's CLI (its `bin`) sits beside its main module.
+    const ffMain = join(dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')), 'main.js');
     const functionPort = new Map(functionNames.map((name, i) => [name, ports.functions + i]));
     let functions: Child[] = [];
     const startFunctions = async () => {

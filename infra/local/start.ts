@@ -11,7 +11,8 @@ import { startStack, stackHome, type Stack } from './stack.js';
 /** Human-readable launcher output (this is a terminal program, not a function). */
 function consoleLogger(): Logger {
   const line = (level: string, message: string, fields?: Record<string, unknown>) => {
-    const extra = fields && Object.keys(fields).length > 0 ? ` ${JSON.stringify(fields)}` : '';
+    const shown = Object.fromEntries(Object.entries(fields ?? {}).map(([k, v]) => [k, v instanceof Error ? v.message : v]));
+    const extra = Object.keys(shown).length > 0 ? ` ${JSON.stringify(shown)}` : '';
     console.log(`[egress] ${level === 'INFO' ? '' : `${level} `}${message}${extra}`);
   };
   const logger: Logger = {

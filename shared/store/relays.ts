@@ -1,5 +1,6 @@
 /** The relays' state: `relays/{id}` heartbeat, `instances/{name}` inventory, `commands/{name}` issued commands. */
-import type { Firestore, WriteBatch } from '@google-cloud/firestore';
+import type { DocumentReference, Firestore, WriteBatch } from '@google-cloud/firestore';
+import { RetryableError } from '../errors.js';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/spec-hash.js';
 import type { Logger } from '../logger.js';
@@ -50,6 +51,31 @@ export class RelayStore {
     private readonly heartbeatMs = 300_000,
   ) {}
 
+  /**
+   * Stores the heartbeat unless the report is older than the stored one. Optimistic (a write
+   * preconditioned on the document's update time, retried on conflict) rather than a transaction:
+   * reports arrive concurrently and a transaction's lock on this one document would serialise them.
+   */
+  private async claimReport(ref: DocumentReference, report: RelayReport, now: number): Promise<boolean> {
+    const doc: RelayDoc = { bootId: report.bootId, seq: report.seq, sentAt: report.sentAt, startedAt: report.startedAt, heartbeatAt: now, providers: report.providers };
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const snap = await ref.get();
+      const parsed = relayDocSchema.safeParse(snap.data());
+      const prev = parsed.success ? parsed.data : undefined;
+      if (prev && (prev.bootId === report.bootId ? report.seq <= prev.seq : report.startedAt < prev.startedAt)) return false;
+      try {
+        if (snap.exists && snap.updateTime) await ref.update({ ...doc }, { lastUpdateTime: snap.updateTime });
+        else await ref.create(doc);
+        return true;
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        // FAILED_PRECONDITION (9) or ALREADY_EXISTS (6): another report got there first; look again.
+        if (code !== 9 && code !== 6) throw err;
+      }
+    }
+    throw new RetryableError(`too much contention storing relay ${report.relay}'s report`);
+  }
+
   private relayRef(relay: string) {
     return this.db.collection(COLLECTIONS.relays).doc(relay);
   }
@@ -96,14 +122,7 @@ export class RelayStore {
    */
   async applyReport(report: RelayReport, now: number): Promise<ReportOutcome> {
     const ref = this.relayRef(report.relay);
-    const accepted = await this.db.runTransaction(async (tx) => {
-      const parsed = relayDocSchema.safeParse((await tx.get(ref)).data());
-      const prev = parsed.success ? parsed.data : undefined;
-      if (prev && (prev.bootId === report.bootId ? report.seq <= prev.seq : report.startedAt < prev.startedAt)) return false;
-      const doc: RelayDoc = { bootId: report.bootId, seq: report.seq, sentAt: report.sentAt, startedAt: report.startedAt, heartbeatAt: now, providers: report.providers };
-      tx.set(ref, doc);
-      return true;
-    });
+    const accepted = await this.claimReport(ref, report, now);
     if (!accepted) return { stale: true, changedProxies: [] };
 
     const changed = new Set<string>();

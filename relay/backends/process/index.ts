@@ -12,7 +12,7 @@ import type { ProxyCredentials, RelayBackend } from '../backend.js';
 import { PortAllocator } from './ports.js';
 import { findByMarkers, isOurs, PortInUseError, spawnProxy, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
-import { StateStore, type InstanceRecord } from './state.js';
+import { StateStore, type InstanceRecord, type ReadResult } from './state.js';
 
 export { stopAllInstances } from './stop-all.js';
 
@@ -48,6 +48,8 @@ class ProcessBackend implements RelayBackend {
   readonly probesRemotely = true;
   readonly name: string;
   private readonly serial = new KeyedSerializer();
+  /** Instances whose process is starting (reported Pending until its ready line). */
+  private readonly starting = new Set<string>();
   private readonly ports: PortAllocator;
   private readonly log: Logger;
   private readonly reportedCorrupt = new Set<string>();
@@ -107,6 +109,21 @@ class ProcessBackend implements RelayBackend {
       this.log.info('adopting running instance', { instance: spec.name, pid: existing.record.pid });
       return this.toInstance(existing.record, 'Running');
     }
+    this.starting.add(spec.name);
+    try {
+      return await this.startLocked(spec, host, store, markers, existing);
+    } finally {
+      this.starting.delete(spec.name);
+    }
+  }
+
+  private async startLocked(
+    spec: InstanceSpec,
+    host: string,
+    store: StateStore,
+    markers: [string, string],
+    existing: ReadResult,
+  ): Promise<Instance> {
     // No live process on record: make sure no unrecorded one of this name is left behind.
     for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
     const preferred = existing.kind === 'ok' ? existing.record.port : undefined;
@@ -270,6 +287,8 @@ class ProcessBackend implements RelayBackend {
 
   /** Running only when the recorded pid is alive and carries our markers (not a recycled pid). */
   private async observe(store: StateStore, record: InstanceRecord): Promise<Instance> {
+    // A process that has not printed its ready line yet may still fail to start.
+    if (this.starting.has(record.name)) return this.toInstance(record, 'Pending');
     const alive = await isOurs(record.pid, markerArgs(record.name, store.root));
     return this.toInstance(record, alive ? 'Running' : 'Terminated');
   }
