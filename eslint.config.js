@@ -35,10 +35,7 @@ function boundaryViolation(file, specifier) {
   if (banned.includes(to[0])) return `${from[0]}/ must not import from ${to[0]}/`;
   // shared/providers/<x>/… must not reach shared/providers/<y>/… (files directly in providers/ are shared).
   const inProvider = (parts, path) =>
-    parts[0] === 'shared' &&
-    parts[1] === 'providers' &&
-    parts.length >= 3 &&
-    (parts.length > 3 || isDirectory(path));
+    parts[0] === 'shared' && parts[1] === 'providers' && parts.length >= 3 && (parts.length > 3 || isDirectory(path));
   if (inProvider(from, file) && inProvider(to, target) && from[2] !== to[2]) {
     return `provider ${from[2]} must not import provider ${to[2]} (only shared code)`;
   }
@@ -60,8 +57,7 @@ const boundariesPlugin = {
         const check = (source) => {
           if (source?.type !== 'Literal' || typeof source.value !== 'string') return;
           const reason = boundaryViolation(context.filename, source.value);
-          if (reason)
-            context.report({ node: source, message: `Import of "${source.value}": ${reason}.` });
+          if (reason) context.report({ node: source, message: `Import of "${source.value}": ${reason}.` });
         };
         return {
           ImportDeclaration: (node) => check(node.source),

@@ -187,7 +187,9 @@ describe('relay agent', () => {
     await settled(m);
     expect(m).toMatchObject({ acks: 1, nacks: 0 });
     await agent.reportNow();
-    expect(pubsub.reports.flatMap((r) => r.report.results)).toMatchObject([{ commandId: 'c1', ok: false, error: { code: 'Retryable', message: 'busy' } }]);
+    expect(pubsub.reports.flatMap((r) => r.report.results)).toMatchObject([
+      { commandId: 'c1', ok: false, error: { code: 'Retryable', message: 'busy' } },
+    ]);
   });
 
   it('keeps results until a report carrying them is published', async () => {

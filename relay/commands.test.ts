@@ -109,12 +109,15 @@ describe('applyCommand', () => {
   it.each([
     ['a RetryableError', new RetryableError('backend busy'), 'backend busy'],
     ['an untyped error', new Error('socket hang up'), 'socket hang up'],
-  ])('reports %s as a Retryable failure (the reconciler backs off; no redelivery loop)', async (_name, error, message) => {
-    const { backend, deps } = await setup();
-    backend.fail = () => error;
-    const outcome = await applyCommand(create('ep-a', 100), deps);
-    expect(outcome).toMatchObject({ kind: 'done', result: { ok: false, error: { code: 'Retryable', message } } });
-  });
+  ])(
+    'reports %s as a Retryable failure (the reconciler backs off; no redelivery loop)',
+    async (_name, error, message) => {
+      const { backend, deps } = await setup();
+      backend.fail = () => error;
+      const outcome = await applyCommand(create('ep-a', 100), deps);
+      expect(outcome).toMatchObject({ kind: 'done', result: { ok: false, error: { code: 'Retryable', message } } });
+    },
+  );
 
   it('never logs credentials', () => {
     expect(logLines.length).toBeGreaterThan(0);

@@ -80,9 +80,8 @@ export class ValidationError extends EgressError {
 
 /** Rebuilds a typed error from its wire form (relay reports carry errors as data). */
 export function errorFromInfo(info: ErrorInfo): EgressError {
-  const message = info.field && info.message.startsWith(`${info.field}: `)
-    ? info.message.slice(info.field.length + 2)
-    : info.message;
+  const message =
+    info.field && info.message.startsWith(`${info.field}: `) ? info.message.slice(info.field.length + 2) : info.message;
   switch (info.code) {
     case 'NotFound':
       return new NotFoundError(message);

@@ -38,7 +38,12 @@ export function createLogger(
   const base = options.base ?? {};
   const emit = (severity: Severity, message: string, fields: Record<string, unknown> = {}) => {
     if (order.indexOf(severity) < min) return;
-    const line: Record<string, unknown> = { severity, message, time: new Date().toISOString(), ...redact({ ...base, ...fields }) };
+    const line: Record<string, unknown> = {
+      severity,
+      message,
+      time: new Date().toISOString(),
+      ...redact({ ...base, ...fields }),
+    };
     const span = trace.getActiveSpan()?.spanContext();
     if (span && options.project) {
       line['logging.googleapis.com/trace'] = `projects/${options.project}/traces/${span.traceId}`;

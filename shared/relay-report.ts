@@ -28,7 +28,10 @@ export async function handleRelayReport(deps: RelayReportDeps, message: BusMessa
   const report = parsed.data;
   const sender = message.attributes['relay'];
   if (sender !== undefined && sender !== report.relay) {
-    deps.logger.warn('relay report rejected', { messageId: message.id, reason: `attribute relay="${sender}" does not match body relay="${report.relay}"` });
+    deps.logger.warn('relay report rejected', {
+      messageId: message.id,
+      reason: `attribute relay="${sender}" does not match body relay="${report.relay}"`,
+    });
     return 'rejected';
   }
   const outcome = await deps.relays.applyReport(report, (deps.now ?? Date.now)());

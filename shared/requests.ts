@@ -23,14 +23,20 @@ export interface RequestDeps {
  * `apply` side, or the `delete` side for deletes) and never retried. Errors that are not the
  * request's fault propagate, so the message is redelivered.
  */
-export async function handleRequest(deps: RequestDeps, handles: 'apply' | 'delete', message: BusMessage): Promise<string> {
+export async function handleRequest(
+  deps: RequestDeps,
+  handles: 'apply' | 'delete',
+  message: BusMessage,
+): Promise<string> {
   const now = deps.now ?? Date.now;
-  const claimed = typeof message.json === 'object' && message.json !== null && (message.json as Record<string, unknown>)['action'];
+  const claimed =
+    typeof message.json === 'object' && message.json !== null && (message.json as Record<string, unknown>)['action'];
   const mine = claimed === handles || (handles === 'apply' && claimed !== 'delete');
   let request;
   try {
     if (message.decodeError) throw new ValidationError('(message)', message.decodeError);
-    if (message.json === undefined) throw new ValidationError('(message)', 'message has no data; expected a Proxy request as JSON');
+    if (message.json === undefined)
+      throw new ValidationError('(message)', 'message has no data; expected a Proxy request as JSON');
     request = parseProxyRequest(message.json);
   } catch (err) {
     if (!(err instanceof ValidationError)) throw err;
@@ -44,7 +50,16 @@ export async function handleRequest(deps: RequestDeps, handles: 'apply' | 'delet
       const outcome = await deps.proxies.apply(request, message.publishTime, now());
       deps.logger.info(`apply ${outcome}`, { proxy: name, messageId: message.id });
       if (outcome === 'created' || outcome === 'updated') {
-        await deps.proxies.addEvent(name, { at: new Date(now()).toISOString(), type: 'Normal', reason: outcome === 'created' ? 'Accepted' : 'Updated', message: `request ${message.id} applied` }, deps.maxEvents);
+        await deps.proxies.addEvent(
+          name,
+          {
+            at: new Date(now()).toISOString(),
+            type: 'Normal',
+            reason: outcome === 'created' ? 'Accepted' : 'Updated',
+            message: `request ${message.id} applied`,
+          },
+          deps.maxEvents,
+        );
       }
       if (outcome !== 'stale') await kickChecks(deps.bus, [name]);
       return outcome;
@@ -52,7 +67,16 @@ export async function handleRequest(deps: RequestDeps, handles: 'apply' | 'delet
     const outcome = await deps.proxies.requestDelete(name, message.publishTime, now());
     deps.logger.info(`delete ${outcome}`, { proxy: name, messageId: message.id });
     if (outcome === 'marked') {
-      await deps.proxies.addEvent(name, { at: new Date(now()).toISOString(), type: 'Normal', reason: 'DeletionRequested', message: `request ${message.id}: delete` }, deps.maxEvents);
+      await deps.proxies.addEvent(
+        name,
+        {
+          at: new Date(now()).toISOString(),
+          type: 'Normal',
+          reason: 'DeletionRequested',
+          message: `request ${message.id}: delete`,
+        },
+        deps.maxEvents,
+      );
     }
     if (outcome === 'marked' || outcome === 'already') await kickChecks(deps.bus, [name]);
     return outcome;

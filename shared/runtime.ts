@@ -21,7 +21,10 @@ export interface Runtime {
 }
 
 /** Builds a runtime from an environment (tests build their own with their own env). */
-export function createRuntime(env: Record<string, string | undefined> = process.env, base: Record<string, unknown> = {}): Runtime {
+export function createRuntime(
+  env: Record<string, string | undefined> = process.env,
+  base: Record<string, unknown> = {},
+): Runtime {
   const config = loadConfig(env);
   const logger = createLogger({ project: config.project, base });
   const db = createFirestore(config.project);
@@ -29,7 +32,16 @@ export function createRuntime(env: Record<string, string | undefined> = process.
   const proxies = new ProxyStore(db, logger);
   const relays = new RelayStore(db, logger, config.heartbeatSeconds * 1000);
   const registry = createRegistry({ config, relays, bus, logger });
-  return { config, logger, bus, proxies, relays, registry, maxEvents: config.maxEvents, countReplacing: (p) => proxies.countReplacing(p) };
+  return {
+    config,
+    logger,
+    bus,
+    proxies,
+    relays,
+    registry,
+    maxEvents: config.maxEvents,
+    countReplacing: (p) => proxies.countReplacing(p),
+  };
 }
 
 let memo: Runtime | undefined;

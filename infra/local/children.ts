@@ -36,7 +36,8 @@ export function startChild(name: string, args: string[], env: NodeJS.ProcessEnv,
 export async function waitForPort(host: string, port: number, timeoutMs: number, child?: Child): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child && child.process.exitCode !== null) throw new Error(`${child.name} exited with code ${child.process.exitCode}; see ${child.logFile}`);
+    if (child && child.process.exitCode !== null)
+      throw new Error(`${child.name} exited with code ${child.process.exitCode}; see ${child.logFile}`);
     const open = await new Promise<boolean>((resolve) => {
       const socket = createConnection({ host, port }, () => {
         socket.destroy();

@@ -176,18 +176,13 @@ function requireComponent(path: string, component: string, sdkRoot: string): voi
 
 function findJava(): string {
   const home = process.env['JAVA_HOME'];
-  const dirs = [
-    ...(home ? [join(home, 'bin')] : []),
-    ...(process.env['PATH'] ?? '').split(delimiter),
-  ];
+  const dirs = [...(home ? [join(home, 'bin')] : []), ...(process.env['PATH'] ?? '').split(delimiter)];
   const java = dirs
     .filter(Boolean)
     .map((dir) => join(dir, 'java'))
     .find((path) => existsSync(path));
   if (java) return java;
-  throw new Error(
-    'Java not found (JAVA_HOME, PATH): the Firestore and Pub/Sub emulators need Java 17+.',
-  );
+  throw new Error('Java not found (JAVA_HOME, PATH): the Firestore and Pub/Sub emulators need Java 17+.');
 }
 
 function launch(name: string, command: string, args: string[], logFile: string): Child {

@@ -57,18 +57,31 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const base = loadConfig(opts.env);
   const echoPort = Number(new URL(base.echoUrl).port || 80) + portOffset;
   const echoUrl = `http://${host}:${echoPort}/`;
-  for (const [what, port] of [['Firestore emulator', ports.firestore], ['Pub/Sub emulator', ports.pubsub], ['echo endpoint', echoPort]] as const) {
-    if (!(await portFree(host, port))) throw new Error(`port ${port} (${what}) is in use: is another local stack running? Stop it, or set EGRESS_PORT_OFFSET`);
+  for (const [what, port] of [
+    ['Firestore emulator', ports.firestore],
+    ['Pub/Sub emulator', ports.pubsub],
+    ['echo endpoint', echoPort],
+  ] as const) {
+    if (!(await portFree(host, port)))
+      throw new Error(
+        `port ${port} (${what}) is in use: is another local stack running? Stop it, or set EGRESS_PORT_OFFSET`,
+      );
   }
 
   const stoppers: (() => Promise<void>)[] = [];
   const stop = async () => {
-    for (const s of stoppers.reverse()) await s().catch((err: unknown) => logger.warn('stop step failed', { error: err }));
+    for (const s of stoppers.reverse())
+      await s().catch((err: unknown) => logger.warn('stop step failed', { error: err }));
     stoppers.length = 0;
   };
   try {
     logger.info('starting the Firestore and Pub/Sub emulators');
-    const emulators: RunningEmulators = await startEmulators({ host, firestorePort: ports.firestore, pubsubPort: ports.pubsub, logDir });
+    const emulators: RunningEmulators = await startEmulators({
+      host,
+      firestorePort: ports.firestore,
+      pubsubPort: ports.pubsub,
+      logDir,
+    });
     stoppers.push(() => emulators.stop());
     const env: Record<string, string> = {
       ...Object.fromEntries(Object.entries(opts.env).filter((e): e is [string, string] => e[1] !== undefined)),
@@ -82,7 +95,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     };
     const config = loadConfig(env);
     // The launcher's own clients (topology, schedules, samples) talk to the emulators it started.
-    for (const key of ['GOOGLE_CLOUD_PROJECT', 'FIRESTORE_EMULATOR_HOST', 'PUBSUB_EMULATOR_HOST', 'METADATA_SERVER_DETECTION'] as const) {
+    for (const key of [
+      'GOOGLE_CLOUD_PROJECT',
+      'FIRESTORE_EMULATOR_HOST',
+      'PUBSUB_EMULATOR_HOST',
+      'METADATA_SERVER_DETECTION',
+    ] as const) {
       process.env[key] = env[key];
     }
 
@@ -92,12 +110,26 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const topology = loadTopology();
     const functionNames = pushedFunctions(topology);
     // The framework's CLI (its `bin`) sits beside its main module.
-    const ffMain = join(dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')), 'main.js');
+    const ffMain = join(
+      dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')),
+      'main.js',
+    );
     const functionPort = new Map(functionNames.map((name, i) => [name, ports.functions + i]));
     let functions: Child[] = [];
     const startFunctions = async () => {
       functions = functionNames.map((name) =>
-        startChild(`function ${name}`, [ffMain, `--target=${name}`, `--source=${join(root, 'dist', 'functions', name)}`, `--port=${functionPort.get(name)}`, '--signature-type=cloudevent'], env, join(logDir, `function-${name}.log`)),
+        startChild(
+          `function ${name}`,
+          [
+            ffMain,
+            `--target=${name}`,
+            `--source=${join(root, 'dist', 'functions', name)}`,
+            `--port=${functionPort.get(name)}`,
+            '--signature-type=cloudevent',
+          ],
+          env,
+          join(logDir, `function-${name}.log`),
+        ),
       );
       await Promise.all(functions.map((f, i) => waitForPort(host, ports.functions + i, 30_000, f)));
     };
@@ -110,7 +142,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
     const pubsub = new PubSub({ projectId: config.project });
     stoppers.push(() => pubsub.close());
-    const relays = [...new Set(config.providers.flatMap((p) => (RELAY_TYPES.includes(p.type) && p.relay ? [p.relay] : [])))];
+    const relays = [
+      ...new Set(config.providers.flatMap((p) => (RELAY_TYPES.includes(p.type) && p.relay ? [p.relay] : []))),
+    ];
     await applyTopology(pubsub, topology, {
       pushEndpoint: (fn, topic) => localPushEndpoint(`http://${host}:${functionPort.get(fn)}`, config.project, topic),
       relays: relays.length > 0 ? relays : ['local'],
@@ -152,8 +186,17 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       return Promise.resolve();
     });
 
-    const localEnv = { GOOGLE_CLOUD_PROJECT: config.project, FIRESTORE_EMULATOR_HOST: emulators.firestoreHost, PUBSUB_EMULATOR_HOST: emulators.pubsubHost };
-    writeFileSync(join(home, 'local.env'), Object.entries(localEnv).map(([k, v]) => `${k}=${v}\n`).join(''));
+    const localEnv = {
+      GOOGLE_CLOUD_PROJECT: config.project,
+      FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
+      PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
+    };
+    writeFileSync(
+      join(home, 'local.env'),
+      Object.entries(localEnv)
+        .map(([k, v]) => `${k}=${v}\n`)
+        .join(''),
+    );
     return {
       config,
       env,

@@ -11,7 +11,9 @@ import { startStack, stackHome, type Stack } from './stack.js';
 /** Human-readable launcher output (this is a terminal program, not a function). */
 function consoleLogger(): Logger {
   const line = (level: string, message: string, fields?: Record<string, unknown>) => {
-    const shown = Object.fromEntries(Object.entries(fields ?? {}).map(([k, v]) => [k, v instanceof Error ? v.message : v]));
+    const shown = Object.fromEntries(
+      Object.entries(fields ?? {}).map(([k, v]) => [k, v instanceof Error ? v.message : v]),
+    );
     const extra = Object.keys(shown).length > 0 ? ` ${JSON.stringify(shown)}` : '';
     console.log(`[egress] ${level === 'INFO' ? '' : `${level} `}${message}${extra}`);
   };
@@ -64,7 +66,8 @@ async function main(): Promise<void> {
   const home = stackHome(root, env);
   const logger = consoleLogger();
   const portOffset = Number(env['EGRESS_PORT_OFFSET'] ?? 0);
-  if (!Number.isInteger(portOffset) || portOffset < 0) throw new Error('EGRESS_PORT_OFFSET must be a non-negative integer');
+  if (!Number.isInteger(portOffset) || portOffset < 0)
+    throw new Error('EGRESS_PORT_OFFSET must be a non-negative integer');
 
   const stack = await startStack({ root, home, portOffset, env, logger });
   let stopping = false;

@@ -66,8 +66,7 @@ describe('parseTopology', () => {
     },
     {
       name: 'a dead-letter topic that is not declared',
-      edit: (t) =>
-        void (t.relaySubscription.deadLetter = { topic: 'nope', maxDeliveryAttempts: 5 }),
+      edit: (t) => void (t.relaySubscription.deadLetter = { topic: 'nope', maxDeliveryAttempts: 5 }),
       field: 'topology.relaySubscription.deadLetter.topic',
     },
     {

@@ -78,8 +78,7 @@ export const topologySchema = z
     ),
   })
   .superRefine((t, ctx) => {
-    const issue = (path: (string | number)[], message: string) =>
-      ctx.addIssue({ code: 'custom', path, message });
+    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
     const topics = new Set(t.topics);
     const needTopic = (topic: string, path: (string | number)[]) => {
       if (!topics.has(topic)) issue(path, `unknown topic "${topic}"`);
@@ -142,8 +141,7 @@ export function findTopologyFile(start = dirname(fileURLToPath(import.meta.url))
   for (let dir = resolve(start); ; dir = dirname(dir)) {
     const candidate = join(dir, TOPOLOGY_FILE);
     if (existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir)
-      throw new Error(`no ${TOPOLOGY_FILE} in ${start} or any parent directory`);
+    if (dirname(dir) === dir) throw new Error(`no ${TOPOLOGY_FILE} in ${start} or any parent directory`);
   }
 }
 
@@ -231,9 +229,7 @@ export async function applyTopology(
         return;
       }
       // An empty push config turns the subscription (back) into a pull subscription.
-      await pubsub
-        .subscription(s.name)
-        .modifyPushConfig(s.pushEndpoint ? { pushEndpoint: s.pushEndpoint } : {});
+      await pubsub.subscription(s.name).modifyPushConfig(s.pushEndpoint ? { pushEndpoint: s.pushEndpoint } : {});
       result.updated.push(`subscription/${s.name}`);
     }),
   );
@@ -263,10 +259,7 @@ export function scheduleIntervals(topology: Topology, config: Config): Scheduled
 
 type DesiredSubscription = Omit<TopologySubscription, 'push'> & { pushEndpoint?: string };
 
-function desiredSubscriptions(
-  topology: Topology,
-  opts: ApplyTopologyOptions,
-): DesiredSubscription[] {
+function desiredSubscriptions(topology: Topology, opts: ApplyTopologyOptions): DesiredSubscription[] {
   const declared = topology.subscriptions.map(({ push, ...rest }, i): DesiredSubscription => {
     if (push === undefined) return rest;
     const pushEndpoint = opts.pushEndpoint(push, rest.topic);

@@ -41,7 +41,12 @@ export function decodeCloudEvent(event: { id?: string; time?: string; data?: unk
 }
 
 /** Builds a BusMessage from the parts (the relay's pull subscriber has them separately). */
-export function decodeBody(id: string, publishTime: number, attributes: Record<string, string>, text: string): BusMessage {
+export function decodeBody(
+  id: string,
+  publishTime: number,
+  attributes: Record<string, string>,
+  text: string,
+): BusMessage {
   const message: BusMessage = { id, publishTime, attributes, text, json: undefined };
   if (text.trim() === '') return message;
   try {

@@ -53,9 +53,8 @@ export const configSchema = z.strictObject({
   checkBatchSize: z.number().int().min(1).max(500).default(100),
   /** Events kept per proxy. */
   maxEvents: z.number().int().min(1).default(50),
-  providers: z.array(providerConfigSchema).refine(
-    (ps) => new Set(ps.map((p) => p.name)).size === ps.length,
-    'provider names must be unique',
-  ),
+  providers: z
+    .array(providerConfigSchema)
+    .refine((ps) => new Set(ps.map((p) => p.name)).size === ps.length, 'provider names must be unique'),
 });
 export type Config = Readonly<z.infer<typeof configSchema>>;

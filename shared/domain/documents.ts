@@ -11,13 +11,15 @@ import { parseProxyRequest, type ApplyRequest } from './proxy.js';
 export function parseProxyDocuments(text: string): ApplyRequest[] {
   const requests: ApplyRequest[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
-    if (doc.errors.length > 0) throw new ValidationError(`documents[${i}]`, `invalid YAML: ${doc.errors[0]?.message ?? 'parse error'}`);
+    if (doc.errors.length > 0)
+      throw new ValidationError(`documents[${i}]`, `invalid YAML: ${doc.errors[0]?.message ?? 'parse error'}`);
     const value: unknown = doc.toJS();
     if (value === null || value === undefined) return;
     const withAction = typeof value === 'object' && !Array.isArray(value) ? { action: 'apply', ...value } : value;
     try {
       const request = parseProxyRequest(withAction);
-      if (request.action !== 'apply') throw new ValidationError('action', 'a document to apply must not say action: delete');
+      if (request.action !== 'apply')
+        throw new ValidationError('action', 'a document to apply must not say action: delete');
       requests.push(request);
     } catch (err) {
       if (err instanceof ValidationError) throw new ValidationError(`documents[${i}].${err.field}`, err.reason);

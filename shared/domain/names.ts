@@ -9,7 +9,10 @@ export const dnsLabel = z
   .string()
   .min(1, 'must not be empty')
   .max(63, 'must be at most 63 characters (a DNS-1123 label)')
-  .regex(DNS1123_LABEL, 'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit');
+  .regex(
+    DNS1123_LABEL,
+    'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit',
+  );
 
 /**
  * The backend instance name for a proxy: deterministic, so a duplicated create meets

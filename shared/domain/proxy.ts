@@ -17,7 +17,16 @@ export const labelsSchema = z
 
 /** Provider-specific placement; validated by the provider. `catalogue` names a catalogue entry. */
 export const placementSchema = z
-  .record(z.string().max(63), z.union([z.string().max(1024), z.number(), z.boolean(), z.record(z.string(), z.string().max(1024)), z.array(z.string().max(1024)).max(64)]))
+  .record(
+    z.string().max(63),
+    z.union([
+      z.string().max(1024),
+      z.number(),
+      z.boolean(),
+      z.record(z.string(), z.string().max(1024)),
+      z.array(z.string().max(1024)).max(64),
+    ]),
+  )
   .refine((p) => Object.keys(p).length <= 32, 'at most 32 placement keys')
   .refine((p) => p['catalogue'] === undefined || typeof p['catalogue'] === 'string', {
     message: 'must be the name of a catalogue entry',

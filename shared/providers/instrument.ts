@@ -7,7 +7,13 @@ import type { Instance, InstanceSpec, Provider, ProviderHealth } from './contrac
 const tracer = trace.getTracer('egress/providers');
 
 /** Outcome attribute values: `ok`, or the error code (`NotFound`, `QuotaExceeded`, …). */
-async function operation<T>(provider: Provider, logger: Logger, op: string, target: string | undefined, call: () => Promise<T>): Promise<T> {
+async function operation<T>(
+  provider: Provider,
+  logger: Logger,
+  op: string,
+  target: string | undefined,
+  call: () => Promise<T>,
+): Promise<T> {
   return tracer.startActiveSpan(`provider.${op}`, async (span: Span) => {
     span.setAttributes({ 'provider.name': provider.name, 'provider.type': provider.type, 'provider.operation': op });
     if (target) span.setAttribute('provider.instance', target);
@@ -15,14 +21,27 @@ async function operation<T>(provider: Provider, logger: Logger, op: string, targ
     try {
       const result = await call();
       span.setAttribute('provider.outcome', 'ok');
-      logger.debug('provider operation', { provider: provider.name, op, instance: target, outcome: 'ok', ms: Math.round(performance.now() - started) });
+      logger.debug('provider operation', {
+        provider: provider.name,
+        op,
+        instance: target,
+        outcome: 'ok',
+        ms: Math.round(performance.now() - started),
+      });
       return result;
     } catch (err) {
       const e = asEgressError(err);
       span.setAttribute('provider.outcome', e.code);
       // NotFound is an answer, not a failure.
       if (e.code !== 'NotFound') span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
-      logger.debug('provider operation', { provider: provider.name, op, instance: target, outcome: e.code, error: e.message, ms: Math.round(performance.now() - started) });
+      logger.debug('provider operation', {
+        provider: provider.name,
+        op,
+        instance: target,
+        outcome: e.code,
+        error: e.message,
+        ms: Math.round(performance.now() - started),
+      });
       throw e;
     } finally {
       span.end();
@@ -37,7 +56,8 @@ export function instrument(provider: Provider, logger: Logger): Provider {
     type: provider.type,
     probesRemotely: provider.probesRemotely,
     resolvePlacement: (p) => provider.resolvePlacement(p),
-    create: (spec: InstanceSpec): Promise<Instance> => operation(provider, logger, 'create', spec.name, () => provider.create(spec)),
+    create: (spec: InstanceSpec): Promise<Instance> =>
+      operation(provider, logger, 'create', spec.name, () => provider.create(spec)),
     get: (name: string) => operation(provider, logger, 'get', name, () => provider.get(name)),
     delete: (name: string) => operation(provider, logger, 'delete', name, () => provider.delete(name)),
     list: () => operation(provider, logger, 'list', undefined, () => provider.list()),

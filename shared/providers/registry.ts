@@ -31,9 +31,24 @@ export function createRegistry(deps: RegistryDeps): Registry {
   for (const config of deps.config.providers) {
     if (RELAY_TYPES.includes(config.type)) {
       const timeout = Number(config.options['heartbeatTimeoutSeconds'] ?? HEARTBEAT_TIMEOUT_MS / 1000) * 1000;
-      providers.set(config.name, instrument(createRelayProvider({ config, installationId: deps.config.installationId, relays: deps.relays, bus: deps.bus, heartbeatTimeoutMs: timeout }), deps.logger));
+      providers.set(
+        config.name,
+        instrument(
+          createRelayProvider({
+            config,
+            installationId: deps.config.installationId,
+            relays: deps.relays,
+            bus: deps.bus,
+            heartbeatTimeoutMs: timeout,
+          }),
+          deps.logger,
+        ),
+      );
     } else {
-      unavailable.set(config.name, `provider "${config.name}" has type "${config.type}", which this build does not include yet`);
+      unavailable.set(
+        config.name,
+        `provider "${config.name}" has type "${config.type}", which this build does not include yet`,
+      );
       deps.logger.error('provider type not available', { provider: config.name, type: config.type });
     }
   }

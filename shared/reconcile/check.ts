@@ -49,7 +49,10 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>
  * @returns the results, and the shortest recheck delay asked for (explicit names only: a sweep
  * never asks for redelivery, the next sweep is its retry)
  */
-export async function runCheck(deps: CheckDeps, message: CheckMessage): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
+export async function runCheck(
+  deps: CheckDeps,
+  message: CheckMessage,
+): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
   const cache: HealthCache = new Map();
   if ('sweep' in message) {
     const page = await deps.proxies.page(message.after ?? null, deps.config.checkBatchSize);

@@ -7,7 +7,12 @@ import { nextStatus, recordFailure, statusChanged } from './status.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
 const policy = { unhealthyAfter: 3, backoffBaseMs: 10_000, backoffMaxMs: 600_000, pollMs: 2000 };
-const status = (over: Partial<ProxyStatus> = {}): ProxyStatus => ({ phase: 'Pending', observedGeneration: 1, conditions: [], ...over });
+const status = (over: Partial<ProxyStatus> = {}): ProxyStatus => ({
+  phase: 'Pending',
+  observedGeneration: 1,
+  conditions: [],
+  ...over,
+});
 const instance = (over: Partial<Instance> = {}): Instance => ({
   name: 'ep-a-1',
   proxy: 'a',
@@ -47,24 +52,80 @@ describe('decide: deletion (rules 2 and 5)', () => {
   table([
     ['NotFound finalises', { deleting: true, observation: { kind: 'notFound' } }, { action: 'finalise' }],
     ['Found Running is deleted', { deleting: true, observation: found() }, { action: 'delete', phase: 'Deleting' }],
-    ['Found Terminated is deleted', { deleting: true, observation: found({ state: 'Terminated' }) }, { action: 'delete', phase: 'Deleting' }],
-    ['Found Failed is deleted (owned volumes too)', { deleting: true, observation: found({ state: 'Failed' }) }, { action: 'delete' }],
-    ['every deletion poll deletes again (idempotent)', { deleting: true, status: status({ phase: 'Deleting' }), observation: found() }, { action: 'delete' }],
-    ['permanent get error: delete anyway (rule 2)', { deleting: true, observation: { kind: 'error', error: { code: 'Permanent', message: 'bad zone' } } }, { action: 'delete' }],
-    ['transient get error: wait', { deleting: true, observation: { kind: 'error', error: { code: 'Retryable', message: 'timeout' } } }, { action: 'none', phase: 'Deleting' }],
-    ['provider missing, never created: finalise', { deleting: true, observation: { kind: 'providerMissing', provider: 'x' } }, { action: 'finalise' }],
-    ['provider missing, created before: wait', { deleting: true, status: status({ everCreated: true }), observation: { kind: 'providerMissing', provider: 'x' } }, { action: 'none', phase: 'Deleting' }],
-    ['provider down: wait', { deleting: true, observation: { kind: 'providerDown', message: 'relay silent' } }, { action: 'none', phase: 'Deleting' }],
+    [
+      'Found Terminated is deleted',
+      { deleting: true, observation: found({ state: 'Terminated' }) },
+      { action: 'delete', phase: 'Deleting' },
+    ],
+    [
+      'Found Failed is deleted (owned volumes too)',
+      { deleting: true, observation: found({ state: 'Failed' }) },
+      { action: 'delete' },
+    ],
+    [
+      'every deletion poll deletes again (idempotent)',
+      { deleting: true, status: status({ phase: 'Deleting' }), observation: found() },
+      { action: 'delete' },
+    ],
+    [
+      'permanent get error: delete anyway (rule 2)',
+      { deleting: true, observation: { kind: 'error', error: { code: 'Permanent', message: 'bad zone' } } },
+      { action: 'delete' },
+    ],
+    [
+      'transient get error: wait',
+      { deleting: true, observation: { kind: 'error', error: { code: 'Retryable', message: 'timeout' } } },
+      { action: 'none', phase: 'Deleting' },
+    ],
+    [
+      'provider missing, never created: finalise',
+      { deleting: true, observation: { kind: 'providerMissing', provider: 'x' } },
+      { action: 'finalise' },
+    ],
+    [
+      'provider missing, created before: wait',
+      {
+        deleting: true,
+        status: status({ everCreated: true }),
+        observation: { kind: 'providerMissing', provider: 'x' },
+      },
+      { action: 'none', phase: 'Deleting' },
+    ],
+    [
+      'provider down: wait',
+      { deleting: true, observation: { kind: 'providerDown', message: 'relay silent' } },
+      { action: 'none', phase: 'Deleting' },
+    ],
   ]);
 });
 
 describe('decide: replacement waits for NotFound (rule 3) and Stopped/Terminated replace (rule 4)', () => {
   table([
-    ['Stopped → delete', { observation: found({ state: 'Stopped' }) }, { action: 'delete', phase: 'Replacing', replace: 'stopped' }],
-    ['Terminated → delete', { observation: found({ state: 'Terminated' }) }, { action: 'delete', phase: 'Replacing', replace: 'stopped' }],
-    ['still Stopped while replacing → delete again, no create', { status: status({ phase: 'Replacing' }), observation: found({ state: 'Stopped' }) }, { action: 'delete' }],
-    ['NotFound after replacing → create', { status: status({ phase: 'Replacing', everCreated: true }), observation: { kind: 'notFound' } }, { action: 'create', phase: 'Provisioning' }],
-    ['Pending → wait', { observation: found({ state: 'Pending', health: undefined }) }, { action: 'none', phase: 'Provisioning' }],
+    [
+      'Stopped → delete',
+      { observation: found({ state: 'Stopped' }) },
+      { action: 'delete', phase: 'Replacing', replace: 'stopped' },
+    ],
+    [
+      'Terminated → delete',
+      { observation: found({ state: 'Terminated' }) },
+      { action: 'delete', phase: 'Replacing', replace: 'stopped' },
+    ],
+    [
+      'still Stopped while replacing → delete again, no create',
+      { status: status({ phase: 'Replacing' }), observation: found({ state: 'Stopped' }) },
+      { action: 'delete' },
+    ],
+    [
+      'NotFound after replacing → create',
+      { status: status({ phase: 'Replacing', everCreated: true }), observation: { kind: 'notFound' } },
+      { action: 'create', phase: 'Provisioning' },
+    ],
+    [
+      'Pending → wait',
+      { observation: found({ state: 'Pending', health: undefined }) },
+      { action: 'none', phase: 'Provisioning' },
+    ],
   ]);
   it('asks for a recheck while waiting for NotFound', () => {
     expect(decide(input({ observation: found({ state: 'Terminated' }) })).recheckAfterMs).toBe(policy.pollMs);
@@ -73,37 +134,116 @@ describe('decide: replacement waits for NotFound (rule 3) and Stopped/Terminated
 
 describe('decide: spec hash (resolved placement), maxAge rotation, probes', () => {
   table([
-    ['hash differs → replace', { observation: found({ specHash: 'old' }) }, { action: 'delete', replace: 'drift', phase: 'Replacing' }],
-    ['hash differs, budget used → keep serving', { replacementBudget: false, observation: found({ specHash: 'old' }) }, { action: 'none', phase: 'Ready' }],
-    ['older than maxAge → rotate', { maxAgeMs: 30_000, observation: found() }, { action: 'delete', replace: 'rotation' }],
+    [
+      'hash differs → replace',
+      { observation: found({ specHash: 'old' }) },
+      { action: 'delete', replace: 'drift', phase: 'Replacing' },
+    ],
+    [
+      'hash differs, budget used → keep serving',
+      { replacementBudget: false, observation: found({ specHash: 'old' }) },
+      { action: 'none', phase: 'Ready' },
+    ],
+    [
+      'older than maxAge → rotate',
+      { maxAgeMs: 30_000, observation: found() },
+      { action: 'delete', replace: 'rotation' },
+    ],
     ['younger than maxAge → ready', { maxAgeMs: 120_000, observation: found() }, { action: 'none', phase: 'Ready' }],
-    ['probe failed N times → replace', { observation: found({ health: { ok: false, consecutiveFailures: 3, lastProbeAt: '', error: '407' } }) }, { action: 'delete', replace: 'unhealthy' }],
-    ['probe failed fewer than N → Unhealthy', { observation: found({ health: { ok: false, consecutiveFailures: 1, lastProbeAt: '' } }) }, { action: 'none', phase: 'Unhealthy' }],
-    ['not probed yet → Provisioning', { observation: found({ health: undefined }) }, { action: 'none', phase: 'Provisioning' }],
+    [
+      'probe failed N times → replace',
+      { observation: found({ health: { ok: false, consecutiveFailures: 3, lastProbeAt: '', error: '407' } }) },
+      { action: 'delete', replace: 'unhealthy' },
+    ],
+    [
+      'probe failed fewer than N → Unhealthy',
+      { observation: found({ health: { ok: false, consecutiveFailures: 1, lastProbeAt: '' } }) },
+      { action: 'none', phase: 'Unhealthy' },
+    ],
+    [
+      'not probed yet → Provisioning',
+      { observation: found({ health: undefined }) },
+      { action: 'none', phase: 'Provisioning' },
+    ],
     ['probe ok → Ready', { observation: found() }, { action: 'none', phase: 'Ready' }],
-    ['invalid placement → Failed, no create', { desiredHash: undefined, placementError: { code: 'Validation', message: 'spec.placement.zone: unknown zone', field: 'spec.placement.zone' } }, { action: 'none', phase: 'Failed', reason: 'PermanentError' }],
+    [
+      'invalid placement → Failed, no create',
+      {
+        desiredHash: undefined,
+        placementError: {
+          code: 'Validation',
+          message: 'spec.placement.zone: unknown zone',
+          field: 'spec.placement.zone',
+        },
+      },
+      { action: 'none', phase: 'Failed', reason: 'PermanentError' },
+    ],
   ]);
 });
 
 describe('decide: quota backs off, permanent does not retry (rule 8)', () => {
-  const retry = { attempts: 2, notBefore: new Date(NOW + 20_000).toISOString(), reason: 'QuotaExceeded', failedAt: NOW - 1000 };
+  const retry = {
+    attempts: 2,
+    notBefore: new Date(NOW + 20_000).toISOString(),
+    reason: 'QuotaExceeded',
+    failedAt: NOW - 1000,
+  };
   table([
-    ['within backoff → wait', { status: status({ retry }) }, { action: 'none', phase: 'Provisioning', reason: 'QuotaExceeded' }],
+    [
+      'within backoff → wait',
+      { status: status({ retry }) },
+      { action: 'none', phase: 'Provisioning', reason: 'QuotaExceeded' },
+    ],
     ['backoff elapsed → create', { now: NOW + 21_000, status: status({ retry }) }, { action: 'create' }],
-    ['permanent for this spec → Failed, no create', { status: status({ failedSpecHash: 'h1' }) }, { action: 'none', phase: 'Failed', reason: 'PermanentError' }],
+    [
+      'permanent for this spec → Failed, no create',
+      { status: status({ failedSpecHash: 'h1' }) },
+      { action: 'none', phase: 'Failed', reason: 'PermanentError' },
+    ],
     ['permanent for an older spec → create', { status: status({ failedSpecHash: 'h0' }) }, { action: 'create' }],
-    ['async create failed with quota → clean up and back off', { observation: found({ state: 'Failed', error: { code: 'QuotaExceeded', message: 'no ports left' } }) }, { action: 'delete', phase: 'Provisioning', reason: 'QuotaExceeded' }],
-    ['async create failed permanently → Failed', { observation: found({ state: 'Failed', error: { code: 'Permanent', message: 'bad', field: 'spec.placement.bindAddress' } }) }, { action: 'delete', phase: 'Failed', reason: 'PermanentError' }],
+    [
+      'async create failed with quota → clean up and back off',
+      { observation: found({ state: 'Failed', error: { code: 'QuotaExceeded', message: 'no ports left' } }) },
+      { action: 'delete', phase: 'Provisioning', reason: 'QuotaExceeded' },
+    ],
+    [
+      'async create failed permanently → Failed',
+      {
+        observation: found({
+          state: 'Failed',
+          error: { code: 'Permanent', message: 'bad', field: 'spec.placement.bindAddress' },
+        }),
+      },
+      { action: 'delete', phase: 'Failed', reason: 'PermanentError' },
+    ],
   ]);
   it('backoff is exponential and capped', () => {
     expect([1, 2, 3, 10].map((n) => backoffMs(n, policy))).toEqual([10_000, 20_000, 40_000, 600_000]);
   });
   it('a quota failure records attempts and notBefore; a permanent one records the spec hash', () => {
     const quota = recordFailure(status(), { code: 'QuotaExceeded', message: 'quota' }, NOW, NOW, policy, 'h1');
-    expect(quota.retry).toMatchObject({ attempts: 1, reason: 'QuotaExceeded', notBefore: new Date(NOW + 10_000).toISOString() });
-    const again = recordFailure(status({ retry: quota.retry }), { code: 'QuotaExceeded', message: 'quota' }, NOW, NOW, policy, 'h1');
+    expect(quota.retry).toMatchObject({
+      attempts: 1,
+      reason: 'QuotaExceeded',
+      notBefore: new Date(NOW + 10_000).toISOString(),
+    });
+    const again = recordFailure(
+      status({ retry: quota.retry }),
+      { code: 'QuotaExceeded', message: 'quota' },
+      NOW,
+      NOW,
+      policy,
+      'h1',
+    );
     expect(again.retry?.attempts).toBe(2);
-    const permanent = recordFailure(status(), { code: 'Permanent', message: 'bad', field: 'spec.port' }, NOW, NOW, policy, 'h1');
+    const permanent = recordFailure(
+      status(),
+      { code: 'Permanent', message: 'bad', field: 'spec.port' },
+      NOW,
+      NOW,
+      policy,
+      'h1',
+    );
     expect(permanent).toMatchObject({ phase: 'Failed', failedSpecHash: 'h1' });
   });
 });
@@ -127,8 +267,17 @@ describe('status writes: one read and no write for a healthy unchanged proxy', (
   it('skips the write when only probe timing changed, writes when the heartbeat is due', () => {
     const d = decide(input({ observation: found() }));
     const first = nextStatus(status(), d, found(), 1, NOW, policy);
-    const later = found({ health: { ok: true, consecutiveFailures: 0, lastProbeAt: new Date(NOW + 5000).toISOString(), latencyMs: 9 } });
-    const second = nextStatus(first, decide(input({ status: first, observation: later })), later, 1, NOW + 5000, policy);
+    const later = found({
+      health: { ok: true, consecutiveFailures: 0, lastProbeAt: new Date(NOW + 5000).toISOString(), latencyMs: 9 },
+    });
+    const second = nextStatus(
+      first,
+      decide(input({ status: first, observation: later })),
+      later,
+      1,
+      NOW + 5000,
+      policy,
+    );
     expect(statusChanged(first, second, NOW + 5000, 600_000)).toBe(false);
     expect(statusChanged(first, second, NOW + 5000, 1000)).toBe(true);
   });
@@ -142,7 +291,15 @@ describe('status writes: one read and no write for a healthy unchanged proxy', (
 
 describe('status after an asynchronous permanent failure', () => {
   it('records the failed instance’s spec hash so the same spec is not retried', () => {
-    const o: Observation = found({ state: 'Failed', specHash: 'h1', error: { code: 'Permanent', message: 'spec.placement.bindAddress: not allowed', field: 'spec.placement.bindAddress' } });
+    const o: Observation = found({
+      state: 'Failed',
+      specHash: 'h1',
+      error: {
+        code: 'Permanent',
+        message: 'spec.placement.bindAddress: not allowed',
+        field: 'spec.placement.bindAddress',
+      },
+    });
     const d = decide(input({ observation: o }));
     const s = nextStatus(status(), d, o, 1, NOW, policy);
     expect(s).toMatchObject({ phase: 'Failed', failedSpecHash: 'h1' });

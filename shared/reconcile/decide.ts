@@ -45,7 +45,9 @@ export type Action = 'none' | 'create' | 'delete' | 'finalise';
 /** Why an existing instance is being deleted while the proxy lives on. */
 export type ReplaceReason = 'stopped' | 'drift' | 'rotation' | 'unhealthy' | 'failed';
 
-type ConditionSet = Partial<Record<ConditionType, { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }>>;
+type ConditionSet = Partial<
+  Record<ConditionType, { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }>
+>;
 
 export interface Decision {
   action: Action;
@@ -95,12 +97,25 @@ function decideDeleting({ observation: o, status, policy }: DecideInput): Decisi
       if (o.error.code === 'Permanent' || o.error.code === 'Validation') {
         return deleting(`cannot observe the instance (${o.error.message}); deleting anyway`, 'delete');
       }
-      return deleting(`waiting to observe the instance: ${o.error.message}`, 'none', o.error.retryAfterMs ?? policy.pollMs);
+      return deleting(
+        `waiting to observe the instance: ${o.error.message}`,
+        'none',
+        o.error.retryAfterMs ?? policy.pollMs,
+      );
     case 'providerMissing':
       if (!status.everCreated) {
-        return { action: 'finalise', phase: 'Deleting', message: 'no instance was ever created; removing the proxy', conditions: {} };
+        return {
+          action: 'finalise',
+          phase: 'Deleting',
+          message: 'no instance was ever created; removing the proxy',
+          conditions: {},
+        };
       }
-      return deleting(`provider "${o.provider}" is not configured; the instance may still exist, waiting for it to be configured`, 'none', 0);
+      return deleting(
+        `provider "${o.provider}" is not configured; the instance may still exist, waiting for it to be configured`,
+        'none',
+        0,
+      );
     case 'providerDown':
       return deleting(`provider is down (${o.message}); deletion waits`, 'none', 0);
   }
@@ -130,7 +145,12 @@ function decideLiving(input: DecideInput): Decision {
       const message = `cannot observe the instance: ${o.error.message}`;
       return { action: 'none', phase: 'Failed', message, conditions: failedConditions('PermanentError', message) };
     }
-    return waiting(status.phase, 'ObserveFailed', `cannot observe the instance: ${o.error.message}`, o.error.retryAfterMs ?? policy.pollMs);
+    return waiting(
+      status.phase,
+      'ObserveFailed',
+      `cannot observe the instance: ${o.error.message}`,
+      o.error.retryAfterMs ?? policy.pollMs,
+    );
   }
   if (o.kind === 'notFound') return decideCreate(input, input.desiredHash);
 
@@ -156,7 +176,11 @@ function decideLiving(input: DecideInput): Decision {
   }
   const health = instance.health;
   if (health && health.consecutiveFailures >= policy.unhealthyAfter) {
-    return replace('unhealthy', `probe failed ${health.consecutiveFailures} times in a row (${health.error ?? 'no detail'}); replacing`, policy);
+    return replace(
+      'unhealthy',
+      `probe failed ${health.consecutiveFailures} times in a row (${health.error ?? 'no detail'}); replacing`,
+      policy,
+    );
   }
   if (!health) {
     return {
@@ -177,7 +201,11 @@ function decideLiving(input: DecideInput): Decision {
       action: 'none',
       phase: 'Unhealthy',
       message,
-      conditions: { Provisioned: running(instance), Healthy: cond('False', 'ProbeFailed', message), Ready: cond('False', 'ProbeFailed', message) },
+      conditions: {
+        Provisioned: running(instance),
+        Healthy: cond('False', 'ProbeFailed', message),
+        Ready: cond('False', 'ProbeFailed', message),
+      },
       recheckAfterMs: policy.pollMs,
     };
   }
@@ -192,13 +220,21 @@ function decideCreate({ status, now, policy }: DecideInput, desiredHash: string)
   const notBefore = status.retry ? Date.parse(status.retry.notBefore) : 0;
   if (notBefore > now) {
     const reason = status.retry?.reason ?? 'Backoff';
-    return waiting('Provisioning', reason, `${conditionMessage(status, 'Provisioned') ?? reason}; retrying after ${status.retry?.notBefore}`, notBefore - now);
+    return waiting(
+      'Provisioning',
+      reason,
+      `${conditionMessage(status, 'Provisioned') ?? reason}; retrying after ${status.retry?.notBefore}`,
+      notBefore - now,
+    );
   }
   return {
     action: 'create',
     phase: 'Provisioning',
     message: status.everCreated ? 'no instance; creating a new one' : 'creating the instance',
-    conditions: { Provisioned: cond('False', 'Creating', 'creating the instance'), Ready: cond('False', 'Creating', 'creating the instance') },
+    conditions: {
+      Provisioned: cond('False', 'Creating', 'creating the instance'),
+      Ready: cond('False', 'Creating', 'creating the instance'),
+    },
     recheckAfterMs: policy.pollMs,
   };
 }

@@ -46,15 +46,24 @@ export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
       report.listed = instances.length;
       for (const instance of instances) {
         if (instance.installationId !== deps.config.installationId) continue;
-        const owned = owners.has(instance.proxy) && instanceName(deps.config.installationId, instance.proxy) === instance.name;
+        const owned =
+          owners.has(instance.proxy) && instanceName(deps.config.installationId, instance.proxy) === instance.name;
         const old = instance.createdAt <= 0 || now() - instance.createdAt > graceMs;
         if (owned || !old) continue;
         try {
           await provider.delete(instance.name);
           report.deleted.push(instance.name);
-          deps.logger.info('gc deleted an unowned instance', { provider: provider.name, instance: instance.name, proxy: instance.proxy });
+          deps.logger.info('gc deleted an unowned instance', {
+            provider: provider.name,
+            instance: instance.name,
+            proxy: instance.proxy,
+          });
         } catch (err) {
-          deps.logger.warn('gc delete failed', { provider: provider.name, instance: instance.name, error: asEgressError(err).message });
+          deps.logger.warn('gc delete failed', {
+            provider: provider.name,
+            instance: instance.name,
+            error: asEgressError(err).message,
+          });
         }
       }
     } catch (err) {

@@ -47,13 +47,21 @@ export function policyOf(config: Config): Policy {
 }
 
 /** Resolves catalogue references, then lets the provider validate and complete the placement. */
-export function resolvePlacement(config: Config, provider: Provider, placement: Record<string, unknown>): Record<string, unknown> {
+export function resolvePlacement(
+  config: Config,
+  provider: Provider,
+  placement: Record<string, unknown>,
+): Record<string, unknown> {
   const { catalogue, ...rest } = placement;
   let base: Record<string, unknown> = {};
   if (catalogue !== undefined) {
     const entries = config.providers.find((p) => p.name === provider.name)?.catalogue ?? {};
     const entry = typeof catalogue === 'string' ? entries[catalogue] : undefined;
-    if (!entry) throw new ValidationError('spec.placement.catalogue', `unknown catalogue entry ${JSON.stringify(catalogue)} for provider "${provider.name}" (known: ${Object.keys(entries).join(', ') || 'none'})`);
+    if (!entry)
+      throw new ValidationError(
+        'spec.placement.catalogue',
+        `unknown catalogue entry ${JSON.stringify(catalogue)} for provider "${provider.name}" (known: ${Object.keys(entries).join(', ') || 'none'})`,
+      );
     base = { ...entry };
   }
   return provider.resolvePlacement({ ...base, ...rest });
@@ -72,7 +80,9 @@ async function observe(provider: Provider, name: string, health: ProviderHealth 
 function providerHealth(provider: Provider, cache: HealthCache): Promise<ProviderHealth | undefined> {
   let cached = cache.get(provider.name);
   if (!cached) {
-    cached = provider.check ? provider.check().catch((err: unknown) => ({ ok: false, message: asEgressError(err).message, latencyMs: 0 })) : Promise.resolve(undefined);
+    cached = provider.check
+      ? provider.check().catch((err: unknown) => ({ ok: false, message: asEgressError(err).message, latencyMs: 0 }))
+      : Promise.resolve(undefined);
     cache.set(provider.name, cached);
   }
   return cached;
@@ -82,7 +92,11 @@ function providerHealth(provider: Provider, cache: HealthCache): Promise<Provide
  * Brings one proxy one step closer to its desired state. Safe to run concurrently and repeatedly:
  * mutating provider calls happen under a lease, and status writes are fenced by generation.
  */
-export async function reconcileProxy(deps: ReconcileDeps, doc: ProxyDoc, cache: HealthCache = new Map()): Promise<ReconcileResult> {
+export async function reconcileProxy(
+  deps: ReconcileDeps,
+  doc: ProxyDoc,
+  cache: HealthCache = new Map(),
+): Promise<ReconcileResult> {
   const now = deps.now ?? Date.now;
   const { config, proxies } = deps;
   const name = doc.metadata.name;
@@ -107,7 +121,12 @@ export async function reconcileProxy(deps: ReconcileDeps, doc: ProxyDoc, cache: 
     observation = await observe(provider, iname, await providerHealth(provider, cache));
   }
 
-  if (provider && !provider.probesRemotely && observation.kind === 'found' && observation.instance.state === 'Running') {
+  if (
+    provider &&
+    !provider.probesRemotely &&
+    observation.kind === 'found' &&
+    observation.instance.state === 'Running'
+  ) {
     const result = await probeOwn(deps, name, observation.instance.ip, observation.instance.port);
     observation.instance.health = nextHealth(doc.status.health, result, new Date(now()));
   }
@@ -126,7 +145,8 @@ export async function reconcileProxy(deps: ReconcileDeps, doc: ProxyDoc, cache: 
   let decision = decide(input);
   if ((decision.replace === 'drift' || decision.replace === 'rotation') && deps.countReplacing && provider) {
     const budget = config.providers.find((p) => p.name === provider.name)?.rolloutBudget ?? 1;
-    if ((await deps.countReplacing(provider.name)) >= budget && doc.status.phase !== 'Replacing') decision = decide({ ...input, replacementBudget: false });
+    if ((await deps.countReplacing(provider.name)) >= budget && doc.status.phase !== 'Replacing')
+      decision = decide({ ...input, replacementBudget: false });
   }
 
   if (decision.action === 'finalise') {
@@ -145,16 +165,30 @@ export async function reconcileProxy(deps: ReconcileDeps, doc: ProxyDoc, cache: 
     try {
       if (decision.action === 'create') {
         const credentials = await proxies.credentials(name);
-        if (!credentials) throw new ValidationError('credentials', `credentials/${name} is missing; re-apply the proxy`);
-        await provider.create({ name: iname, proxy: name, installationId: config.installationId, specHash: desiredHash ?? '', port: doc.spec.port, placement, credentials });
+        if (!credentials)
+          throw new ValidationError('credentials', `credentials/${name} is missing; re-apply the proxy`);
+        await provider.create({
+          name: iname,
+          proxy: name,
+          installationId: config.installationId,
+          specHash: desiredHash ?? '',
+          port: doc.spec.port,
+          placement,
+          credentials,
+        });
       } else {
         await provider.delete(iname);
       }
     } catch (err) {
       const e = asEgressError(err).toInfo();
       log.warn(`provider ${decision.action} failed`, { instance: iname, code: e.code, error: e.message });
-      if (decision.action === 'create') status = { ...status, ...recordFailure(status, e, now(), now(), policy, desiredHash) };
-      decision = { ...decision, message: `${decision.action} failed: ${e.message}`, recheckAfterMs: e.code === 'Retryable' ? policy.pollMs : decision.recheckAfterMs };
+      if (decision.action === 'create')
+        status = { ...status, ...recordFailure(status, e, now(), now(), policy, desiredHash) };
+      decision = {
+        ...decision,
+        message: `${decision.action} failed: ${e.message}`,
+        recheckAfterMs: e.code === 'Retryable' ? policy.pollMs : decision.recheckAfterMs,
+      };
     }
   }
 
@@ -163,9 +197,22 @@ export async function reconcileProxy(deps: ReconcileDeps, doc: ProxyDoc, cache: 
     const written = await proxies.writeStatus(name, doc.generation, status, now(), holder);
     if (!written) log.debug('status write fenced off (generation moved or lease lost)');
   }
-  if (phaseChanged || decision.action === 'create' || (decision.action === 'delete' && decision.replace && doc.status.phase !== 'Replacing')) {
+  if (
+    phaseChanged ||
+    decision.action === 'create' ||
+    (decision.action === 'delete' && decision.replace && doc.status.phase !== 'Replacing')
+  ) {
     const warning = status.phase === 'Failed' || status.phase === 'Unhealthy' || decision.replace !== undefined;
-    await proxies.addEvent(name, { at: new Date(now()).toISOString(), type: warning ? 'Warning' : 'Normal', reason: decision.replace ? `Replace:${decision.replace}` : status.phase, message: decision.message }, config.maxEvents);
+    await proxies.addEvent(
+      name,
+      {
+        at: new Date(now()).toISOString(),
+        type: warning ? 'Warning' : 'Normal',
+        reason: decision.replace ? `Replace:${decision.replace}` : status.phase,
+        message: decision.message,
+      },
+      config.maxEvents,
+    );
     log.info(decision.message, { phase: status.phase, action: decision.action });
   }
   const result: ReconcileResult = { name, action: decision.action, phase: status.phase };
@@ -177,5 +224,11 @@ async function probeOwn(deps: ReconcileDeps, name: string, host: string, port: n
   const credentials = await deps.proxies.credentials(name);
   if (!credentials) return { ok: false, latencyMs: 0, error: 'no credentials stored for this proxy' };
   const probe = deps.probe ?? probeThroughProxy;
-  return probe({ host, port, ...credentials, echoUrl: deps.config.echoUrl, timeoutMs: deps.config.probeTimeoutSeconds * 1000 });
+  return probe({
+    host,
+    port,
+    ...credentials,
+    echoUrl: deps.config.echoUrl,
+    timeoutMs: deps.config.probeTimeoutSeconds * 1000,
+  });
 }

@@ -23,7 +23,14 @@ export function mergeConditions(previous: Condition[], updates: Decision['condit
  *
  * @param generation - the proxy generation the decision was made for
  */
-export function nextStatus(previous: ProxyStatus, decision: Decision, observation: Observation, generation: number, now: number, policy: Policy): ProxyStatus {
+export function nextStatus(
+  previous: ProxyStatus,
+  decision: Decision,
+  observation: Observation,
+  generation: number,
+  now: number,
+  policy: Policy,
+): ProxyStatus {
   const next: ProxyStatus = {
     ...previous,
     phase: decision.phase,
@@ -32,7 +39,14 @@ export function nextStatus(previous: ProxyStatus, decision: Decision, observatio
   };
   if (observation.kind === 'found') {
     const i = observation.instance;
-    next.instance = { name: i.name, ip: i.ip, port: i.port, state: i.state, createdAt: iso(i.createdAt), specHash: i.specHash };
+    next.instance = {
+      name: i.name,
+      ip: i.ip,
+      port: i.port,
+      state: i.state,
+      createdAt: iso(i.createdAt),
+      specHash: i.specHash,
+    };
     if (i.state === 'Running' && i.ip) next.address = `${i.ip}:${i.port}`;
     else delete next.address;
     if (i.health) next.health = i.health;
@@ -63,19 +77,32 @@ export function recordFailure(
   desiredHash?: string,
 ): Pick<ProxyStatus, 'retry' | 'failedSpecHash' | 'phase' | 'conditions'> {
   if (error.code === 'Permanent' || error.code === 'Validation') {
-    const conditions = mergeConditions(previous.conditions, {
-      Provisioned: { status: 'False', reason: 'PermanentError', message: error.message },
-      Ready: { status: 'False', reason: 'PermanentError', message: error.message },
-    }, now);
-    return { phase: 'Failed', conditions, failedSpecHash: desiredHash ?? previous.failedSpecHash, retry: previous.retry };
+    const conditions = mergeConditions(
+      previous.conditions,
+      {
+        Provisioned: { status: 'False', reason: 'PermanentError', message: error.message },
+        Ready: { status: 'False', reason: 'PermanentError', message: error.message },
+      },
+      now,
+    );
+    return {
+      phase: 'Failed',
+      conditions,
+      failedSpecHash: desiredHash ?? previous.failedSpecHash,
+      retry: previous.retry,
+    };
   }
   const attempts = (previous.retry?.attempts ?? 0) + 1;
   const reason = error.code === 'QuotaExceeded' ? 'QuotaExceeded' : 'CreateFailed';
   const wait = Math.max(backoffMs(attempts, policy), error.retryAfterMs ?? 0);
-  const conditions = mergeConditions(previous.conditions, {
-    Provisioned: { status: 'False', reason, message: error.message },
-    Ready: { status: 'False', reason, message: error.message },
-  }, now);
+  const conditions = mergeConditions(
+    previous.conditions,
+    {
+      Provisioned: { status: 'False', reason, message: error.message },
+      Ready: { status: 'False', reason, message: error.message },
+    },
+    now,
+  );
   return {
     phase: 'Provisioning',
     conditions,

@@ -72,7 +72,9 @@ export const relayReportSchema = z.object({
   seq: z.number().int().min(0),
   sentAt: z.number(),
   startedAt: z.number(),
-  providers: z.array(z.object({ name: dnsLabel, type: z.string().max(32), ok: z.boolean(), message: z.string().max(1024) })).max(64),
+  providers: z
+    .array(z.object({ name: dnsLabel, type: z.string().max(32), ok: z.boolean(), message: z.string().max(1024) }))
+    .max(64),
   instances: z.array(inventoryItemSchema).max(10_000),
   results: z.array(commandResultSchema).max(1000),
 });

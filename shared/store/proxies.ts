@@ -45,7 +45,11 @@ export class ProxyStore {
   private parse(name: string, data: unknown): ProxyDoc | undefined {
     const parsed = proxyDocSchema.safeParse(data);
     if (parsed.success) return parsed.data;
-    this.logger.error('corrupt proxy document ignored', { proxy: name, issue: parsed.error.issues[0]?.message, path: parsed.error.issues[0]?.path.join('.') });
+    this.logger.error('corrupt proxy document ignored', {
+      proxy: name,
+      issue: parsed.error.issues[0]?.message,
+      path: parsed.error.issues[0]?.path.join('.'),
+    });
     return undefined;
   }
 
@@ -98,7 +102,10 @@ export class ProxyStore {
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
       if (existing && publishTime < existing.requestTime) return 'stale';
       if (existing && existing.spec.provider !== request.spec.provider) {
-        throw new ValidationError('spec.provider', `is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`);
+        throw new ValidationError(
+          'spec.provider',
+          `is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`,
+        );
       }
       if (!creds.exists) tx.set(creds.ref, { ...generateCredentials(name), createdAt: iso(now) });
       if (!existing) {
@@ -141,7 +148,8 @@ export class ProxyStore {
       const tombRef = this.db.collection(COLLECTIONS.tombstones).doc(name);
       if (!snap.exists) {
         const tomb = await tx.get(tombRef);
-        if (Number(tomb.get('requestTime') ?? 0) < publishTime) tx.set(tombRef, { requestTime: publishTime, at: iso(now) });
+        if (Number(tomb.get('requestTime') ?? 0) < publishTime)
+          tx.set(tombRef, { requestTime: publishTime, at: iso(now) });
         return 'absent';
       }
       const existing = this.parse(name, snap.data());
@@ -180,7 +188,13 @@ export class ProxyStore {
    *
    * @returns whether the write happened
    */
-  async writeStatus(name: string, generation: number, status: ProxyStatus, now: number, holder?: string): Promise<boolean> {
+  async writeStatus(
+    name: string,
+    generation: number,
+    status: ProxyStatus,
+    now: number,
+    holder?: string,
+  ): Promise<boolean> {
     return this.db.runTransaction(async (tx) => {
       const doc = await this.read(tx, name);
       if (!doc || doc.generation !== generation) return false;
@@ -210,7 +224,10 @@ export class ProxyStore {
       if (!doc || doc.generation !== generation || !doc.deletionRequestedAt) return false;
       tx.delete(this.ref(name));
       tx.delete(this.db.collection(COLLECTIONS.credentials).doc(name));
-      tx.set(this.db.collection(COLLECTIONS.tombstones).doc(name), { requestTime: doc.requestTime, at: new Date().toISOString() });
+      tx.set(this.db.collection(COLLECTIONS.tombstones).doc(name), {
+        requestTime: doc.requestTime,
+        at: new Date().toISOString(),
+      });
       return true;
     });
     if (removed) await this.db.recursiveDelete(this.ref(name).collection('events'));
@@ -251,7 +268,14 @@ export class ProxyStore {
     await this.db
       .collection(COLLECTIONS.rejections)
       .doc(messageId || `unknown-${now}`)
-      .set({ at: iso(now), topic, field: error.field ?? null, reason: error.message, code: error.code, data: raw.slice(0, 4096) });
+      .set({
+        at: iso(now),
+        topic,
+        field: error.field ?? null,
+        reason: error.message,
+        code: error.code,
+        data: raw.slice(0, 4096),
+      });
   }
 
   private async read(tx: Transaction, name: string): Promise<ProxyDoc | undefined> {

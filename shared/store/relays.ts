@@ -40,7 +40,10 @@ export interface ReportOutcome {
 /** Fields that change with every probe; they alone do not justify a write. */
 function significant(item: InventoryItem): string {
   const { health, ...rest } = item;
-  return canonicalJson({ ...rest, health: health ? { ok: health.ok, failures: health.consecutiveFailures, egressIp: health.egressIp } : null });
+  return canonicalJson({
+    ...rest,
+    health: health ? { ok: health.ok, failures: health.consecutiveFailures, egressIp: health.egressIp } : null,
+  });
 }
 
 export class RelayStore {
@@ -57,12 +60,20 @@ export class RelayStore {
    * reports arrive concurrently and a transaction's lock on this one document would serialise them.
    */
   private async claimReport(ref: DocumentReference, report: RelayReport, now: number): Promise<boolean> {
-    const doc: RelayDoc = { bootId: report.bootId, seq: report.seq, sentAt: report.sentAt, startedAt: report.startedAt, heartbeatAt: now, providers: report.providers };
+    const doc: RelayDoc = {
+      bootId: report.bootId,
+      seq: report.seq,
+      sentAt: report.sentAt,
+      startedAt: report.startedAt,
+      heartbeatAt: now,
+      providers: report.providers,
+    };
     for (let attempt = 0; attempt < 10; attempt++) {
       const snap = await ref.get();
       const parsed = relayDocSchema.safeParse(snap.data());
       const prev = parsed.success ? parsed.data : undefined;
-      if (prev && (prev.bootId === report.bootId ? report.seq <= prev.seq : report.startedAt < prev.startedAt)) return false;
+      if (prev && (prev.bootId === report.bootId ? report.seq <= prev.seq : report.startedAt < prev.startedAt))
+        return false;
       try {
         if (snap.exists && snap.updateTime) await ref.update({ ...doc }, { lastUpdateTime: snap.updateTime });
         else await ref.create(doc);
@@ -112,7 +123,10 @@ export class RelayStore {
 
   /** Records a command about to be published (before the publish, so a report cannot race it). */
   async recordCommand(relay: string, name: string, command: Omit<CommandDoc, 'done' | 'error'>): Promise<void> {
-    await this.relayRef(relay).collection('commands').doc(name).set({ ...command, done: false, error: null });
+    await this.relayRef(relay)
+      .collection('commands')
+      .doc(name)
+      .set({ ...command, done: false, error: null });
   }
 
   /**
@@ -133,7 +147,10 @@ export class RelayStore {
       const prev = stored.get(item.name);
       stored.delete(item.name);
       const moved = !prev || significant(prev) !== significant(item);
-      const probeDue = item.health && (!prev?.health || Date.parse(item.health.lastProbeAt) - Date.parse(prev.health.lastProbeAt) >= this.heartbeatMs);
+      const probeDue =
+        item.health &&
+        (!prev?.health ||
+          Date.parse(item.health.lastProbeAt) - Date.parse(prev.health.lastProbeAt) >= this.heartbeatMs);
       if (!moved && !probeDue) continue;
       writes.push((b) => b.set(instancesRef.doc(item.name), item));
       if (moved) changed.add(item.proxy);

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { LOCAL_DEFAULT_CONFIG } from '../../shared/config/local-default.js';
 import { instanceName } from '../../shared/domain/names.js';
+import { proxyDocSchema } from '../../shared/domain/status.js';
 import { eventually } from '../support/eventually.js';
 import { processesMatching, startLocalStack, type RunningStack } from './stack.js';
 
@@ -19,16 +20,28 @@ const configFile = join(dir, 'egress.yaml');
 const relayConfigFile = join(dir, 'relay.yaml');
 let stack: RunningStack;
 
-const request = (name: string, provider = 'local', action = 'apply') => ({ apiVersion: 'egress.dev/v1', kind: 'Proxy', action, metadata: { name }, spec: { provider } });
-const publish = (body: unknown) => stack.pubsub.topic('proxy-requests').publishMessage({ data: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)) });
-const proxy = async (name: string) => (await stack.db.collection('proxies').doc(name).get()).data();
-const phase = async (name: string) => (await proxy(name))?.['status']?.phase as string | undefined;
+const request = (name: string, provider = 'local', action = 'apply') => ({
+  apiVersion: 'egress.dev/v1',
+  kind: 'Proxy',
+  action,
+  metadata: { name },
+  spec: { provider },
+});
+const publish = (body: unknown) =>
+  stack.pubsub
+    .topic('proxy-requests')
+    .publishMessage({ data: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)) });
+const proxy = async (name: string) => {
+  const data = (await stack.db.collection('proxies').doc(name).get()).data();
+  return data ? proxyDocSchema.parse(data) : undefined;
+};
+const phase = async (name: string) => (await proxy(name))?.status.phase;
 const ready = (name: string, ms: number) => eventually(async () => expect(await phase(name)).toBe('Ready'), ms, 500);
 const pidsOf = (name: string) => processesMatching(`--egress-proxy=${instanceName('local', name)}`);
 async function curlThrough(name: string): Promise<string> {
   const doc = await proxy(name);
   const creds = (await stack.db.collection('credentials').doc(name).get()).data();
-  const url = `http://${encodeURIComponent(String(creds?.['username']))}:${encodeURIComponent(String(creds?.['password']))}@${String(doc?.['status']?.address)}`;
+  const url = `http://${encodeURIComponent(String(creds?.['username']))}:${encodeURIComponent(String(creds?.['password']))}@${String(doc?.status.address)}`;
   const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
   return stdout;
 }
@@ -57,12 +70,28 @@ beforeAll(async () => {
       probeTimeoutSeconds: 3,
       installationId: 'local',
       backends: [
-        { provider: 'local', type: 'process', stateDir: join(state, 'local'), bindAddresses: ['127.0.0.1'], portRange: [23000, 23099] },
-        { provider: 'later', type: 'process', stateDir: join(state, 'later'), bindAddresses: ['127.0.0.1'], portRange: [23100, 23199] },
+        {
+          provider: 'local',
+          type: 'process',
+          stateDir: join(state, 'local'),
+          bindAddresses: ['127.0.0.1'],
+          portRange: [23000, 23099],
+        },
+        {
+          provider: 'later',
+          type: 'process',
+          stateDir: join(state, 'later'),
+          bindAddresses: ['127.0.0.1'],
+          portRange: [23100, 23199],
+        },
       ],
     }),
   );
-  stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET), EGRESS_CONFIG: configFile, EGRESS_RELAY_CONFIG: relayConfigFile });
+  stack = await startLocalStack({
+    EGRESS_PORT_OFFSET: String(OFFSET),
+    EGRESS_CONFIG: configFile,
+    EGRESS_RELAY_CONFIG: relayConfigFile,
+  });
 });
 
 afterAll(async () => {
@@ -72,12 +101,23 @@ afterAll(async () => {
 describe('e2e: local stack', () => {
   it('npm start brings the sample fleet to Ready and prints a working curl line', async () => {
     for (const name of ['local-1', 'local-2', 'local-rotating']) expect(await phase(name)).toBe('Ready');
-    const line = stack.output().split('\n').find((l) => l.includes('curl -x'));
+    const line = stack
+      .output()
+      .split('\n')
+      .find((l) => l.includes('curl -x'));
     expect(line).toBeDefined();
-    const args = (line ?? '').trim().replace(/^try a proxy:\s+/, '').split(/\s+/).slice(1);
+    const args = (line ?? '')
+      .trim()
+      .replace(/^try a proxy:\s+/, '')
+      .split(/\s+/)
+      .slice(1);
     const { stdout } = await run('curl', ['-sS', '--max-time', '5', ...args]);
     expect(JSON.parse(stdout)).toHaveProperty('ip');
-    expect(stack.localEnv()).toMatchObject({ GOOGLE_CLOUD_PROJECT: 'demo-egress', FIRESTORE_EMULATOR_HOST: `127.0.0.1:${8080 + OFFSET}`, PUBSUB_EMULATOR_HOST: `127.0.0.1:${8085 + OFFSET}` });
+    expect(stack.localEnv()).toMatchObject({
+      GOOGLE_CLOUD_PROJECT: 'demo-egress',
+      FIRESTORE_EMULATOR_HOST: `127.0.0.1:${8080 + OFFSET}`,
+      PUBSUB_EMULATOR_HOST: `127.0.0.1:${8085 + OFFSET}`,
+    });
   });
 
   it('a request published three times to proxy-requests is Ready within 30 s with exactly one instance', async () => {
@@ -110,22 +150,37 @@ describe('e2e: local stack', () => {
     const bootBefore = (await stack.db.collection('relays').doc('local').get()).get('bootId') as string;
     const relayPid = Number(readFileSync(join(stack.home, 'relay.pid'), 'utf8'));
     process.kill(relayPid, 'SIGKILL');
-    await eventually(async () => expect((await stack.db.collection('relays').doc('local').get()).get('bootId')).not.toBe(bootBefore), 30_000, 500);
-    await eventually(async () => {
-      for (const n of names) expect(await phase(n)).toBe('Ready');
-    }, 30_000, 500);
+    await eventually(
+      async () => expect((await stack.db.collection('relays').doc('local').get()).get('bootId')).not.toBe(bootBefore),
+      30_000,
+      500,
+    );
+    await eventually(
+      async () => {
+        for (const n of names) expect(await phase(n)).toBe('Ready');
+      },
+      30_000,
+      500,
+    );
     expect(names.map((n) => pidsOf(n))).toEqual(before);
   });
 
   it('a malformed message and an invalid name are rejected with the field, once, and other work goes on', async () => {
     const bad = await publish('{"apiVersion": "egress.dev/v1", ');
     const badName = await publish(request('Not_A_Name'));
-    await eventually(async () => {
-      const [a, b] = await Promise.all([stack.db.collection('rejections').doc(bad).get(), stack.db.collection('rejections').doc(badName).get()]);
-      expect(a.get('field')).toBe('(message)');
-      expect(b.get('field')).toBe('metadata.name');
-      expect(String(b.get('reason'))).toMatch(/DNS-1123/);
-    }, 15_000, 500);
+    await eventually(
+      async () => {
+        const [a, b] = await Promise.all([
+          stack.db.collection('rejections').doc(bad).get(),
+          stack.db.collection('rejections').doc(badName).get(),
+        ]);
+        expect(a.get('field')).toBe('(message)');
+        expect(b.get('field')).toBe('metadata.name');
+        expect(String(b.get('reason'))).toMatch(/DNS-1123/);
+      },
+      15_000,
+      500,
+    );
     await publish(request('after-bad'));
     await ready('after-bad', 30_000);
   });
@@ -133,26 +188,40 @@ describe('e2e: local stack', () => {
   it('a proxy naming an unconfigured provider waits, can be deleted, and proceeds once the provider is configured', async () => {
     await publish(request('waits-1', 'later'));
     await publish(request('waits-2', 'later'));
-    await eventually(async () => {
-      for (const n of ['waits-1', 'waits-2']) {
-        const doc = await proxy(n);
-        const provisioned = (doc?.['status']?.conditions as { type: string; reason: string }[] | undefined)?.find((c) => c.type === 'Provisioned');
-        expect(provisioned?.reason).toBe('ProviderNotConfigured');
-      }
-    }, 30_000, 500);
+    await eventually(
+      async () => {
+        for (const n of ['waits-1', 'waits-2']) {
+          const doc = await proxy(n);
+          const provisioned = doc?.status.conditions.find((c) => c.type === 'Provisioned');
+          expect(provisioned?.reason).toBe('ProviderNotConfigured');
+        }
+      },
+      30_000,
+      500,
+    );
     await publish(request('waits-2', 'later', 'delete'));
     await eventually(async () => expect(await proxy('waits-2')).toBeUndefined(), 30_000, 500);
-    writeFileSync(configFile, stringify({ ...LOCAL_DEFAULT_CONFIG, providers: [...LOCAL_DEFAULT_CONFIG.providers, { name: 'later', type: 'process', relay: 'local' }] }));
+    writeFileSync(
+      configFile,
+      stringify({
+        ...LOCAL_DEFAULT_CONFIG,
+        providers: [...LOCAL_DEFAULT_CONFIG.providers, { name: 'later', type: 'process', relay: 'local' }],
+      }),
+    );
     await ready('waits-1', 60_000);
   });
 
   it('a delete request removes the instance and the document within 30 s', async () => {
     await publish(request('topic-1', 'local', 'delete'));
-    await eventually(async () => {
-      expect(await proxy('topic-1')).toBeUndefined();
-      expect(pidsOf('topic-1')).toHaveLength(0);
-      expect((await stack.db.collection('credentials').doc('topic-1').get()).exists).toBe(false);
-    }, 30_000, 500);
+    await eventually(
+      async () => {
+        expect(await proxy('topic-1')).toBeUndefined();
+        expect(pidsOf('topic-1')).toHaveLength(0);
+        expect((await stack.db.collection('credentials').doc('topic-1').get()).exists).toBe(false);
+      },
+      30_000,
+      500,
+    );
   });
 
   it('Ctrl-C leaves no process and no port behind', async () => {
@@ -160,6 +229,7 @@ describe('e2e: local stack', () => {
     expect(code).toBe(0);
     expect(processesMatching(stack.home)).toEqual([]);
     expect(processesMatching(dir)).toEqual([]);
-    for (const port of [8080, 8085, 8088, 8090, 8091, 8092, 8093, 8094]) expect(await portOpen(port + OFFSET)).toBe(false);
+    for (const port of [8080, 8085, 8088, 8090, 8091, 8092, 8093, 8094])
+      expect(await portOpen(port + OFFSET)).toBe(false);
   });
 });

@@ -27,7 +27,10 @@ const apply = (name: string, over: Record<string, unknown> = {}) => ({
 const del = (name: string) => ({ apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name } });
 const msg = (body: unknown, publishTime = Date.now(), id = `m${++seq}`) =>
   decodeBody(id, publishTime, {}, typeof body === 'string' ? body : JSON.stringify(body));
-const both = async (m: ReturnType<typeof msg>) => [await handleRequest(deps, 'apply', m), await handleRequest(deps, 'delete', m)];
+const both = async (m: ReturnType<typeof msg>) => [
+  await handleRequest(deps, 'apply', m),
+  await handleRequest(deps, 'delete', m),
+];
 
 beforeAll(async () => {
   const pubsub = new PubSub({ projectId: emu.projectId });
@@ -87,7 +90,11 @@ describe('requests', () => {
     expect((await proxies.get('gen-1'))?.generation).toBe(1);
     await both(msg(apply('gen-1', { port: 20500 }), t + 2));
     // Apply is declarative: the latest request's labels win.
-    expect(await proxies.get('gen-1')).toMatchObject({ generation: 2, spec: { port: 20500 }, metadata: { labels: { team: 'a' } } });
+    expect(await proxies.get('gen-1')).toMatchObject({
+      generation: 2,
+      spec: { port: 20500 },
+      metadata: { labels: { team: 'a' } },
+    });
   });
 
   it('an older apply delivered after a newer one is stale', async () => {
@@ -134,7 +141,12 @@ describe('leases and generation fencing', () => {
 
   it('events stay bounded', async () => {
     await both(msg(apply('ev-1')));
-    for (let i = 0; i < 9; i++) await proxies.addEvent('ev-1', { at: new Date(Date.now() + i).toISOString(), type: 'Normal', reason: 'T', message: `e${i}` }, 5);
+    for (let i = 0; i < 9; i++)
+      await proxies.addEvent(
+        'ev-1',
+        { at: new Date(Date.now() + i).toISOString(), type: 'Normal', reason: 'T', message: `e${i}` },
+        5,
+      );
     const events = await proxies.events('ev-1', 100);
     expect(events).toHaveLength(5);
     expect(events[0]?.message).toBe('e8');

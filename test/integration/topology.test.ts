@@ -18,11 +18,7 @@ function options(basePort: number): ApplyTopologyOptions {
   const functions = Object.keys(topology.functions);
   return {
     pushEndpoint: (fn, topic) =>
-      localPushEndpoint(
-        `http://127.0.0.1:${basePort + functions.indexOf(fn)}`,
-        emu.projectId,
-        topic,
-      ),
+      localPushEndpoint(`http://127.0.0.1:${basePort + functions.indexOf(fn)}`, emu.projectId, topic),
     relays: ['local', 'lab-2'],
   };
 }
@@ -40,10 +36,7 @@ describe('applyTopology', () => {
       'relay-commands-lab-2',
     ];
     expect(first.created).toEqual(
-      [
-        ...topology.topics.map((t) => `topic/${t}`),
-        ...expectedSubscriptions.map((s) => `subscription/${s}`),
-      ].sort(),
+      [...topology.topics.map((t) => `topic/${t}`), ...expectedSubscriptions.map((s) => `subscription/${s}`)].sort(),
     );
     expect(first.updated).toEqual([]);
 
@@ -94,8 +87,9 @@ describe('applyTopology', () => {
   });
 
   it('refuses a relay id that would break the filter', async () => {
-    await expect(
-      applyTopology(pubsub, topology, { ...options(9100), relays: ['x" OR "1'] }),
-    ).rejects.toMatchObject({ code: 'Validation', field: 'relays.0' });
+    await expect(applyTopology(pubsub, topology, { ...options(9100), relays: ['x" OR "1'] })).rejects.toMatchObject({
+      code: 'Validation',
+      field: 'relays.0',
+    });
   });
 });

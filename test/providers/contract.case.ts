@@ -82,7 +82,16 @@ export function runProviderContract(c: ContractCase): void {
     const created = new Set<string>();
     const spec = (over: Partial<InstanceSpec> = {}): InstanceSpec => {
       const proxy = uniq('ct');
-      const s = { name: `ep-${proxy}`, proxy, installationId: h.installationId, specHash: 'contract0', port: 0, placement: h.placement, credentials: { username: 'u', password: `p-${proxy}` }, ...over };
+      const s = {
+        name: `ep-${proxy}`,
+        proxy,
+        installationId: h.installationId,
+        specHash: 'contract0',
+        port: 0,
+        placement: h.placement,
+        credentials: { username: 'u', password: `p-${proxy}` },
+        ...over,
+      };
       created.add(s.name);
       return s;
     };
@@ -132,7 +141,13 @@ export function runProviderContract(c: ContractCase): void {
       const s = spec();
       await h.provider.create(s);
       const i = await running(s.name);
-      const ok = await probeThroughProxy({ host: i.ip, port: i.port, ...s.credentials, echoUrl: echo.url, timeoutMs: 5000 });
+      const ok = await probeThroughProxy({
+        host: i.ip,
+        port: i.port,
+        ...s.credentials,
+        echoUrl: echo.url,
+        timeoutMs: 5000,
+      });
       expect(ok.ok, ok.error).toBe(true);
       expect(await fetchThrough(i, `${s.credentials.username}:${s.credentials.password}`, echo.url)).toBe(200);
       expect(await fetchThrough(i, undefined, echo.url)).toBe(407);
@@ -200,7 +215,10 @@ export function runProviderContract(c: ContractCase): void {
       await h.provider.create(s);
       const i = await running(s.name);
       await h.kill(i);
-      await eventually(async () => expect(['Stopped', 'Terminated']).toContain((await h.provider.get(s.name)).state), timeout);
+      await eventually(
+        async () => expect(['Stopped', 'Terminated']).toContain((await h.provider.get(s.name)).state),
+        timeout,
+      );
     });
   });
 }

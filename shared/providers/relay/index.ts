@@ -47,7 +47,12 @@ class RelayProvider implements Provider {
 
   async create(spec: InstanceSpec): Promise<Instance> {
     const issuedAt = this.now();
-    await this.send(spec.name, { kind: 'create', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt, spec }, spec.proxy, spec.specHash);
+    await this.send(
+      spec.name,
+      { kind: 'create', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt, spec },
+      spec.proxy,
+      spec.specHash,
+    );
     return pending(spec.name, spec.proxy, this.deps.installationId, spec.specHash, issuedAt);
   }
 
@@ -55,14 +60,20 @@ class RelayProvider implements Provider {
     const item = await this.deps.relays.instance(this.relay, name);
     if (item && item.provider === this.name) return item;
     const cmd = await this.deps.relays.command(this.relay, name);
-    if (!cmd || cmd.provider !== this.name) throw new NotFoundError(`instance ${name} not found on relay ${this.relay}`);
+    if (!cmd || cmd.provider !== this.name)
+      throw new NotFoundError(`instance ${name} not found on relay ${this.relay}`);
     if (cmd.kind === 'delete') {
       if (cmd.done) throw new NotFoundError(`instance ${name} was deleted by relay ${this.relay}`);
       // An inventory older than the last command is not proof of NotFound.
       throw new RetryableError(`delete of ${name} not yet applied by relay ${this.relay}`, 2000);
     }
     if (!cmd.done) return pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt);
-    if (cmd.error) return { ...pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt), state: 'Failed', error: cmd.error };
+    if (cmd.error)
+      return {
+        ...pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt),
+        state: 'Failed',
+        error: cmd.error,
+      };
     throw new NotFoundError(`instance ${name} is no longer in relay ${this.relay}'s inventory`);
   }
 
@@ -71,7 +82,12 @@ class RelayProvider implements Provider {
     const resendAfter = this.deps.resendAfterMs ?? 60_000;
     if (cmd?.kind === 'delete' && !cmd.done && this.now() - cmd.issuedAt < resendAfter) return;
     if (cmd?.kind === 'delete' && cmd.done && !(await this.deps.relays.instance(this.relay, name))) return;
-    await this.send(name, { kind: 'delete', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt: this.now(), name }, cmd?.proxy ?? '', cmd?.specHash ?? '');
+    await this.send(
+      name,
+      { kind: 'delete', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt: this.now(), name },
+      cmd?.proxy ?? '',
+      cmd?.specHash ?? '',
+    );
   }
 
   async list(): Promise<Instance[]> {
@@ -92,11 +108,23 @@ class RelayProvider implements Provider {
       return { ok: false, message: `relay ${this.relay} last reported ${Math.round(age / 1000)}s ago`, latencyMs };
     }
     if (!mine) return { ok: false, message: `relay ${this.relay} does not run provider ${this.name}`, latencyMs };
-    return { ok: mine.ok, message: mine.ok ? `relay ${this.relay} reported ${Math.round(age / 1000)}s ago` : mine.message, latencyMs, detail: { [this.relay]: { ok: mine.ok, message: mine.message } } };
+    return {
+      ok: mine.ok,
+      message: mine.ok ? `relay ${this.relay} reported ${Math.round(age / 1000)}s ago` : mine.message,
+      latencyMs,
+      detail: { [this.relay]: { ok: mine.ok, message: mine.message } },
+    };
   }
 
   private async send(name: string, command: RelayCommand, proxy: string, specHash: string): Promise<void> {
-    const record: Omit<CommandDoc, 'done' | 'error'> = { commandId: command.commandId, kind: command.kind, issuedAt: command.issuedAt, provider: this.name, proxy, specHash };
+    const record: Omit<CommandDoc, 'done' | 'error'> = {
+      commandId: command.commandId,
+      kind: command.kind,
+      issuedAt: command.issuedAt,
+      provider: this.name,
+      proxy,
+      specHash,
+    };
     await this.deps.relays.recordCommand(this.relay, name, record);
     await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind });
   }

@@ -1,0 +1,38 @@
+/** Proxy YAML documents: several per file, errors naming the document and field; every sample parses. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LOCAL_DEFAULT_CONFIG } from '../config/local-default.js';
+import { parseProxyDocuments } from './documents.js';
+
+describe('parseProxyDocuments', () => {
+  it('reads several documents and defaults the action to apply', () => {
+    const docs = parseProxyDocuments(
+      'apiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: a}\nspec: {provider: local}\n---\napiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: b}\nspec: {provider: local, port: 8080}\n',
+    );
+    expect(docs.map((d) => [d.action, d.metadata.name, d.spec.port])).toEqual([
+      ['apply', 'a', 0],
+      ['apply', 'b', 8080],
+    ]);
+  });
+
+  it('names the document and the field of an error', () => {
+    expect(() =>
+      parseProxyDocuments(
+        'apiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: a}\nspec: {provider: local}\n---\napiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: B}\nspec: {provider: local}\n',
+      ),
+    ).toThrow(/documents\[1\]\.metadata\.name/);
+    expect(() => parseProxyDocuments('a: [')).toThrow(/documents\[0\]: invalid YAML/);
+  });
+
+  it('every sample in docs/samples parses and names a provider the local config defines', () => {
+    const dir = join(process.cwd(), 'docs', 'samples');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+    expect(files.length).toBeGreaterThan(0);
+    const providers = new Set(LOCAL_DEFAULT_CONFIG.providers.map((p) => p.name));
+    for (const file of files) {
+      for (const doc of parseProxyDocuments(readFileSync(join(dir, file), 'utf8')))
+        expect(providers).toContain(doc.spec.provider);
+    }
+  });
+});

@@ -1,0 +1,136 @@
+/**
+ * A real relay for integration tests: the relay agent with a `process` backend running real proxy
+ * processes, commands and reports over the Pub/Sub emulator, reports applied to the Firestore
+ * emulator by the `relay-report` handler (fed from a pull subscription instead of a push).
+ */
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { PubSub, type Message } from '@google-cloud/pubsub';
+import { build } from 'esbuild';
+import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
+import { decodeBody } from '../../shared/bus/message.js';
+import { parseConfig } from '../../shared/config/load.js';
+import type { Config } from '../../shared/config/schema.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { createRegistry, type Registry } from '../../shared/providers/registry.js';
+import { handleRelayReport } from '../../shared/relay-report.js';
+import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
+import { createFirestore } from '../../shared/store/firestore.js';
+import { ProxyStore } from '../../shared/store/proxies.js';
+import { RelayStore } from '../../shared/store/relays.js';
+import { createRelayAgent, type RelayAgent } from '../../relay/agent.js';
+import { createBackends } from '../../relay/backends/create-backends.js';
+import { stopAllInstances } from '../../relay/backends/process/index.js';
+import { parseRelayConfig } from '../../relay/config.js';
+import { emulatorEnv } from './emulator-env.js';
+
+export interface RelayHarness {
+  config: Config;
+  registry: Registry;
+  proxies: ProxyStore;
+  relays: RelayStore;
+  bus: Bus;
+  logger: Logger;
+  agent: RelayAgent;
+  stateDir: string;
+  echo: EchoServer;
+  close(): Promise<void>;
+}
+
+/**
+ * @param name - test name: the relay id, the log file, and the project id prefix
+ * @param portRange - proxy ports for this harness (keep ranges of parallel files apart)
+ * @param overrides - config fields (intervals, grace periods) for the functions' side
+ */
+export async function startRelayHarness(
+  name: string,
+  portRange: [number, number],
+  overrides: Record<string, unknown> = {},
+): Promise<RelayHarness> {
+  const emu = emulatorEnv(name);
+  const echo = await startEchoServer();
+  const stateDir = mkdtempSync(join(tmpdir(), `egress-${name}-`));
+  mkdirSync(join(process.cwd(), 'node_modules', '.cache'), { recursive: true });
+  // Outside dist/ (a build wipes it) but under node_modules/, so the bundle's imports resolve.
+  const proxyServerPath = join(
+    mkdtempSync(join(process.cwd(), 'node_modules', '.cache', 'egress-proxy-')),
+    'proxy-server.js',
+  );
+  await build({
+    entryPoints: ['relay/backends/process/proxy-server.ts'],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    outfile: proxyServerPath,
+  });
+  mkdirSync('test-results', { recursive: true });
+  const logger = createLogger({ write: (l) => appendFileSync(`test-results/${name}.log`, `${l}\n`), level: 'DEBUG' });
+  const pubsub = new PubSub({ projectId: emu.projectId });
+  for (const topic of ['relay-commands', 'relay-reports', 'proxy-checks']) await pubsub.createTopic(topic);
+  const [commands] = await pubsub.createSubscription('relay-commands', `relay-commands-${name}`, {
+    filter: `attributes.relay = "${name}"`,
+  });
+  const [reports] = await pubsub.createSubscription('relay-reports', 'reports-pump');
+
+  const relayConfig = parseRelayConfig({
+    relay: name,
+    project: emu.projectId,
+    subscription: `relay-commands-${name}`,
+    reportsTopic: 'relay-reports',
+    echoUrl: echo.url,
+    probeIntervalSeconds: 1,
+    reportIntervalSeconds: 1,
+    probeTimeoutSeconds: 2,
+    installationId: 'it',
+    backends: [{ provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange }],
+  });
+  const backends = createBackends(relayConfig, { logger, proxyServerPath });
+  const agent = createRelayAgent({ config: relayConfig, pubsub, backends, logger });
+  await agent.start();
+
+  const db = createFirestore(emu.projectId);
+  const relays = new RelayStore(db, logger);
+  const proxies = new ProxyStore(db, logger);
+  const bus = createPubSubBus(pubsub);
+  reports.on('message', (m: Message) => {
+    handleRelayReport(
+      { relays, bus, logger },
+      decodeBody(m.id, m.publishTime.getTime(), m.attributes, m.data.toString('utf8')),
+    )
+      .then(() => m.ack())
+      .catch((err: unknown) => {
+        logger.error('report pump failed', { error: err });
+        m.nack();
+      });
+  });
+  const config = parseConfig({
+    installationId: 'it',
+    echoUrl: echo.url,
+    providers: [{ name: 'proc', type: 'process', relay: name, options: { heartbeatTimeoutSeconds: 30 } }],
+    ...overrides,
+  });
+  const registry = createRegistry({ config, relays, bus, logger });
+  return {
+    config,
+    registry,
+    proxies,
+    relays,
+    bus,
+    logger,
+    agent,
+    stateDir,
+    echo,
+    async close() {
+      await agent.stop();
+      await reports.close();
+      await commands.close();
+      await stopAllInstances(stateDir);
+      await pubsub.close();
+      await echo.close();
+      rmSync(stateDir, { recursive: true, force: true });
+      rmSync(dirname(proxyServerPath), { recursive: true, force: true });
+    },
+  };
+}
