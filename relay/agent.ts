@@ -1,7 +1,7 @@
 /** The relay agent: pulls commands, applies them on its backends, probes, and reports back. */
 import { randomUUID } from 'node:crypto';
 import { context, propagation } from '@opentelemetry/api';
-import type { Message, PubSub, Subscription } from '@google-cloud/pubsub';
+import type { PubSub } from '@google-cloud/pubsub';
 import { decodeBody } from '../shared/bus/message.js';
 import { createPubSubBus } from '../shared/bus/pubsub.js';
 import { toValidationError } from '../shared/domain/proxy.js';
@@ -12,6 +12,7 @@ import { createCommandExecutor, type CommandExecutor } from './commands.js';
 import { relayStatePath, type RelayConfig } from './config.js';
 import { CommandLedger } from './ledger.js';
 import { HealthBook, probeRound } from './probes.js';
+import type { CommandMessage, CommandSubscription } from './pull-subscription.js';
 import { buildReport } from './report.js';
 
 /** What the agent runs with. The caller owns the backends (and closes them after `stop`). */
@@ -24,6 +25,8 @@ export interface RelayAgentDeps {
   now?: () => number;
   /** The command ledger file; defaults to {@link relayStatePath}. */
   ledgerFile?: string;
+  /** Opens the command subscription; default: the client library's streaming pull. */
+  subscribe?: (name: string, maxInFlight: number) => CommandSubscription;
 }
 
 /** A running relay. */
@@ -57,7 +60,7 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
   let seq = 0;
   let ledger: CommandLedger | undefined;
   let executor: CommandExecutor | undefined;
-  let subscription: Subscription | undefined;
+  let subscription: CommandSubscription | undefined;
   let loops: Loop[] = [];
   let stopping = false;
 
@@ -86,7 +89,7 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
   };
   const reportNow = coalesce(publishReport);
 
-  const handle = async (message: Message): Promise<void> => {
+  const handle = async (message: CommandMessage): Promise<void> => {
     const decoded = decodeBody(
       message.id,
       message.publishTime.getTime(),
@@ -132,7 +135,7 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
     );
   };
 
-  const onMessage = (message: Message): void => {
+  const onMessage = (message: CommandMessage): void => {
     if (stopping) {
       message.nack();
       return;
@@ -158,29 +161,30 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
         installationId: config.installationId,
         logger,
       });
-      subscription = deps.pubsub.subscription(config.subscription, {
-        flowControl: { maxMessages: MAX_IN_FLIGHT, allowExcessMessages: false },
-      });
+      subscription = deps.subscribe
+        ? deps.subscribe(config.subscription, MAX_IN_FLIGHT)
+        : deps.pubsub.subscription(config.subscription, {
+            flowControl: { maxMessages: MAX_IN_FLIGHT, allowExcessMessages: false },
+          });
       subscription.on('message', onMessage);
       subscription.on('error', (err: unknown) =>
         logger.error('command subscription failed', { subscription: config.subscription, error: err }),
       );
       const probeTimeoutMs = config.probeTimeoutSeconds * 1000;
-      loops = [
-        startLoop(
-          config.probeIntervalSeconds * 1000,
-          () =>
-            probeRound({
-              backends: deps.backends,
-              book: health,
-              echoUrl: config.echoUrl,
-              timeoutMs: probeTimeoutMs,
-              logger,
-              now,
-            }),
+      const probe = () =>
+        probeRound({
+          backends: deps.backends,
+          book: health,
+          echoUrl: config.echoUrl,
+          timeoutMs: probeTimeoutMs,
           logger,
-          'probe',
-        ),
+          now,
+        });
+      // Probe once before the first report: a report without health would make every Ready proxy
+      // look unprobed (Provisioning) for a moment after each relay restart.
+      await probe().catch((err: unknown) => logger.warn('first probe round failed', { error: err }));
+      loops = [
+        startLoop(config.probeIntervalSeconds * 1000, probe, logger, 'probe'),
         startLoop(config.reportIntervalSeconds * 1000, reportNow, logger, 'report'),
       ];
       logger.info('relay started', {

@@ -96,7 +96,7 @@ export const LOCAL_RELAY_CONFIG = {
 
 /**
  * Loads the relay configuration once. Environment overrides: `EGRESS_PROJECT` (or
- * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, and `EGRESS_RELAY_STATE_DIR` (the stateDir of every
+ * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the stateDir of every
  * process backend; they may share it, their records carry the provider).
  *
  * @param env - the environment (tests pass their own)
@@ -117,6 +117,7 @@ export function parseRelayConfig(raw: unknown, env: Env = {}): RelayConfig {
   const project = env['EGRESS_PROJECT'] ?? env['GOOGLE_CLOUD_PROJECT'];
   if (project) merged['project'] = project;
   if (env['EGRESS_ECHO_URL']) merged['echoUrl'] = env['EGRESS_ECHO_URL'];
+  if (env['EGRESS_INSTALLATION']) merged['installationId'] = env['EGRESS_INSTALLATION'];
   const stateDir = env['EGRESS_RELAY_STATE_DIR'];
   if (stateDir && Array.isArray(merged['backends'])) {
     merged['backends'] = merged['backends'].map((b: unknown) =>

@@ -6,6 +6,7 @@ import { createLogger } from '../shared/logger.js';
 import { createRelayAgent } from './agent.js';
 import { createBackends } from './backends/create-backends.js';
 import { loadRelayConfig, type RelayConfig } from './config.js';
+import { createPullSubscription } from './pull-subscription.js';
 
 function fatal(message: string): never {
   process.stderr.write(`relay: ${message}\n`);
@@ -26,7 +27,13 @@ async function main(): Promise<void> {
 
   const pubsub = new PubSub({ projectId: config.project });
   const backends = createBackends(config, { logger, proxyServerPath });
-  const agent = createRelayAgent({ config, pubsub, backends, logger });
+  const agent = createRelayAgent({
+    config,
+    pubsub,
+    backends,
+    logger,
+    subscribe: (name, max) => createPullSubscription(pubsub, name, max),
+  });
 
   let stopping = false;
   const shutdown = (signal: string) => {

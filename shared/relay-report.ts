@@ -35,7 +35,6 @@ export async function handleRelayReport(deps: RelayReportDeps, message: BusMessa
     return 'rejected';
   }
   const outcome = await deps.relays.applyReport(report, (deps.now ?? Date.now)());
-  if (outcome.stale) return 'stale';
   if (outcome.changedProxies.length > 0) await kickChecks(deps.bus, outcome.changedProxies);
-  return 'applied';
+  return outcome.stale ? 'stale' : 'applied';
 }

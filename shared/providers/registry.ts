@@ -1,6 +1,7 @@
 /** Builds the configured providers (instrumented) and says why a name has none. */
 import type { Bus } from '../bus/pubsub.js';
 import { RELAY_TYPES, type Config } from '../config/schema.js';
+import { ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RelayStore } from '../store/relays.js';
 import type { Provider } from './contract.js';
@@ -30,7 +31,12 @@ export function createRegistry(deps: RegistryDeps): Registry {
   const unavailable = new Map<string, string>();
   for (const config of deps.config.providers) {
     if (RELAY_TYPES.includes(config.type)) {
-      const timeout = Number(config.options['heartbeatTimeoutSeconds'] ?? HEARTBEAT_TIMEOUT_MS / 1000) * 1000;
+      const option = Number(config.options['heartbeatTimeoutSeconds'] ?? HEARTBEAT_TIMEOUT_MS / 1000);
+      if (!(option > 0)) {
+        const field = `config.providers.${deps.config.providers.indexOf(config)}.options.heartbeatTimeoutSeconds`;
+        throw new ValidationError(field, 'must be a positive number of seconds');
+      }
+      const timeout = option * 1000;
       providers.set(
         config.name,
         instrument(

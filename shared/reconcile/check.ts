@@ -56,12 +56,15 @@ export async function runCheck(
   const cache: HealthCache = new Map();
   if ('sweep' in message) {
     const page = await deps.proxies.page(message.after ?? null, deps.config.checkBatchSize);
-    const last = page.at(-1);
-    if (page.length === deps.config.checkBatchSize && last) {
-      await deps.bus.publish(PROXY_CHECKS_TOPIC, { sweep: true, after: last.metadata.name });
-    }
-    const results = await pool(page, 10, (doc) => reconcileProxy(deps, doc, cache));
-    return { results };
+    if (page.next) await deps.bus.publish(PROXY_CHECKS_TOPIC, { sweep: true, after: page.next });
+    // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
+    const results = await pool(page.docs, 10, (doc) =>
+      reconcileProxy(deps, doc, cache).catch((err: unknown) => {
+        deps.logger.warn('reconcile failed; the next sweep retries', { proxy: doc.metadata.name, error: err });
+        return undefined;
+      }),
+    );
+    return { results: results.filter((r): r is ReconcileResult => r !== undefined) };
   }
   const results = await pool([...new Set(message.names)], 10, async (name) => {
     const doc = await deps.proxies.get(name);
@@ -74,7 +77,8 @@ export async function runCheck(
 
 /** Asks for a check of these proxies soon (after a request, or when their instances changed). */
 export async function kickChecks(bus: Bus, names: string[]): Promise<void> {
-  for (let i = 0; i < names.length; i += 100) {
-    await bus.publish(PROXY_CHECKS_TOPIC, { names: names.slice(i, i + 100) });
+  const valid = [...new Set(names)].filter((n) => dnsLabel.safeParse(n).success);
+  for (let i = 0; i < valid.length; i += 100) {
+    await bus.publish(PROXY_CHECKS_TOPIC, { names: valid.slice(i, i + 100) });
   }
 }

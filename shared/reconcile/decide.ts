@@ -13,7 +13,7 @@ export type Observation =
   /** `get` failed: a permanent error, or a transient one (Retryable/QuotaExceeded). */
   | { kind: 'error'; error: ErrorInfo }
   /** `spec.provider` names no configured provider. */
-  | { kind: 'providerMissing'; provider: string }
+  | { kind: 'providerMissing'; provider: string; message?: string }
   /** The provider-health monitor (or the relay's heartbeat) says the backend is down. */
   | { kind: 'providerDown'; message: string };
 
@@ -84,7 +84,8 @@ function decideDeleting({ observation: o, status, policy }: DecideInput): Decisi
     phase: 'Deleting',
     message,
     conditions: { Ready: cond('False', 'Deleting', message) },
-    recheckAfterMs: recheck,
+    // 0 means "the next sweep": no redelivery loop while waiting on a provider.
+    ...(recheck > 0 ? { recheckAfterMs: recheck } : {}),
   });
   switch (o.kind) {
     case 'notFound':
@@ -124,7 +125,7 @@ function decideDeleting({ observation: o, status, policy }: DecideInput): Decisi
 function decideLiving(input: DecideInput): Decision {
   const { observation: o, status, policy, now } = input;
   if (o.kind === 'providerMissing') {
-    const message = `provider "${o.provider}" is not configured; waiting for it (re-checked every sweep)`;
+    const message = `${o.message ?? `provider "${o.provider}" is not configured`}; waiting for it (re-checked every sweep)`;
     return waiting('Pending', 'ProviderNotConfigured', message, 0);
   }
   if (o.kind === 'providerDown') {

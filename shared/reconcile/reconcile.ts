@@ -110,7 +110,11 @@ export async function reconcileProxy(
   let placement: Record<string, unknown> = {};
   let observation: Observation;
   if (!provider) {
-    observation = { kind: 'providerMissing', provider: doc.spec.provider };
+    observation = {
+      kind: 'providerMissing',
+      provider: doc.spec.provider,
+      message: deps.registry.missing(doc.spec.provider),
+    };
   } else {
     try {
       placement = resolvePlacement(config, provider, doc.spec.placement);
@@ -197,11 +201,7 @@ export async function reconcileProxy(
     const written = await proxies.writeStatus(name, doc.generation, status, now(), holder);
     if (!written) log.debug('status write fenced off (generation moved or lease lost)');
   }
-  if (
-    phaseChanged ||
-    decision.action === 'create' ||
-    (decision.action === 'delete' && decision.replace && doc.status.phase !== 'Replacing')
-  ) {
+  if (phaseChanged || decision.action === 'create' || decision.failure !== undefined) {
     const warning = status.phase === 'Failed' || status.phase === 'Unhealthy' || decision.replace !== undefined;
     await proxies.addEvent(
       name,

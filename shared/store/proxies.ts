@@ -58,12 +58,17 @@ export class ProxyStore {
     return snap.exists ? this.parse(name, snap.data()) : undefined;
   }
 
-  /** One page of proxies in name order, after `after` (a sweep batch: one read per proxy). */
-  async page(after: string | null, limit: number): Promise<ProxyDoc[]> {
+  /**
+   * One page of proxies in name order, after `after` (a sweep batch: one read per proxy).
+   * `next` is the cursor for the following page, or null after the last one; corrupt documents
+   * are skipped but still advance the cursor.
+   */
+  async page(after: string | null, limit: number): Promise<{ docs: ProxyDoc[]; next: string | null }> {
     let query = this.db.collection(COLLECTIONS.proxies).orderBy(FieldPath.documentId()).limit(limit);
     if (after) query = query.startAfter(after);
     const snap = await query.get();
-    return snap.docs.flatMap((d) => this.parse(d.id, d.data()) ?? []);
+    const docs = snap.docs.flatMap((d) => this.parse(d.id, d.data()) ?? []);
+    return { docs, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
   }
 
   /** Proxies of `provider` currently in phase Replacing (the rollout budget; a count query). */
@@ -203,14 +208,6 @@ export class ProxyStore {
       if (doc.lease && (doc.lease.holder === holder || doc.lease.until <= now)) update['lease'] = FieldValueDelete;
       tx.update(this.ref(name), update);
       return true;
-    });
-  }
-
-  /** Releases a lease without writing status (the provider call failed before anything changed). */
-  async releaseLease(name: string, holder: string): Promise<void> {
-    await this.db.runTransaction(async (tx) => {
-      const doc = await this.read(tx, name);
-      if (doc?.lease?.holder === holder) tx.update(this.ref(name), { lease: FieldValueDelete });
     });
   }
 

@@ -137,12 +137,36 @@ export class RelayStore {
   async applyReport(report: RelayReport, now: number): Promise<ReportOutcome> {
     const ref = this.relayRef(report.relay);
     const accepted = await this.claimReport(ref, report, now);
-    if (!accepted) return { stale: true, changedProxies: [] };
-
     const changed = new Set<string>();
+    const writes: ((batch: WriteBatch) => void)[] = [];
+    // Results are applied even from a stale report: they only ever complete the very command they
+    // name, and a result lost with a dropped report would leave its command pending forever.
+    for (const result of report.results) {
+      const cmdRef = ref.collection('commands').doc(result.name);
+      const cmd = commandDocSchema.safeParse((await cmdRef.get()).data());
+      if (cmd.success && cmd.data.commandId === result.commandId && !cmd.data.done) {
+        writes.push((b) => b.update(cmdRef, { done: true, error: result.error ?? null }));
+        changed.add(cmd.data.proxy);
+      }
+    }
+    if (accepted) await this.diffInventory(ref, report, writes, changed);
+    for (let i = 0; i < writes.length; i += 400) {
+      const batch = this.db.batch();
+      for (const write of writes.slice(i, i + 400)) write(batch);
+      await batch.commit();
+    }
+    return { stale: !accepted, changedProxies: [...changed] };
+  }
+
+  /** Queues the inventory writes of an accepted report: only what changed, and what disappeared. */
+  private async diffInventory(
+    ref: DocumentReference,
+    report: RelayReport,
+    writes: ((batch: WriteBatch) => void)[],
+    changed: Set<string>,
+  ): Promise<void> {
     const instancesRef = ref.collection('instances');
     const stored = new Map((await this.instances(report.relay)).map((i) => [i.name, i]));
-    const writes: ((batch: WriteBatch) => void)[] = [];
     for (const item of report.instances) {
       const prev = stored.get(item.name);
       stored.delete(item.name);
@@ -162,19 +186,5 @@ export class RelayStore {
       writes.push((b) => b.delete(instancesRef.doc(gone.name)));
       changed.add(gone.proxy);
     }
-    for (const result of report.results) {
-      const cmdRef = ref.collection('commands').doc(result.name);
-      const cmd = commandDocSchema.safeParse((await cmdRef.get()).data());
-      if (cmd.success && cmd.data.commandId === result.commandId && !cmd.data.done) {
-        writes.push((b) => b.update(cmdRef, { done: true, error: result.error ?? null }));
-        changed.add(cmd.data.proxy);
-      }
-    }
-    for (let i = 0; i < writes.length; i += 400) {
-      const batch = this.db.batch();
-      for (const write of writes.slice(i, i + 400)) write(batch);
-      await batch.commit();
-    }
-    return { stale: false, changedProxies: [...changed] };
   }
 }

@@ -82,11 +82,13 @@ class RelayProvider implements Provider {
     const resendAfter = this.deps.resendAfterMs ?? 60_000;
     if (cmd?.kind === 'delete' && !cmd.done && this.now() - cmd.issuedAt < resendAfter) return;
     if (cmd?.kind === 'delete' && cmd.done && !(await this.deps.relays.instance(this.relay, name))) return;
+    // An orphan (GC) has no command on record: its inventory entry names the owning proxy.
+    const known = cmd ?? (await this.deps.relays.instance(this.relay, name));
     await this.send(
       name,
       { kind: 'delete', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt: this.now(), name },
-      cmd?.proxy ?? '',
-      cmd?.specHash ?? '',
+      known?.proxy ?? '',
+      known?.specHash ?? '',
     );
   }
 
