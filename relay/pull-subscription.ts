@@ -27,7 +27,8 @@ export interface CommandSubscription {
   close(): Promise<void>;
 }
 
-const LONG_POLL_MS = 20_000;
+/** Short, so that a pull left behind by a relay that died cannot swallow new commands for long. */
+const LONG_POLL_MS = 10_000;
 const DEADLINE_EXCEEDED = 4;
 
 /**
@@ -98,7 +99,7 @@ export function createPullSubscription(pubsub: PubSub, name: string, maxInFlight
   const running = loop();
 
   return {
-    on(event: 'message' | 'error', listener: (arg: CommandMessage & unknown) => void) {
+    on(event: 'message' | 'error', listener: ((message: CommandMessage) => void) | ((err: unknown) => void)) {
       events.on(event, listener);
       return this;
     },

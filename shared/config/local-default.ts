@@ -21,6 +21,8 @@ export const LOCAL_DEFAULT_CONFIG = {
       type: 'process',
       relay: 'local',
       catalogue: { loopback: { bindAddress: '127.0.0.1' } },
+      // The local relay reports every 2 s: notice silence and lost commands quickly.
+      options: { heartbeatTimeoutSeconds: 15, commandResendSeconds: 10 },
     },
   ],
 };

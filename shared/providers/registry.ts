@@ -31,12 +31,16 @@ export function createRegistry(deps: RegistryDeps): Registry {
   const unavailable = new Map<string, string>();
   for (const config of deps.config.providers) {
     if (RELAY_TYPES.includes(config.type)) {
-      const option = Number(config.options['heartbeatTimeoutSeconds'] ?? HEARTBEAT_TIMEOUT_MS / 1000);
-      if (!(option > 0)) {
-        const field = `config.providers.${deps.config.providers.indexOf(config)}.options.heartbeatTimeoutSeconds`;
-        throw new ValidationError(field, 'must be a positive number of seconds');
-      }
-      const timeout = option * 1000;
+      const seconds = (key: string, fallback: number) => {
+        const value = Number(config.options[key] ?? fallback);
+        if (!(value > 0)) {
+          const field = `config.providers.${deps.config.providers.indexOf(config)}.options.${key}`;
+          throw new ValidationError(field, 'must be a positive number of seconds');
+        }
+        return value * 1000;
+      };
+      const timeout = seconds('heartbeatTimeoutSeconds', HEARTBEAT_TIMEOUT_MS / 1000);
+      const resendAfterMs = seconds('commandResendSeconds', 60);
       providers.set(
         config.name,
         instrument(
@@ -46,6 +50,7 @@ export function createRegistry(deps: RegistryDeps): Registry {
             relays: deps.relays,
             bus: deps.bus,
             heartbeatTimeoutMs: timeout,
+            resendAfterMs,
           }),
           deps.logger,
         ),

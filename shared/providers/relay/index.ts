@@ -18,7 +18,7 @@ export interface RelayProviderDeps {
   bus: Bus;
   /** A relay whose last report is older than this is considered down. */
   heartbeatTimeoutMs: number;
-  /** A delete command not applied after this long is published again. */
+  /** A command not applied after this long is issued again (a create is then observed as NotFound). */
   resendAfterMs?: number;
   now?: () => number;
 }
@@ -31,6 +31,7 @@ class RelayProvider implements Provider {
   readonly probesRemotely = true;
   private readonly relay: string;
   private readonly now: () => number;
+  private readonly resendAfterMs: number;
 
   constructor(private readonly deps: RelayProviderDeps) {
     this.name = deps.config.name;
@@ -38,6 +39,7 @@ class RelayProvider implements Provider {
     if (!deps.config.relay) throw new ValidationError('relay', `provider "${this.name}" names no relay`);
     this.relay = deps.config.relay;
     this.now = deps.now ?? Date.now;
+    this.resendAfterMs = deps.resendAfterMs ?? 60_000;
   }
 
   /** Placement keys are validated by the relay's backend (it alone knows its hosts and addresses). */
@@ -67,7 +69,15 @@ class RelayProvider implements Provider {
       // An inventory older than the last command is not proof of NotFound.
       throw new RetryableError(`delete of ${name} not yet applied by relay ${this.relay}`, 2000);
     }
-    if (!cmd.done) return pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt);
+    if (!cmd.done) {
+      // A command can be lost (a relay that died holding it); after a while, let it be issued again.
+      if (this.now() - cmd.issuedAt > this.resendAfterMs) {
+        throw new NotFoundError(
+          `create of ${name} not applied by relay ${this.relay} after ${Math.round(this.resendAfterMs / 1000)}s; issuing it again`,
+        );
+      }
+      return pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt);
+    }
     if (cmd.error)
       return {
         ...pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt),
@@ -79,7 +89,7 @@ class RelayProvider implements Provider {
 
   async delete(name: string): Promise<void> {
     const cmd = await this.deps.relays.command(this.relay, name);
-    const resendAfter = this.deps.resendAfterMs ?? 60_000;
+    const resendAfter = this.resendAfterMs;
     if (cmd?.kind === 'delete' && !cmd.done && this.now() - cmd.issuedAt < resendAfter) return;
     if (cmd?.kind === 'delete' && cmd.done && !(await this.deps.relays.instance(this.relay, name))) return;
     // An orphan (GC) has no command on record: its inventory entry names the owning proxy.
