@@ -1,6 +1,6 @@
-/** Builds the configured providers (instrumented) and says why a name has none. */
+/** Builds the configured providers (instrumented) from a table of factories by type, and says why a name has none. */
 import type { Bus } from '../bus/pubsub.js';
-import { RELAY_TYPES, type Config } from '../config/schema.js';
+import type { Config, ProviderConfig, ProviderType } from '../config/schema.js';
 import { ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RelayStore } from '../store/relays.js';
@@ -15,6 +15,21 @@ export interface RegistryDeps {
   logger: Logger;
 }
 
+/** What a provider factory receives: its own config entry and the shared clients. */
+export interface ProviderFactoryDeps extends RegistryDeps {
+  provider: ProviderConfig;
+  /** The config path of this provider (`config.providers.2`), for errors naming a field. */
+  path: string;
+  /** Reads a positive number of seconds from `provider.options` (in milliseconds). */
+  seconds(key: string, fallback: number): number;
+}
+
+/**
+ * A provider factory. It must be cheap: SDKs are loaded lazily on the first call, so a function
+ * only pays for the provider types it actually uses.
+ */
+export type ProviderFactory = (deps: ProviderFactoryDeps) => Provider;
+
 export interface Registry {
   /** The provider configured under `name`, or undefined. */
   get(name: string): Provider | undefined;
@@ -26,43 +41,46 @@ export interface Registry {
 /** Relays report every few seconds locally and every 30 s in production; three missed reports is down. */
 const HEARTBEAT_TIMEOUT_MS = 120_000;
 
+const relayBacked: ProviderFactory = (d) =>
+  createRelayProvider({
+    config: d.provider,
+    installationId: d.config.installationId,
+    relays: d.relays,
+    bus: d.bus,
+    heartbeatTimeoutMs: d.seconds('heartbeatTimeoutSeconds', HEARTBEAT_TIMEOUT_MS / 1000),
+    resendAfterMs: d.seconds('commandResendSeconds', 60),
+  });
+
+/** One factory per provider type; a type without one is reported as not included in this build. */
+const FACTORIES: Partial<Record<ProviderType, ProviderFactory>> = {
+  process: relayBacked,
+  kvm: relayBacked,
+};
+
+/**
+ * @throws ValidationError naming the config field of a provider whose options are invalid
+ */
 export function createRegistry(deps: RegistryDeps): Registry {
   const providers = new Map<string, Provider>();
   const unavailable = new Map<string, string>();
-  for (const config of deps.config.providers) {
-    if (RELAY_TYPES.includes(config.type)) {
-      const seconds = (key: string, fallback: number) => {
-        const value = Number(config.options[key] ?? fallback);
-        if (!(value > 0)) {
-          const field = `config.providers.${deps.config.providers.indexOf(config)}.options.${key}`;
-          throw new ValidationError(field, 'must be a positive number of seconds');
-        }
-        return value * 1000;
-      };
-      const timeout = seconds('heartbeatTimeoutSeconds', HEARTBEAT_TIMEOUT_MS / 1000);
-      const resendAfterMs = seconds('commandResendSeconds', 60);
-      providers.set(
-        config.name,
-        instrument(
-          createRelayProvider({
-            config,
-            installationId: deps.config.installationId,
-            relays: deps.relays,
-            bus: deps.bus,
-            heartbeatTimeoutMs: timeout,
-            resendAfterMs,
-          }),
-          deps.logger,
-        ),
-      );
-    } else {
+  deps.config.providers.forEach((provider, index) => {
+    const path = `config.providers.${index}`;
+    const factory = FACTORIES[provider.type];
+    if (!factory) {
       unavailable.set(
-        config.name,
-        `provider "${config.name}" has type "${config.type}", which this build does not include yet`,
+        provider.name,
+        `provider "${provider.name}" has type "${provider.type}", which this build does not include`,
       );
-      deps.logger.error('provider type not available', { provider: config.name, type: config.type });
+      deps.logger.error('provider type not available', { provider: provider.name, type: provider.type });
+      return;
     }
-  }
+    const seconds = (key: string, fallback: number) => {
+      const value = Number(provider.options[key] ?? fallback);
+      if (!(value > 0)) throw new ValidationError(`${path}.options.${key}`, 'must be a positive number of seconds');
+      return value * 1000;
+    };
+    providers.set(provider.name, instrument(factory({ ...deps, provider, path, seconds }), deps.logger));
+  });
   return {
     get: (name) => providers.get(name),
     missing: (name) => unavailable.get(name) ?? `provider "${name}" is not configured`,
