@@ -7,6 +7,7 @@ import { createLogger, type Logger } from './logger.js';
 import { createRegistry, type Registry } from './providers/registry.js';
 import { createFirestore } from './store/firestore.js';
 import { ProxyStore } from './store/proxies.js';
+import { ProviderStore } from './store/providers.js';
 import { RelayStore } from './store/relays.js';
 
 export interface Runtime {
@@ -16,6 +17,7 @@ export interface Runtime {
   proxies: ProxyStore;
   relays: RelayStore;
   registry: Registry;
+  providerStatus: ProviderStore;
   maxEvents: number;
   countReplacing: (provider: string) => Promise<number>;
 }
@@ -39,6 +41,7 @@ export function createRuntime(
     proxies,
     relays,
     registry,
+    providerStatus: new ProviderStore(db),
     maxEvents: config.maxEvents,
     countReplacing: (p) => proxies.countReplacing(p),
   };

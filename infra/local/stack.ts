@@ -1,4 +1,5 @@
 /** The local stack: emulators, topology, every function under functions-framework, echo endpoint, relay, schedules. */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -11,7 +12,14 @@ import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server
 import { stopAllInstances } from '../../relay/backends/process/index.js';
 import { portFree, startChild, waitForPort, type Child } from './children.js';
 import { startEmulators, type RunningEmulators } from './emulators.js';
-import { applyTopology, loadTopology, localPushEndpoint, pushedFunctions, scheduleIntervals } from './topology.js';
+import {
+  applyTopology,
+  httpFunctions,
+  loadTopology,
+  localPushEndpoint,
+  pushedFunctions,
+  scheduleIntervals,
+} from './topology.js';
 
 const firebaseSchema = z.object({
   emulators: z.object({
@@ -34,6 +42,8 @@ export interface StackOptions {
 
 export interface Stack {
   config: Config;
+  /** The API (and dashboard) URL. */
+  apiUrl: string;
   env: Record<string, string>;
   pubsub: PubSub;
   /** Restarts every function (picks up an edited EGRESS_CONFIG). */
@@ -92,6 +102,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       METADATA_SERVER_DETECTION: 'none',
       EGRESS_ECHO_URL: echoUrl,
       EGRESS_RELAY_STATE_DIR: stateDir,
+      // A fresh API token per run unless the user brought one.
+      EGRESS_API_TOKENS: opts.env['EGRESS_API_TOKENS'] ?? randomBytes(24).toString('base64url'),
     };
     const config = loadConfig(env);
     // The launcher's own clients (topology, schedules, samples) talk to the emulators it started.
@@ -108,7 +120,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     stoppers.push(() => echo.close());
 
     const topology = loadTopology();
-    const functionNames = pushedFunctions(topology);
+    const httpNames = httpFunctions(topology);
+    const functionNames = [...pushedFunctions(topology), ...httpNames];
     // The framework's CLI (its `bin`) sits beside its main module.
     const ffMain = join(
       dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')),
@@ -125,7 +138,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
             `--target=${name}`,
             `--source=${join(root, 'dist', 'functions', name)}`,
             `--port=${functionPort.get(name)}`,
-            '--signature-type=cloudevent',
+            `--signature-type=${httpNames.includes(name) ? 'http' : 'cloudevent'}`,
           ],
           env,
           join(logDir, `function-${name}.log`),
@@ -173,23 +186,28 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       logger.info('stopped the relay and its proxy processes', { proxies: stopped });
     });
 
-    const timers = scheduleIntervals(topology, config).map((tick) =>
-      setInterval(() => {
-        pubsub
-          .topic(tick.topic)
-          .publishMessage({ json: tick.data })
-          .catch((err: unknown) => logger.warn('scheduled publish failed', { schedule: tick.name, error: err }));
-      }, tick.intervalSeconds * 1000),
-    );
+    const ticks = scheduleIntervals(topology, config);
+    const publishTick = (tick: (typeof ticks)[number]) => {
+      pubsub
+        .topic(tick.topic)
+        .publishMessage({ json: tick.data })
+        .catch((err: unknown) => logger.warn('scheduled publish failed', { schedule: tick.name, error: err }));
+    };
+    const timers = ticks.map((tick) => setInterval(() => publishTick(tick), tick.intervalSeconds * 1000));
+    // The provider-health monitor checks every provider as soon as the stack starts, then every interval.
+    for (const tick of ticks) if (tick.topic === 'health-ticks') publishTick(tick);
     stoppers.push(() => {
       timers.forEach(clearInterval);
       return Promise.resolve();
     });
 
+    const apiUrl = `http://${host}:${functionPort.get('api')}`;
     const localEnv = {
       GOOGLE_CLOUD_PROJECT: config.project,
       FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
       PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
+      EGRESS_API_URL: apiUrl,
+      EGRESS_TOKEN: config.apiTokens[0] ?? '',
     };
     writeFileSync(
       join(home, 'local.env'),
@@ -201,6 +219,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       config,
       env,
       pubsub,
+      apiUrl,
       async restartFunctions() {
         await stopFunctions();
         await startFunctions();

@@ -100,6 +100,8 @@ async function main(): Promise<void> {
   const address = first?.get('status.address') as unknown;
   console.log('');
   console.log(`Local stack is running (project ${stack.config.project}). Ctrl-C stops everything.`);
+  console.log(`  dashboard and API: ${stack.apiUrl}/   token: ${stack.config.apiTokens[0] ?? '(none)'}`);
+  console.log(`  CLI: npx egress get proxies   (it reads ${join(home, 'local.env')})`);
   console.log(`  state and clients: ${join(home, 'local.env')}   logs: ${join(home, 'logs')}`);
   if (typeof address === 'string' && creds?.exists) {
     const user = encodeURIComponent(String(creds.get('username')));

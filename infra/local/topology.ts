@@ -74,6 +74,8 @@ export const topologySchema = z
       z.strictObject({
         memoryMb: z.number().int().min(128),
         timeoutSeconds: z.number().int().min(1).max(540),
+        /** HTTP-triggered instead of push-triggered. */
+        http: z.boolean().default(false),
       }),
     ),
   })
@@ -181,6 +183,11 @@ export function localPushEndpoint(baseUrl: string, project: string, topic: strin
 /** The distinct functions that receive pushes, in topology order. */
 export function pushedFunctions(topology: Topology): string[] {
   return [...new Set(topology.subscriptions.flatMap((s) => (s.push ? [s.push] : [])))];
+}
+
+/** The HTTP-triggered functions (the API), in topology order. */
+export function httpFunctions(topology: Topology): string[] {
+  return Object.entries(topology.functions).flatMap(([name, f]) => (f.http ? [name] : []));
 }
 
 /**

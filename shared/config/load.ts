@@ -10,7 +10,7 @@ type Env = Record<string, string | undefined>;
 
 /**
  * Parses configuration. Environment overrides: `EGRESS_PROJECT` (or `GOOGLE_CLOUD_PROJECT`),
- * `EGRESS_INSTALLATION`, `EGRESS_ECHO_URL`.
+ * `EGRESS_INSTALLATION`, `EGRESS_ECHO_URL`, `EGRESS_API_TOKENS` (comma-separated).
  *
  * @param env - the environment (tests pass their own)
  * @returns a deeply frozen Config
@@ -31,6 +31,11 @@ export function parseConfig(raw: unknown, env: Env = {}): Config {
   if (project) merged['project'] = project;
   if (env['EGRESS_INSTALLATION']) merged['installationId'] = env['EGRESS_INSTALLATION'];
   if (env['EGRESS_ECHO_URL']) merged['echoUrl'] = env['EGRESS_ECHO_URL'];
+  if (env['EGRESS_API_TOKENS'])
+    merged['apiTokens'] = env['EGRESS_API_TOKENS']
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) throw toValidationError(parsed.error, 'config');
   return deepFreeze(parsed.data);

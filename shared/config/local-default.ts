@@ -13,6 +13,7 @@ export const LOCAL_DEFAULT_CONFIG = {
   backoffBaseSeconds: 2,
   backoffMaxSeconds: 60,
   heartbeatSeconds: 300,
+  healthIntervalSeconds: 5,
   checkBatchSize: 100,
   maxEvents: 50,
   providers: [

@@ -51,6 +51,10 @@ export const configSchema = z.strictObject({
   heartbeatSeconds: seconds.default(600),
   /** Proxies per check batch (one invocation each). */
   checkBatchSize: z.number().int().min(1).max(500).default(100),
+  /** How often the provider-health monitor checks every provider. */
+  healthIntervalSeconds: seconds.default(60),
+  /** Bearer tokens the HTTP API accepts (also `EGRESS_API_TOKENS`, comma-separated). */
+  apiTokens: z.array(z.string().min(16, 'API tokens must be at least 16 characters')).default([]),
   /** Events kept per proxy. */
   maxEvents: z.number().int().min(1).default(50),
   providers: z

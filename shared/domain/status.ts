@@ -5,7 +5,7 @@ import { labelsSchema, specSchema } from './proxy.js';
 export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
 export type Phase = (typeof PHASES)[number];
 
-export const CONDITION_TYPES = ['Provisioned', 'Healthy', 'Ready'] as const;
+export const CONDITION_TYPES = ['Provisioned', 'Healthy', 'Ready', 'EgressIp'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 export const conditionSchema = z.object({
@@ -53,6 +53,8 @@ export const statusSchema = z.object({
     .optional(),
   /** The desired spec hash a PermanentError was reported for: no retry until the hash changes. */
   failedSpecHash: z.string().optional(),
+  /** Egress-IP verification: the IP seen by the echo endpoint, when it was last compared with the fleet. */
+  egress: z.object({ ip: z.string(), checkedAt: z.string(), sharedWith: z.array(z.string()) }).optional(),
   /** True once any create was attempted: a delete may then only finalise after NotFound. */
   everCreated: z.boolean().optional(),
 });

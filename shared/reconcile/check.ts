@@ -10,7 +10,7 @@ export const PROXY_CHECKS_TOPIC = 'proxy-checks';
 /** A check message: a sweep page (from the scheduler, then chained) or explicit names (kicks). */
 export const checkMessageSchema = z.union([
   z.strictObject({ sweep: z.literal(true), after: z.string().max(63).nullable().optional() }),
-  z.strictObject({ names: z.array(dnsLabel).min(1).max(500) }),
+  z.strictObject({ names: z.array(dnsLabel).min(1).max(500), verifyEgress: z.boolean().optional() }),
 ]);
 export type CheckMessage = z.infer<typeof checkMessageSchema>;
 
@@ -64,21 +64,30 @@ export async function runCheck(
         return undefined;
       }),
     );
-    return { results: results.filter((r): r is ReconcileResult => r !== undefined) };
+    const done = results.filter((r): r is ReconcileResult => r !== undefined);
+    await kickEgressChecks(deps.bus, done);
+    return { results: done };
   }
   const results = await pool([...new Set(message.names)], 10, async (name) => {
     const doc = await deps.proxies.get(name);
-    return doc ? reconcileProxy(deps, doc, cache) : undefined;
+    return doc ? reconcileProxy(deps, doc, cache, { verifyEgress: message.verifyEgress === true }) : undefined;
   });
   const done = results.filter((r): r is ReconcileResult => r !== undefined);
+  await kickEgressChecks(deps.bus, done);
   const delays = done.flatMap((r) => (r.recheckAfterMs !== undefined ? [r.recheckAfterMs] : []));
   return delays.length > 0 ? { results: done, recheckAfterMs: Math.min(...delays) } : { results: done };
 }
 
+/** Peers found sharing an egress IP verify theirs too, so both sides are flagged. */
+async function kickEgressChecks(bus: Bus, results: ReconcileResult[]): Promise<void> {
+  const names = [...new Set(results.flatMap((r) => r.verifyEgressOf ?? []))];
+  if (names.length > 0) await kickChecks(bus, names, { verifyEgress: true });
+}
+
 /** Asks for a check of these proxies soon (after a request, or when their instances changed). */
-export async function kickChecks(bus: Bus, names: string[]): Promise<void> {
+export async function kickChecks(bus: Bus, names: string[], extra: { verifyEgress?: boolean } = {}): Promise<void> {
   const valid = [...new Set(names)].filter((n) => dnsLabel.safeParse(n).success);
   for (let i = 0; i < valid.length; i += 100) {
-    await bus.publish(PROXY_CHECKS_TOPIC, { names: valid.slice(i, i + 100) });
+    await bus.publish(PROXY_CHECKS_TOPIC, { names: valid.slice(i, i + 100), ...extra });
   }
 }

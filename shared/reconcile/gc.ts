@@ -5,6 +5,8 @@ import { asEgressError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Registry } from '../providers/registry.js';
 import type { ProxyStore } from '../store/proxies.js';
+import type { ProviderStore } from '../store/providers.js';
+import { currentHealth } from '../health.js';
 
 export interface GcDeps {
   config: Config;
@@ -12,6 +14,8 @@ export interface GcDeps {
   proxies: ProxyStore;
   logger: Logger;
   now?: () => number;
+  /** The provider-health monitor's verdicts: GC never deletes on a provider known to be down. */
+  providerStatus?: ProviderStore;
 }
 
 export interface GcReport {
@@ -37,7 +41,8 @@ export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
     const report: GcReport = { provider: provider.name, listed: 0, deleted: [] };
     reports.push(report);
     try {
-      const health = await provider.check?.();
+      const intervalMs = deps.config.healthIntervalSeconds * 1000;
+      const health = await currentHealth(provider, { providerStatus: deps.providerStatus, intervalMs, now: now() });
       if (health && !health.ok) {
         report.skipped = `provider down: ${health.message}`;
         continue;

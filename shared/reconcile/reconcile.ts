@@ -11,7 +11,10 @@ import type { Provider, ProviderHealth } from '../providers/contract.js';
 import type { Registry } from '../providers/registry.js';
 import { nextHealth, probeThroughProxy, type ProbeResult } from '../probe/probe.js';
 import type { ProxyStore } from '../store/proxies.js';
+import type { ProviderStore } from '../store/providers.js';
+import { currentHealth } from '../health.js';
 import { decide, type Decision, type Observation, type Policy } from './decide.js';
+import { verifyEgress } from './egress.js';
 import { nextStatus, recordFailure, statusChanged } from './status.js';
 
 export interface ReconcileDeps {
@@ -24,6 +27,8 @@ export interface ReconcileDeps {
   probe?: typeof probeThroughProxy;
   /** Counts this provider's proxies in phase Replacing (the rollout budget). */
   countReplacing?: (provider: string) => Promise<number>;
+  /** The provider-health monitor's verdicts; without them each batch asks the providers. */
+  providerStatus?: ProviderStore;
 }
 
 export interface ReconcileResult {
@@ -32,6 +37,8 @@ export interface ReconcileResult {
   phase: Decision['phase'];
   /** Set when the proxy should be looked at again soon. */
   recheckAfterMs?: number;
+  /** Other proxies found sharing this one's egress IP: they should verify theirs too. */
+  verifyEgressOf?: string[];
 }
 
 /** Per-batch memo of provider health, so a batch checks each provider once. */
@@ -77,12 +84,19 @@ async function observe(provider: Provider, name: string, health: ProviderHealth 
   }
 }
 
-function providerHealth(provider: Provider, cache: HealthCache): Promise<ProviderHealth | undefined> {
+function providerHealth(
+  deps: ReconcileDeps,
+  provider: Provider,
+  cache: HealthCache,
+): Promise<ProviderHealth | undefined> {
   let cached = cache.get(provider.name);
   if (!cached) {
-    cached = provider.check
-      ? provider.check().catch((err: unknown) => ({ ok: false, message: asEgressError(err).message, latencyMs: 0 }))
-      : Promise.resolve(undefined);
+    const intervalMs = deps.config.healthIntervalSeconds * 1000;
+    cached = currentHealth(provider, {
+      providerStatus: deps.providerStatus,
+      intervalMs,
+      now: (deps.now ?? Date.now)(),
+    });
     cache.set(provider.name, cached);
   }
   return cached;
@@ -96,6 +110,7 @@ export async function reconcileProxy(
   deps: ReconcileDeps,
   doc: ProxyDoc,
   cache: HealthCache = new Map(),
+  options: { verifyEgress?: boolean } = {},
 ): Promise<ReconcileResult> {
   const now = deps.now ?? Date.now;
   const { config, proxies } = deps;
@@ -122,7 +137,7 @@ export async function reconcileProxy(
     } catch (err) {
       placementError = asEgressError(err).toInfo();
     }
-    observation = await observe(provider, iname, await providerHealth(provider, cache));
+    observation = await observe(provider, iname, await providerHealth(deps, provider, cache));
   }
 
   if (
@@ -196,8 +211,11 @@ export async function reconcileProxy(
     }
   }
 
+  const heartbeatMs = config.heartbeatSeconds * 1000;
+  const egress = await verifyEgress(proxies, name, doc.status, status, now(), heartbeatMs, options.verifyEgress);
+  status = egress.status;
   const phaseChanged = status.phase !== doc.status.phase;
-  if (holder || statusChanged(doc.status, status, now(), config.heartbeatSeconds * 1000)) {
+  if (holder || statusChanged(doc.status, status, now(), heartbeatMs)) {
     const written = await proxies.writeStatus(name, doc.generation, status, now(), holder);
     if (!written) log.debug('status write fenced off (generation moved or lease lost)');
   }
@@ -215,8 +233,14 @@ export async function reconcileProxy(
     );
     log.info(decision.message, { phase: status.phase, action: decision.action });
   }
+  if (egress.event) {
+    const event = { at: new Date(now()).toISOString(), type: 'Warning' as const, ...egress.event };
+    await proxies.addEvent(name, event, config.maxEvents);
+    log.warn(egress.event.message);
+  }
   const result: ReconcileResult = { name, action: decision.action, phase: status.phase };
   if (decision.recheckAfterMs !== undefined) result.recheckAfterMs = decision.recheckAfterMs;
+  if (egress.kick.length > 0) result.verifyEgressOf = egress.kick;
   return result;
 }
 

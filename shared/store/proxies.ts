@@ -71,6 +71,29 @@ export class ProxyStore {
     return { docs, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
   }
 
+  /** Names of other live proxies whose last probe saw `ip` as their egress IP (at most 20). */
+  async sharingEgressIp(ip: string, except: string): Promise<string[]> {
+    const snap = await this.db
+      .collection(COLLECTIONS.proxies)
+      .where('status.health.egressIp', '==', ip)
+      .select('deletionRequestedAt')
+      .limit(21)
+      .get();
+    return snap.docs.filter((d) => d.id !== except && !d.get('deletionRequestedAt')).map((d) => d.id);
+  }
+
+  /** Every proxy, in name order (the API's listings; pages of 500 reads). */
+  async list(): Promise<ProxyDoc[]> {
+    const all: ProxyDoc[] = [];
+    let after: string | null = null;
+    do {
+      const page = await this.page(after, 500);
+      all.push(...page.docs);
+      after = page.next;
+    } while (after);
+    return all;
+  }
+
   /** Proxies of `provider` currently in phase Replacing (the rollout budget; a count query). */
   async countReplacing(provider: string): Promise<number> {
     const snap = await this.db

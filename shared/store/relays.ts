@@ -54,39 +54,6 @@ export class RelayStore {
     private readonly heartbeatMs = 300_000,
   ) {}
 
-  /**
-   * Stores the heartbeat unless the report is older than the stored one. Optimistic (a write
-   * preconditioned on the document's update time, retried on conflict) rather than a transaction:
-   * reports arrive concurrently and a transaction's lock on this one document would serialise them.
-   */
-  private async claimReport(ref: DocumentReference, report: RelayReport, now: number): Promise<boolean> {
-    const doc: RelayDoc = {
-      bootId: report.bootId,
-      seq: report.seq,
-      sentAt: report.sentAt,
-      startedAt: report.startedAt,
-      heartbeatAt: now,
-      providers: report.providers,
-    };
-    for (let attempt = 0; attempt < 10; attempt++) {
-      const snap = await ref.get();
-      const parsed = relayDocSchema.safeParse(snap.data());
-      const prev = parsed.success ? parsed.data : undefined;
-      if (prev && (prev.bootId === report.bootId ? report.seq <= prev.seq : report.startedAt < prev.startedAt))
-        return false;
-      try {
-        if (snap.exists && snap.updateTime) await ref.update({ ...doc }, { lastUpdateTime: snap.updateTime });
-        else await ref.create(doc);
-        return true;
-      } catch (err) {
-        const code = (err as { code?: unknown }).code;
-        // FAILED_PRECONDITION (9) or ALREADY_EXISTS (6): another report got there first; look again.
-        if (code !== 9 && code !== 6) throw err;
-      }
-    }
-    throw new RetryableError(`too much contention storing relay ${report.relay}'s report`);
-  }
-
   private relayRef(relay: string) {
     return this.db.collection(COLLECTIONS.relays).doc(relay);
   }
@@ -136,26 +103,60 @@ export class RelayStore {
    */
   async applyReport(report: RelayReport, now: number): Promise<ReportOutcome> {
     const ref = this.relayRef(report.relay);
-    const accepted = await this.claimReport(ref, report, now);
-    const changed = new Set<string>();
-    const writes: ((batch: WriteBatch) => void)[] = [];
-    // Results are applied even from a stale report: they only ever complete the very command they
-    // name, and a result lost with a dropped report would leave its command pending forever.
-    for (const result of report.results) {
-      const cmdRef = ref.collection('commands').doc(result.name);
-      const cmd = commandDocSchema.safeParse((await cmdRef.get()).data());
-      if (cmd.success && cmd.data.commandId === result.commandId && !cmd.data.done) {
-        writes.push((b) => b.update(cmdRef, { done: true, error: result.error ?? null }));
-        changed.add(cmd.data.proxy);
+    const doc: RelayDoc = {
+      bootId: report.bootId,
+      seq: report.seq,
+      sentAt: report.sentAt,
+      startedAt: report.startedAt,
+      heartbeatAt: now,
+      providers: report.providers,
+    };
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const snap = await ref.get();
+      const parsed = relayDocSchema.safeParse(snap.data());
+      const prev = parsed.success ? parsed.data : undefined;
+      const stale =
+        prev !== undefined &&
+        (prev.bootId === report.bootId ? report.seq <= prev.seq : report.startedAt < prev.startedAt);
+      const changed = new Set<string>();
+      const writes: ((batch: WriteBatch) => void)[] = [];
+      if (!stale) {
+        // The heartbeat write is preconditioned on the relay document not having moved since it was
+        // read, and it commits in the same batch as the inventory diff: a report processed
+        // concurrently makes this batch fail and be redone, so an older report can never
+        // overwrite (or delete) what a newer one wrote. No transaction: reports arrive together
+        // and a transaction's lock on this one document serialised them into lock timeouts.
+        writes.push((b) =>
+          snap.exists && snap.updateTime
+            ? b.update(ref, { ...doc }, { lastUpdateTime: snap.updateTime })
+            : b.create(ref, doc),
+        );
+        await this.diffInventory(ref, report, writes, changed);
+      }
+      // Results are applied even from a stale report: they only ever complete the very command
+      // they name, and a result lost with a dropped report would leave its command pending forever.
+      for (const result of report.results) {
+        const cmdRef = ref.collection('commands').doc(result.name);
+        const cmd = commandDocSchema.safeParse((await cmdRef.get()).data());
+        if (cmd.success && cmd.data.commandId === result.commandId && !cmd.data.done) {
+          writes.push((b) => b.update(cmdRef, { done: true, error: result.error ?? null }));
+          changed.add(cmd.data.proxy);
+        }
+      }
+      try {
+        for (let i = 0; i < writes.length; i += 400) {
+          const batch = this.db.batch();
+          for (const write of writes.slice(i, i + 400)) write(batch);
+          await batch.commit();
+        }
+        return { stale, changedProxies: [...changed] };
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        // FAILED_PRECONDITION (9) or ALREADY_EXISTS (6): another report got there first; look again.
+        if (code !== 9 && code !== 6) throw err;
       }
     }
-    if (accepted) await this.diffInventory(ref, report, writes, changed);
-    for (let i = 0; i < writes.length; i += 400) {
-      const batch = this.db.batch();
-      for (const write of writes.slice(i, i + 400)) write(batch);
-      await batch.commit();
-    }
-    return { stale: !accepted, changedProxies: [...changed] };
+    throw new RetryableError(`too much contention storing relay ${report.relay}'s report`);
   }
 
   /** Queues the inventory writes of an accepted report: only what changed, and what disappeared. */

@@ -229,7 +229,7 @@ describe('e2e: local stack', () => {
     expect(code).toBe(0);
     expect(processesMatching(stack.home)).toEqual([]);
     expect(processesMatching(dir)).toEqual([]);
-    for (const port of [8080, 8085, 8088, 8090, 8091, 8092, 8093, 8094])
+    for (const port of [8080, 8085, 8088, 8090, 8091, 8092, 8093, 8094, 8095, 8096])
       expect(await portOpen(port + OFFSET)).toBe(false);
   });
 });

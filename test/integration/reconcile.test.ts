@@ -7,6 +7,8 @@ import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { instanceName } from '../../shared/domain/names.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
+import { selectForDiscovery } from '../../shared/api/discovery.js';
+import { checkProviders } from '../../shared/health.js';
 import { eventually } from '../support/eventually.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
@@ -55,6 +57,7 @@ describe('reconcile', () => {
     const doc = await h.proxies.get('r-1');
     expect(doc?.status.address).toMatch(/^127\.0\.0\.1:2420\d$/);
     expect(doc?.status.conditions.map((c) => `${c.type}=${c.status}`)).toEqual([
+      'EgressIp=True',
       'Healthy=True',
       'Provisioned=True',
       'Ready=True',
@@ -97,6 +100,26 @@ describe('reconcile', () => {
       status: 'False',
       reason: 'QuotaExceeded',
     });
+  });
+
+  it('proxies sharing an egress IP are all flagged (conditions and events), and discovery can pick one per IP', async () => {
+    // r-1 was verified alone (Unique); r-2 egresses through the same 127.0.0.1.
+    await runCheck(deps, { names: ['r-2'], verifyEgress: true });
+    expect((await h.proxies.get('r-2'))?.status.egress?.sharedWith).toEqual(expect.arrayContaining(['r-1', 'r-3']));
+    // What the kick to the peers does:
+    await runCheck(deps, { names: ['r-1'], verifyEgress: true });
+    for (const name of ['r-1', 'r-2']) {
+      const doc = await h.proxies.get(name);
+      expect(doc?.status.conditions.find((c) => c.type === 'EgressIp')).toMatchObject({
+        status: 'False',
+        reason: 'Shared',
+      });
+      expect(doc?.status.phase).toBe('Ready');
+      expect((await h.proxies.events(name)).some((e) => e.reason === 'EgressIpShared')).toBe(true);
+    }
+    const docs = await h.proxies.list();
+    const picked = selectForDiscovery(docs, { labels: [], distinct: true, random: false, format: 'json' });
+    expect(picked.filter((d) => d.status.health?.egressIp === '127.0.0.1')).toHaveLength(1);
   });
 
   it('a proxy whose provider is not configured waits, and a delete finalises it', async () => {
@@ -168,5 +191,47 @@ describe('gc', () => {
     const silent = await collectGarbage({ ...deps, config: strict, registry, now: () => Date.now() + 3_600_000 });
     expect(silent[0]?.skipped).toMatch(/relay/);
     expect(silent[0]?.deleted).toEqual([]);
+  });
+});
+
+describe('provider health', () => {
+  it('a silent relay turns its provider Unhealthy: no create is attempted, GC deletes nothing; it recovers by itself', async () => {
+    // The gc test above stopped the relay. With a 1 s heartbeat timeout the monitor sees it.
+    const strict = parseConfig({
+      ...h.config,
+      providers: [{ name: 'proc', type: 'process', relay: 'reconcile', options: { heartbeatTimeoutSeconds: 1 } }],
+    });
+    const registry = createRegistry({ config: strict, relays: h.relays, bus: h.bus, logger: h.logger });
+    const monitored = { ...deps, config: strict, registry, providerStatus: h.providerStatus };
+    await sleep(1500);
+    const [down] = await checkProviders({ registry, providerStatus: h.providerStatus, logger: h.logger });
+    expect(down).toMatchObject({ name: 'proc', status: 'Unhealthy' });
+    await h.proxies.apply(apply('r-5'), Date.now(), Date.now());
+    await runCheck(monitored, { names: ['r-5'] });
+    expect(await h.relays.command('reconcile', instanceName('it', 'r-5'))).toBeUndefined();
+    const doc = await h.proxies.get('r-5');
+    expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')).toMatchObject({
+      status: 'Unknown',
+      reason: 'ProviderDown',
+    });
+    expect((await collectGarbage({ ...monitored, now: () => Date.now() + 3_600_000 }))[0]?.skipped).toMatch(/down/);
+
+    await h.agent.start();
+    await eventually(
+      async () => {
+        const [up] = await checkProviders({ registry, providerStatus: h.providerStatus, logger: h.logger });
+        expect(up?.status).toBe('Healthy');
+      },
+      20_000,
+      500,
+    );
+    await eventually(
+      async () => {
+        await runCheck(monitored, { names: ['r-5'] });
+        expect((await h.proxies.get('r-5'))?.status.phase).toBe('Ready');
+      },
+      30_000,
+      300,
+    );
   });
 });

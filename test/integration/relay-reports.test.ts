@@ -78,4 +78,17 @@ describe('relay reports', () => {
     );
     expect((await relays.relay('r4'))?.seq).toBe(12);
   });
+
+  it('an older report processed concurrently never deletes what a newer one wrote', async () => {
+    for (let round = 0; round < 8; round++) {
+      const relay = `race-${round}`;
+      await relays.applyReport(report(relay, 1), Date.now());
+      await Promise.all([
+        relays.applyReport(report(relay, 3, { instances: [item('i-x', 'x')] }), Date.now()),
+        relays.applyReport(report(relay, 2), Date.now()),
+      ]);
+      expect((await relays.relay(relay))?.seq).toBe(3);
+      expect(await relays.instance(relay, 'i-x')).toBeDefined();
+    }
+  });
 });

@@ -18,6 +18,7 @@ import { handleRelayReport } from '../../shared/relay-report.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
+import { ProviderStore } from '../../shared/store/providers.js';
 import { RelayStore } from '../../shared/store/relays.js';
 import { createRelayAgent, type RelayAgent } from '../../relay/agent.js';
 import { createBackends } from '../../relay/backends/create-backends.js';
@@ -30,6 +31,7 @@ export interface RelayHarness {
   registry: Registry;
   proxies: ProxyStore;
   relays: RelayStore;
+  providerStatus: ProviderStore;
   bus: Bus;
   logger: Logger;
   agent: RelayAgent;
@@ -117,6 +119,7 @@ export async function startRelayHarness(
     registry,
     proxies,
     relays,
+    providerStatus: new ProviderStore(db),
     bus,
     logger,
     agent,

@@ -1,0 +1,99 @@
+/** Discovery: which Ready proxies a client may use, filtered, de-duplicated by egress IP, ordered. */
+import { ValidationError } from '../errors.js';
+import type { ProxyDoc } from '../domain/status.js';
+
+export interface DiscoveryQuery {
+  provider?: string | undefined;
+  /** `key=value` pairs that must all match. */
+  labels: [string, string][];
+  maxLatencyMs?: number | undefined;
+  /** One proxy per egress IP. */
+  distinct: boolean;
+  limit?: number | undefined;
+  /** Random order (spreads load across clients); otherwise by name. */
+  random: boolean;
+  format: 'json' | 'urls';
+}
+
+/** Parses query parameters, naming the parameter of an error. */
+export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
+  const number = (key: string): number | undefined => {
+    const raw = params.get(key);
+    if (raw === null || raw === '') return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) throw new ValidationError(key, 'must be a non-negative integer');
+    return n;
+  };
+  const format = params.get('format') ?? 'json';
+  if (format !== 'json' && format !== 'urls') throw new ValidationError('format', 'must be "json" or "urls"');
+  const order = params.get('order') ?? 'name';
+  if (order !== 'name' && order !== 'random') throw new ValidationError('order', 'must be "name" or "random"');
+  const distinct = params.get('distinct') ?? 'false';
+  if (distinct !== 'true' && distinct !== 'false') throw new ValidationError('distinct', 'must be "true" or "false"');
+  return {
+    provider: params.get('provider') ?? undefined,
+    labels: parseLabelFilters(params.getAll('label')),
+    maxLatencyMs: number('maxLatencyMs'),
+    distinct: distinct === 'true',
+    limit: number('limit'),
+    random: order === 'random',
+    format,
+  };
+}
+
+/** `k=v` label filters; `field` names the parameter in errors. */
+export function parseLabelFilters(values: string[], field = 'label'): [string, string][] {
+  return values.map((v) => {
+    const i = v.indexOf('=');
+    if (i <= 0) throw new ValidationError(field, `must be key=value, got ${JSON.stringify(v)}`);
+    return [v.slice(0, i), v.slice(i + 1)];
+  });
+}
+
+export function matchesLabels(doc: ProxyDoc, labels: [string, string][]): boolean {
+  return labels.every(([k, v]) => doc.metadata.labels[k] === v);
+}
+
+/**
+ * Selects the proxies to hand out.
+ *
+ * @param random - a source of randomness in [0, 1) (injected for tests)
+ */
+export function selectForDiscovery(
+  docs: ProxyDoc[],
+  q: DiscoveryQuery,
+  random: () => number = Math.random,
+): ProxyDoc[] {
+  let picked = docs.filter(
+    (d) =>
+      d.status.phase === 'Ready' &&
+      d.status.address !== undefined &&
+      !d.deletionRequestedAt &&
+      (q.provider === undefined || d.spec.provider === q.provider) &&
+      matchesLabels(d, q.labels) &&
+      (q.maxLatencyMs === undefined || (d.status.health?.latencyMs ?? Infinity) <= q.maxLatencyMs),
+  );
+  picked.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  if (q.random) {
+    for (let i = picked.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [picked[i], picked[j]] = [picked[j] as ProxyDoc, picked[i] as ProxyDoc];
+    }
+  }
+  if (q.distinct) {
+    const seen = new Set<string>();
+    picked = picked.filter((d) => {
+      const ip = d.status.health?.egressIp;
+      if (ip === undefined) return true;
+      if (seen.has(ip)) return false;
+      seen.add(ip);
+      return true;
+    });
+  }
+  return q.limit === undefined ? picked : picked.slice(0, q.limit);
+}
+
+/** The URL a client uses as-is: `http://user:pass@ip:port` (user and password percent-encoded). */
+export function proxyUrl(address: string, username: string, password: string): string {
+  return `http://${encodeURIComponent(username)}:${encodeURIComponent(password)}@${address}`;
+}

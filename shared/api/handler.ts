@@ -1,0 +1,216 @@
+/** The HTTP API's routes (docs/api.md): proxies, discovery, providers, relays, the dashboard. */
+import type { Bus } from '../bus/pubsub.js';
+import type { Config } from '../config/schema.js';
+import { applyRequestSchema, toValidationError } from '../domain/proxy.js';
+import type { ProxyDoc } from '../domain/status.js';
+import { dnsLabel } from '../domain/names.js';
+import { EgressError, ValidationError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { PROXY_REQUESTS_TOPIC } from '../requests.js';
+import type { ProviderStore } from '../store/providers.js';
+import type { ProxyStore } from '../store/proxies.js';
+import type { RelayStore } from '../store/relays.js';
+import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
+import { ApiError, authorised, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
+
+export interface ApiDeps {
+  config: Config;
+  proxies: ProxyStore;
+  relays: RelayStore;
+  providerStatus: ProviderStore;
+  bus: Bus;
+  logger: Logger;
+  /** The dashboard page served at `GET /`. */
+  dashboardHtml?: string;
+  now?: () => number;
+}
+
+/** A Proxy as the API shows it: the stored document without its lease and bookkeeping. */
+export function proxyView(doc: ProxyDoc) {
+  return {
+    apiVersion: doc.apiVersion,
+    kind: doc.kind,
+    metadata: {
+      name: doc.metadata.name,
+      labels: doc.metadata.labels,
+      generation: doc.generation,
+      createdAt: doc.createdAt,
+      ...(doc.deletionRequestedAt ? { deletionRequestedAt: doc.deletionRequestedAt } : {}),
+    },
+    spec: doc.spec,
+    status: doc.status,
+  };
+}
+
+function nameFrom(raw: string): string {
+  const name = decodeURIComponent(raw);
+  const parsed = dnsLabel.safeParse(name);
+  if (!parsed.success)
+    throw new ApiError('Validation', `metadata.name: ${parsed.error.issues[0]?.message ?? 'invalid'}`, 'metadata.name');
+  return name;
+}
+
+async function listProxies(deps: ApiDeps, q: URLSearchParams): Promise<ApiResponse> {
+  const labels = parseLabelFilters(q.getAll('label'));
+  const phase = q.get('phase');
+  const provider = q.get('provider');
+  const items = (await deps.proxies.list()).filter(
+    (d) =>
+      (!phase || d.status.phase === phase) && (!provider || d.spec.provider === provider) && matchesLabels(d, labels),
+  );
+  return { status: 200, body: { items: items.map(proxyView) } };
+}
+
+async function getProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
+  const doc = await deps.proxies.get(name);
+  if (!doc) throw new ApiError('NotFound', `proxy "${name}" not found`);
+  return { status: 200, body: { ...proxyView(doc), events: await deps.proxies.events(name, 20) } };
+}
+
+async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<ApiResponse> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ValidationError('(body)', 'must be a JSON object (a Proxy)');
+  const given = body as Record<string, unknown>;
+  if ('action' in given) throw new ValidationError('action', 'is set by the method: PUT applies, DELETE deletes');
+  const metadata = typeof given['metadata'] === 'object' && given['metadata'] !== null ? { ...given['metadata'] } : {};
+  if ('name' in metadata && metadata.name !== name)
+    throw new ValidationError('metadata.name', `must equal the name in the path ("${name}")`);
+  const parsed = applyRequestSchema.safeParse({ ...given, action: 'apply', metadata: { ...metadata, name } });
+  if (!parsed.success) throw toValidationError(parsed.error);
+  const existing = await deps.proxies.get(name);
+  if (existing && existing.spec.provider !== parsed.data.spec.provider) {
+    throw new ApiError(
+      'Conflict',
+      `spec.provider is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`,
+      'spec.provider',
+    );
+  }
+  const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, parsed.data, { action: 'apply' });
+  return { status: 202, body: { accepted: true, name, messageId } };
+}
+
+async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
+  if (!(await deps.proxies.get(name))) throw new ApiError('NotFound', `proxy "${name}" not found`);
+  const request = { apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name } };
+  const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, request, { action: 'delete' });
+  return { status: 202, body: { accepted: true, name, messageId } };
+}
+
+async function discovery(deps: ApiDeps, params: URLSearchParams): Promise<ApiResponse> {
+  const q = parseDiscoveryQuery(params);
+  const picked = selectForDiscovery(await deps.proxies.list(), q);
+  const entries = [];
+  for (const d of picked) {
+    const creds = await deps.proxies.credentials(d.metadata.name);
+    if (!creds || !d.status.address) continue;
+    entries.push({
+      name: d.metadata.name,
+      provider: d.spec.provider,
+      url: proxyUrl(d.status.address, creds.username, creds.password),
+      egressIp: d.status.health?.egressIp ?? null,
+      latencyMs: d.status.health?.latencyMs ?? null,
+    });
+  }
+  if (q.format === 'urls')
+    return {
+      status: 200,
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      body: entries.map((e) => `${e.url}\n`).join(''),
+    };
+  return { status: 200, body: entries };
+}
+
+async function providers(deps: ApiDeps): Promise<ApiResponse> {
+  const known = new Map((await deps.providerStatus.all()).map((s) => [s.name, s]));
+  const items = deps.config.providers.map(
+    (p) =>
+      known.get(p.name) ?? {
+        name: p.name,
+        type: p.type,
+        status: 'Unknown',
+        message: 'not checked yet',
+        latencyMs: 0,
+        lastCheckAt: null,
+      },
+  );
+  return { status: 200, body: { items } };
+}
+
+async function relays(deps: ApiDeps): Promise<ApiResponse> {
+  const now = (deps.now ?? Date.now)();
+  const ids = [...new Set(deps.config.providers.flatMap((p) => (p.relay ? [p.relay] : [])))];
+  const items = [];
+  for (const id of ids) {
+    const doc = await deps.relays.relay(id);
+    const instances = doc ? (await deps.relays.instances(id)).length : 0;
+    items.push({
+      id,
+      heartbeatAt: doc ? new Date(doc.heartbeatAt).toISOString() : null,
+      heartbeatAgeSeconds: doc ? Math.round((now - doc.heartbeatAt) / 1000) : null,
+      startedAt: doc ? new Date(doc.startedAt).toISOString() : null,
+      providers: doc?.providers.map((p) => ({ name: p.name, ok: p.ok, message: p.message })) ?? [],
+      instances,
+    });
+  }
+  return { status: 200, body: { items } };
+}
+
+async function route(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
+  const { method, path } = req;
+  if (path === '/healthz') return { status: 200, body: { ok: true } };
+  if (path === '/' && method === 'GET') {
+    return {
+      status: 200,
+      headers: { 'content-type': 'text/html; charset=utf-8' },
+      body:
+        deps.dashboardHtml ??
+        '<!doctype html><title>egress</title><p>The dashboard was not built: run <code>npm run build</code>.</p>',
+    };
+  }
+  if (!path.startsWith('/v1/')) throw new ApiError('NotFound', `no route for ${method} ${path}`);
+  if (deps.config.apiTokens.length === 0)
+    throw new ApiError('Unauthorized', 'no API tokens are configured (apiTokens or EGRESS_API_TOKENS)');
+  if (!authorised(req.headers['authorization'], deps.config.apiTokens))
+    throw new ApiError('Unauthorized', 'missing or invalid bearer token');
+  const one = /^\/v1\/proxies\/([^/]+)$/.exec(path);
+  const only = (methods: string[]) => {
+    if (!methods.includes(method)) {
+      throw new ApiError('MethodNotAllowed', `${method} is not allowed on ${path} (allowed: ${methods.join(', ')})`);
+    }
+  };
+  if (one?.[1]) {
+    only(['GET', 'PUT', 'DELETE']);
+    const name = nameFrom(one[1]);
+    if (method === 'GET') return getProxy(deps, name);
+    if (method === 'PUT') return putProxy(deps, name, req.body);
+    return deleteProxy(deps, name);
+  }
+  const collections: Record<string, () => Promise<ApiResponse>> = {
+    '/v1/proxies': () => listProxies(deps, req.query),
+    '/v1/discovery': () => discovery(deps, req.query),
+    '/v1/providers': () => providers(deps),
+    '/v1/relays': () => relays(deps),
+  };
+  const collection = collections[path];
+  if (collection) {
+    only(['GET']);
+    return collection();
+  }
+  throw new ApiError('NotFound', `no route for ${method} ${path}`);
+}
+
+/** Answers one request; never throws. */
+export async function handleApi(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
+  try {
+    return await route(deps, req);
+  } catch (err) {
+    if (err instanceof ApiError) return errorResponse(err.code, err.message, err.field);
+    if (err instanceof ValidationError) return errorResponse('Validation', err.message, err.field);
+    if (err instanceof EgressError) return errorResponse('Unavailable', err.message);
+    const code = (err as { code?: unknown }).code;
+    // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down.
+    if (code === 14 || code === 4) return errorResponse('Unavailable', 'a backing service is unavailable; try again');
+    deps.logger.error('api request failed', { method: req.method, path: req.path, error: err });
+    return errorResponse('Internal', 'internal error');
+  }
+}
