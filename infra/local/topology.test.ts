@@ -46,6 +46,7 @@ describe('infra/topology.yaml', () => {
         intervalSeconds: config.checkIntervalSeconds,
         data: { sweep: true },
       },
+      { name: 'provider-health', topic: 'health-ticks', intervalSeconds: config.healthIntervalSeconds, data: {} },
       { name: 'gc', topic: 'gc-ticks', intervalSeconds: config.gcIntervalSeconds, data: {} },
     ]);
   });
