@@ -96,7 +96,7 @@ export default defineConfig(
     },
   },
   {
-    files: ['scripts/**', 'cli/**', 'test/**', 'infra/local/**'],
+    files: ['scripts/**', 'cli/**', 'test/**', 'infra/local/**', 'bench/**'],
     rules: { 'no-console': 'off' },
   },
   {

@@ -15,7 +15,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts', 'test/providers/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/providers/**/*.test.ts', 'test/guarantees/**/*.test.ts'],
           // Starts the Firestore and Pub/Sub emulators once; each test file uses its own project id.
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 30_000,

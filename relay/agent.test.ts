@@ -8,6 +8,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { RetryableError } from '../shared/errors.js';
 import { createLogger } from '../shared/logger.js';
+import { traceIdOf } from '../shared/telemetry/propagation.js';
+import { recordSpans } from '../test/support/span-recorder.js';
 import { relayReportSchema, type RelayCommand, type RelayReport } from '../shared/relay/protocol.js';
 import { createRelayAgent, type RelayAgent } from './agent.js';
 import { LOCAL_RELAY_CONFIG, parseRelayConfig } from './config.js';
@@ -201,6 +203,28 @@ describe('relay agent', () => {
     pubsub.failPublish = false;
     await agent.reportNow();
     expect(pubsub.reports.flatMap((r) => r.report.results.map((x) => x.commandId))).toEqual(['c1']);
+  });
+
+  it('reports a command in its trace: the report message continues it and names it for the instance', async () => {
+    const recorder = recordSpans();
+    try {
+      const trace = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const m = message(createCommand('ep-a', 1, 'c1'), {
+        relay: 'local',
+        traceparent: `00-${trace}-00f067aa0ba902b7-01`,
+      });
+      sub().emit('message', m);
+      await settled(m);
+      await agent.reportNow();
+      const reported = pubsub.reports.find((r) => r.report.results.length > 0);
+      expect(traceIdOf(reported?.attributes['traceparent'] ?? '')).toBe(trace);
+      expect(traceIdOf(reported?.report.traces?.['ep-a'] ?? '')).toBe(trace);
+      const [consumer] = recorder.named('process relay-commands');
+      expect(consumer?.parentSpanContext?.spanId).toBe('00f067aa0ba902b7');
+      expect(recorder.named('backend.create')[0]?.parentSpanContext?.spanId).toBe(consumer?.spanContext().spanId);
+    } finally {
+      await recorder.stop();
+    }
   });
 
   it('stops pulling, sends a last report and leaves instances running', async () => {

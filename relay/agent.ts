@@ -1,19 +1,24 @@
 /** The relay agent: pulls commands, applies them on its backends, probes, and reports back. */
 import { randomUUID } from 'node:crypto';
-import { context, propagation } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
 import type { PubSub } from '@google-cloud/pubsub';
-import { decodeBody } from '../shared/bus/message.js';
+import { decodeBody, type BusMessage } from '../shared/bus/message.js';
 import { createPubSubBus } from '../shared/bus/pubsub.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import type { Logger } from '../shared/logger.js';
+import { RELAY_COMMANDS_TOPIC } from '../shared/providers/relay/index.js';
 import { relayCommandSchema, type CommandResult } from '../shared/relay/protocol.js';
+import { messagingAttributes } from '../shared/telemetry/invocation.js';
+import { contextFromAttributes, traceparentOf } from '../shared/telemetry/propagation.js';
+import { inSpan } from '../shared/telemetry/spans.js';
 import type { RelayBackend } from './backends/backend.js';
-import { createCommandExecutor, type CommandExecutor } from './commands.js';
+import { commandTarget, createCommandExecutor, type CommandExecutor } from './commands.js';
 import { relayStatePath, type RelayConfig } from './config.js';
 import { CommandLedger } from './ledger.js';
 import { HealthBook, probeRound } from './probes.js';
 import type { CommandMessage, CommandSubscription } from './pull-subscription.js';
 import { buildReport } from './report.js';
+import { TraceBook } from './traces.js';
 
 /** What the agent runs with. The caller owns the backends (and closes them after `stop`). */
 export interface RelayAgentDeps {
@@ -53,6 +58,7 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
   const now = deps.now ?? Date.now;
   const bus = createPubSubBus(deps.pubsub);
   const health = new HealthBook();
+  const traces = new TraceBook(undefined, now);
   const results: CommandResult[] = [];
   const inFlight = new Set<Promise<void>>();
   let bootId = '';
@@ -65,26 +71,40 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
   let stopping = false;
 
   const publishReport = async (): Promise<void> => {
-    if (!ledger) throw new Error('the relay agent is not started');
+    const current = ledger;
+    if (!current) throw new Error('the relay agent is not started');
     const batch = results.slice();
-    const report = await buildReport({
-      relay: config.relay,
-      bootId,
-      seq: seq++,
-      startedAt,
-      sentAt: now(),
-      backends: deps.backends,
-      health,
-      ledger,
-      results: batch,
-    });
-    await bus.publish(config.reportsTopic, report, { relay: config.relay });
-    // Only what this report carried is cleared; results recorded meanwhile wait for the next one.
-    results.splice(0, report.results.length);
-    logger.debug('report published', {
-      seq: report.seq,
-      instances: report.instances.length,
-      results: report.results.length,
+    // A report carrying results continues the trace of the (first) command it reports on.
+    const { parent, links } = traces.parentOf({ results: batch });
+    const mark = traces.mark();
+    const options = {
+      parent: parent ? contextFromAttributes({ traceparent: parent }) : ROOT_CONTEXT,
+      links,
+      attributes: { 'relay.id': config.relay, 'relay.report.results': batch.length },
+    };
+    await inSpan('relay.report', options, async (span) => {
+      const report = await buildReport({
+        relay: config.relay,
+        bootId,
+        seq: seq++,
+        startedAt,
+        sentAt: now(),
+        backends: deps.backends,
+        health,
+        ledger: current,
+        results: batch,
+        traces: traces.live(),
+      });
+      span.setAttributes({ 'relay.report.seq': report.seq, 'relay.report.instances': report.instances.length });
+      await bus.publish(config.reportsTopic, report, { relay: config.relay });
+      // Only what this report carried is cleared; results recorded meanwhile wait for the next one.
+      results.splice(0, report.results.length);
+      traces.settle(report, mark);
+      logger.debug('report published', {
+        seq: report.seq,
+        instances: report.instances.length,
+        results: report.results.length,
+      });
     });
   };
   const reportNow = coalesce(publishReport);
@@ -96,6 +116,18 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
       message.attributes ?? {},
       message.data.toString('utf8'),
     );
+    const span = {
+      kind: SpanKind.CONSUMER,
+      parent: contextFromAttributes(decoded.attributes),
+      attributes: {
+        ...messagingAttributes(decoded, RELAY_COMMANDS_TOPIC, config.subscription),
+        'relay.id': config.relay,
+      },
+    };
+    await inSpan(`process ${RELAY_COMMANDS_TOPIC}`, span, () => execute(message, decoded));
+  };
+
+  const execute = async (message: CommandMessage, decoded: BusMessage): Promise<void> => {
     const addressedTo = decoded.attributes['relay'];
     if (addressedTo !== undefined && addressedTo !== config.relay) {
       logger.debug('ignoring a command for another relay', { messageId: decoded.id, relay: addressedTo });
@@ -122,8 +154,10 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
     }
     const run = executor;
     if (!run) throw new Error('the relay agent is not started');
-    const traced = propagation.extract(context.active(), decoded.attributes);
-    const outcome = await context.with(traced, () => run.execute(command));
+    // Remembered before the backend acts: any report that lists the instance from now on carries it.
+    traces.remember(commandTarget(command), traceparentOf());
+    const outcome = await run.execute(command);
+    traces.finished(commandTarget(command));
     if (outcome.kind === 'retry') {
       message.nack();
       return;
@@ -172,14 +206,17 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
       );
       const probeTimeoutMs = config.probeTimeoutSeconds * 1000;
       const probe = () =>
-        probeRound({
-          backends: deps.backends,
-          book: health,
-          echoUrl: config.echoUrl,
-          timeoutMs: probeTimeoutMs,
-          logger,
-          now,
-        });
+        inSpan('relay.probe-round', { parent: ROOT_CONTEXT, attributes: { 'relay.id': config.relay } }, () =>
+          probeRound({
+            backends: deps.backends,
+            book: health,
+            echoUrl: config.echoUrl,
+            timeoutMs: probeTimeoutMs,
+            logger,
+            now,
+            traceOf: (instance) => traces.get(instance),
+          }),
+        );
       // Probe once before the first report: a report without health would make every Ready proxy
       // look unprobed (Provisioning) for a moment after each relay restart.
       await probe().catch((err: unknown) => logger.warn('first probe round failed', { error: err }));

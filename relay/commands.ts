@@ -2,6 +2,7 @@
 import { asEgressError, PermanentError, RetryableError, type ErrorInfo } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { CommandResult, RelayCommand } from '../shared/relay/protocol.js';
+import { inSpan } from '../shared/telemetry/spans.js';
 import type { RelayBackend } from './backends/backend.js';
 import { KeyedSerializer } from './keyed-serializer.js';
 import { ledgerKey, type CommandLedger } from './ledger.js';
@@ -75,8 +76,17 @@ export async function applyCommand(command: RelayCommand, deps: CommandDeps): Pr
 
   let error: ErrorInfo | undefined;
   try {
-    if (command.kind === 'create') await backend.create(command.spec);
-    else await backend.delete(command.name);
+    const attributes = {
+      'provider.name': command.provider,
+      'provider.type': backend.type,
+      'provider.operation': command.kind,
+      'provider.instance': name,
+      'relay.command_id': command.commandId,
+    };
+    await inSpan(`backend.${command.kind}`, { attributes }, async () => {
+      if (command.kind === 'create') await backend.create(command.spec);
+      else await backend.delete(command.name);
+    });
   } catch (err) {
     // Every backend failure, transient ones included, is reported: the reconciler backs off
     // (capped, exponential) instead of Pub/Sub redelivering into a hot loop.

@@ -3,6 +3,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { PubSub } from '@google-cloud/pubsub';
 import { createLogger } from '../shared/logger.js';
+import { loadTelemetryConfig } from '../shared/telemetry/config.js';
+import { startTelemetry, type Telemetry } from '../shared/telemetry/setup.js';
 import { createRelayAgent } from './agent.js';
 import { createBackends } from './backends/create-backends.js';
 import { loadRelayConfig, type RelayConfig } from './config.js';
@@ -21,6 +23,13 @@ async function main(): Promise<void> {
     fatal(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`);
   }
   const logger = createLogger({ project: config.project, base: { component: 'relay', relay: config.relay } });
+  let telemetry: Telemetry | undefined;
+  try {
+    const telemetryConfig = { ...loadTelemetryConfig(process.env), project: config.project };
+    telemetry = await startTelemetry({ service: 'egress-relay', config: telemetryConfig, logger });
+  } catch (err) {
+    logger.error('telemetry could not start; running without it', { error: err });
+  }
   // The build puts proxy-server.js next to main.js (dist/relay/).
   const proxyServerPath = fileURLToPath(new URL('./proxy-server.js', import.meta.url));
   if (!existsSync(proxyServerPath)) fatal(`${proxyServerPath} is missing: run \`npm run build\` first`);
@@ -47,6 +56,7 @@ async function main(): Promise<void> {
       .stop()
       .then(() => Promise.all([...backends.values()].map((b) => b.close())))
       .then(() => pubsub.close())
+      .then(() => telemetry?.shutdown())
       .then(
         () => process.exit(0),
         (err: unknown) => {

@@ -1,8 +1,10 @@
 /** The relay's probe round: every Running instance probed through itself, health kept in memory. */
+import { context } from '@opentelemetry/api';
 import type { Health } from '../shared/domain/status.js';
 import type { Logger } from '../shared/logger.js';
 import { nextHealth, probeThroughProxy, type ProbeOptions, type ProbeResult } from '../shared/probe/probe.js';
 import type { Instance } from '../shared/providers/contract.js';
+import { contextFromAttributes } from '../shared/telemetry/propagation.js';
 import type { RelayBackend } from './backends/backend.js';
 import { ledgerKey } from './ledger.js';
 
@@ -49,6 +51,8 @@ export interface ProbeRoundDeps {
   concurrency?: number;
   /** The probe function (tests replace it). */
   probe?: (opts: ProbeOptions) => Promise<ProbeResult>;
+  /** The `traceparent` an instance is settling in: its probe joins that trace (see `TraceBook`). */
+  traceOf?: (instance: string) => string | undefined;
 }
 
 /**
@@ -73,13 +77,17 @@ export async function probeRound(deps: ProbeRoundDeps): Promise<void> {
       work.push(async () => {
         const credentials = await backend.credentials(instance.name);
         if (!credentials) return;
-        const result = await probe({
-          host: instance.ip,
-          port: instance.port,
-          ...credentials,
-          echoUrl: deps.echoUrl,
-          timeoutMs: deps.timeoutMs,
-        });
+        const traceparent = deps.traceOf?.(instance.name);
+        const parent = traceparent ? contextFromAttributes({ traceparent }) : context.active();
+        const result = await context.with(parent, () =>
+          probe({
+            host: instance.ip,
+            port: instance.port,
+            ...credentials,
+            echoUrl: deps.echoUrl,
+            timeoutMs: deps.timeoutMs,
+          }),
+        );
         const health = deps.book.update(provider, instance, result, new Date(now()));
         if (!health.ok && health.consecutiveFailures === 1) {
           deps.logger.warn('probe failed', { provider, instance: instance.name, error: health.error });

@@ -26,6 +26,8 @@ export interface ReportInput {
   ledger: CommandLedger;
   /** Results not yet reported; at most {@link MAX_RESULTS_PER_REPORT} are included. */
   results: readonly CommandResult[];
+  /** Trace context of settling instances (`RelayReport.traces`); omitted when empty. */
+  traces?: Record<string, string>;
 }
 
 /**
@@ -66,6 +68,8 @@ export async function buildReport(input: ReportInput): Promise<RelayReport> {
     instances: perBackend.flatMap((b) => b.items),
     results: input.results.slice(0, MAX_RESULTS_PER_REPORT),
   };
+  const traces = Object.entries(input.traces ?? {}).slice(0, MAX_RESULTS_PER_REPORT);
+  if (traces.length > 0) report.traces = Object.fromEntries(traces);
   const checked = relayReportSchema.safeParse(report);
   if (!checked.success)
     throw new Error(`relay report is invalid: ${toValidationError(checked.error, 'report').message}`);

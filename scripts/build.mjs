@@ -1,5 +1,5 @@
 // Bundles each deployable (functions, relay, local launcher, CLI) with esbuild into dist/.
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +31,7 @@ function entries() {
     ['relay/main.ts', 'relay/main.js'],
     ['relay/backends/process/proxy-server.ts', 'relay/proxy-server.js'],
     ['infra/local/start.ts', 'local/start.js'],
+    ['infra/local/traces.ts', 'local/traces.js'],
     ['cli/main.ts', 'cli/main.js'],
   ];
   for (const [entry, outfile] of fixed) {
@@ -76,6 +77,43 @@ function writeFunctionPackage(fn, metafile, outfile) {
   writeFileSync(join(dist, 'functions', fn, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
 }
 
+/**
+ * The dashboard (`GET /` on the api function) as ONE file beside the function: its stylesheets and
+ * its script, bundled for the browser, inlined into index.html. No package.json dependency comes of it.
+ */
+async function buildDashboard() {
+  const dir = join(root, 'shared', 'api', 'dashboard');
+  const out = join(dist, 'functions', 'api');
+  if (!existsSync(join(dir, 'index.html')) || !existsSync(out)) return [];
+  const { outputFiles } = await build({
+    absWorkingDir: root,
+    entryPoints: [join(dir, 'app.ts')],
+    tsconfig: join(dir, 'tsconfig.json'),
+    bundle: true,
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+    minify: true,
+    write: false,
+    logLevel: 'warning',
+  });
+  // `</script` inside the bundle would end the inline element early.
+  const script = outputFiles[0].text.replace(/<\/(script)/gi, '<\\/$1');
+  let inlined = 0;
+  const html = readFileSync(join(dir, 'index.html'), 'utf8')
+    .replace(/<link rel="stylesheet" href="([\w-]+\.css)" \/>/g, (_, file) => {
+      inlined += 1;
+      return `<style>\n${readFileSync(join(dir, file), 'utf8')}</style>`;
+    })
+    .replace('<script src="app.ts"></script>', () => {
+      inlined += 1;
+      return `<script>\n${script}</script>`;
+    });
+  if (inlined < 2) throw new Error('shared/api/dashboard/index.html: no stylesheet link or no app.ts script to inline');
+  writeFileSync(join(out, 'dashboard.html'), html);
+  return ['functions/api/dashboard.html'];
+}
+
 const started = Date.now();
 const targets = entries();
 rmSync(dist, { recursive: true, force: true });
@@ -96,9 +134,12 @@ await Promise.all(
       logLevel: 'warning',
     });
     if (fn) writeFunctionPackage(fn, result.metafile, outfile);
+    // The CLI is the package's `bin`: esbuild keeps the entry's `#!/usr/bin/env node` first; make it runnable.
+    if (outfile === join('cli', 'main.js')) chmodSync(join(dist, outfile), 0o755);
   }),
 );
 const names = targets.map((t) => t.outfile.replace(/\/(index|main)\.js$|\.js$/, ''));
+names.push(...(await buildDashboard()));
 console.log(
   `built ${targets.length} bundle(s) in ${Date.now() - started} ms: ${names.join(', ') || '(no entries yet)'}`,
 );

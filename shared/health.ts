@@ -4,6 +4,8 @@ import type { Logger } from './logger.js';
 import type { Provider, ProviderHealth } from './providers/contract.js';
 import type { Registry } from './providers/registry.js';
 import type { ProviderStatus, ProviderStore } from './store/providers.js';
+import type { ProxyStore } from './store/proxies.js';
+import { recordProxiesByPhase } from './telemetry/metrics.js';
 
 export interface HealthDeps {
   registry: Registry;
@@ -76,4 +78,16 @@ export async function currentHealth(
   if (verdict) return { ok: verdict.status === 'Healthy', message: verdict.message, latencyMs: verdict.latencyMs };
   if (!provider.check) return undefined;
   return provider.check().catch((err: unknown) => ({ ok: false, message: asEgressError(err).message, latencyMs: 0 }));
+}
+
+/**
+ * Records the fleet gauges (`egress.proxies` by phase). A failed count is logged, never thrown:
+ * the monitor's verdicts matter more than a gauge.
+ */
+export async function recordFleetMetrics(deps: { proxies: ProxyStore; logger: Logger }): Promise<void> {
+  try {
+    recordProxiesByPhase(await deps.proxies.countByPhase());
+  } catch (err) {
+    deps.logger.warn('counting proxies by phase failed', { error: asEgressError(err).message });
+  }
 }

@@ -12,44 +12,70 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-/** Field names whose values are replaced before a line is written. */
+/** Field names whose values are replaced before a line is written, at any depth. */
 const SECRET_KEYS = /pass(word)?|secret|token|authorization|credential/i;
+const MAX_DEPTH = 6;
 
-function redact(fields: Record<string, unknown>): Record<string, unknown> {
+function redactValue(value: unknown, depth: number): unknown {
+  if (value instanceof Error) return { name: value.name, message: value.message };
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_DEPTH) return '[truncated]';
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(fields)) {
-    if (SECRET_KEYS.test(k)) out[k] = '[redacted]';
-    else if (v instanceof Error) out[k] = { name: v.name, message: v.message };
-    else out[k] = v;
-  }
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEYS.test(k) ? '[redacted]' : redactValue(v, depth + 1);
   return out;
+}
+
+/** Options of {@link createLogger} and {@link formatLogLine}. */
+export interface LoggerOptions {
+  /** Adds `logging.googleapis.com/trace` (and `spanId`, `trace_sampled`) when a span is active. */
+  project?: string;
+  base?: Record<string, unknown>;
+  /** Where lines go (stdout by default; tests capture them). */
+  write?: (line: string) => void;
+  level?: Severity;
+}
+
+/**
+ * One log line as Cloud Logging reads it: `severity`, `message`, `time`, the fields (secret-looking
+ * keys redacted at any depth, errors reduced to name and message) and the active span's trace.
+ * A field `stack_trace` (a string) is kept as is, so Error Reporting picks the line up.
+ */
+export function formatLogLine(
+  options: Pick<LoggerOptions, 'project' | 'base'>,
+  severity: Severity,
+  message: string,
+  fields: Record<string, unknown> = {},
+): string {
+  const redacted = redactValue({ ...options.base, ...fields }, 0);
+  const line: Record<string, unknown> = {
+    severity,
+    message,
+    time: new Date().toISOString(),
+    ...(typeof redacted === 'object' ? redacted : {}),
+  };
+  const span = trace.getActiveSpan()?.spanContext();
+  if (span && options.project) {
+    line['logging.googleapis.com/trace'] = `projects/${options.project}/traces/${span.traceId}`;
+    line['logging.googleapis.com/spanId'] = span.spanId;
+    // Bit 0 of the W3C trace flags is `sampled`.
+    line['logging.googleapis.com/trace_sampled'] = (span.traceFlags & 1) === 1;
+  }
+  return JSON.stringify(line);
 }
 
 /**
  * @param options.project - adds `logging.googleapis.com/trace` when a span is active
  * @param options.write - where lines go (stdout by default; tests capture them)
  */
-export function createLogger(
-  options: { project?: string; base?: Record<string, unknown>; write?: (line: string) => void; level?: Severity } = {},
-): Logger {
+export function createLogger(options: LoggerOptions = {}): Logger {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   const order: Severity[] = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];
   const min = order.indexOf(options.level ?? 'INFO');
   const base = options.base ?? {};
   const emit = (severity: Severity, message: string, fields: Record<string, unknown> = {}) => {
     if (order.indexOf(severity) < min) return;
-    const line: Record<string, unknown> = {
-      severity,
-      message,
-      time: new Date().toISOString(),
-      ...redact({ ...base, ...fields }),
-    };
-    const span = trace.getActiveSpan()?.spanContext();
-    if (span && options.project) {
-      line['logging.googleapis.com/trace'] = `projects/${options.project}/traces/${span.traceId}`;
-      line['logging.googleapis.com/spanId'] = span.spanId;
-    }
-    write(JSON.stringify(line));
+    write(formatLogLine({ project: options.project, base }, severity, message, fields));
   };
   return {
     debug: (m, f) => emit('DEBUG', m, f),

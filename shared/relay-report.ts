@@ -4,8 +4,9 @@ import type { BusMessage } from './bus/message.js';
 import { toValidationError } from './domain/proxy.js';
 import type { Logger } from './logger.js';
 import { kickChecks } from './reconcile/check.js';
-import { relayReportSchema } from './relay/protocol.js';
+import { relayReportSchema, type RelayReport } from './relay/protocol.js';
 import type { RelayStore } from './store/relays.js';
+import { inTraceOf } from './telemetry/spans.js';
 
 export interface RelayReportDeps {
   relays: RelayStore;
@@ -35,6 +36,26 @@ export async function handleRelayReport(deps: RelayReportDeps, message: BusMessa
     return 'rejected';
   }
   const outcome = await deps.relays.applyReport(report, (deps.now ?? Date.now)());
-  if (outcome.changedProxies.length > 0) await kickChecks(deps.bus, outcome.changedProxies);
+  if (outcome.changedProxies.length > 0) await kickInTraces(deps.bus, outcome.changedProxies, report);
   return outcome.stale ? 'stale' : 'applied';
+}
+
+/**
+ * Kicks checks of the changed proxies, each in the trace of the command settling its instance
+ * (`report.traces`), so an apply stays one trace until Ready; the others in this invocation's.
+ */
+async function kickInTraces(bus: Bus, proxies: string[], report: RelayReport): Promise<void> {
+  const traceOfProxy = new Map<string, string>();
+  for (const item of report.instances) {
+    const traceparent = report.traces?.[item.name];
+    if (traceparent) traceOfProxy.set(item.proxy, traceparent);
+  }
+  const groups = new Map<string | undefined, string[]>();
+  for (const proxy of proxies) {
+    const key = traceOfProxy.get(proxy);
+    groups.set(key, [...(groups.get(key) ?? []), proxy]);
+  }
+  for (const [traceparent, names] of groups) {
+    await inTraceOf(traceparent, 'kick checks', () => kickChecks(bus, names));
+  }
 }

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { http } from '@google-cloud/functions-framework';
 import { handleApi, type ApiDeps } from '../../shared/api/handler.js';
-import { getRuntime } from '../../shared/runtime.js';
+import { tracedHttp } from '../../shared/function-handler.js';
 
 /** The dashboard page the build puts beside this file (absent when run from source). */
 function dashboard(): string | undefined {
@@ -16,16 +16,20 @@ function dashboard(): string | undefined {
 let deps: ApiDeps | undefined;
 
 http('api', async (req, res) => {
-  deps ??= { ...getRuntime('api'), dashboardHtml: dashboard() };
   const url = new URL(req.originalUrl || req.url, 'http://api.local');
-  const response = await handleApi(deps, {
-    method: req.method,
-    path: url.pathname.replace(/\/+$/, '') || '/',
-    query: url.searchParams,
-    headers: req.headers,
-    body: req.body as unknown,
+  const path = url.pathname.replace(/\/+$/, '') || '/';
+  await tracedHttp('api', { method: req.method, path, headers: req.headers }, async (rt) => {
+    deps ??= { ...rt, dashboardHtml: dashboard() };
+    const response = await handleApi(deps, {
+      method: req.method,
+      path,
+      query: url.searchParams,
+      headers: req.headers,
+      body: req.body as unknown,
+    });
+    for (const [k, v] of Object.entries(response.headers ?? {})) res.setHeader(k, v);
+    if (typeof response.body === 'string') res.status(response.status).send(response.body);
+    else res.status(response.status).json(response.body);
+    return response.status;
   });
-  for (const [k, v] of Object.entries(response.headers ?? {})) res.setHeader(k, v);
-  if (typeof response.body === 'string') res.status(response.status).send(response.body);
-  else res.status(response.status).json(response.body);
 });

@@ -1,10 +1,12 @@
 /** Cloud Function `gc`: collects instances this installation created and no proxy owns (from `gc-ticks`). */
 import { cloudEvent } from '@google-cloud/functions-framework';
+import { pubSubHandler } from '../../shared/function-handler.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
-import { getRuntime } from '../../shared/runtime.js';
 
-cloudEvent('gc', async () => {
-  const rt = getRuntime('gc');
-  const reports = await collectGarbage(rt);
-  rt.logger.info('gc pass finished', { reports });
-});
+cloudEvent(
+  'gc',
+  pubSubHandler('gc', async (rt) => {
+    const reports = await collectGarbage(rt);
+    rt.logger.info('gc pass finished', { reports });
+  }),
+);

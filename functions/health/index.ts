@@ -1,8 +1,12 @@
-/** Cloud Function `health`: the provider-health monitor, on every tick from `health-ticks`. */
+/** Cloud Function `health`: the provider-health monitor and the fleet gauges, on every tick from `health-ticks`. */
 import { cloudEvent } from '@google-cloud/functions-framework';
-import { checkProviders } from '../../shared/health.js';
-import { getRuntime } from '../../shared/runtime.js';
+import { pubSubHandler } from '../../shared/function-handler.js';
+import { checkProviders, recordFleetMetrics } from '../../shared/health.js';
 
-cloudEvent('health', async () => {
-  await checkProviders(getRuntime('health'));
-});
+cloudEvent(
+  'health',
+  pubSubHandler('health', async (rt) => {
+    await checkProviders(rt);
+    await recordFleetMetrics(rt);
+  }),
+);

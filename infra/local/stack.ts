@@ -102,6 +102,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       METADATA_SERVER_DETECTION: 'none',
       EGRESS_ECHO_URL: echoUrl,
       EGRESS_RELAY_STATE_DIR: stateDir,
+      // Every function and the relay append spans and metrics to these files (docs/observability.md).
+      EGRESS_TELEMETRY: opts.env['EGRESS_TELEMETRY'] ?? 'file',
+      EGRESS_TRACE_FILE: opts.env['EGRESS_TRACE_FILE'] ?? join(home, 'telemetry', 'spans.jsonl'),
+      EGRESS_METRICS_FILE: opts.env['EGRESS_METRICS_FILE'] ?? join(home, 'telemetry', 'metrics.jsonl'),
       // A fresh API token per run unless the user brought one.
       EGRESS_API_TOKENS: opts.env['EGRESS_API_TOKENS'] ?? randomBytes(24).toString('base64url'),
     };

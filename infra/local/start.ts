@@ -103,6 +103,8 @@ async function main(): Promise<void> {
   console.log(`  dashboard and API: ${stack.apiUrl}/   token: ${stack.config.apiTokens[0] ?? '(none)'}`);
   console.log(`  CLI: npx egress get proxies   (it reads ${join(home, 'local.env')})`);
   console.log(`  state and clients: ${join(home, 'local.env')}   logs: ${join(home, 'logs')}`);
+  if (stack.env['EGRESS_TRACE_FILE'])
+    console.log(`  traces: npm run traces   (spans in ${stack.env['EGRESS_TRACE_FILE']})`);
   if (typeof address === 'string' && creds?.exists) {
     const user = encodeURIComponent(String(creds.get('username')));
     const pass = encodeURIComponent(String(creds.get('password')));

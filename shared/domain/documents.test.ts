@@ -1,7 +1,9 @@
 /** Proxy YAML documents: several per file, errors naming the document and field; every sample parses. */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { parseConfig } from '../config/load.js';
 import { LOCAL_DEFAULT_CONFIG } from '../config/local-default.js';
 import { parseProxyDocuments } from './documents.js';
 
@@ -25,11 +27,19 @@ describe('parseProxyDocuments', () => {
     expect(() => parseProxyDocuments('a: [')).toThrow(/documents\[0\]: invalid YAML/);
   });
 
-  it('every sample in docs/samples parses and names a provider the local config defines', () => {
+  it('every sample in docs/samples parses and names a provider the local config or a sample config defines', () => {
     const dir = join(process.cwd(), 'docs', 'samples');
     const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
     expect(files.length).toBeGreaterThan(0);
-    const providers = new Set(LOCAL_DEFAULT_CONFIG.providers.map((p) => p.name));
+    // Sample configs (docs/samples/config/*.yaml) must themselves be valid configs.
+    const configs = join(dir, 'config');
+    const sampleConfigs = existsSync(configs) ? readdirSync(configs).filter((f) => f.endsWith('.yaml')) : [];
+    const providers = new Set([
+      ...LOCAL_DEFAULT_CONFIG.providers.map((p) => p.name),
+      ...sampleConfigs.flatMap((f) =>
+        parseConfig(parseYaml(readFileSync(join(configs, f), 'utf8'))).providers.map((p) => p.name),
+      ),
+    ]);
     for (const file of files) {
       for (const doc of parseProxyDocuments(readFileSync(join(dir, file), 'utf8')))
         expect(providers).toContain(doc.spec.provider);

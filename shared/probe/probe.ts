@@ -4,7 +4,10 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
 import { z } from 'zod';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { Health } from '../domain/status.js';
+import { recordProbe } from '../telemetry/metrics.js';
+import { inSpan } from '../telemetry/spans.js';
 
 /** What one probe observed. `error` never contains credentials. */
 export interface ProbeResult {
@@ -43,6 +46,20 @@ const MAX_BODY_BYTES = 64 * 1024;
  * if (r.ok) console.log(r.egressIp, r.latencyMs);
  */
 export function probeThroughProxy(opts: ProbeOptions): Promise<ProbeResult> {
+  // The span names where the probe went, never with what credentials.
+  const attributes = { 'server.address': opts.host, 'server.port': opts.port, 'url.full': opts.echoUrl };
+  return inSpan('probe', { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    const result = await probeOnce(opts);
+    span.setAttributes({ 'egress.probe.ok': result.ok, 'egress.probe.latency_ms': result.latencyMs });
+    if (result.status !== undefined) span.setAttribute('http.response.status_code', result.status);
+    if (result.egressIp) span.setAttribute('egress.probe.egress_ip', result.egressIp);
+    if (!result.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? 'probe failed' });
+    recordProbe(result.ok, result.latencyMs);
+    return result;
+  });
+}
+
+function probeOnce(opts: ProbeOptions): Promise<ProbeResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise<ProbeResult>((resolve) => {

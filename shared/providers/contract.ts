@@ -113,4 +113,13 @@ export interface Provider {
 
   /** A cheap health check of the backend, for the provider-health monitor. */
   check?(): Promise<ProviderHealth>;
+
+  /**
+   * For providers whose observations arrive by report (`probesRemotely`): which instances changed
+   * recently, in one read. A sweep asks once per batch and reuses a settled proxy's stored
+   * observation only when its instance has not changed since (`shared/reconcile/stored-observation.ts`).
+   *
+   * @returns `changed(instance, sinceMs)`: false only when the instance certainly did not change since
+   */
+  changes?(): Promise<(instance: string, sinceMs: number) => boolean>;
 }

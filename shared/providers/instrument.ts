@@ -2,9 +2,11 @@
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { asEgressError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { recordProviderOperation } from '../telemetry/metrics.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from './contract.js';
 
-const tracer = trace.getTracer('egress/providers');
+/** Looked up per call: a tracer taken at module load stays a no-op if the SDK (or a test recorder) registers later. */
+const tracer = () => trace.getTracer('egress/providers');
 
 /** Outcome attribute values: `ok`, or the error code (`NotFound`, `QuotaExceeded`, …). */
 async function operation<T>(
@@ -14,13 +16,15 @@ async function operation<T>(
   target: string | undefined,
   call: () => Promise<T>,
 ): Promise<T> {
-  return tracer.startActiveSpan(`provider.${op}`, async (span: Span) => {
+  return tracer().startActiveSpan(`provider.${op}`, async (span: Span) => {
     span.setAttributes({ 'provider.name': provider.name, 'provider.type': provider.type, 'provider.operation': op });
     if (target) span.setAttribute('provider.instance', target);
     const started = performance.now();
+    const names = { provider: provider.name, type: provider.type, operation: op };
     try {
       const result = await call();
       span.setAttribute('provider.outcome', 'ok');
+      recordProviderOperation({ ...names, outcome: 'ok' }, performance.now() - started);
       logger.debug('provider operation', {
         provider: provider.name,
         op,
@@ -32,6 +36,7 @@ async function operation<T>(
     } catch (err) {
       const e = asEgressError(err);
       span.setAttribute('provider.outcome', e.code);
+      recordProviderOperation({ ...names, outcome: e.code }, performance.now() - started);
       // NotFound is an answer, not a failure.
       if (e.code !== 'NotFound') span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
       logger.debug('provider operation', {
@@ -64,5 +69,7 @@ export function instrument(provider: Provider, logger: Logger): Provider {
   };
   const check = provider.check?.bind(provider);
   if (check) wrapped.check = (): Promise<ProviderHealth> => operation(provider, logger, 'check', undefined, check);
+  const changes = provider.changes?.bind(provider);
+  if (changes) wrapped.changes = () => operation(provider, logger, 'changes', undefined, changes);
   return wrapped;
 }

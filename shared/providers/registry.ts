@@ -5,7 +5,9 @@ import { ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RelayStore } from '../store/relays.js';
 import type { Provider } from './contract.js';
+import { gcpProviderFactory } from './gcp/index.js';
 import { instrument } from './instrument.js';
+import { createKubernetesProvider } from './kubernetes/index.js';
 import { createRelayProvider } from './relay/index.js';
 
 export interface RegistryDeps {
@@ -55,6 +57,8 @@ const relayBacked: ProviderFactory = (d) =>
 const FACTORIES: Partial<Record<ProviderType, ProviderFactory>> = {
   process: relayBacked,
   kvm: relayBacked,
+  gcp: gcpProviderFactory,
+  kubernetes: createKubernetesProvider,
 };
 
 /**

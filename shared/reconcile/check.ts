@@ -3,7 +3,15 @@ import { z } from 'zod';
 import type { Bus } from '../bus/pubsub.js';
 import { dnsLabel } from '../domain/names.js';
 import { toValidationError } from '../domain/proxy.js';
-import { reconcileProxy, type HealthCache, type ReconcileDeps, type ReconcileResult } from './reconcile.js';
+import type { ProxyDoc } from '../domain/status.js';
+import { inSpan } from '../telemetry/spans.js';
+import {
+  reconcileProxy,
+  type HealthCache,
+  type ReconcileDeps,
+  type ReconcileOptions,
+  type ReconcileResult,
+} from './reconcile.js';
 
 export const PROXY_CHECKS_TOPIC = 'proxy-checks';
 
@@ -44,7 +52,8 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>
  *
  * A sweep reads one page of proxies (one read each), publishes the next page's message *before*
  * reconciling so pages proceed in parallel, then reconciles its page: one invocation and one read
- * per proxy per cycle.
+ * per proxy per cycle. Settled relay-backed proxies are confirmed from their stored status, without
+ * reading the relay's inventory (`reuseObservation`); their changes arrive as kicks.
  *
  * @returns the results, and the shortest recheck delay asked for (explicit names only: a sweep
  * never asks for redelivery, the next sweep is its retry)
@@ -59,7 +68,7 @@ export async function runCheck(
     if (page.next) await deps.bus.publish(PROXY_CHECKS_TOPIC, { sweep: true, after: page.next });
     // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
     const results = await pool(page.docs, 10, (doc) =>
-      reconcileProxy(deps, doc, cache).catch((err: unknown) => {
+      reconcileTraced(deps, doc, cache, { reuseObservation: true }).catch((err: unknown) => {
         deps.logger.warn('reconcile failed; the next sweep retries', { proxy: doc.metadata.name, error: err });
         return undefined;
       }),
@@ -70,12 +79,28 @@ export async function runCheck(
   }
   const results = await pool([...new Set(message.names)], 10, async (name) => {
     const doc = await deps.proxies.get(name);
-    return doc ? reconcileProxy(deps, doc, cache, { verifyEgress: message.verifyEgress === true }) : undefined;
+    return doc ? reconcileTraced(deps, doc, cache, { verifyEgress: message.verifyEgress === true }) : undefined;
   });
   const done = results.filter((r): r is ReconcileResult => r !== undefined);
   await kickEgressChecks(deps.bus, done);
   const delays = done.flatMap((r) => (r.recheckAfterMs !== undefined ? [r.recheckAfterMs] : []));
   return delays.length > 0 ? { results: done, recheckAfterMs: Math.min(...delays) } : { results: done };
+}
+
+/** One proxy's reconcile as a span `reconcile` carrying the proxy, the decision and the resulting phase. */
+function reconcileTraced(
+  deps: CheckDeps,
+  doc: ProxyDoc,
+  cache: HealthCache,
+  options?: ReconcileOptions,
+): Promise<ReconcileResult> {
+  const attributes = { 'proxy.name': doc.metadata.name, 'proxy.generation': doc.generation };
+  return inSpan('reconcile', { attributes }, async (span) => {
+    const result = await reconcileProxy(deps, doc, cache, options);
+    span.setAttributes({ 'proxy.phase': result.phase, 'egress.action': result.action });
+    if (result.recheckAfterMs !== undefined) span.setAttribute('egress.recheck_after_ms', result.recheckAfterMs);
+    return result;
+  });
 }
 
 /** Peers found sharing an egress IP verify theirs too, so both sides are flagged. */

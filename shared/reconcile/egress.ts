@@ -16,6 +16,29 @@ export interface EgressOutcome {
 }
 
 /**
+ * Whether `verifyEgress` would compare the egress IP with the fleet now: a Ready proxy whose IP is
+ * new or changed, is flagged as sharing, or was last compared a heartbeat ago (or `force`).
+ */
+export function egressDue(
+  previous: ProxyStatus,
+  next: ProxyStatus,
+  now: number,
+  heartbeatMs: number,
+  force = false,
+): boolean {
+  const ip = next.health?.ok ? next.health.egressIp : undefined;
+  if (next.phase !== 'Ready' || !ip) return false;
+  const before = previous.egress;
+  return (
+    force ||
+    !before ||
+    before.ip !== ip ||
+    before.sharedWith.length > 0 ||
+    now - Date.parse(before.checkedAt) >= heartbeatMs
+  );
+}
+
+/**
  * @param previous - the stored status (before this check)
  * @param next - the status this check computed (with fresh health)
  * @param force - verify now regardless of the heartbeat (a peer reported sharing this IP)
@@ -30,12 +53,9 @@ export async function verifyEgress(
   force = false,
 ): Promise<EgressOutcome> {
   const ip = next.health?.ok ? next.health.egressIp : undefined;
-  if (next.phase !== 'Ready' || !ip) return { status: next, kick: [] };
+  if (!ip || !egressDue(previous, next, now, heartbeatMs, force)) return { status: next, kick: [] };
   const before = previous.egress;
   const changed = before !== undefined && before.ip !== ip;
-  const due =
-    force || !before || changed || before.sharedWith.length > 0 || now - Date.parse(before.checkedAt) >= heartbeatMs;
-  if (!due) return { status: next, kick: [] };
 
   const sharedWith = await proxies.sharingEgressIp(ip, name);
   const egress = { ip, checkedAt: new Date(now).toISOString(), sharedWith };

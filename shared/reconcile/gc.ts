@@ -7,6 +7,7 @@ import type { Registry } from '../providers/registry.js';
 import type { ProxyStore } from '../store/proxies.js';
 import type { ProviderStore } from '../store/providers.js';
 import { currentHealth } from '../health.js';
+import { recordGcDeletion } from '../telemetry/metrics.js';
 
 export interface GcDeps {
   config: Config;
@@ -58,12 +59,14 @@ export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
         try {
           await provider.delete(instance.name);
           report.deleted.push(instance.name);
+          recordGcDeletion(provider.name, 'deleted');
           deps.logger.info('gc deleted an unowned instance', {
             provider: provider.name,
             instance: instance.name,
             proxy: instance.proxy,
           });
         } catch (err) {
+          recordGcDeletion(provider.name, 'failed');
           deps.logger.warn('gc delete failed', {
             provider: provider.name,
             instance: instance.name,

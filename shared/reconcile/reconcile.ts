@@ -16,6 +16,7 @@ import { currentHealth } from '../health.js';
 import { decide, type Decision, type Observation, type Policy } from './decide.js';
 import { verifyEgress } from './egress.js';
 import { nextStatus, recordFailure, statusChanged } from './status.js';
+import { changesNothing, storedObservation } from './stored-observation.js';
 
 export interface ReconcileDeps {
   config: Config;
@@ -102,6 +103,17 @@ function providerHealth(
   return cached;
 }
 
+/** How a check looks at a proxy. */
+export interface ReconcileOptions {
+  /** Compare the egress IP with the fleet now (a peer was found sharing it). */
+  verifyEgress?: boolean;
+  /**
+   * A sweep: a settled relay-backed proxy may be confirmed from its stored status without reading
+   * the relay's inventory (`storedObservation`); any change is then decided on a fresh observation.
+   */
+  reuseObservation?: boolean;
+}
+
 /**
  * Brings one proxy one step closer to its desired state. Safe to run concurrently and repeatedly:
  * mutating provider calls happen under a lease, and status writes are fenced by generation.
@@ -110,13 +122,14 @@ export async function reconcileProxy(
   deps: ReconcileDeps,
   doc: ProxyDoc,
   cache: HealthCache = new Map(),
-  options: { verifyEgress?: boolean } = {},
+  options: ReconcileOptions = {},
 ): Promise<ReconcileResult> {
   const now = deps.now ?? Date.now;
   const { config, proxies } = deps;
   const name = doc.metadata.name;
   const log = deps.logger.child({ proxy: name });
   const policy = policyOf(config);
+  const heartbeatMs = config.heartbeatSeconds * 1000;
   const provider = deps.registry.get(doc.spec.provider);
   const iname = instanceName(config.installationId, name);
 
@@ -124,6 +137,7 @@ export async function reconcileProxy(
   let placementError: ErrorInfo | undefined;
   let placement: Record<string, unknown> = {};
   let observation: Observation;
+  let reused = false;
   if (!provider) {
     observation = {
       kind: 'providerMissing',
@@ -137,7 +151,12 @@ export async function reconcileProxy(
     } catch (err) {
       placementError = asEgressError(err).toInfo();
     }
-    observation = await observe(provider, iname, await providerHealth(deps, provider, cache));
+    const health = await providerHealth(deps, provider, cache);
+    const stored = options.reuseObservation
+      ? await storedObservation(doc, provider, config.installationId, health, now(), heartbeatMs, cache)
+      : undefined;
+    reused = stored !== undefined;
+    observation = stored ?? (await observe(provider, iname, health));
   }
 
   if (
@@ -146,7 +165,7 @@ export async function reconcileProxy(
     observation.kind === 'found' &&
     observation.instance.state === 'Running'
   ) {
-    const result = await probeOwn(deps, name, observation.instance.ip, observation.instance.port);
+    const result = await probeOwn(deps, doc, observation.instance.ip, observation.instance.port);
     observation.instance.health = nextHealth(doc.status.health, result, new Date(now()));
   }
 
@@ -162,6 +181,12 @@ export async function reconcileProxy(
     replacementBudget: true,
   };
   let decision = decide(input);
+  if (reused) {
+    const next = nextStatus(doc.status, decision, observation, doc.generation, now(), policy);
+    if (changesNothing(decision, doc.status, next, now(), heartbeatMs))
+      return { name, action: 'none', phase: next.phase };
+    return reconcileProxy(deps, doc, cache, { ...options, reuseObservation: false });
+  }
   if ((decision.replace === 'drift' || decision.replace === 'rotation') && deps.countReplacing && provider) {
     const budget = config.providers.find((p) => p.name === provider.name)?.rolloutBudget ?? 1;
     if ((await deps.countReplacing(provider.name)) >= budget && doc.status.phase !== 'Replacing')
@@ -183,7 +208,7 @@ export async function reconcileProxy(
     }
     try {
       if (decision.action === 'create') {
-        const credentials = await proxies.credentials(name);
+        const credentials = await proxies.credentials(name, { incarnation: doc.createdAt, fresh: true });
         if (!credentials)
           throw new ValidationError('credentials', `credentials/${name} is missing; re-apply the proxy`);
         await provider.create({
@@ -211,7 +236,6 @@ export async function reconcileProxy(
     }
   }
 
-  const heartbeatMs = config.heartbeatSeconds * 1000;
   const egress = await verifyEgress(proxies, name, doc.status, status, now(), heartbeatMs, options.verifyEgress);
   status = egress.status;
   const phaseChanged = status.phase !== doc.status.phase;
@@ -244,15 +268,19 @@ export async function reconcileProxy(
   return result;
 }
 
-async function probeOwn(deps: ReconcileDeps, name: string, host: string, port: number): Promise<ProbeResult> {
-  const credentials = await deps.proxies.credentials(name);
+/** Probes through the proxy with its credentials (remembered per incarnation; forgotten when a probe fails). */
+async function probeOwn(deps: ReconcileDeps, doc: ProxyDoc, host: string, port: number): Promise<ProbeResult> {
+  const name = doc.metadata.name;
+  const credentials = await deps.proxies.credentials(name, { incarnation: doc.createdAt });
   if (!credentials) return { ok: false, latencyMs: 0, error: 'no credentials stored for this proxy' };
   const probe = deps.probe ?? probeThroughProxy;
-  return probe({
+  const result = await probe({
     host,
     port,
     ...credentials,
     echoUrl: deps.config.echoUrl,
     timeoutMs: deps.config.probeTimeoutSeconds * 1000,
   });
+  if (!result.ok) deps.proxies.forgetCredentials(name);
+  return result;
 }

@@ -77,5 +77,14 @@ export const relayReportSchema = z.object({
     .max(64),
   instances: z.array(inventoryItemSchema).max(10_000),
   results: z.array(commandResultSchema).max(1000),
+  /**
+   * The W3C `traceparent` of the command last applied to an instance, by instance name, while the
+   * instance is settling (until it is Running and probed ok, or gone): the relay-report function
+   * kicks that proxy's checks in that trace, so one apply is one trace up to Ready.
+   */
+  traces: z
+    .record(dnsLabel, z.string().regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/))
+    .refine((t) => Object.keys(t).length <= 1000, 'at most 1000 traces')
+    .optional(),
 });
 export type RelayReport = z.infer<typeof relayReportSchema>;

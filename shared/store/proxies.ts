@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { FieldPath, FieldValue, type Firestore, type Transaction } from '@google-cloud/firestore';
 import type { ApplyRequest } from '../domain/proxy.js';
-import { initialStatus, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
+import { initialStatus, PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { COLLECTIONS } from './firestore.js';
@@ -25,6 +25,8 @@ export interface ProxyEvent {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const FieldValueDelete = FieldValue.delete();
+/** At most this many proxies' credentials are remembered per process (about 100 bytes each). */
+const MAX_KNOWN_CREDENTIALS = 50_000;
 
 /** Fresh per-proxy credentials from a secure random source. */
 export function generateCredentials(proxy: string): Credentials {
@@ -32,6 +34,9 @@ export function generateCredentials(proxy: string): Credentials {
 }
 
 export class ProxyStore {
+  /** Credentials read with `reuse`, by proxy name with the incarnation they belong to, oldest first. */
+  private readonly knownCredentials = new Map<string, { incarnation: string; credentials: Credentials }>();
+
   constructor(
     private readonly db: Firestore,
     private readonly logger: Logger,
@@ -103,6 +108,18 @@ export class ProxyStore {
       .count()
       .get();
     return snap.data().count;
+  }
+
+  /** How many proxies are in each phase (one count query per phase; the `egress.proxies` metric). */
+  async countByPhase(): Promise<Record<string, number>> {
+    const counts = await Promise.all(
+      PHASES.map(async (phase) => {
+        const snap = await this.db.collection(COLLECTIONS.proxies).where('status.phase', '==', phase).count().get();
+        const count: number = snap.data().count;
+        return [phase, count] as const;
+      }),
+    );
+    return Object.fromEntries(counts);
   }
 
   /** Names of every proxy document (GC's ownership check; reads ids only). */
@@ -254,11 +271,35 @@ export class ProxyStore {
     return removed;
   }
 
-  async credentials(name: string): Promise<Credentials | undefined> {
+  /**
+   * A proxy's credentials. With `reuse`, credentials read before for the same incarnation of the
+   * proxy (its document's `createdAt`) are returned without a read: `apply` writes them once per
+   * document and `finalise` removes them with it, so a probe costs no read on every check.
+   *
+   * @param reuse - `{incarnation}`: reuse a previous read; `{incarnation, fresh: true}`: read and remember
+   */
+  async credentials(name: string, reuse?: { incarnation: string; fresh?: boolean }): Promise<Credentials | undefined> {
+    const known = this.knownCredentials.get(name);
+    if (reuse && !reuse.fresh && known?.incarnation === reuse.incarnation) return known.credentials;
     const snap = await this.db.collection(COLLECTIONS.credentials).doc(name).get();
     const username: unknown = snap.get('username');
     const password: unknown = snap.get('password');
-    return typeof username === 'string' && typeof password === 'string' ? { username, password } : undefined;
+    const credentials =
+      typeof username === 'string' && typeof password === 'string' ? { username, password } : undefined;
+    if (reuse && credentials) {
+      this.knownCredentials.delete(name);
+      if (this.knownCredentials.size >= MAX_KNOWN_CREDENTIALS) {
+        const oldest = this.knownCredentials.keys().next();
+        if (!oldest.done) this.knownCredentials.delete(oldest.value);
+      }
+      this.knownCredentials.set(name, { incarnation: reuse.incarnation, credentials });
+    }
+    return credentials;
+  }
+
+  /** Forgets a proxy's remembered credentials (a probe with them failed: read them again next time). */
+  forgetCredentials(name: string): void {
+    this.knownCredentials.delete(name);
   }
 
   /** Appends to the proxy's audit trail and keeps only the newest `keep` events. */

@@ -1,5 +1,5 @@
-/** Relay reports on the real Firestore emulator: ordering, results from stale reports, partial listings. */
-import { describe, expect, it } from 'vitest';
+/** Relay reports on the real Firestore emulator: ordering, results from stale reports, partial listings, reads. */
+import { describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../shared/logger.js';
 import type { InventoryItem, RelayReport } from '../../shared/relay/protocol.js';
 import { createFirestore } from '../../shared/store/firestore.js';
@@ -18,6 +18,16 @@ const item = (name: string, proxy: string): InventoryItem => ({
   ip: '127.0.0.1',
   port: 1,
   createdAt: 1,
+});
+const probed = (i: InventoryItem, at: number, ok = true): InventoryItem => ({
+  ...i,
+  health: {
+    lastProbeAt: new Date(at).toISOString(),
+    ok,
+    latencyMs: 3,
+    egressIp: `10.0.0.${i.port}`,
+    consecutiveFailures: 0,
+  },
 });
 const report = (relay: string, seq: number, over: Partial<RelayReport> = {}): RelayReport => ({
   relay,
@@ -90,5 +100,63 @@ describe('relay reports', () => {
       expect((await relays.relay(relay))?.seq).toBe(3);
       expect(await relays.instance(relay, 'i-x')).toBeDefined();
     }
+  });
+
+  it('a report with nothing new reads no inventory and writes only the heartbeat; a change is diffed', async () => {
+    const store = new RelayStore(createFirestore(emu.projectId), createLogger({ write: () => undefined }), 60_000);
+    const listed = vi.spyOn(store, 'instances');
+    const t = Date.now();
+    const a = { ...item('i-a', 'a'), port: 1 };
+    const b = { ...item('i-b', 'b'), port: 2 };
+    await store.applyReport(report('q1', 1, { instances: [probed(a, t), probed(b, t)] }), t);
+    expect(listed).toHaveBeenCalledTimes(1);
+    const quiet = await store.applyReport(
+      report('q1', 2, { instances: [probed(a, t + 900), probed(b, t + 900)] }),
+      t + 1,
+    );
+    expect(quiet).toEqual({ stale: false, changedProxies: [] });
+    expect(listed).toHaveBeenCalledTimes(1);
+    expect((await store.relay('q1'))?.heartbeatAt).toBe(t + 1);
+    const stopped = { ...probed(a, t + 1800), state: 'Stopped' as const };
+    const moved = await store.applyReport(report('q1', 3, { instances: [stopped, probed(b, t + 1800)] }), t + 2);
+    expect(moved.changedProxies).toEqual(['a']);
+    expect(listed).toHaveBeenCalledTimes(2);
+    expect((await store.instance('q1', 'i-a'))?.state).toBe('Stopped');
+    await store.applyReport(report('q1', 4, { instances: [stopped, probed(b, t + 2700)] }), t + 3);
+    expect(listed).toHaveBeenCalledTimes(2);
+    // An instance gone from the listing is still noticed.
+    expect((await store.applyReport(report('q1', 5, { instances: [stopped] }), t + 4)).changedProxies).toEqual(['b']);
+    expect(await store.instance('q1', 'i-b')).toBeUndefined();
+  });
+
+  it('a due probe heartbeat rewrites the items half-way due with it, so they fall due together', async () => {
+    const store = new RelayStore(createFirestore(emu.projectId), createLogger({ write: () => undefined }), 1000);
+    const listed = vi.spyOn(store, 'instances');
+    const t = Date.now();
+    const a = { ...item('i-a', 'a'), port: 1 };
+    const b = { ...item('i-b', 'b'), port: 2 };
+    await store.applyReport(report('q2', 1, { instances: [probed(a, t), probed(b, t + 600)] }), t);
+    await store.applyReport(report('q2', 2, { instances: [probed(a, t + 500), probed(b, t + 700)] }), t);
+    expect(listed).toHaveBeenCalledTimes(1);
+    expect((await store.instance('q2', 'i-a'))?.health?.lastProbeAt).toBe(new Date(t).toISOString());
+    // a is a heartbeat old: it is rewritten, and b (half a heartbeat old) with it.
+    await store.applyReport(report('q2', 3, { instances: [probed(a, t + 1100), probed(b, t + 1200)] }), t);
+    expect(listed).toHaveBeenCalledTimes(2);
+    expect((await store.instance('q2', 'i-a'))?.health?.lastProbeAt).toBe(new Date(t + 1100).toISOString());
+    expect((await store.instance('q2', 'i-b'))?.health?.lastProbeAt).toBe(new Date(t + 1200).toISOString());
+    expect((await store.relay('q2'))?.probeDueAt).toBe(t + 2100);
+  });
+
+  it('an inventory stored in several batches is read again on the next report', async () => {
+    const store = new RelayStore(createFirestore(emu.projectId), createLogger({ write: () => undefined }), 60_000);
+    const listed = vi.spyOn(store, 'instances');
+    const many = Array.from({ length: 450 }, (_, i) => item(`i-${i}`, `p-${i}`));
+    await store.applyReport(report('q3', 1, { instances: many }), Date.now());
+    expect((await store.relay('q3'))?.inventoryDigest).toBeUndefined();
+    await store.applyReport(report('q3', 2, { instances: many }), Date.now());
+    expect(listed).toHaveBeenCalledTimes(2);
+    expect((await store.relay('q3'))?.inventoryDigest).toBeDefined();
+    await store.applyReport(report('q3', 3, { instances: many }), Date.now());
+    expect(listed).toHaveBeenCalledTimes(2);
   });
 });

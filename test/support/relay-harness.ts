@@ -9,9 +9,10 @@ import { dirname, join } from 'node:path';
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import { build } from 'esbuild';
 import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
-import { decodeBody } from '../../shared/bus/message.js';
+import { decodeBody, type BusMessage } from '../../shared/bus/message.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { Config } from '../../shared/config/schema.js';
+import type { Firestore } from '@google-cloud/firestore';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { createRegistry, type Registry } from '../../shared/providers/registry.js';
 import { handleRelayReport } from '../../shared/relay-report.js';
@@ -21,6 +22,7 @@ import { ProxyStore } from '../../shared/store/proxies.js';
 import { ProviderStore } from '../../shared/store/providers.js';
 import { RelayStore } from '../../shared/store/relays.js';
 import { createRelayAgent, type RelayAgent } from '../../relay/agent.js';
+import type { RelayBackend } from '../../relay/backends/backend.js';
 import { createBackends } from '../../relay/backends/create-backends.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
 import { parseRelayConfig } from '../../relay/config.js';
@@ -28,6 +30,8 @@ import { emulatorEnv } from './emulator-env.js';
 
 export interface RelayHarness {
   config: Config;
+  /** The Firestore client of this harness's emulator project. */
+  db: Firestore;
   registry: Registry;
   proxies: ProxyStore;
   relays: RelayStore;
@@ -40,6 +44,19 @@ export interface RelayHarness {
   close(): Promise<void>;
 }
 
+/** Hooks for fault injection (the guarantee suites); every one is optional. */
+export interface RelayHarnessOptions {
+  /** Receives every log line of the functions' side and of the relay, besides the log file. */
+  onLog?: (line: string) => void;
+  /**
+   * Delivers one relay report to the `relay-report` handler; the default applies it once, at once.
+   * Duplicating, delaying and reordering reports happens here.
+   */
+  deliverReport?: (message: BusMessage, apply: (message: BusMessage) => Promise<string>) => Promise<void>;
+  /** Wraps each relay backend (faults on the relay's side). */
+  wrapBackend?: (backend: RelayBackend) => RelayBackend;
+}
+
 /**
  * @param name - test name: the relay id, the log file, and the project id prefix
  * @param portRange - proxy ports for this harness (keep ranges of parallel files apart)
@@ -49,6 +66,7 @@ export async function startRelayHarness(
   name: string,
   portRange: [number, number],
   overrides: Record<string, unknown> = {},
+  options: RelayHarnessOptions = {},
 ): Promise<RelayHarness> {
   const emu = emulatorEnv(name);
   const echo = await startEchoServer();
@@ -68,7 +86,13 @@ export async function startRelayHarness(
     outfile: proxyServerPath,
   });
   mkdirSync('test-results', { recursive: true });
-  const logger = createLogger({ write: (l) => appendFileSync(`test-results/${name}.log`, `${l}\n`), level: 'DEBUG' });
+  const logger = createLogger({
+    write: (l) => {
+      appendFileSync(`test-results/${name}.log`, `${l}\n`);
+      options.onLog?.(l);
+    },
+    level: 'DEBUG',
+  });
   const pubsub = new PubSub({ projectId: emu.projectId });
   for (const topic of ['relay-commands', 'relay-reports', 'proxy-checks']) await pubsub.createTopic(topic);
   const [commands] = await pubsub.createSubscription('relay-commands', `relay-commands-${name}`, {
@@ -88,7 +112,9 @@ export async function startRelayHarness(
     installationId: 'it',
     backends: [{ provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange }],
   });
-  const backends = createBackends(relayConfig, { logger, proxyServerPath });
+  const backends = new Map(
+    [...createBackends(relayConfig, { logger, proxyServerPath })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
+  );
   const agent = createRelayAgent({ config: relayConfig, pubsub, backends, logger });
   await agent.start();
 
@@ -96,11 +122,10 @@ export async function startRelayHarness(
   const relays = new RelayStore(db, logger);
   const proxies = new ProxyStore(db, logger);
   const bus = createPubSubBus(pubsub);
+  const apply = (message: BusMessage) => handleRelayReport({ relays, bus, logger }, message);
+  const deliver = options.deliverReport ?? (async (message: BusMessage) => void (await apply(message)));
   reports.on('message', (m: Message) => {
-    handleRelayReport(
-      { relays, bus, logger },
-      decodeBody(m.id, m.publishTime.getTime(), m.attributes, m.data.toString('utf8')),
-    )
+    deliver(decodeBody(m.id, m.publishTime.getTime(), m.attributes, m.data.toString('utf8')), apply)
       .then(() => m.ack())
       .catch((err: unknown) => {
         logger.error('report pump failed', { error: err });
@@ -116,6 +141,7 @@ export async function startRelayHarness(
   const registry = createRegistry({ config, relays, bus, logger });
   return {
     config,
+    db,
     registry,
     proxies,
     relays,

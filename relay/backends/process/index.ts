@@ -7,6 +7,7 @@ import { NotFoundError, PermanentError, RetryableError, ValidationError } from '
 import type { Logger } from '../../../shared/logger.js';
 import type { Instance, InstanceSpec, InstanceState, ProviderHealth } from '../../../shared/providers/contract.js';
 import { instanceSpecSchema } from '../../../shared/relay/protocol.js';
+import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import type { ProxyCredentials, RelayBackend } from '../backend.js';
 import { PortAllocator } from './ports.js';
@@ -150,15 +151,20 @@ class ProcessBackend implements RelayBackend {
       };
       try {
         const localAddress = egressAddress(host);
-        const pid = await spawnProxy(
-          {
-            proxyServerPath: this.opts.proxyServerPath,
-            markers,
-            config: { name: spec.name, host, port, ...spec.credentials, ...(localAddress ? { localAddress } : {}) },
-            logPath: store.logPath(spec.name),
-            timeoutMs: this.opts.startTimeoutMs ?? 10_000,
-          },
-          (pid) => store.write({ ...record, pid }),
+        const pid = await backendCall(
+          'process.spawn',
+          { 'process.instance': spec.name, 'server.address': host, 'server.port': port },
+          () =>
+            spawnProxy(
+              {
+                proxyServerPath: this.opts.proxyServerPath,
+                markers,
+                config: { name: spec.name, host, port, ...spec.credentials, ...(localAddress ? { localAddress } : {}) },
+                logPath: store.logPath(spec.name),
+                timeoutMs: this.opts.startTimeoutMs ?? 10_000,
+              },
+              (pid) => store.write({ ...record, pid }),
+            ),
         );
         this.log.info('started proxy process', { instance: spec.name, pid, host, port });
         return this.toInstance({ ...record, pid }, 'Running');
@@ -194,11 +200,13 @@ class ProcessBackend implements RelayBackend {
       const markers = markerArgs(name, store.root);
       const result = await store.read(name);
       if (result.kind === 'ok' && result.record.provider !== this.name) return;
-      if (result.kind === 'ok' && (await terminate(result.record.pid, markers))) {
-        this.log.info('stopped proxy process', { instance: name, pid: result.record.pid });
-      }
-      // A process whose state was lost or corrupted still carries the markers.
-      for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
+      await backendCall('process.terminate', { 'process.instance': name }, async () => {
+        if (result.kind === 'ok' && (await terminate(result.record.pid, markers))) {
+          this.log.info('stopped proxy process', { instance: name, pid: result.record.pid });
+        }
+        // A process whose state was lost or corrupted still carries the markers.
+        for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
+      });
       await store.remove(name);
     });
   }

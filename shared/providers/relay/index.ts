@@ -8,7 +8,9 @@ import type { Bus } from '../../bus/pubsub.js';
 import type { ProviderConfig } from '../../config/schema.js';
 import { NotFoundError, RetryableError, ValidationError } from '../../errors.js';
 import type { RelayCommand } from '../../relay/protocol.js';
-import type { CommandDoc, RelayStore } from '../../store/relays.js';
+import { changedSince, type CommandDoc, type RelayStore } from '../../store/relays.js';
+import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
+import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
 
 export interface RelayProviderDeps {
@@ -59,9 +61,9 @@ class RelayProvider implements Provider {
   }
 
   async get(name: string): Promise<Instance> {
-    const item = await this.deps.relays.instance(this.relay, name);
+    const item = await this.firestore('get', 'instances', () => this.deps.relays.instance(this.relay, name));
     if (item && item.provider === this.name) return item;
-    const cmd = await this.deps.relays.command(this.relay, name);
+    const cmd = await this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, name));
     if (!cmd || cmd.provider !== this.name)
       throw new NotFoundError(`instance ${name} not found on relay ${this.relay}`);
     if (cmd.kind === 'delete') {
@@ -88,12 +90,17 @@ class RelayProvider implements Provider {
   }
 
   async delete(name: string): Promise<void> {
-    const cmd = await this.deps.relays.command(this.relay, name);
+    const cmd = await this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, name));
     const resendAfter = this.resendAfterMs;
     if (cmd?.kind === 'delete' && !cmd.done && this.now() - cmd.issuedAt < resendAfter) return;
-    if (cmd?.kind === 'delete' && cmd.done && !(await this.deps.relays.instance(this.relay, name))) return;
+    if (
+      cmd?.kind === 'delete' &&
+      cmd.done &&
+      !(await this.firestore('get', 'instances', () => this.deps.relays.instance(this.relay, name)))
+    )
+      return;
     // An orphan (GC) has no command on record: its inventory entry names the owning proxy.
-    const known = cmd ?? (await this.deps.relays.instance(this.relay, name));
+    const known = cmd ?? (await this.firestore('get', 'instances', () => this.deps.relays.instance(this.relay, name)));
     await this.send(
       name,
       { kind: 'delete', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt: this.now(), name },
@@ -105,16 +112,17 @@ class RelayProvider implements Provider {
   async list(): Promise<Instance[]> {
     const health = await this.check();
     if (!health.ok) throw new RetryableError(`relay ${this.relay} inventory is not current: ${health.message}`);
-    const items = await this.deps.relays.instances(this.relay);
+    const items = await this.firestore('list', 'instances', () => this.deps.relays.instances(this.relay));
     return items.filter((i) => i.provider === this.name && i.installationId === this.deps.installationId);
   }
 
   async check(): Promise<ProviderHealth> {
     const started = this.now();
-    const doc = await this.deps.relays.relay(this.relay);
+    const doc = await this.firestore('get', '', () => this.deps.relays.relay(this.relay));
     const latencyMs = this.now() - started;
     if (!doc) return { ok: false, message: `relay ${this.relay} has never reported`, latencyMs };
     const age = this.now() - doc.heartbeatAt;
+    recordRelayHeartbeatAge(this.relay, age / 1000);
     const mine = doc.providers.find((p) => p.name === this.name);
     if (age > this.deps.heartbeatTimeoutMs) {
       return { ok: false, message: `relay ${this.relay} last reported ${Math.round(age / 1000)}s ago`, latencyMs };
@@ -128,6 +136,21 @@ class RelayProvider implements Provider {
     };
   }
 
+  /** Which inventory items changed recently (from the relay document, one read). */
+  async changes(): Promise<(instance: string, sinceMs: number) => boolean> {
+    return changedSince(await this.firestore('get', '', () => this.deps.relays.relay(this.relay)));
+  }
+
+  /** One Firestore call as a child span of the operation (`firestore.get relays/{relay}/commands`). */
+  private firestore<T>(operation: 'get' | 'list' | 'set', collection: string, call: () => Promise<T>): Promise<T> {
+    const path = collection ? `relays/${this.relay}/${collection}` : 'relays';
+    return backendCall(
+      `firestore.${operation} ${path}`,
+      { 'db.system.name': 'firestore', 'db.operation.name': operation, 'db.collection.name': path },
+      call,
+    );
+  }
+
   private async send(name: string, command: RelayCommand, proxy: string, specHash: string): Promise<void> {
     const record: Omit<CommandDoc, 'done' | 'error'> = {
       commandId: command.commandId,
@@ -137,7 +160,7 @@ class RelayProvider implements Provider {
       proxy,
       specHash,
     };
-    await this.deps.relays.recordCommand(this.relay, name, record);
+    await this.firestore('set', 'commands', () => this.deps.relays.recordCommand(this.relay, name, record));
     await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind });
   }
 }

@@ -1,0 +1,113 @@
+/** zod schemas for the HTTP API's answers (docs/api.md) as the CLI reads them: what it relies on, extra fields kept. */
+import { z } from 'zod';
+
+/** `{"error": {"code", "message", "field"?}}`. */
+export const apiErrorBodySchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }),
+});
+
+/** One entry of `status.conditions` (`type` is open: the API may add types such as `EgressIp`). */
+export const conditionSchema = z.looseObject({
+  type: z.string(),
+  status: z.string(),
+  reason: z.string().default(''),
+  message: z.string().default(''),
+  lastTransitionTime: z.string().optional(),
+});
+export type ApiCondition = z.infer<typeof conditionSchema>;
+
+/** A Proxy object: the stored document without internals. Unknown fields pass through to `-o json`. */
+export const proxySchema = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  metadata: z.looseObject({
+    name: z.string(),
+    labels: z.record(z.string(), z.string()).default({}),
+    generation: z.number().optional(),
+    createdAt: z.string().optional(),
+    deletionRequestedAt: z.string().optional(),
+  }),
+  spec: z.looseObject({
+    provider: z.string(),
+    placement: z.record(z.string(), z.unknown()).default({}),
+    port: z.number().default(0),
+    maxAge: z.string().optional(),
+  }),
+  status: z.looseObject({
+    phase: z.string(),
+    /** Not listed in docs/api.md; used when present to tell a Ready of an older generation. */
+    observedGeneration: z.number().optional(),
+    address: z.string().optional(),
+    instance: z
+      .looseObject({
+        name: z.string().optional(),
+        ip: z.string().optional(),
+        port: z.number().optional(),
+        state: z.string().optional(),
+        createdAt: z.string().optional(),
+      })
+      .optional(),
+    conditions: z.array(conditionSchema).default([]),
+    health: z
+      .looseObject({
+        ok: z.boolean(),
+        latencyMs: z.number().nullish(),
+        egressIp: z.string().nullish(),
+        lastProbeAt: z.string().nullish(),
+        consecutiveFailures: z.number().optional(),
+        error: z.string().optional(),
+      })
+      .optional(),
+  }),
+});
+export type ApiProxy = z.infer<typeof proxySchema>;
+
+/** One entry of a proxy's recent events. */
+export const eventSchema = z.object({
+  at: z.string(),
+  type: z.string(),
+  reason: z.string(),
+  message: z.string(),
+});
+export type ApiEvent = z.infer<typeof eventSchema>;
+
+/** `GET /v1/proxies/{name}`: the Proxy plus its recent events, newest first. */
+export const proxyWithEventsSchema = proxySchema.extend({ events: z.array(eventSchema).default([]) });
+export type ApiProxyWithEvents = z.infer<typeof proxyWithEventsSchema>;
+
+/** `GET /v1/proxies`. */
+export const proxyListSchema = z.object({ items: z.array(proxySchema) });
+
+/** `202` from PUT and DELETE. */
+export const acceptedSchema = z.object({ accepted: z.literal(true), name: z.string(), messageId: z.string() });
+
+/** One provider's health as `GET /v1/providers` lists it. */
+export const providerSchema = z.looseObject({
+  name: z.string(),
+  type: z.string(),
+  status: z.string(),
+  message: z.string().nullish(),
+  latencyMs: z.number().nullish(),
+  lastCheckAt: z.string().nullish(),
+  detail: z.unknown().optional(),
+});
+export type ApiProvider = z.infer<typeof providerSchema>;
+
+/** `GET /v1/providers`. */
+export const providerListSchema = z.object({ items: z.array(providerSchema) });
+
+/** One entry of `GET /v1/discovery?format=json`. */
+export const discoveredSchema = z.looseObject({
+  name: z.string(),
+  provider: z.string(),
+  url: z.string(),
+  egressIp: z.string().nullish(),
+  latencyMs: z.number().nullish(),
+});
+export type ApiDiscovered = z.infer<typeof discoveredSchema>;
+
+/** `GET /v1/discovery?format=json`: only Ready proxies. */
+export const discoveryListSchema = z.array(discoveredSchema);
+
+/** `format=urls`: one `http://user:pass@ip:port` per line. */
+export const discoveryUrlsSchema = z.array(z.url({ protocol: /^https?$/ }));

@@ -1,0 +1,227 @@
+/** The `egress` command line (interfaces.md §4) parsed into a typed command; mistakes are usage errors (exit 2). */
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../shared/domain/duration.js';
+import { dnsLabel } from '../shared/domain/names.js';
+import { PHASES, type Phase } from '../shared/domain/status.js';
+
+/** A mistake on the command line: unknown verb or flag, missing argument, bad flag value (exit 2). */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** `-o` of the `get` verbs. */
+export const GET_OUTPUTS = ['table', 'wide', 'json', 'yaml'] as const;
+export type GetOutput = (typeof GET_OUTPUTS)[number];
+/** `-o` of `discover`. */
+export const DISCOVER_OUTPUTS = ['urls', 'json'] as const;
+export type DiscoverOutput = (typeof DISCOVER_OUTPUTS)[number];
+
+/** What the user asked for. */
+export type Command =
+  | { verb: 'help' }
+  | { verb: 'apply'; files: string[]; wait: boolean; timeoutMs: number }
+  | { verb: 'get-proxies'; output: GetOutput; provider?: string; phase?: Phase; labels: string[]; watch: boolean }
+  | { verb: 'get-proxy'; name: string; output: GetOutput }
+  | { verb: 'get-providers'; output: GetOutput }
+  | { verb: 'describe-proxy'; name: string }
+  | { verb: 'delete-proxy'; names: string[]; wait: boolean; timeoutMs: number }
+  | {
+      verb: 'discover';
+      output: DiscoverOutput;
+      provider?: string;
+      labels: string[];
+      maxLatencyMs?: number;
+      distinct: boolean;
+      limit?: number;
+      random: boolean;
+    };
+
+/** Every flag of every verb; each verb then accepts only its own (see `FLAGS_BY_VERB`). */
+const OPTIONS = {
+  filename: { type: 'string', short: 'f', multiple: true },
+  wait: { type: 'boolean' },
+  timeout: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  provider: { type: 'string' },
+  phase: { type: 'string' },
+  label: { type: 'string', short: 'l', multiple: true },
+  watch: { type: 'boolean', short: 'w' },
+  'max-latency-ms': { type: 'string' },
+  distinct: { type: 'boolean' },
+  limit: { type: 'string' },
+  random: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+type Flag = keyof typeof OPTIONS;
+
+const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
+  apply: ['filename', 'wait', 'timeout'],
+  'get proxies': ['output', 'provider', 'phase', 'label', 'watch'],
+  'get proxy': ['output'],
+  'get providers': ['output'],
+  'describe proxy': [],
+  'delete proxy': ['wait', 'timeout'],
+  discover: ['output', 'provider', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
+};
+
+/** The help text (`egress --help`). */
+export const USAGE = `Usage: egress <command> [flags]
+
+Commands:
+  apply -f FILE [--wait] [--timeout 5m]      create or update the proxies in FILE (YAML, several documents; - for stdin)
+  get proxies [-o table|wide|json|yaml] [--provider P] [--phase PH] [-l k=v] [-w]
+                                             list proxies; -w watches for changes until Ctrl-C
+  get proxy NAME [-o table|wide|json|yaml]   show one proxy
+  describe proxy NAME                        a proxy's status, conditions and recent events
+  delete proxy NAME... [--wait] [--timeout 5m]
+                                             delete proxies; --wait returns when they are gone
+  get providers [-o table|wide|json|yaml]    provider health
+  discover [-o urls|json] [--provider P] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]
+                                             Ready proxies as URLs usable with curl -x
+
+The API is EGRESS_API_URL with the bearer token EGRESS_TOKEN; when unset, both are read from
+local.env in EGRESS_HOME, or in .egress/ of the current directory or a parent (written by npm start).
+Exit codes: 0 success, 1 failure, 2 usage error.
+`;
+
+const RESOURCES: Record<string, 'proxy' | 'provider'> = {
+  proxy: 'proxy',
+  proxies: 'proxy',
+  provider: 'provider',
+  providers: 'provider',
+};
+
+/** Node's parseArgs messages are long; keep the part that names the flag. */
+function usageFromParseError(err: unknown): UsageError {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+  const message = err instanceof Error ? err.message : String(err);
+  const flag = /'([^']+)'/.exec(message)?.[1] ?? message;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return new UsageError(`unknown flag: ${flag}`);
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    if (message.includes('does not take an argument')) return new UsageError(`flag ${flag} takes no value`);
+    return new UsageError(`flag ${flag.replace(/ <value>$/, '')} needs a value`);
+  }
+  return new UsageError(message);
+}
+
+function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  const found = allowed.find((a) => a === value);
+  if (!found) throw new UsageError(`--${flag} must be one of ${allowed.join(', ')} (got "${value}")`);
+  return found;
+}
+
+function positiveInt(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`--${flag} must be a positive integer`);
+  return Number(value);
+}
+
+function timeout(value: string | undefined): number {
+  if (value === undefined) return 5 * 60_000;
+  const ms = parseDuration(value);
+  if (ms === undefined || ms <= 0) throw new UsageError(`--timeout must be a duration like 90s, 5m or 1h`);
+  return ms;
+}
+
+function labels(values: string[] | undefined): string[] {
+  for (const v of values ?? []) {
+    if (!/^[^=]+=.*$/.test(v)) throw new UsageError(`--label must be key=value (got "${v}")`);
+  }
+  return values ?? [];
+}
+
+function proxyName(value: string | undefined, usage: string): string {
+  if (value === undefined) throw new UsageError(`missing proxy name: ${usage}`);
+  const parsed = dnsLabel.safeParse(value);
+  if (!parsed.success) throw new UsageError(`invalid proxy name "${value}": ${parsed.error.issues[0]?.message}`);
+  return value;
+}
+
+/**
+ * Parses the arguments after `egress`.
+ *
+ * @param argv - e.g. `['get', 'proxies', '-o', 'wide']`
+ * @returns the command
+ * @throws UsageError for an unknown verb or flag, a missing argument or a bad flag value
+ */
+export function parseCommand(argv: readonly string[]): Command {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: true });
+  } catch (err) {
+    throw usageFromParseError(err);
+  }
+  const { values, positionals } = parsed;
+  const [verb, resourceWord, ...rest] = positionals;
+  if (values.help || verb === 'help') return { verb: 'help' };
+  if (verb === undefined) throw new UsageError('missing command');
+
+  const resource = resourceWord === undefined ? undefined : RESOURCES[resourceWord];
+  let key: string;
+  if (verb === 'apply' || verb === 'discover') {
+    if (resourceWord !== undefined) throw new UsageError(`unexpected argument "${resourceWord}" for ${verb}`);
+    key = verb;
+  } else if (verb === 'get' || verb === 'describe' || verb === 'delete') {
+    if (resourceWord === undefined) throw new UsageError(`missing resource: egress ${verb} proxy|proxies|providers`);
+    if (!resource || (resource === 'provider' && verb !== 'get'))
+      throw new UsageError(`unknown resource "${resourceWord}" for ${verb}`);
+    key =
+      resource === 'provider' ? 'get providers' : verb === 'get' && rest.length === 0 ? 'get proxies' : `${verb} proxy`;
+  } else {
+    throw new UsageError(`unknown command "${verb}"`);
+  }
+
+  const allowed = FLAGS_BY_VERB[key] ?? [];
+  for (const flag of Object.keys(values)) {
+    if (!allowed.some((a) => a === flag)) throw new UsageError(`unknown flag --${flag} for "egress ${key}"`);
+  }
+  const maxArgs = key === 'delete proxy' ? Infinity : key === 'get proxy' || key === 'describe proxy' ? 1 : 0;
+  if (rest.length > maxArgs) throw new UsageError(`unexpected argument "${String(rest[maxArgs])}"`);
+
+  switch (key) {
+    case 'apply': {
+      const files = values.filename ?? [];
+      if (files.length === 0) throw new UsageError('missing -f FILE');
+      return { verb: 'apply', files, wait: values.wait ?? false, timeoutMs: timeout(values.timeout) };
+    }
+    case 'get proxies':
+      return {
+        verb: 'get-proxies',
+        output: oneOf('output', values.output, GET_OUTPUTS, 'table'),
+        ...(values.provider !== undefined && { provider: values.provider }),
+        ...(values.phase !== undefined && { phase: oneOf('phase', values.phase, PHASES, 'Ready') }),
+        labels: labels(values.label),
+        watch: values.watch ?? false,
+      };
+    case 'get proxy':
+      return {
+        verb: 'get-proxy',
+        name: proxyName(rest[0], 'egress get proxy NAME'),
+        output: oneOf('output', values.output, GET_OUTPUTS, 'table'),
+      };
+    case 'get providers':
+      return { verb: 'get-providers', output: oneOf('output', values.output, GET_OUTPUTS, 'table') };
+    case 'describe proxy':
+      return { verb: 'describe-proxy', name: proxyName(rest[0], 'egress describe proxy NAME') };
+    case 'delete proxy': {
+      if (rest.length === 0) throw new UsageError('missing proxy name: egress delete proxy NAME');
+      const names = rest.map((n) => proxyName(n, 'egress delete proxy NAME'));
+      return { verb: 'delete-proxy', names, wait: values.wait ?? false, timeoutMs: timeout(values.timeout) };
+    }
+    default: {
+      const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);
+      const limit = positiveInt('limit', values.limit);
+      return {
+        verb: 'discover',
+        output: oneOf('output', values.output, DISCOVER_OUTPUTS, 'urls'),
+        ...(values.provider !== undefined && { provider: values.provider }),
+        labels: labels(values.label),
+        ...(maxLatencyMs !== undefined && { maxLatencyMs }),
+        distinct: values.distinct ?? false,
+        ...(limit !== undefined && { limit }),
+        random: values.random ?? false,
+      };
+    }
+  }
+}

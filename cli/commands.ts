@@ -1,0 +1,194 @@
+/** What each verb does against the API: apply, get, describe, delete, discover. */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseProxyDocuments } from '../shared/domain/documents.js';
+import type { ApplyRequest } from '../shared/domain/proxy.js';
+import { ValidationError } from '../shared/errors.js';
+import { ApiError, type ApiClient } from './api-client.js';
+import type { Command } from './args.js';
+import { describeProxy } from './describe.js';
+import { formatProviders, formatProxies, toJson } from './format.js';
+import { waitFor, type ProgressOutput, type WaitTarget } from './wait.js';
+import { watchProxies } from './watch.js';
+
+/** The process around a command: streams, environment, clock (tests pass their own). */
+export interface Io {
+  stdout: ProgressOutput;
+  stderr: { write(text: string): void };
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** Aborts on Ctrl-C. */
+  signal?: AbortSignal | undefined;
+  /** Reads `-f FILE`; `-` is stdin. Defaults to the file system. */
+  readFile?: (path: string) => string;
+  now?: () => number;
+  /** Poll interval of `--wait` (default 1 s) and `-w` (default 2 s); tests shorten it. */
+  pollIntervalMs?: number;
+}
+
+/** A command failed; its message has been printed already (exit 1). */
+export class ReportedFailure extends Error {
+  override readonly name = 'ReportedFailure';
+}
+
+/** An API error as one line: the message, with the field in front when the message lacks it. */
+export function apiErrorText(err: ApiError): string {
+  return err.field && !err.message.includes(err.field) ? `${err.field}: ${err.message}` : err.message;
+}
+
+function read(io: Io, path: string): string {
+  if (io.readFile) return io.readFile(path);
+  return path === '-' ? readFileSync(0, 'utf8') : readFileSync(resolve(io.cwd, path), 'utf8');
+}
+
+/**
+ * Every document of every file, validated before any request is sent.
+ *
+ * @throws Error naming the file, the document and the field (`f.yaml: documents[1].metadata.name: …`)
+ */
+export function loadDocuments(io: Io, files: readonly string[]): ApplyRequest[] {
+  const requests: ApplyRequest[] = [];
+  for (const file of files) {
+    const label = file === '-' ? '(stdin)' : file;
+    let text: string;
+    try {
+      text = read(io, file);
+    } catch (err) {
+      throw new Error(`cannot read ${label}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    try {
+      const docs = parseProxyDocuments(text);
+      if (docs.length === 0) throw new Error(`${label}: no Proxy documents`);
+      requests.push(...docs);
+    } catch (err) {
+      if (err instanceof ValidationError) throw new Error(`${label}: ${err.message}`);
+      throw err;
+    }
+  }
+  return requests;
+}
+
+async function apply(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'apply' }>): Promise<void> {
+  const requests = loadDocuments(io, cmd.files);
+  // The last document for a name wins, as it does in the queue.
+  const targets = new Map<string, WaitTarget>();
+  let failed = 0;
+  for (const request of requests) {
+    const name = request.metadata.name;
+    try {
+      await client.applyProxy(request);
+      io.stdout.write(`proxy/${name} accepted\n`);
+      targets.set(name, { name, until: 'ready', request });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      io.stderr.write(`error: proxy/${name}: ${apiErrorText(err)}\n`);
+      targets.delete(name);
+      failed++;
+    }
+  }
+  if (cmd.wait && targets.size > 0) await wait(client, io, [...targets.values()], cmd.timeoutMs);
+  if (failed > 0) throw new ReportedFailure(`${failed} of ${requests.length} proxies were not accepted`);
+}
+
+async function remove(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'delete-proxy' }>): Promise<void> {
+  const targets: WaitTarget[] = [];
+  let failed = 0;
+  for (const name of cmd.names) {
+    try {
+      await client.deleteProxy(name);
+      io.stdout.write(`proxy/${name} deletion accepted\n`);
+      targets.push({ name, until: 'gone' });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      io.stderr.write(`error: proxy/${name}: ${apiErrorText(err)}\n`);
+      failed++;
+    }
+  }
+  if (cmd.wait && targets.length > 0) await wait(client, io, targets, cmd.timeoutMs);
+  if (failed > 0) throw new ReportedFailure(`${failed} of ${cmd.names.length} deletions were not accepted`);
+}
+
+async function wait(client: ApiClient, io: Io, targets: WaitTarget[], timeoutMs: number): Promise<void> {
+  await waitFor(client, targets, io.stdout, {
+    timeoutMs,
+    intervalMs: io.pollIntervalMs ?? 1000,
+    signal: io.signal,
+    now: io.now,
+  });
+}
+
+async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'discover' }>): Promise<void> {
+  const filters = {
+    provider: cmd.provider,
+    labels: cmd.labels,
+    maxLatencyMs: cmd.maxLatencyMs,
+    distinct: cmd.distinct,
+    limit: cmd.limit,
+    random: cmd.random,
+  };
+  if (cmd.output === 'json') {
+    io.stdout.write(toJson(await client.discover(filters)));
+    return;
+  }
+  const urls = await client.discoverUrls(filters);
+  if (urls.length === 0) io.stderr.write('No Ready proxies found.\n');
+  io.stdout.write(urls.map((u) => `${u}\n`).join(''));
+}
+
+/**
+ * Runs one parsed command (everything but `help`).
+ *
+ * @throws ApiError, WaitError, ReportedFailure or Error on failure (exit 1)
+ */
+export async function execute(client: ApiClient, io: Io, cmd: Exclude<Command, { verb: 'help' }>): Promise<void> {
+  const now = io.now ?? Date.now;
+  switch (cmd.verb) {
+    case 'apply':
+      return apply(client, io, cmd);
+    case 'delete-proxy':
+      return remove(client, io, cmd);
+    case 'discover':
+      return discover(client, io, cmd);
+    case 'get-proxies': {
+      const filters = { provider: cmd.provider, phase: cmd.phase, labels: cmd.labels };
+      if (cmd.watch) {
+        return watchProxies(client, (s) => io.stdout.write(s), {
+          output: cmd.output,
+          filters,
+          intervalMs: io.pollIntervalMs ?? 2000,
+          signal: io.signal,
+          now,
+          onError: (message) => io.stderr.write(`error: ${message}\n`),
+        });
+      }
+      const items = await client.listProxies(filters);
+      if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
+        io.stderr.write('No proxies found.\n');
+        return;
+      }
+      io.stdout.write(formatProxies(items, cmd.output, now()));
+      return;
+    }
+    case 'get-proxy':
+    case 'describe-proxy': {
+      const found = await client.getProxy(cmd.name);
+      if (!found) throw new Error(`proxy "${cmd.name}" not found`);
+      if (cmd.verb === 'describe-proxy') {
+        io.stdout.write(describeProxy(found, now()));
+        return;
+      }
+      const { events: _events, ...proxy } = found;
+      io.stdout.write(formatProxies([proxy], cmd.output, now(), true));
+      return;
+    }
+    case 'get-providers': {
+      const items = await client.listProviders();
+      if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
+        io.stderr.write('No providers found.\n');
+        return;
+      }
+      io.stdout.write(formatProviders(items, cmd.output, now()));
+      return;
+    }
+  }
+}

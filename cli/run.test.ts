@@ -1,0 +1,249 @@
+/** The CLI as a whole, in-process, against a real local HTTP server speaking docs/api.md: output and exit codes. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { startFakeApi, type FakeApi } from '../test/fakes/egress-api.js';
+import type { Io } from './commands.js';
+import { run } from './run.js';
+
+const FLEET = `apiVersion: egress.dev/v1
+kind: Proxy
+metadata: { name: r-1, labels: { team: demo } }
+spec: { provider: local }
+---
+apiVersion: egress.dev/v1
+kind: Proxy
+metadata: { name: r-2 }
+spec: { provider: local, placement: { bindAddress: 127.0.0.1 } }
+`;
+
+let api: FakeApi;
+let dir: string;
+beforeEach(async () => {
+  api = await startFakeApi({
+    token: 'sekret',
+    providers: [
+      {
+        name: 'local',
+        type: 'process',
+        status: 'Healthy',
+        message: 'ok',
+        latencyMs: 2,
+        lastCheckAt: new Date().toISOString(),
+      },
+    ],
+  });
+  dir = mkdtempSync(join(tmpdir(), 'egress-cli-run-'));
+  writeFileSync(join(dir, 'fleet.yaml'), FLEET);
+});
+afterEach(() => api.close());
+
+/** Runs `egress <line>` with the API configured through EGRESS_HOME/local.env, as the stack writes it. */
+async function egress(line: string | string[], extra: Partial<Io> = {}) {
+  const home = mkdtempSync(join(tmpdir(), 'egress-cli-home-'));
+  writeFileSync(join(home, 'local.env'), `EGRESS_API_URL=${api.url}\nEGRESS_TOKEN=sekret\n`);
+  let stdout = '';
+  let stderr = '';
+  const code = await run(typeof line === 'string' ? line.split(' ').filter(Boolean) : line, {
+    stdout: { isTTY: false, write: (s) => void (stdout += s) },
+    stderr: { write: (s) => void (stderr += s) },
+    env: { EGRESS_HOME: home },
+    cwd: dir,
+    pollIntervalMs: 10,
+    ...extra,
+  });
+  return { code, stdout, stderr };
+}
+
+async function applied() {
+  expect((await egress('apply -f fleet.yaml')).code).toBe(0);
+  for (let i = 0; i < 3; i++) api.step();
+}
+
+describe('egress', () => {
+  it('apply -f sends every document and says each was accepted', async () => {
+    const r = await egress('apply -f fleet.yaml');
+    expect(r).toEqual({ code: 0, stdout: 'proxy/r-1 accepted\nproxy/r-2 accepted\n', stderr: '' });
+    const puts = api.requests.filter((q) => q.method === 'PUT');
+    expect(puts.map((q) => [q.url, q.authorized])).toEqual([
+      ['/v1/proxies/r-1', true],
+      ['/v1/proxies/r-2', true],
+    ]);
+  });
+
+  it('apply -f --wait returns 0 once all are Ready', async () => {
+    api.autoStep(20);
+    const r = await egress('apply -f fleet.yaml --wait');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/proxy\/r-1 Ready\n/);
+    expect(r.stdout).toMatch(/proxy\/r-2 Ready\n/);
+  });
+
+  it('apply --wait exits 1 with the condition when a proxy fails', async () => {
+    await api.close();
+    api = await startFakeApi({ token: 'sekret', lifecycle: () => ['Pending', 'Failed'] });
+    api.autoStep(20);
+    const r = await egress('apply -f fleet.yaml --wait --timeout 10s');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: proxy\/r-\d is Failed: PermanentError: spec.placement.zone: no such zone\n$/);
+  });
+
+  it('a bad file exits 1 naming the file, document and field, before any request', async () => {
+    writeFileSync(join(dir, 'bad.yaml'), FLEET.replace('name: r-2', 'name: R_2'));
+    const r = await egress('apply -f bad.yaml');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: bad.yaml: documents\[1\]\.metadata\.name: must be a DNS-1123 label/);
+    expect(api.requests).toEqual([]);
+    expect((await egress('apply -f missing.yaml')).stderr).toMatch(/^error: cannot read missing.yaml: ENOENT/);
+    writeFileSync(join(dir, 'empty.yaml'), '# nothing\n');
+    expect(await egress('apply -f empty.yaml')).toMatchObject({
+      code: 1,
+      stderr: 'error: empty.yaml: no Proxy documents\n',
+    });
+  });
+
+  it('apply reads stdin for -f -', async () => {
+    const r = await egress('apply -f -', { readFile: (p) => (p === '-' ? FLEET : '') });
+    expect(r.stdout).toBe('proxy/r-1 accepted\nproxy/r-2 accepted\n');
+  });
+
+  it('API errors print error: <message> with the field and exit 1; other documents still go', async () => {
+    await applied();
+    writeFileSync(join(dir, 'moved.yaml'), FLEET.replace('provider: local }', 'provider: elsewhere }'));
+    const r = await egress('apply -f moved.yaml');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: proxy/r-1: spec.provider is immutable\n');
+    expect(r.stdout).toBe('proxy/r-2 accepted\n');
+  });
+
+  it('unknown flags and verbs exit 2 with usage on stderr, without calling the API', async () => {
+    for (const line of ['get proxies --frobnicate', 'launch', 'describe proxy', 'get proxies -o xml']) {
+      const r = await egress(line);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/^error: .+\nRun 'egress --help' for usage\.\n$/);
+    }
+    expect(api.requests).toEqual([]);
+    const help = await egress('--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: egress');
+    const bare = await egress([]);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('Usage: egress');
+  });
+
+  it('get proxies prints a table, -o json parses, filters reach the API', async () => {
+    await applied();
+    const table = await egress('get proxies');
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAME +PROVIDER +PHASE +ADDRESS +AGE$/);
+    expect(table.stdout).toMatch(/^r-1 +local +Ready +127\.0\.0\.1:\d+ +\d+s$/m);
+    const json = await egress('get proxies -o json --provider local --phase Ready -l team=demo');
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      items: [{ metadata: { name: 'r-1' }, status: { phase: 'Ready' } }],
+    });
+    expect(api.requests.at(-1)?.url).toBe('/v1/proxies?phase=Ready&provider=local&label=team%3Ddemo');
+    expect(parse((await egress('get proxies -o yaml')).stdout)).toHaveProperty('items.1.metadata.name', 'r-2');
+    expect((await egress('get proxies --phase Failed')).stderr).toBe('No proxies found.\n');
+  });
+
+  it('get proxy NAME shows one; a missing one exits 1', async () => {
+    await applied();
+    const r = await egress('get proxy r-2 -o json');
+    expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'Proxy', metadata: { name: 'r-2' } });
+    expect(JSON.parse(r.stdout)).not.toHaveProperty('events');
+    expect(await egress('get proxy nope')).toMatchObject({ code: 1, stderr: 'error: proxy "nope" not found\n' });
+  });
+
+  it('describe proxy shows conditions and events', async () => {
+    await applied();
+    const r = await egress('describe proxy r-1');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Conditions:\n {2}Type +Status +Reason +Age +Message\n/m);
+    expect(r.stdout).toMatch(/^ {2}Ready +True +Ready +\d+s +serving$/m);
+    expect(r.stdout).toMatch(
+      /^Events:\n(.*\n)* {2}Normal +Pending +\d+s +phase is now Pending\n(.*\n)* {2}Normal +Ready /m,
+    );
+  });
+
+  it('delete proxy --wait returns when it is gone; a missing one exits 1', async () => {
+    await applied();
+    api.autoStep(20);
+    const r = await egress('delete proxy r-2 --wait');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/deletion accepted\n(.*\n)*proxy\/r-2 gone\n$/);
+    expect(api.proxies.has('r-2')).toBe(false);
+    expect(await egress('delete proxy r-2')).toMatchObject({
+      code: 1,
+      stderr: 'error: proxy/r-2: proxy "r-2" not found\n',
+    });
+  });
+
+  it('discover prints URLs by default and JSON on request, passing the filters', async () => {
+    await applied();
+    const urls = await egress('discover');
+    expect(urls.stdout).toMatch(/^http:\/\/u-r-1:secret@127\.0\.0\.1:\d+\nhttp:\/\/u-r-2:secret@127\.0\.0\.1:\d+\n$/);
+    const json = await egress('discover -o json --label team=demo --max-latency-ms 50 --distinct --limit 1 --random');
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ name: 'r-1', provider: 'local' })]);
+    expect(api.requests.at(-1)?.url).toBe(
+      '/v1/discovery?label=team%3Ddemo&maxLatencyMs=50&distinct=true&limit=1&order=random&format=json',
+    );
+  });
+
+  it('get providers prints their health', async () => {
+    const r = await egress('get providers');
+    expect(r.stdout).toMatch(
+      /^NAME +TYPE +STATUS +LATENCY +LAST-CHECK +MESSAGE\nlocal +process +Healthy +2ms +\d+s +ok\n$/,
+    );
+  });
+
+  it('get proxies -w prints the table, then changed rows, until Ctrl-C', async () => {
+    await applied();
+    const controller = new AbortController();
+    let stdout = '';
+    const watching = egress('get proxies -w', {
+      signal: controller.signal,
+      stdout: { isTTY: false, write: (s) => void (stdout += s) },
+    });
+    const shown = async (text: string) => {
+      for (let i = 0; i < 500 && !stdout.includes(text); i++) await new Promise((r) => setTimeout(r, 10));
+    };
+    await shown('r-2');
+    await egress('delete proxy r-1');
+    api.step();
+    await shown('Deleting');
+    api.step();
+    await shown('Deleted');
+    controller.abort();
+    expect((await watching).code).toBe(0);
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^NAME +PROVIDER/);
+    expect(lines.slice(1).map((l) => l.split(/ {3,}/).slice(0, 3).join(' '))).toEqual([
+      'r-1 local Ready',
+      'r-2 local Ready',
+      'r-1 local Deleting',
+      'r-1 local Deleted',
+    ]);
+  });
+
+  it('without a token the API error is printed with a hint; without any config it says what to do', async () => {
+    const r = await egress('get proxies', { env: { EGRESS_API_URL: api.url } });
+    expect(r).toMatchObject({
+      code: 1,
+      stderr: 'error: missing or invalid bearer token (no token: set EGRESS_TOKEN)\n',
+    });
+    const none = await egress('get proxies', { env: { EGRESS_HOME: dir } });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/^error: no API configured: set EGRESS_API_URL and EGRESS_TOKEN/);
+  });
+
+  it('an unreachable API exits 1 saying where it looked', async () => {
+    const url = api.url;
+    await api.close();
+    const r = await egress('get proxies', { env: { EGRESS_API_URL: url, EGRESS_TOKEN: 'x' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^error: cannot reach the API at ${url}: .*ECONNREFUSED`));
+    api = await startFakeApi({ token: 'sekret' });
+  });
+});

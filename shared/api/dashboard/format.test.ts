@@ -1,0 +1,49 @@
+/** Unit tests of the dashboard's pure helpers: ages, phase counts, the apply form's documents. */
+import { describe, expect, it } from 'vitest';
+import { age, countByPhase, duration, latency, parseDocuments, sampleDocument } from './format.js';
+
+describe('dashboard format', () => {
+  it('spells ages and latencies briefly', () => {
+    const now = Date.parse('2026-01-02T03:04:05Z');
+    expect(age('2026-01-02T03:03:50Z', now)).toBe('15s');
+    expect(age(null, now)).toBe('');
+    expect(duration(125)).toBe('2m');
+    expect(duration(3 * 3600 + 5 * 60)).toBe('3h 5m');
+    expect(duration(2 * 86400 + 4 * 3600)).toBe('2d 4h');
+    expect(duration(86400)).toBe('1d');
+    expect(latency(12.4)).toBe('12 ms');
+    expect(latency(undefined)).toBe('—');
+  });
+
+  it('counts every phase, zero included', () => {
+    const counts = countByPhase(['Ready', 'Ready', 'Pending', 'Odd']);
+    expect(counts.get('Ready')).toBe(2);
+    expect(counts.get('Failed')).toBe(0);
+    expect(counts.get('Odd')).toBe(1);
+  });
+
+  it('reads the sample, several YAML documents and JSON', () => {
+    expect(parseDocuments(sampleDocument('local'))).toEqual([
+      {
+        name: 'sample-1',
+        body: {
+          apiVersion: 'egress.dev/v1',
+          kind: 'Proxy',
+          metadata: { name: 'sample-1', labels: { team: 'demo' } },
+          spec: { provider: 'local', maxAge: '24h' },
+        },
+      },
+    ]);
+    const two = parseDocuments('metadata: { name: a }\n---\nmetadata: { name: b }\n');
+    expect(two.map((d) => d.name)).toEqual(['a', 'b']);
+    expect(parseDocuments('[{"metadata":{"name":"j"}}]').map((d) => d.name)).toEqual(['j']);
+  });
+
+  it('names what is wrong with a document', () => {
+    expect(() => parseDocuments('')).toThrow(/no document/);
+    expect(() => parseDocuments('{"metadata":')).toThrow(/not valid JSON/);
+    expect(() => parseDocuments('a: [1,\nb: 2')).toThrow(/not valid YAML/);
+    expect(() => parseDocuments('spec: { provider: local }')).toThrow(/document 1: metadata.name is required/);
+    expect(() => parseDocuments('- 1')).toThrow(/must be an object/);
+  });
+});

@@ -1,0 +1,92 @@
+/** The cloud-init user-data: valid YAML for cloud-init, a tinyproxy config with auth and the right port, nothing open. */
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { PermanentError } from '../../errors.js';
+import { buildUserData, READY_ATTRIBUTE, TINYPROXY_CONF } from './cloud-init.js';
+import { instanceResource } from './resources.js';
+import { parseGcpOptions, resolveGcpPlacement } from './options.js';
+
+const credentials = { username: 'u-eu-1', password: 'Zm9v-YmFy_YmF6.cXV4' };
+const cloudConfig = z.object({
+  packages: z.array(z.string()),
+  write_files: z.array(
+    z.object({ path: z.string(), content: z.string(), owner: z.string(), permissions: z.string(), defer: z.boolean() }),
+  ),
+  runcmd: z.array(z.array(z.string())),
+});
+
+describe('buildUserData', () => {
+  const text = buildUserData({ instance: 'ep-eu-1-3f2a9c1b', proxy: 'eu-1', port: 8443, credentials });
+  const doc = cloudConfig.parse(parse(text));
+  const conf = doc.write_files.find((f) => f.path === TINYPROXY_CONF);
+  const directives = (conf?.content ?? '')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(/\s+/));
+
+  it('is a #cloud-config YAML document that installs tinyproxy and writes its config after it', () => {
+    expect(text.startsWith('#cloud-config\n')).toBe(true);
+    expect(doc.packages).toEqual(['tinyproxy']);
+    expect(conf).toMatchObject({ owner: 'root:tinyproxy', permissions: '0640', defer: true });
+  });
+
+  it('configures the right port and Basic auth with the credentials, and no Allow or Listen that would change exposure', () => {
+    expect(directives).toContainEqual(['Port', '8443']);
+    expect(directives).toContainEqual(['BasicAuth', credentials.username, credentials.password]);
+    expect(directives.filter(([k]) => k === 'BasicAuth')).toHaveLength(1);
+    expect(directives.map(([k]) => k)).not.toContain('Allow');
+    expect(directives.map(([k]) => k)).not.toContain('Listen');
+    expect(directives).toContainEqual(['DisableViaHeader', 'Yes']);
+  });
+
+  it('restarts tinyproxy with the config, then reports ready through a guest attribute', () => {
+    const last = doc.runcmd.at(-1)?.join(' ') ?? '';
+    expect(last).toMatch(
+      new RegExp(`systemctl restart tinyproxy && curl .*--data 8443 .*guest-attributes/${READY_ATTRIBUTE}`),
+    );
+  });
+
+  it('refuses credentials tinyproxy could not parse (it would run without auth), without echoing them', () => {
+    const bad = { username: 'u', password: 'has space' };
+    expect(() => buildUserData({ instance: 'i', proxy: 'p', port: 1, credentials: bad })).toThrow(PermanentError);
+    expect(() => buildUserData({ instance: 'i', proxy: 'p', port: 1, credentials: bad })).not.toThrow(/has space/);
+  });
+});
+
+describe('instanceResource', () => {
+  const options = parseGcpOptions({ project: 'p-project', zone: 'us-central1-a', spot: true }, 'config.providers.0');
+  const placement = resolveGcpPlacement({}, options);
+  const spec = {
+    name: 'ep-eu-1-3f2a9c1b',
+    proxy: 'eu-1',
+    installationId: 'prod',
+    specHash: '0123456789abcdef',
+    port: 0,
+    placement,
+    credentials,
+  };
+  const body = instanceResource(spec, placement, 'gce', 3128);
+
+  it('carries the user-data, guest attributes, ownership labels, an ephemeral external IP and no service account', () => {
+    const keys = (body.metadata?.items ?? []).map((i) => i.key);
+    expect(keys).toEqual(['user-data', 'enable-guest-attributes']);
+    expect(body.labels).toEqual({
+      'egress-managed': 'true',
+      'egress-installation': 'prod',
+      'egress-provider': 'gce',
+      'egress-proxy': 'eu-1',
+      'egress-spec': '0123456789abcdef',
+      'egress-port': '3128',
+    });
+    expect(body.networkInterfaces?.[0]?.accessConfigs).toEqual([{ name: 'External NAT', type: 'ONE_TO_ONE_NAT' }]);
+    expect(body.serviceAccounts).toEqual([]);
+    expect(body.disks?.[0]).toMatchObject({ boot: true, autoDelete: true });
+    expect(body.scheduling).toMatchObject({ provisioningModel: 'SPOT', instanceTerminationAction: 'DELETE' });
+    expect(body.tags).toEqual({ items: ['egress-proxy'] });
+  });
+
+  it('refuses a label value GCE would refuse', () => {
+    expect(() => instanceResource({ ...spec, specHash: 'Not.Valid' }, placement, 'gce', 3128)).toThrow(PermanentError);
+  });
+});

@@ -1,0 +1,85 @@
+/** gcp options and placement: defaults, validation naming the field, images that cannot run cloud-init. */
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../errors.js';
+import { parseGcpOptions, resolveGcpPlacement } from './options.js';
+
+const options = parseGcpOptions({ project: 'my-project', zone: 'us-central1-a' }, 'config.providers.0');
+const fieldOf = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ValidationError) return err.field;
+    throw err;
+  }
+  return undefined;
+};
+
+describe('parseGcpOptions', () => {
+  it('applies the defaults: an Ubuntu image (it runs cloud-init), e2-micro, the default network, port 3128', () => {
+    expect(options).toMatchObject({
+      protocol: 'https',
+      machineType: 'e2-micro',
+      image: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64',
+      network: 'default',
+      tags: ['egress-proxy'],
+      spot: false,
+      proxyPort: 3128,
+    });
+  });
+
+  it.each([
+    [{ zone: 'us-central1-a' }, 'config.providers.3.options.project'],
+    [{ project: 'my-project' }, 'config.providers.3.options.zone'],
+    [{ project: 'my-project', zone: 'us-central1' }, 'config.providers.3.options.zone'],
+    [
+      { project: 'my-project', zone: 'us-central1-a', keyFile: '/k.json', protocol: 'http' },
+      'config.providers.3.options.keyFile',
+    ],
+    [
+      { project: 'my-project', zone: 'us-central1-a', image: 'projects/debian-cloud/global/images/family/debian-12' },
+      'config.providers.3.options.image',
+    ],
+    [{ project: 'my-project', zone: 'us-central1-a', regoin: 'x' }, 'config.providers.3.options.regoin'],
+  ])('%j is refused naming %s', (raw, field) => {
+    expect(fieldOf(() => parseGcpOptions(raw, 'config.providers.3'))).toBe(field);
+  });
+});
+
+describe('resolveGcpPlacement', () => {
+  it('completes a placement with the defaults, deterministically (tags sorted) and fully qualified', () => {
+    const a = resolveGcpPlacement({ zone: 'europe-west1-b', tags: ['b', 'a'], subnetwork: 'proxies' }, options);
+    expect(a).toEqual({
+      zone: 'europe-west1-b',
+      machineType: 'e2-micro',
+      image: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64',
+      network: 'global/networks/default',
+      subnetwork: 'regions/europe-west1/subnetworks/proxies',
+      tags: ['a', 'b'],
+      spot: false,
+      diskSizeGb: 10,
+    });
+    expect(resolveGcpPlacement({ tags: ['a', 'b'], zone: 'europe-west1-b', subnetwork: 'proxies' }, options)).toEqual(
+      a,
+    );
+  });
+
+  it.each([
+    [{ region: 'us-central1' }, 'spec.placement.region'],
+    [{ zone: 'nowhere' }, 'spec.placement.zone'],
+    [{ machineType: 'E2 Micro' }, 'spec.placement.machineType'],
+    [{ image: 'ubuntu' }, 'spec.placement.image'],
+    [{ image: 'projects/cos-cloud/global/images/family/cos-stable' }, 'spec.placement.image'],
+    [{ spot: 'yes' }, 'spec.placement.spot'],
+    [{ tags: ['Not A Tag'] }, 'spec.placement.tags.0'],
+    [{ diskSizeGb: 5 }, 'spec.placement.diskSizeGb'],
+    [{ zone: 'us-east1-b', subnetwork: 'regions/us-central1/subnetworks/x' }, 'spec.placement.subnetwork'],
+  ])('%j is refused naming %s', (placement, field) => {
+    expect(fieldOf(() => resolveGcpPlacement(placement, options))).toBe(field);
+  });
+
+  it('an unknown key names itself and lists the known ones', () => {
+    expect(() => resolveGcpPlacement({ bindAddress: '127.0.0.1' }, options)).toThrow(
+      /spec\.placement\.bindAddress: unknown key .*zone, machineType, image/,
+    );
+  });
+});

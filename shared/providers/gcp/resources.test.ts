@@ -1,0 +1,75 @@
+/** Compute instances as the contract sees them: state mapping, address, createdAt; the spec hash in a requestId. */
+import { describe, expect, it } from 'vitest';
+import { RetryableError } from '../../errors.js';
+import { requestIdFor, specHashOfRequestId, stateOf, toInstance, type GceInstance } from './resources.js';
+
+const vm = (over: Partial<GceInstance> = {}): GceInstance => ({
+  name: 'ep-eu-1-3f2a9c1b',
+  id: '123',
+  zone: 'https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a',
+  status: 'RUNNING',
+  creationTimestamp: '2025-07-01T10:00:00.000-07:00',
+  labels: { 'egress-proxy': 'eu-1', 'egress-installation': 'prod', 'egress-spec': 'abc', 'egress-port': '3128' },
+  networkInterfaces: [{ accessConfigs: [{ natIP: '203.0.113.7' }] }],
+  ...over,
+});
+
+describe('stateOf', () => {
+  it.each([
+    ['PROVISIONING', 'Pending'],
+    ['STAGING', 'Pending'],
+    ['PENDING', 'Pending'],
+    ['REPAIRING', 'Pending'],
+    ['RUNNING', 'Running'],
+    ['STOPPING', 'Stopped'],
+    ['PENDING_STOP', 'Stopped'],
+    ['STOPPED', 'Stopped'],
+    ['SUSPENDING', 'Stopped'],
+    ['SUSPENDED', 'Stopped'],
+    ['TERMINATED', 'Terminated'],
+    ['DEPROVISIONING', 'Terminated'],
+  ])('%s → %s', (status, state) => {
+    expect(stateOf(status)).toBe(state);
+  });
+});
+
+describe('toInstance', () => {
+  it('takes the IP from the access config, createdAt from creationTimestamp, the rest from the labels', () => {
+    expect(toInstance(vm())).toEqual({
+      name: 'ep-eu-1-3f2a9c1b',
+      proxy: 'eu-1',
+      installationId: 'prod',
+      specHash: 'abc',
+      state: 'Running',
+      ip: '203.0.113.7',
+      port: 3128,
+      createdAt: Date.parse('2025-07-01T17:00:00.000Z'),
+    });
+  });
+
+  it('a RUNNING VM without its external address yet is Pending; a stopped one shows no address', () => {
+    expect(toInstance(vm({ networkInterfaces: [{ accessConfigs: [{}] }] }))).toMatchObject({
+      state: 'Pending',
+      ip: '',
+    });
+    expect(toInstance(vm({ status: 'TERMINATED' }))).toMatchObject({ state: 'Terminated', ip: '' });
+  });
+
+  it('never reports a zero createdAt (rule 1): a VM without creationTimestamp is a Retryable error', () => {
+    expect(() => toInstance(vm({ creationTimestamp: null }))).toThrow(RetryableError);
+  });
+});
+
+describe('requestIdFor', () => {
+  it('is a version-4 UUID carrying a 16-hex spec hash, different on every attempt', () => {
+    const a = requestIdFor('0123456789abcdef');
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(specHashOfRequestId(a)).toBe('0123456789abcdef');
+    expect(requestIdFor('0123456789abcdef')).not.toBe(a);
+  });
+
+  it('for any other spec hash it is a plain random UUID that carries nothing', () => {
+    for (let i = 0; i < 50; i++) expect(specHashOfRequestId(requestIdFor('contract0'))).toBeUndefined();
+    expect(specHashOfRequestId('6f1c2a7e-0b3d-4c55-9d2e-7a8b9c0d1e2f')).toBeUndefined();
+  });
+});

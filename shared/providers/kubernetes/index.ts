@@ -1,0 +1,207 @@
+/**
+ * The `kubernetes` provider: one Pod per proxy running tinyproxy, its config (port, credentials) in
+ * a Secret the Pod mounts, labelled for ownership; the check function probes it through itself.
+ */
+import type { ProviderConfig } from '../../config/schema.js';
+import { EgressError, NotFoundError, PermanentError, RetryableError, ValidationError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
+import { KubeApiError, podFieldOf, toEgressError, type ApiCall } from './api-errors.js';
+import { createKubeApi, type KubeApi, type TokenSource } from './client.js';
+import { ownerSelector, podManifest, secretManifest, secretName } from './manifests.js';
+import { ownerOf, podToInstance, type PodView } from './observe.js';
+import { managedNamespaces, parseKubernetesOptions, type KubernetesOptions } from './options.js';
+import { resolveKubernetesPlacement, type KubernetesPlacement } from './placement.js';
+
+/** What the factory needs; the registry's `ProviderFactoryDeps` fits it. */
+export interface KubernetesProviderDeps {
+  provider: ProviderConfig;
+  /** The provider's config path (`config.providers.2`). */
+  path: string;
+  config: { installationId: string };
+  logger: Logger;
+  /** GKE access tokens (default: the metadata server); tests pass their own. */
+  tokens?: TokenSource;
+}
+
+/** The verbs this provider needs, per resource, in every namespace it manages (see infra/kubernetes/rbac.yaml). */
+export const REQUIRED_ACCESS: readonly { verb: string; resource: string }[] = [
+  { verb: 'create', resource: 'pods' },
+  { verb: 'get', resource: 'pods' },
+  { verb: 'list', resource: 'pods' },
+  { verb: 'delete', resource: 'pods' },
+  { verb: 'create', resource: 'secrets' },
+  { verb: 'update', resource: 'secrets' },
+  { verb: 'delete', resource: 'secrets' },
+];
+
+class KubernetesProvider implements Provider {
+  readonly name: string;
+  readonly type = 'kubernetes';
+  /** The check function probes each Running Pod through itself with `credentials/{name}`. */
+  readonly probesRemotely = false;
+  private readonly options: KubernetesOptions;
+  private readonly namespaces: string[];
+  private readonly optionsPath: string;
+  private readonly api: KubeApi;
+  private readonly installationId: string;
+
+  constructor(private readonly deps: KubernetesProviderDeps) {
+    this.name = deps.provider.name;
+    this.optionsPath = `${deps.path}.options`;
+    this.options = parseKubernetesOptions(deps.provider.options, deps.path);
+    this.namespaces = managedNamespaces(this.options);
+    this.installationId = deps.config.installationId;
+    this.api = createKubeApi(this.options, this.optionsPath, deps.tokens);
+  }
+
+  resolvePlacement(placement: Record<string, unknown>): Record<string, unknown> {
+    return { ...resolveKubernetesPlacement(placement, this.namespaces) };
+  }
+
+  async create(spec: InstanceSpec): Promise<Instance> {
+    let placement: KubernetesPlacement;
+    try {
+      placement = resolveKubernetesPlacement(spec.placement, this.namespaces);
+    } catch (err) {
+      if (err instanceof ValidationError) throw new PermanentError(err.reason, err.field);
+      throw err;
+    }
+    const ns = placement.namespace;
+    const port = spec.port || this.options.port;
+    const secret = secretManifest(spec, this.name, ns, port);
+    const pod = podManifest(spec, this.name, placement, this.options, port);
+    const fieldOf = (f: string) => podFieldOf(f, this.optionsPath);
+    const secretCall: ApiCall = { verb: 'create', resource: 'secrets', namespace: ns, name: secretName(spec.name) };
+    try {
+      await this.api.createSecret(ns, secret);
+    } catch (err) {
+      const e = toEgressError(err, secretCall);
+      if (!isAlreadyExists(err)) throw e;
+      // A leftover or a concurrent create: make its content this spec's (the Pod reads it at start).
+      await this.api.replaceSecret(ns, secretName(spec.name), secret).catch((u: unknown) => {
+        throw toEgressError(u, { ...secretCall, verb: 'update' });
+      });
+    }
+    try {
+      return this.instance(await this.api.createPod(ns, pod));
+    } catch (err) {
+      if (isAlreadyExists(err)) return this.adopt(ns, spec);
+      const e = toEgressError(err, { verb: 'create', resource: 'pods', namespace: ns, name: spec.name, fieldOf });
+      // No Pod will use this Secret: do not leave it behind (delete would find no Pod to follow).
+      await this.api.deleteSecret(ns, secretName(spec.name)).catch((d: unknown) => {
+        this.deps.logger.warn('could not remove the Secret of a Pod that was not created', {
+          instance: spec.name,
+          error: toEgressError(d, { ...secretCall, verb: 'delete' }).message,
+        });
+      });
+      throw e;
+    }
+  }
+
+  async get(name: string): Promise<Instance> {
+    const found = await Promise.allSettled(this.namespaces.map((ns) => this.api.readPod(ns, name)));
+    let failure: EgressError | undefined;
+    for (const [i, r] of found.entries()) {
+      if (r.status === 'fulfilled') return this.instance(r.value);
+      const e = toEgressError(r.reason, { verb: 'get', resource: 'pods', namespace: this.namespaces[i] ?? '', name });
+      if (!(e instanceof NotFoundError)) failure ??= e;
+    }
+    // Absence is only certain when every managed namespace said 404.
+    if (failure) throw failure;
+    throw new NotFoundError(`pod ${name} not found in ${this.namespaces.join(', ')} (${this.api.server})`);
+  }
+
+  async delete(name: string): Promise<void> {
+    for (const ns of this.namespaces) {
+      const gone = (resource: 'pods' | 'secrets', target: string) => (err: unknown) => {
+        const e = toEgressError(err, { verb: 'delete', resource, namespace: ns, name: target });
+        if (!(e instanceof NotFoundError)) throw e;
+      };
+      // The Pod first: a terminating Pod stays visible to `get` until the kubelet confirms it stopped.
+      await this.api.deletePod(ns, name).catch(gone('pods', name));
+      await this.api.deleteSecret(ns, secretName(name)).catch(gone('secrets', secretName(name)));
+    }
+  }
+
+  async list(): Promise<Instance[]> {
+    const selector = ownerSelector(this.installationId, this.name);
+    const instances: Instance[] = [];
+    for (const ns of this.namespaces) {
+      const pods = await this.api.listPods(ns, selector).catch((err: unknown) => {
+        const e = toEgressError(err, { verb: 'list', resource: 'pods', namespace: ns });
+        throw e instanceof RetryableError ? e : new RetryableError(`listing is incomplete: ${e.message}`);
+      });
+      for (const pod of pods) {
+        const owner = ownerOf(pod);
+        if (owner?.installationId === this.installationId && owner.provider === this.name)
+          instances.push(this.instance(pod));
+      }
+    }
+    return instances;
+  }
+
+  async check(): Promise<ProviderHealth> {
+    const started = performance.now();
+    const detail: Record<string, { ok: boolean; message: string }> = {};
+    let current = '';
+    try {
+      for (const ns of this.namespaces) {
+        current = ns;
+        const allowed = await Promise.all(REQUIRED_ACCESS.map((a) => this.api.canI(ns, a.verb, a.resource)));
+        const missing = REQUIRED_ACCESS.filter((_, i) => !allowed[i]).map((a) => `${a.verb} ${a.resource}`);
+        detail[ns] = missing.length
+          ? { ok: false, message: `missing RBAC permission: ${missing.join(', ')}` }
+          : { ok: true, message: 'all permissions granted' };
+      }
+    } catch (err) {
+      const e = toEgressError(err, { verb: 'create', resource: 'selfsubjectaccessreviews', namespace: current });
+      const latencyMs = Math.round(performance.now() - started);
+      return { ok: false, message: `Kubernetes API ${this.api.server} is not usable: ${e.message}`, latencyMs };
+    }
+    const latencyMs = Math.round(performance.now() - started);
+    const bad = Object.entries(detail).filter(([, d]) => !d.ok);
+    if (bad.length === 0)
+      return {
+        ok: true,
+        message: `${this.api.server} reachable; RBAC complete in ${this.namespaces.join(', ')}`,
+        latencyMs,
+        detail,
+      };
+    const message = bad.map(([ns, d]) => `namespace ${ns}: ${d.message}`).join('; ');
+    return { ok: false, message, latencyMs, detail };
+  }
+
+  /** An existing Pod of this name: ours (same installation and provider) is adopted as it is. */
+  private async adopt(ns: string, spec: InstanceSpec): Promise<Instance> {
+    const pod = await this.api.readPod(ns, spec.name).catch((err: unknown) => {
+      throw toEgressError(err, { verb: 'get', resource: 'pods', namespace: ns, name: spec.name });
+    });
+    const owner = ownerOf(pod);
+    if (owner?.installationId !== this.installationId || owner.provider !== this.name || owner.proxy !== spec.proxy)
+      throw new PermanentError(
+        `a Pod named ${spec.name} exists in namespace ${ns} and is not this proxy's`,
+        'metadata.name',
+      );
+    this.deps.logger.debug('adopted an existing Pod', { provider: this.name, instance: spec.name, namespace: ns });
+    return this.instance(pod);
+  }
+
+  private instance(pod: PodView): Instance {
+    return podToInstance(pod, `${this.optionsPath}.image`);
+  }
+}
+
+function isAlreadyExists(err: unknown): boolean {
+  return err instanceof KubeApiError && err.alreadyExists;
+}
+
+/**
+ * Builds a `kubernetes` provider. Cheap: options are validated now, the SDK loads on the first call.
+ *
+ * @throws ValidationError naming `config.providers.N.options.<key>`
+ * @example FACTORIES.kubernetes = createKubernetesProvider;
+ */
+export function createKubernetesProvider(deps: KubernetesProviderDeps): Provider {
+  return new KubernetesProvider(deps);
+}

@@ -1,0 +1,79 @@
+/** The Pod and Secret of an instance: tinyproxy's config, ownership labels, probe, placement, no open proxy. */
+import { describe, expect, it } from 'vitest';
+import type { InstanceSpec } from '../contract.js';
+import { ownerSelector, podManifest, secretManifest, tinyproxyConfig } from './manifests.js';
+import { parseKubernetesOptions } from './options.js';
+
+const options = parseKubernetesOptions({ server: 'https://k', token: 't' }, 'config.providers.0');
+const spec: InstanceSpec = {
+  name: 'ep-p1-12345678',
+  proxy: 'p1',
+  installationId: 'it',
+  specHash: 'h1',
+  port: 0,
+  placement: {},
+  credentials: { username: 'u-p1', password: 'Zm9vYmFy-_x' },
+};
+
+describe('manifests', () => {
+  it('tinyproxy listens on the port and requires the proxy’s credentials', () => {
+    expect(tinyproxyConfig(3128, spec.credentials)).toMatch(/^Port 3128\n[\s\S]*\nBasicAuth u-p1 Zm9vYmFy-_x\n$/);
+  });
+
+  it.each([['with space'], ['quote"'], ['hash#'], ['']])(
+    'refuses a credential that is not one token (%j)',
+    (password) => {
+      expect(() => tinyproxyConfig(8888, { username: 'u', password })).toThrow(
+        expect.objectContaining({ code: 'Permanent', field: 'credentials.password' }),
+      );
+    },
+  );
+
+  it('the Secret carries the config base64-encoded and the ownership labels', () => {
+    const secret = secretManifest(spec, 'k8s', 'egress', 8888);
+    expect(secret.metadata).toMatchObject({ name: 'ep-p1-12345678-proxy', namespace: 'egress' });
+    expect(Buffer.from(secret.data?.['tinyproxy.conf'] ?? '', 'base64').toString()).toContain('BasicAuth u-p1 ');
+    expect(secret.metadata?.labels).toMatchObject({ 'egress.dev/installation': 'it', 'egress.dev/provider': 'k8s' });
+  });
+
+  it('the Pod: labels, image, readiness probe on the proxy port, the Secret mounted, placement applied', () => {
+    const pod = podManifest(
+      spec,
+      'k8s',
+      { namespace: 'egress', nodeSelector: { pool: 'egress' }, tolerations: ['dedicated=egress:NoSchedule'] },
+      options,
+      8888,
+    );
+    expect(pod.metadata?.labels).toEqual({
+      'app.kubernetes.io/name': 'egress-proxy',
+      'app.kubernetes.io/managed-by': 'egress',
+      'egress.dev/installation': 'it',
+      'egress.dev/provider': 'k8s',
+      'egress.dev/proxy': 'p1',
+      'egress.dev/spec-hash': 'h1',
+    });
+    const container = pod.spec?.containers[0];
+    expect(container?.image).toBe(options.image);
+    expect(container?.readinessProbe?.tcpSocket?.port).toBe(8888);
+    expect(container?.ports).toEqual([{ name: 'proxy', containerPort: 8888, protocol: 'TCP' }]);
+    expect(pod.spec?.volumes?.[0]?.secret?.secretName).toBe('ep-p1-12345678-proxy');
+    expect(pod.spec?.nodeSelector).toEqual({ pool: 'egress' });
+    expect(pod.spec?.tolerations).toEqual([
+      { key: 'dedicated', operator: 'Equal', value: 'egress', effect: 'NoSchedule' },
+    ]);
+    expect(pod.spec?.automountServiceAccountToken).toBe(false);
+    expect(pod.spec?.hostNetwork).toBeUndefined();
+  });
+
+  it('hostNetwork publishes the port on the node and resolves cluster DNS', () => {
+    const pod = podManifest(spec, 'k8s', { namespace: 'egress', hostNetwork: true }, options, 3128);
+    expect(pod.spec).toMatchObject({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' });
+    expect(pod.spec?.containers[0]?.ports?.[0]).toMatchObject({ containerPort: 3128, hostPort: 3128 });
+  });
+
+  it('the list selector includes the installation id and the provider', () => {
+    expect(ownerSelector('it', 'k8s')).toBe(
+      'app.kubernetes.io/managed-by=egress,egress.dev/installation=it,egress.dev/provider=k8s',
+    );
+  });
+});

@@ -1,0 +1,119 @@
+/** The Pod and Secret of one proxy instance, and the ownership labels that find them again. */
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { PermanentError } from '../../errors.js';
+import type { InstanceSpec } from '../contract.js';
+import type { KubernetesOptions } from './options.js';
+import { parseToleration, type KubernetesPlacement, type Toleration } from './placement.js';
+
+/** Ownership labels. `managed-by` and the installation id are what GC and `list` select on. */
+export const LABELS = {
+  name: 'app.kubernetes.io/name',
+  managedBy: 'app.kubernetes.io/managed-by',
+  installation: 'egress.dev/installation',
+  provider: 'egress.dev/provider',
+  proxy: 'egress.dev/proxy',
+  specHash: 'egress.dev/spec-hash',
+} as const;
+
+export const MANAGED_BY = 'egress';
+/** The container, its port and the volume, by name (the observer reads the port back from the Pod). */
+export const CONTAINER = 'proxy';
+const VOLUME = 'proxy-config';
+const CONFIG_DIR = '/etc/egress-proxy';
+export const CONFIG_KEY = 'tinyproxy.conf';
+/** `nobody`: the proxy needs no privileges (its port is above 1024). */
+const RUN_AS = 65534;
+
+/** The Secret holding an instance's proxy configuration (and so its credentials). */
+export const secretName = (instance: string): string => `${instance}-proxy`;
+
+/** What this provider's objects carry, and what `list` selects (an installation never sees another's). */
+export function ownerSelector(installationId: string, provider: string): string {
+  return `${LABELS.managedBy}=${MANAGED_BY},${LABELS.installation}=${installationId},${LABELS.provider}=${provider}`;
+}
+
+function labelsOf(spec: InstanceSpec, provider: string): Record<string, string> {
+  return {
+    [LABELS.name]: 'egress-proxy',
+    [LABELS.managedBy]: MANAGED_BY,
+    [LABELS.installation]: spec.installationId,
+    [LABELS.provider]: provider,
+    [LABELS.proxy]: spec.proxy,
+    [LABELS.specHash]: spec.specHash,
+  };
+}
+
+/**
+ * tinyproxy's configuration: listen on `port`, require the proxy's credentials (407 without).
+ * Credentials are single tokens in this file format, so whitespace or quotes are refused.
+ */
+export function tinyproxyConfig(port: number, credentials: InstanceSpec['credentials']): string {
+  for (const [key, value] of Object.entries(credentials)) {
+    if (!/^[\x21-\x7e]+$/.test(value) || /["'#\\]/.test(value))
+      throw new PermanentError('must be printable ASCII without spaces, quotes, # or \\', `credentials.${key}`);
+  }
+  return [
+    `Port ${port}`,
+    'Listen 0.0.0.0',
+    'Timeout 600',
+    'MaxClients 256',
+    'DisableViaHeader Yes',
+    'LogLevel Warning',
+    `BasicAuth ${credentials.username} ${credentials.password}`,
+    '',
+  ].join('\n');
+}
+
+/** The Secret the Pod mounts. Its data never reaches a log line or a span. */
+export function secretManifest(spec: InstanceSpec, provider: string, namespace: string, port: number): V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: secretName(spec.name), namespace, labels: labelsOf(spec, provider) },
+    type: 'Opaque',
+    data: { [CONFIG_KEY]: Buffer.from(tinyproxyConfig(port, spec.credentials)).toString('base64') },
+  };
+}
+
+/**
+ * The proxy Pod: tinyproxy reading its config from the mounted Secret, a TCP readiness probe on the
+ * proxy port, the placement, and ownership labels.
+ */
+export function podManifest(
+  spec: InstanceSpec,
+  provider: string,
+  placement: KubernetesPlacement,
+  options: KubernetesOptions,
+  port: number,
+): V1Pod {
+  const onHost = placement.hostNetwork === true || placement.hostPort === true;
+  const tolerations = (placement.tolerations ?? []).map(parseToleration).filter((t): t is Toleration => !!t);
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: spec.name, namespace: placement.namespace, labels: labelsOf(spec, provider) },
+    spec: {
+      restartPolicy: 'Always',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      terminationGracePeriodSeconds: options.terminationGracePeriodSeconds,
+      securityContext: { runAsNonRoot: true, runAsUser: RUN_AS, runAsGroup: RUN_AS, fsGroup: RUN_AS },
+      ...(placement.hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
+      ...(placement.nodeSelector ? { nodeSelector: placement.nodeSelector } : {}),
+      ...(tolerations.length > 0 ? { tolerations } : {}),
+      containers: [
+        {
+          name: CONTAINER,
+          image: options.image,
+          command: ['tinyproxy', '-d', '-c', `${CONFIG_DIR}/${CONFIG_KEY}`],
+          ports: [{ name: CONTAINER, containerPort: port, protocol: 'TCP', ...(onHost ? { hostPort: port } : {}) }],
+          readinessProbe: { tcpSocket: { port }, initialDelaySeconds: 1, periodSeconds: 5, failureThreshold: 3 },
+          resources: options.resources,
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          volumeMounts: [{ name: VOLUME, mountPath: CONFIG_DIR, readOnly: true }],
+        },
+      ],
+      volumes: [{ name: VOLUME, secret: { secretName: secretName(spec.name), defaultMode: 0o440 } }],
+    },
+  };
+}

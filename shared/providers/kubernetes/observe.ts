@@ -1,0 +1,137 @@
+/** From a Pod as the API returns it (validated, never cast) to an `Instance`: state, IP, port, createdAt. */
+import { z } from 'zod';
+import type { ErrorInfo } from '../../errors.js';
+import type { Instance, InstanceState } from '../contract.js';
+import { CONTAINER, LABELS, MANAGED_BY } from './manifests.js';
+
+/** The SDK turns timestamps into Dates; a raw response has strings. */
+const timestamp = z.union([z.date(), z.string()]).transform((t) => (t instanceof Date ? t.getTime() : Date.parse(t)));
+const absent = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
+
+const containerState = z.object({
+  waiting: absent(z.object({ reason: absent(z.string()), message: absent(z.string()) })),
+  terminated: absent(z.object({ reason: absent(z.string()), exitCode: absent(z.number()) })),
+});
+
+/** The parts of a Pod this provider reads. */
+export const podSchema = z.object({
+  metadata: z.object({
+    name: z.string(),
+    namespace: absent(z.string()),
+    labels: absent(z.record(z.string(), z.string())),
+    creationTimestamp: timestamp,
+    deletionTimestamp: absent(timestamp),
+  }),
+  spec: absent(
+    z.object({
+      hostNetwork: absent(z.boolean()),
+      containers: z.array(
+        z.object({
+          name: z.string(),
+          ports: absent(
+            z.array(z.object({ name: absent(z.string()), containerPort: z.number(), hostPort: absent(z.number()) })),
+          ),
+        }),
+      ),
+    }),
+  ),
+  status: absent(
+    z.object({
+      phase: absent(z.string()),
+      podIP: absent(z.string()),
+      hostIP: absent(z.string()),
+      conditions: absent(
+        z.array(
+          z.object({ type: z.string(), status: z.string(), reason: absent(z.string()), message: absent(z.string()) }),
+        ),
+      ),
+      containerStatuses: absent(z.array(z.object({ name: z.string(), state: absent(containerState) }))),
+    }),
+  ),
+});
+export type PodView = z.infer<typeof podSchema>;
+
+/** Container waiting reasons that mean the Pod will not start by itself. */
+const STUCK_WAITING = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'CrashLoopBackOff',
+]);
+
+/** Who owns a Pod, from its labels; undefined when it does not carry this project's labels. */
+export function ownerOf(pod: PodView): { installationId: string; provider: string; proxy: string } | undefined {
+  const l = pod.metadata.labels ?? {};
+  const installationId = l[LABELS.installation];
+  const provider = l[LABELS.provider];
+  const proxy = l[LABELS.proxy];
+  if (l[LABELS.managedBy] !== MANAGED_BY || !installationId || !provider || !proxy) return undefined;
+  return { installationId, provider, proxy };
+}
+
+/**
+ * Maps a Pod to an Instance:
+ * a set `deletionTimestamp` → `Terminated` (still present until the object is gone);
+ * `Pending` → `Pending`, or `Failed` when it cannot be scheduled (quota) or its container cannot
+ * start; `Running` + condition Ready → `Running`, not ready → `Pending` (or `Failed` when crash
+ * looping); `Succeeded`/`Failed` → `Terminated`; `Unknown` (node lost) → `Stopped`.
+ *
+ * @param imageField - the config field that names the image (for an invalid image name)
+ */
+export function podToInstance(pod: PodView, imageField: string): Instance {
+  const labels = pod.metadata.labels ?? {};
+  const status = pod.status;
+  const container = pod.spec?.containers.find((c) => c.name === CONTAINER) ?? pod.spec?.containers[0];
+  const port = container?.ports?.find((p) => p.name === CONTAINER) ?? container?.ports?.[0];
+  const onHost = pod.spec?.hostNetwork === true || port?.hostPort !== undefined;
+  const instance: Instance = {
+    name: pod.metadata.name,
+    proxy: labels[LABELS.proxy] ?? '',
+    installationId: labels[LABELS.installation] ?? '',
+    specHash: labels[LABELS.specHash] ?? '',
+    state: 'Pending',
+    ip: (onHost ? status?.hostIP : status?.podIP) ?? '',
+    port: port?.hostPort ?? port?.containerPort ?? 0,
+    createdAt: pod.metadata.creationTimestamp,
+  };
+  const { state, error } = stateOf(pod, imageField);
+  instance.state = state;
+  if (error) instance.error = error;
+  return instance;
+}
+
+function stateOf(pod: PodView, imageField: string): { state: InstanceState; error?: ErrorInfo } {
+  if (pod.metadata.deletionTimestamp !== undefined) return { state: 'Terminated' };
+  const status = pod.status;
+  const condition = (type: string) => status?.conditions?.find((c) => c.type === type);
+  const waiting = status?.containerStatuses
+    ?.map((c) => c.state?.waiting)
+    .find((w) => w?.reason && STUCK_WAITING.has(w.reason));
+  const stuck = (): { state: InstanceState; error: ErrorInfo } | undefined => {
+    if (!waiting?.reason) return undefined;
+    const message = `proxy container cannot start: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''}`;
+    if (waiting.reason === 'InvalidImageName')
+      return { state: 'Failed', error: { code: 'Permanent', message: `${imageField}: ${message}`, field: imageField } };
+    return { state: 'Failed', error: { code: 'Retryable', message } };
+  };
+  switch (status?.phase) {
+    case 'Running':
+      if (condition('Ready')?.status === 'True') return { state: 'Running' };
+      return stuck() ?? { state: 'Pending' };
+    case 'Succeeded':
+    case 'Failed':
+      return { state: 'Terminated' };
+    case 'Unknown':
+      return { state: 'Stopped' };
+    default: {
+      const scheduled = condition('PodScheduled');
+      if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
+        const message = `no node can run the proxy Pod: ${scheduled.message ?? 'Unschedulable'}`;
+        return { state: 'Failed', error: { code: 'QuotaExceeded', message } };
+      }
+      return stuck() ?? { state: 'Pending' };
+    }
+  }
+}

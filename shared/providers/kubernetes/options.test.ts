@@ -1,0 +1,66 @@
+/** Provider options: defaults, errors naming `config.providers.N.options.<key>`, and the config sample. */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { parseConfig } from '../../config/load.js';
+import { ValidationError } from '../../errors.js';
+import { createLogger } from '../../logger.js';
+import { createKubernetesProvider } from './index.js';
+import { DEFAULT_IMAGE, managedNamespaces, parseKubernetesOptions } from './options.js';
+import { resolveKubernetesPlacement } from './placement.js';
+
+const PATH = 'config.providers.3';
+const access = { server: 'https://10.0.0.1', token: 't' };
+
+describe('kubernetes options', () => {
+  it('applies defaults: namespace default, tinyproxy image, port 8888, small resources', () => {
+    const o = parseKubernetesOptions(access, PATH);
+    expect(o).toMatchObject({ namespace: 'default', image: DEFAULT_IMAGE, port: 8888, requestTimeoutSeconds: 10 });
+    expect(o.resources.limits).toEqual({ cpu: '500m', memory: '64Mi' });
+    expect(managedNamespaces({ ...o, namespaces: ['b', 'default'] })).toEqual(['default', 'b']);
+  });
+
+  it.each([
+    [{}, 'kubeconfig', /exactly one way/],
+    [{ ...access, inCluster: true }, 'kubeconfig', /exactly one way/],
+    [{ server: 'https://x' }, 'token', /bearer token/],
+    [{ inCluster: true, context: 'prod' }, 'context', /kubeconfig/],
+    [{ ...access, namespace: 'Not_Valid' }, 'namespace', /DNS-1123/],
+    [{ ...access, port: 70000 }, 'port', /./],
+    [{ ...access, resources: { limits: { cpu: 'lots' } } }, 'resources.limits.cpu', /quantity/],
+    [{ ...access, zone: 'x' }, 'zone', /unknown option/],
+    [{ gke: { server: 'ftp://x' } }, 'gke.server', /./],
+  ])('%j is refused naming its field (%s)', (options, key, reason) => {
+    let error: unknown;
+    try {
+      parseKubernetesOptions(options, PATH);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error).toHaveProperty('field', `${PATH}.options.${key}`);
+    expect(String(error)).toMatch(reason);
+  });
+
+  it('the registry refuses a provider whose options are invalid, naming the field', () => {
+    expect(() =>
+      createKubernetesProvider({
+        provider: { name: 'k', type: 'kubernetes', catalogue: {}, options: { server: 'https://x' }, rolloutBudget: 2 },
+        path: PATH,
+        config: { installationId: 'it' },
+        logger: createLogger({ write: () => undefined }),
+      }),
+    ).toThrow(`${PATH}.options.token`);
+  });
+
+  it('the config sample is a valid config whose catalogue entries are valid placements', () => {
+    const config = parseConfig(parseYaml(readFileSync('docs/samples/config/kubernetes.yaml', 'utf8')));
+    const providers = config.providers.filter((p) => p.type === 'kubernetes');
+    expect(providers.length).toBeGreaterThan(0);
+    providers.forEach((p, i) => {
+      const options = parseKubernetesOptions(p.options, `config.providers.${i}`);
+      for (const entry of Object.values(p.catalogue))
+        expect(resolveKubernetesPlacement(entry, managedNamespaces(options)).namespace).toBe(options.namespace);
+    });
+  });
+});

@@ -1,0 +1,110 @@
+/** Kubernetes placement: namespace, node selector, tolerations, host network/port, validated naming the field. */
+import { z } from 'zod';
+import { labelsSchema } from '../../domain/proxy.js';
+import { ValidationError } from '../../errors.js';
+
+/** A placement after validation, with the default namespace filled in (it feeds the spec hash). */
+export type KubernetesPlacement = {
+  namespace: string;
+  nodeSelector?: Record<string, string>;
+  /** `key`, `key=value`, `key:Effect`, `key=value:Effect`, or `*` (tolerate every taint). */
+  tolerations?: string[];
+  /** Run in the node's network namespace: the proxy's IP is the node's own (egress) IP. */
+  hostNetwork?: boolean;
+  /** Publish the proxy port on the node's IP (the instance IP is then the node's). */
+  hostPort?: boolean;
+};
+
+/** A toleration as the Pod spec spells it. */
+export interface Toleration {
+  key?: string;
+  operator: 'Equal' | 'Exists';
+  value?: string;
+  effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+const KNOWN_KEYS = ['namespace', 'nodeSelector', 'tolerations', 'hostNetwork', 'hostPort'] as const;
+const TOLERATION =
+  /^([A-Za-z0-9][-A-Za-z0-9_./]*)(=([A-Za-z0-9][-A-Za-z0-9_.]*)?)?(:(NoSchedule|PreferNoSchedule|NoExecute))?$/;
+
+function fail(key: string, reason: string): never {
+  throw new ValidationError(`spec.placement.${key}`, reason);
+}
+
+/**
+ * Parses one toleration string.
+ *
+ * @example parseToleration('dedicated=egress:NoSchedule') // {key: 'dedicated', operator: 'Equal', value: 'egress', effect: 'NoSchedule'}
+ * @returns undefined when the string is not a toleration
+ */
+export function parseToleration(text: string): Toleration | undefined {
+  if (text === '*') return { operator: 'Exists' };
+  const m = TOLERATION.exec(text);
+  if (!m?.[1]) return undefined;
+  const effect = m[5] === 'NoSchedule' || m[5] === 'PreferNoSchedule' || m[5] === 'NoExecute' ? m[5] : undefined;
+  const toleration: Toleration = m[2]
+    ? { key: m[1], operator: 'Equal', value: m[3] ?? '' }
+    : { key: m[1], operator: 'Exists' };
+  if (effect) toleration.effect = effect;
+  return toleration;
+}
+
+/**
+ * Validates and completes a placement. Deterministic and free of side effects (rule 15).
+ *
+ * @param placement - after catalogue resolution
+ * @param namespaces - the namespaces this provider manages; the first is the default
+ * @throws ValidationError naming `spec.placement.<key>`
+ */
+export function resolveKubernetesPlacement(
+  placement: Record<string, unknown>,
+  namespaces: string[],
+): KubernetesPlacement {
+  for (const key of Object.keys(placement)) {
+    if (!(KNOWN_KEYS as readonly string[]).includes(key))
+      fail(key, `unknown placement key for a kubernetes provider (known: ${KNOWN_KEYS.join(', ')})`);
+  }
+  const namespace = placement['namespace'] ?? namespaces[0] ?? 'default';
+  if (typeof namespace !== 'string' || !namespaces.includes(namespace))
+    fail(
+      'namespace',
+      `namespace ${JSON.stringify(namespace)} is not managed by this provider (managed: ${namespaces.join(', ')})`,
+    );
+  const resolved: KubernetesPlacement = { namespace };
+
+  const selector = placement['nodeSelector'];
+  if (selector !== undefined) {
+    const parsed = labelsSchema.safeParse(selector);
+    if (!parsed.success) fail('nodeSelector', `must map node label keys to values: ${issueOf(parsed.error)}`);
+    else if (Object.keys(parsed.data).length > 0) resolved.nodeSelector = parsed.data;
+  }
+
+  const tolerations = placement['tolerations'];
+  if (tolerations !== undefined) {
+    const list = z.array(z.string()).safeParse(tolerations);
+    if (!list.success) fail('tolerations', 'must be a list like ["dedicated=egress:NoSchedule"]');
+    else {
+      list.data.forEach((t, i) => {
+        if (!parseToleration(t))
+          fail(
+            'tolerations',
+            `entry ${i} ${JSON.stringify(t)} is not key, key=value, key:Effect, key=value:Effect or *`,
+          );
+      });
+      if (list.data.length > 0) resolved.tolerations = list.data;
+    }
+  }
+
+  for (const key of ['hostNetwork', 'hostPort'] as const) {
+    const value = placement[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'boolean') fail(key, 'must be true or false');
+    else if (value) resolved[key] = true;
+  }
+  return resolved;
+}
+
+function issueOf(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return `${(issue?.path ?? []).join('.') || '(value)'}: ${issue?.message ?? 'invalid'}`;
+}

@@ -1,0 +1,99 @@
+/**
+ * A sweep's shortcut for settled relay-backed proxies: while their instance has not changed since
+ * it was last observed, the stored status is that observation, used (instead of reading the relay's
+ * inventory) only to confirm that nothing is to be done.
+ */
+import type { ProxyDoc, ProxyStatus } from '../domain/status.js';
+import type { Provider, ProviderHealth } from '../providers/contract.js';
+import type { Decision, Observation } from './decide.js';
+import { egressDue } from './egress.js';
+import { statusChanged } from './status.js';
+
+type Changed = (instance: string, sinceMs: number) => boolean;
+
+/** Per check batch (keyed by its health cache): each provider's recent changes, read once. */
+const batchChanges = new WeakMap<object, Map<string, Promise<Changed | undefined>>>();
+
+function changesOf(batch: object, provider: Provider): Promise<Changed | undefined> {
+  let byProvider = batchChanges.get(batch);
+  if (!byProvider) {
+    byProvider = new Map<string, Promise<Changed | undefined>>();
+    batchChanges.set(batch, byProvider);
+  }
+  let changes = byProvider.get(provider.name);
+  if (!changes) {
+    // A failed read only means the inventory is read proxy by proxy, as without the shortcut.
+    changes = provider.changes ? provider.changes().catch(() => undefined) : Promise.resolve(undefined);
+    byProvider.set(provider.name, changes);
+  }
+  return changes;
+}
+
+/**
+ * The observation stored in a settled proxy's status, when a sweep may use it instead of asking
+ * the provider: only for providers whose observations arrive by report and say what changed
+ * (`probesRemotely` and `changes`: the relay-backed ones), while the provider is not down, the
+ * proxy is Ready, healthy and current, its instance has not changed since its last probe on
+ * record, and that probe is younger than the heartbeat (so the heartbeat still reads).
+ *
+ * @param batch - the check batch's health cache: recent changes are read once per batch
+ * @returns undefined when the provider must be asked
+ */
+export async function storedObservation(
+  doc: ProxyDoc,
+  provider: Provider,
+  installationId: string,
+  health: ProviderHealth | undefined,
+  now: number,
+  heartbeatMs: number,
+  batch: object,
+): Promise<Observation | undefined> {
+  const { status } = doc;
+  const { instance, health: probed } = status;
+  if (!provider.probesRemotely || !provider.changes || health?.ok === false) return undefined;
+  if (doc.deletionRequestedAt !== undefined || doc.lease !== undefined) return undefined;
+  if (status.phase !== 'Ready' || status.observedGeneration !== doc.generation) return undefined;
+  if (!instance || instance.state !== 'Running' || !probed?.ok) return undefined;
+  const probedAt = Date.parse(probed.lastProbeAt);
+  const age = now - probedAt;
+  if (!(age >= 0 && age < heartbeatMs)) return undefined;
+  const changed = await changesOf(batch, provider);
+  if (!changed || changed(instance.name, probedAt)) return undefined;
+  return {
+    kind: 'found',
+    instance: {
+      name: instance.name,
+      proxy: doc.metadata.name,
+      installationId,
+      specHash: instance.specHash,
+      state: instance.state,
+      ip: instance.ip,
+      port: instance.port,
+      createdAt: Date.parse(instance.createdAt),
+      health: probed,
+    },
+  };
+}
+
+/**
+ * True when a decision taken on the stored observation changes nothing: no action, no failure, the
+ * same phase, no status write and no egress verification due. Anything else must be decided again
+ * on a fresh observation.
+ */
+export function changesNothing(
+  decision: Decision,
+  previous: ProxyStatus,
+  next: ProxyStatus,
+  now: number,
+  heartbeatMs: number,
+): boolean {
+  return (
+    decision.action === 'none' &&
+    decision.failure === undefined &&
+    decision.replace === undefined &&
+    decision.recheckAfterMs === undefined &&
+    next.phase === previous.phase &&
+    !statusChanged(previous, next, now, heartbeatMs) &&
+    !egressDue(previous, next, now, heartbeatMs)
+  );
+}

@@ -1,0 +1,151 @@
+/** The built `egress` CLI against the real local stack, run as a new user would run it. */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { proxyListSchema } from '../../cli/api-schemas.js';
+import { startLocalStack, type RunningStack } from './stack.js';
+
+const run = promisify(execFile);
+const OFFSET = 600;
+const ROOT = process.cwd();
+const CLI = join(ROOT, 'dist', 'cli', 'main.js');
+const FLEET = ['local-1', 'local-2', 'local-rotating'];
+let stack: RunningStack;
+
+/** `egress <args>` as a child process, configured only by the stack's local.env (EGRESS_HOME). */
+async function egress(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], EGRESS_HOME: stack.home };
+  try {
+    const { stdout, stderr } = await run(CLI, args, { cwd: ROOT, env, timeout: 170_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    // execFile rejects on a non-zero exit with the code and both outputs on the error.
+    const exited = z.object({ code: z.number(), stdout: z.string(), stderr: z.string() }).safeParse(err);
+    if (!exited.success) throw err;
+    return exited.data;
+  }
+}
+
+beforeAll(async () => {
+  stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET), EGRESS_SAMPLES: 'none' });
+});
+
+afterAll(async () => {
+  if (stack && stack.process.exitCode === null) await stack.interrupt();
+});
+
+describe('e2e: egress CLI', () => {
+  it('the stack wrote the API URL and token the CLI reads', () => {
+    const env = stack.localEnv();
+    expect(env['EGRESS_API_URL']).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(env['EGRESS_TOKEN']).toMatch(/.+/);
+  });
+
+  it('apply -f docs/samples/local-fleet.yaml --wait returns 0 when all are Ready', async () => {
+    const r = await egress('apply', '-f', 'docs/samples/local-fleet.yaml', '--wait', '--timeout', '150s');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    for (const name of FLEET) {
+      expect(r.stdout).toContain(`proxy/${name} accepted\n`);
+      // Not a terminal: plain lines, the last one per proxy says Ready.
+      expect(r.stdout).toContain(`proxy/${name} Ready\n`);
+    }
+    expect(r.stdout).not.toContain('\r');
+  });
+
+  it('get proxies -o json parses and shows the fleet Ready; the table is aligned', async () => {
+    const r = await egress('get', 'proxies', '-o', 'json');
+    expect(r.code).toBe(0);
+    const list = proxyListSchema.parse(JSON.parse(r.stdout));
+    expect(list.items.map((p) => [p.metadata.name, p.status.phase])).toEqual(FLEET.map((n) => [n, 'Ready']));
+    const table = await egress('get', 'proxies', '-o', 'wide');
+    const [header, ...rows] = table.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^NAME +PROVIDER +PHASE +ADDRESS +AGE +EGRESS-IP +LATENCY +INSTANCE$/);
+    for (const row of rows)
+      expect(row).toMatch(/^local-\S+ +local +Ready +127\.0\.0\.1:\d+ +\d+s +127\.0\.0\.1 +\d+ms +ep-/);
+    expect(rows.map((r) => r.indexOf('Ready'))).toEqual(rows.map(() => header?.indexOf('PHASE')));
+  });
+
+  it('discover -o urls prints URLs that work with curl -x', async () => {
+    const r = await egress('discover', '-o', 'urls');
+    expect(r.code).toBe(0);
+    const urls = r.stdout.trimEnd().split('\n');
+    expect(urls).toHaveLength(FLEET.length);
+    for (const url of urls) {
+      expect(url).toMatch(/^http:\/\/[^:@]+:[^@]+@127\.0\.0\.1:\d+$/);
+      const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
+      expect(JSON.parse(stdout)).toHaveProperty('ip', '127.0.0.1');
+    }
+    const json = await egress('discover', '-o', 'json', '--label', 'rotation=hourly');
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ name: 'local-rotating', provider: 'local' })]);
+  });
+
+  it('describe proxy local-1 shows conditions and events', async () => {
+    const r = await egress('describe', 'proxy', 'local-1');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Name: +local-1$/m);
+    expect(r.stdout).toMatch(/^Phase: +Ready$/m);
+    expect(r.stdout).toMatch(/^Conditions:\n {2}Type +Status +Reason +Age +Message\n/m);
+    for (const type of ['Provisioned', 'Healthy', 'Ready'])
+      expect(r.stdout).toMatch(new RegExp(`^ {2}${type} +True `, 'm'));
+    expect(r.stdout).toMatch(/^Events:\n {2}Type +Reason +Age +Message\n {2}-+ .*\n {2}(Normal|Warning) +\S+ +\d+\w /m);
+  });
+
+  it('get providers shows the local provider', async () => {
+    const r = await egress('get', 'providers');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^NAME +TYPE +STATUS +LATENCY +LAST-CHECK +MESSAGE\nlocal +process +\w+/);
+  });
+
+  it('delete proxy local-2 --wait returns when it is gone', async () => {
+    const r = await egress('delete', 'proxy', 'local-2', '--wait', '--timeout', '120s');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^proxy\/local-2 deletion accepted\n(.*\n)*proxy\/local-2 gone\n$/);
+    expect(await egress('get', 'proxy', 'local-2')).toMatchObject({
+      code: 1,
+      stderr: 'error: proxy "local-2" not found\n',
+    });
+    const list = proxyListSchema.parse(JSON.parse((await egress('get', 'proxies', '-o', 'json')).stdout));
+    expect(list.items.map((p) => p.metadata.name)).toEqual(['local-1', 'local-rotating']);
+  });
+
+  it('a bad file exits 1 naming the document and the field, and applies nothing', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'egress-e2e-cli-')), 'bad.yaml');
+    writeFileSync(
+      file,
+      [
+        'apiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: bad-0}\nspec: {provider: local}',
+        'apiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: Bad_1}\nspec: {provider: local}',
+      ].join('\n---\n'),
+    );
+    const r = await egress('apply', '-f', file, '--wait');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^error: .*bad\.yaml: documents\[1\]\.metadata\.name: must be a DNS-1123 label/);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect((await egress('get', 'proxy', 'bad-0')).code).toBe(1);
+  });
+
+  it('an API error prints error: <message> with the field and exits 1', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'egress-e2e-cli-')), 'moved.yaml');
+    writeFileSync(
+      file,
+      'apiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: local-1}\nspec: {provider: elsewhere}\n',
+    );
+    const r = await egress('apply', '-f', file);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: proxy\/local-1: spec\.provider/);
+  });
+
+  it('an unknown flag exits 2', async () => {
+    const r = await egress('get', 'proxies', '--no-such-flag');
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr).toMatch(/^error: unknown flag: --no-such-flag\n/);
+    expect((await egress('frobnicate')).code).toBe(2);
+  });
+});

@@ -1,0 +1,134 @@
+/** The dashboard in Debian's headless Chromium against the real local stack: sign in, the sample fleet, actions. */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalStack, type RunningStack } from './stack.js';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const SCREENSHOT = join('test-results', 'dashboard.png');
+const FLEET = ['local-1', 'local-2', 'local-rotating'];
+/** As the machine notes say: without the background-networking flags Chromium keeps dialling out. */
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+let stack: RunningStack | undefined;
+let context: BrowserContext | undefined;
+let profile: string | undefined;
+let page: Page;
+let apiUrl = '';
+let token = '';
+
+const row = (name: string) => page.getByTestId(`proxy-row-${name}`);
+const readyRow = (name: string) => page.locator(`[data-testid="proxy-row-${name}"][data-phase="Ready"]`);
+const text = async (selector: string) => (await page.locator(selector).textContent()) ?? '';
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `Chromium is missing at ${CHROMIUM}: the dashboard's browser test needs Debian's chromium ` +
+        '(`apt-get install -y chromium`, as .ci/run does) or CHROMIUM_PATH naming another build',
+    );
+  }
+  stack = await startLocalStack({ EGRESS_PORT_OFFSET: '700' });
+  apiUrl = stack.localEnv()['EGRESS_API_URL'] ?? '';
+  token = stack.localEnv()['EGRESS_TOKEN'] ?? '';
+  profile = mkdtempSync(join(tmpdir(), 'egress-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 800 },
+  });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: apiUrl });
+  page = context.pages()[0] ?? (await context.newPage());
+});
+
+afterAll(async () => {
+  await context?.close();
+  if (stack && stack.process.exitCode === null) await stack.interrupt();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+describe('e2e: dashboard in a browser', () => {
+  it('asks for the token and brings the form back when the API refuses it', async () => {
+    expect(apiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await page.goto(`${apiUrl}/`);
+    await page.getByLabel('API token').fill('not-the-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#login-error:not([hidden])').waitFor();
+    expect(await text('#login-error')).toMatch(/refused the token.*invalid bearer token/);
+    expect(await page.locator('#dashboard').isHidden()).toBe(true);
+  });
+
+  it('shows the sample fleet Ready with providers, relays and the latency chart', async () => {
+    await page.getByLabel('API token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    for (const name of FLEET) await readyRow(name).waitFor({ timeout: 30_000 });
+    await expect.poll(() => text('[data-testid="phase-count-Ready"]')).toBe('3 Ready');
+    expect(await row('local-1').locator('[data-col="address"]').textContent()).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(await page.getByTestId('provider-row-local').textContent()).toContain('local');
+    expect(await page.getByTestId('relay-row-local').textContent()).toMatch(/\d+s ago/);
+    expect(await page.locator('[data-testid="latency-chart"] g.bar').count()).toBe(3);
+    // Readable at 1280×800: the proxies table needs no horizontal scrolling.
+    const fits =
+      "(() => { const s = document.querySelector('#proxies .scroll'); return s.scrollWidth <= s.clientWidth; })()";
+    expect(await page.evaluate<boolean>(fits)).toBe(true);
+    // The token survives a reload of the tab (sessionStorage), and the page asks for nothing again.
+    await page.reload();
+    await readyRow('local-1').waitFor();
+  });
+
+  it("shows a proxy's conditions and events, and copies its URL", async () => {
+    await row('local-1').getByTestId('select-proxy').click();
+    await page.getByTestId('condition-Ready').waitFor();
+    expect(await page.getByTestId('condition-Ready').textContent()).toContain('True');
+    await expect.poll(() => page.locator('[data-testid="events"] tbody tr').count()).toBeGreaterThan(0);
+    await row('local-1').getByTestId('copy-url').click();
+    await expect.poll(() => text('#action-status')).toMatch(/Copied the URL of local-1/);
+    const copied = await page.evaluate<string>('navigator.clipboard.readText()');
+    expect(copied).toMatch(/^http:\/\/[^:]+:[^@]+@127\.0\.0\.1:\d+$/);
+  });
+
+  it('applies documents from the form and shows the API error with its field', async () => {
+    const area = page.getByLabel(/Proxy documents/);
+    await area.fill('apiVersion: egress.dev/v1\nkind: Proxy\nmetadata: { name: bad-1 }\nspec: { port: 0 }\n');
+    await page.getByRole('button', { name: 'Apply', exact: true }).click();
+    await expect.poll(() => text('#apply-results')).toMatch(/bad-1: Validation: .*\(field spec\.provider\)/);
+    await page.getByRole('button', { name: 'Reset to the sample' }).click();
+    expect(await area.inputValue()).toContain('name: sample-1');
+    await page.getByRole('button', { name: 'Apply', exact: true }).click();
+    await expect.poll(() => text('#apply-results')).toMatch(/sample-1: accepted/);
+    await readyRow('sample-1').waitFor({ timeout: 60_000 });
+  });
+
+  it('deletes a proxy after a confirm step and sees it go', async () => {
+    await row('local-2').getByTestId('delete-proxy').click();
+    const dialog = page.locator('#delete-dialog');
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain('Delete proxy local-2?');
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    expect(await dialog.isVisible()).toBe(false);
+    expect(await row('local-2').count()).toBe(1);
+    await row('local-2').getByTestId('delete-proxy').click();
+    await page.locator('#confirm-delete').click();
+    await expect.poll(() => text('#action-status')).toMatch(/Deletion of local-2 accepted/);
+    await row('local-2').waitFor({ state: 'detached', timeout: 60_000 });
+    const gone = await fetch(`${apiUrl}/v1/proxies/local-2`, { headers: { authorization: `Bearer ${token}` } });
+    expect(gone.status).toBe(404);
+    await expect.poll(() => text('[data-testid="phase-count-total"]')).toBe('3 proxies');
+    for (const name of ['local-1', 'local-rotating', 'sample-1']) expect(await row(name).count()).toBe(1);
+    mkdirSync('test-results', { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    expect(existsSync(SCREENSHOT)).toBe(true);
+  });
+});

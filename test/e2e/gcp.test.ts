@@ -1,0 +1,145 @@
+/**
+ * The `gcp` provider through the functions on the emulators, as a user drives it: `npm start` with
+ * the sample config pointed at the fake Compute API, the sample proxies published to the request
+ * topic, Ready (probed through each VM's real proxy), then deleted.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify } from 'yaml';
+import { z } from 'zod';
+import { parseProxyDocuments } from '../../shared/domain/documents.js';
+import { instanceName } from '../../shared/domain/names.js';
+import { proxyDocSchema } from '../../shared/domain/status.js';
+import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
+import { eventually } from '../support/eventually.js';
+import { processesMatching, startLocalStack, type RunningStack } from './stack.js';
+
+const run = promisify(execFile);
+const OFFSET = 400;
+const dir = mkdtempSync(join(tmpdir(), 'egress-e2e-gcp-'));
+const samples = parseProxyDocuments(readFileSync('docs/samples/gcp.yaml', 'utf8'));
+let fake: FakeGce;
+let stack: RunningStack;
+
+const proxy = async (name: string) => {
+  const data = (await stack.db.collection('proxies').doc(name).get()).data();
+  return data ? proxyDocSchema.parse(data) : undefined;
+};
+const publish = (body: unknown) =>
+  stack.pubsub.topic('proxy-requests').publishMessage({ data: Buffer.from(JSON.stringify(body)) });
+const vmOf = (name: string) => fake.find(instanceName('prod', name));
+
+const sampleConfigSchema = z
+  .object({ providers: z.array(z.object({ options: z.record(z.string(), z.unknown()) }).loose()) })
+  .loose();
+
+/** The sample config with the Compute endpoint pointed at the fake, and local intervals. */
+function configFor(endpoint: FakeGce['endpoint']): string {
+  const sample = sampleConfigSchema.parse(parseYaml(readFileSync('docs/samples/config/gcp.yaml', 'utf8')));
+  const providers = sample.providers.map((p) => ({ ...p, options: { ...p.options, ...endpoint } }));
+  const file = join(dir, 'egress.yaml');
+  writeFileSync(
+    file,
+    stringify({
+      ...sample,
+      providers,
+      project: 'demo-egress',
+      echoUrl: 'http://127.0.0.1:8088/',
+      checkIntervalSeconds: 5,
+      gcIntervalSeconds: 15,
+      healthIntervalSeconds: 5,
+      leaseSeconds: 30,
+      backoffBaseSeconds: 2,
+      backoffMaxSeconds: 60,
+    }),
+  );
+  return file;
+}
+
+beforeAll(async () => {
+  fake = await startFakeGce();
+  stack = await startLocalStack({
+    EGRESS_PORT_OFFSET: String(OFFSET),
+    EGRESS_SAMPLES: 'none',
+    EGRESS_CONFIG: configFor(fake.endpoint),
+  });
+});
+
+afterAll(async () => {
+  if (stack && stack.process.exitCode === null) await stack.interrupt();
+  await fake?.close();
+});
+
+describe('e2e: gcp provider through the functions', () => {
+  it('the function bundles load the Compute SDK only when a gcp provider is used', () => {
+    const bundle = readFileSync('dist/functions/check/index.js', 'utf8');
+    expect(bundle).toMatch(/import\(\s*["']@google-cloud\/compute["']\s*\)/);
+    expect(bundle).not.toMatch(/^import[^;]*from\s*["']@google-cloud\/compute["']/m);
+  });
+
+  it('the sample proxies published to proxy-requests become Ready as VMs, reachable with their credentials', async () => {
+    for (const doc of samples) await publish(doc);
+    await eventually(
+      async () => {
+        for (const doc of samples) expect((await proxy(doc.metadata.name))?.status.phase).toBe('Ready');
+      },
+      120_000,
+      500,
+    );
+    expect(vmOf('gce-eu-spot')).toMatchObject({ zone: 'europe-west1-b', project: 'my-project' });
+    expect(vmOf('gce-eu-spot')?.body.scheduling).toMatchObject({ provisioningModel: 'SPOT' });
+    expect(vmOf('gce-east')?.body.machineType).toBe('zones/us-east1-b/machineTypes/e2-small');
+    for (const doc of samples) {
+      const name = doc.metadata.name;
+      const status = (await proxy(name))?.status;
+      const vm = vmOf(name);
+      expect(status?.address).toBe(`${vm?.natIP}:${doc.spec.port || 3128}`);
+      // Each VM egresses from its own external address.
+      expect(status?.health?.egressIp).toBe(vm?.natIP);
+      expect(vm?.body.labels).toMatchObject({ 'egress-installation': 'prod', 'egress-proxy': name });
+      const creds = (await stack.db.collection('credentials').doc(name).get()).data();
+      const user = encodeURIComponent(String(creds?.['username']));
+      const url = `http://${user}:${encodeURIComponent(String(creds?.['password']))}@${String(status?.address)}`;
+      const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
+      expect(JSON.parse(stdout)).toHaveProperty('ip');
+      const refused = await run('curl', [
+        '-s',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        '-x',
+        `http://${String(status?.address)}`,
+        `http://127.0.0.1:${8088 + OFFSET}/`,
+      ]);
+      expect(refused.stdout).toBe('407');
+    }
+    const health = (await stack.db.collection('providers').doc('gce').get()).data();
+    expect(health?.['status']).toBe('Healthy');
+  });
+
+  it('a delete request removes the VM (and its proxy), the document and the credentials', async () => {
+    for (const doc of samples) await publish({ ...doc, action: 'delete' });
+    await eventually(
+      async () => {
+        for (const doc of samples) {
+          const name = doc.metadata.name;
+          expect(await proxy(name)).toBeUndefined();
+          expect(vmOf(name)).toBeUndefined();
+          expect((await stack.db.collection('credentials').doc(name).get()).exists).toBe(false);
+        }
+      },
+      60_000,
+      500,
+    );
+    expect(processesMatching(`--gce-fake=${fake.guestMarker}`)).toEqual([]);
+  });
+
+  it('Ctrl-C stops the stack cleanly', async () => {
+    expect(await stack.interrupt()).toBe(0);
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * The `kubernetes` provider through the functions on the emulators, as a user drives it: `npm start`
+ * with the sample config pointed at the fake Kubernetes API, the sample proxies published to the
+ * request topic, Ready (probed through each Pod's real proxy), then deleted.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify } from 'yaml';
+import { z } from 'zod';
+import { parseProxyDocuments } from '../../shared/domain/documents.js';
+import { instanceName } from '../../shared/domain/names.js';
+import { proxyDocSchema } from '../../shared/domain/status.js';
+import { startFakeKube, type FakeKube } from '../fakes/kube/index.js';
+import { eventually } from '../support/eventually.js';
+import { startLocalStack, type RunningStack } from './stack.js';
+
+const run = promisify(execFile);
+const OFFSET = 500;
+const NS = 'egress-proxies';
+const dir = mkdtempSync(join(tmpdir(), 'egress-e2e-k8s-'));
+const samples = parseProxyDocuments(readFileSync('docs/samples/kubernetes.yaml', 'utf8'));
+let fake: FakeKube;
+let stack: RunningStack;
+
+const proxy = async (name: string) => {
+  const data = (await stack.db.collection('proxies').doc(name).get()).data();
+  return data ? proxyDocSchema.parse(data) : undefined;
+};
+const publish = (body: unknown) =>
+  stack.pubsub.topic('proxy-requests').publishMessage({ data: Buffer.from(JSON.stringify(body)) });
+const podOf = (name: string) => fake.pod(NS, instanceName('prod', name));
+
+const sampleConfigSchema = z
+  .object({ providers: z.array(z.object({ options: z.record(z.string(), z.unknown()) }).passthrough()) })
+  .passthrough();
+
+/** The sample config, with cluster access pointed at the fake and local intervals. */
+function configFor(server: string, token: string): string {
+  const sample = sampleConfigSchema.parse(parseYaml(readFileSync('docs/samples/config/kubernetes.yaml', 'utf8')));
+  const providers = sample.providers.map((p) => {
+    const { kubeconfig: _file, context: _context, ...options } = p.options;
+    return { ...p, options: { ...options, server, token } };
+  });
+  const file = join(dir, 'egress.yaml');
+  writeFileSync(
+    file,
+    stringify({
+      ...sample,
+      providers,
+      project: 'demo-egress',
+      echoUrl: 'http://127.0.0.1:8088/',
+      checkIntervalSeconds: 5,
+      gcIntervalSeconds: 15,
+      healthIntervalSeconds: 5,
+      leaseSeconds: 30,
+      backoffBaseSeconds: 2,
+      backoffMaxSeconds: 60,
+    }),
+  );
+  return file;
+}
+
+beforeAll(async () => {
+  fake = await startFakeKube({
+    namespaces: [NS],
+    nodes: [
+      { name: 'general' },
+      {
+        name: 'egress-1',
+        labels: { pool: 'egress' },
+        taints: [{ key: 'dedicated', value: 'egress', effect: 'NoSchedule' }],
+      },
+    ],
+  });
+  const { server, token } = fake.access();
+  stack = await startLocalStack({
+    EGRESS_PORT_OFFSET: String(OFFSET),
+    EGRESS_SAMPLES: 'none',
+    EGRESS_CONFIG: configFor(server, token),
+  });
+});
+
+afterAll(async () => {
+  if (stack && stack.process.exitCode === null) await stack.interrupt();
+  await fake?.close();
+});
+
+describe('e2e: kubernetes provider through the functions', () => {
+  it('the function bundles load the Kubernetes SDK only when a kubernetes provider is used', () => {
+    const bundle = readFileSync('dist/functions/check/index.js', 'utf8');
+    expect(bundle).toMatch(/import\(\s*["']@kubernetes\/client-node["']\s*\)/);
+    expect(bundle).not.toMatch(/^import[^;]*from\s*["']@kubernetes\/client-node["']/m);
+  });
+
+  it('the sample proxies published to proxy-requests become Ready as Pods, reachable with their credentials', async () => {
+    for (const doc of samples) await publish(doc);
+    await eventually(
+      async () => {
+        for (const doc of samples) expect((await proxy(doc.metadata.name))?.status.phase).toBe('Ready');
+      },
+      90_000,
+      500,
+    );
+    expect(podOf('k8s-dedicated')?.spec.nodeName).toBe('egress-1');
+    expect(podOf('k8s-node-ip')?.spec.hostNetwork).toBe(true);
+    for (const doc of samples) {
+      const name = doc.metadata.name;
+      const status = (await proxy(name))?.status;
+      const pod = podOf(name);
+      const ip = pod?.spec.hostNetwork ? pod.status.hostIP : pod?.status.podIP;
+      expect(status?.address).toBe(`${ip}:${doc.spec.port || 8888}`);
+      expect(pod?.metadata.labels).toMatchObject({ 'egress.dev/installation': 'prod', 'egress.dev/proxy': name });
+      const creds = (await stack.db.collection('credentials').doc(name).get()).data();
+      const user = encodeURIComponent(String(creds?.['username']));
+      const url = `http://${user}:${encodeURIComponent(String(creds?.['password']))}@${String(status?.address)}`;
+      const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
+      expect(JSON.parse(stdout)).toHaveProperty('ip');
+      const refused = await run('curl', [
+        '-s',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        '-x',
+        `http://${String(status?.address)}`,
+        `http://127.0.0.1:${8088 + OFFSET}/`,
+      ]);
+      expect(refused.stdout).toBe('407');
+    }
+    const health = (await stack.db.collection('providers').doc('k8s').get()).data();
+    expect(health?.['status']).toBe('Healthy');
+  });
+
+  it('a delete request removes the Pod, its Secret, the document and the credentials', async () => {
+    for (const doc of samples) await publish({ ...doc, action: 'delete' });
+    await eventually(
+      async () => {
+        for (const doc of samples) {
+          const name = doc.metadata.name;
+          expect(await proxy(name)).toBeUndefined();
+          expect(podOf(name)).toBeUndefined();
+          expect(fake.secret(NS, `${instanceName('prod', name)}-proxy`)).toBeUndefined();
+          expect((await stack.db.collection('credentials').doc(name).get()).exists).toBe(false);
+        }
+      },
+      60_000,
+      500,
+    );
+  });
+
+  it('Ctrl-C stops the stack cleanly', async () => {
+    expect(await stack.interrupt()).toBe(0);
+  });
+});

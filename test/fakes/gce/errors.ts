@@ -1,0 +1,88 @@
+/** Error bodies as Compute sends them (legacy `errors[]` with `reason`), and the faults tests can inject. */
+
+/** The methods the fake serves, named as in the REST reference. */
+export type Method =
+  | 'instances.insert'
+  | 'instances.get'
+  | 'instances.delete'
+  | 'instances.aggregatedList'
+  | 'instances.getGuestAttributes'
+  | 'zoneOperations.get'
+  | 'zoneOperations.wait'
+  | 'zoneOperations.delete'
+  | 'globalOperations.aggregatedList'
+  | 'zones.get'
+  | 'machineTypes.get'
+  | 'images.get'
+  | 'images.getFromFamily';
+
+/** A refusal the fake answers with: an HTTP status and one Compute error (domain, reason, message). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+    readonly domain = 'global',
+  ) {
+    super(message);
+  }
+
+  /** The JSON body, as compute.googleapis.com writes it. */
+  body(): unknown {
+    return {
+      error: {
+        code: this.status,
+        message: this.message,
+        errors: [{ message: this.message, domain: this.domain, reason: this.reason }],
+      },
+    };
+  }
+}
+
+export const notFound = (resource: string) => new ApiError(404, 'notFound', `The resource '${resource}' was not found`);
+export const alreadyExists = (resource: string) =>
+  new ApiError(409, 'alreadyExists', `The resource '${resource}' already exists`);
+export const invalidField = (field: string, value: string, why: string) =>
+  new ApiError(400, 'invalid', `Invalid value for field '${field}': '${value}'. ${why}`);
+export const notReady = (resource: string) =>
+  new ApiError(400, 'resourceNotReady', `The resource '${resource}' is not ready`);
+
+/** A fault to inject into the next matching calls (`times`, default 1; `Infinity` for all). */
+export type Fault = { method: Method; times?: number; instance?: string } & (
+  | { kind: 'quota' | 'rateLimit' | 'serverError' | 'forbidden' | 'drop' }
+  | { kind: 'invalidField'; field: string }
+  | { kind: 'slow'; delayMs: number }
+  /** instances.insert only: the insert is accepted and its operation fails `afterMs` later. */
+  | { kind: 'operationError'; code: string; location?: string; afterMs?: number }
+);
+
+/** The error a synchronous fault answers with (undefined for slow, drop and operationError). */
+export function faultError(fault: Fault, resource: string, permission: string): ApiError | undefined {
+  switch (fault.kind) {
+    case 'quota':
+      return new ApiError(403, 'quotaExceeded', "Quota 'CPUS' exceeded.  Limit: 8.0 in region.", 'usageLimits');
+    case 'rateLimit':
+      return new ApiError(403, 'rateLimitExceeded', 'Rate Limit Exceeded', 'usageLimits');
+    case 'serverError':
+      return new ApiError(503, 'backendError', 'Internal error. Please try again or contact Google Support.');
+    case 'forbidden':
+      return new ApiError(403, 'forbidden', `Required '${permission}' permission for '${resource}'`);
+    case 'invalidField':
+      return invalidField(fault.field, 'x', 'Injected by the test.');
+    default:
+      return undefined;
+  }
+}
+
+/** Messages and HTTP statuses of the operation error codes the fake can report. */
+export const OPERATION_ERRORS: Record<string, { status: number; message: string }> = {
+  ZONE_RESOURCE_POOL_EXHAUSTED: {
+    status: 503,
+    message:
+      'The zone does not have enough resources available to fulfill the request. Try a different zone, or try again later.',
+  },
+  QUOTA_EXCEEDED: { status: 403, message: "Quota 'CPUS' exceeded.  Limit: 8.0 in region." },
+  INVALID_FIELD_VALUE: { status: 400, message: 'Invalid value for a field of the request.' },
+  RESOURCE_NOT_FOUND: { status: 404, message: 'A resource the request refers to was not found.' },
+  INTERNAL_ERROR: { status: 500, message: 'Internal error.' },
+};

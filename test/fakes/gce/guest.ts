@@ -1,0 +1,174 @@
+/**
+ * The guest side of a fake VM: what cloud-init and tinyproxy would do with the instance's
+ * `user-data`, done for real with the project's own proxy process bound to the VM's loopback
+ * address, so "reachable through the proxy with its credentials" is a fact and not a stub.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { parse } from 'yaml';
+import { z } from 'zod';
+
+/** What the tinyproxy configuration in a user-data says about serving. */
+export interface GuestProxyConfig {
+  port: number;
+  username: string;
+  password: string;
+  /** `Listen` address, when the config pins one. */
+  listen?: string | undefined;
+  /** `Allow` lines: without any, every client may connect (it must still authenticate). */
+  allow: string[];
+  /** The guest attribute a runcmd sets once the proxy serves (`curl -X PUT … guest-attributes/<key>`). */
+  readyAttribute?: { key: string; value: string } | undefined;
+}
+
+const TINYPROXY_CONF = '/etc/tinyproxy/tinyproxy.conf';
+
+const cloudConfigSchema = z.object({
+  packages: z.array(z.union([z.string(), z.array(z.string())])).optional(),
+  write_files: z
+    .array(z.object({ path: z.string(), content: z.string().optional(), defer: z.boolean().optional() }))
+    .optional(),
+  runcmd: z.array(z.union([z.string(), z.array(z.string())])).optional(),
+});
+
+/**
+ * Reads a user-data document as cloud-init and tinyproxy would.
+ *
+ * @throws Error saying why the guest would come up without a working proxy
+ */
+export function parseUserData(userData: string): GuestProxyConfig {
+  if (!userData.startsWith('#cloud-config\n')) throw new Error('user-data is not a #cloud-config document');
+  const doc = cloudConfigSchema.parse(parse(userData));
+  const packages = (doc.packages ?? []).map((p) => (Array.isArray(p) ? p[0] : p));
+  if (!packages.includes('tinyproxy')) throw new Error('cloud-config does not install the tinyproxy package');
+  const file = doc.write_files?.find((f) => f.path === TINYPROXY_CONF);
+  if (!file?.content) throw new Error(`cloud-config writes no ${TINYPROXY_CONF}`);
+  const commands = (doc.runcmd ?? []).map((c) => [c].flat().join(' '));
+  const restart = commands.find((c) => c.includes('restart tinyproxy'));
+  if (!restart) throw new Error('cloud-config never restarts tinyproxy with the written configuration');
+  const put = /--data (\S+).*guest-attributes\/([\w/-]+)/.exec(restart);
+  const readyAttribute = put?.[1] && put[2] ? { key: put[2], value: put[1] } : undefined;
+  return { ...parseTinyproxyConfig(file.content), readyAttribute };
+}
+
+/** Parses the directives this fake honours: Port, Listen, Allow and BasicAuth (tinyproxy's grammar). */
+export function parseTinyproxyConfig(text: string): GuestProxyConfig {
+  let port: number | undefined;
+  let auth: [string, string] | undefined;
+  let listen: string | undefined;
+  const allow: string[] = [];
+  for (const line of text.split('\n')) {
+    const [keyword, ...args] = line.trim().split(/\s+/);
+    switch (keyword?.toLowerCase()) {
+      case 'port':
+        port = Number(args[0]);
+        break;
+      case 'listen':
+        listen = args[0];
+        break;
+      case 'allow':
+        if (args[0]) allow.push(args[0]);
+        break;
+      case 'basicauth': {
+        const [user, pass] = args;
+        // tinyproxy's ALNUM token: anything else fails to parse and the directive is lost.
+        if (!user || !pass || !/^[-A-Za-z0-9._]+$/.test(user) || !/^[-A-Za-z0-9._]+$/.test(pass))
+          throw new Error('BasicAuth needs a user and a password of [-A-Za-z0-9._]');
+        auth = [user, pass];
+        break;
+      }
+    }
+  }
+  if (!port || !Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error('tinyproxy.conf sets no valid Port');
+  if (!auth) throw new Error('tinyproxy.conf has no BasicAuth: the proxy would be open');
+  return { port, username: auth[0], password: auth[1], listen, allow };
+}
+
+/** A running guest proxy. */
+export interface GuestProcess {
+  pid: number | undefined;
+  /** Resolves once the proxy listens (rejects when it cannot). */
+  ready: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts and stops guest proxies: `relay/backends/process/proxy-server.ts`, bundled once, one
+ * process per running VM, marked with `--gce-fake=<id>` so a test can find them.
+ */
+export class GuestRunner {
+  private bundle: Promise<string> | undefined;
+  private readonly dir = mkdtempSync(join(cacheDir(), 'egress-gce-fake-'));
+  private readonly running = new Set<GuestProcess>();
+
+  constructor(readonly marker: string) {}
+
+  /** Starts a proxy for `instance` on `host` with the config from its user-data. */
+  start(instance: string, host: string, config: GuestProxyConfig): GuestProcess {
+    let child: ChildProcess | undefined;
+    const ready = (this.bundle ??= this.build()).then(
+      (path) =>
+        new Promise<void>((resolve, reject) => {
+          child = spawn(process.execPath, [path, `--egress-proxy=${instance}`, `--gce-fake=${this.marker}`], {
+            stdio: ['pipe', 'pipe', 'ignore'],
+          });
+          child.stdout?.once('data', (b: Buffer) =>
+            b.toString().includes('"ready":true') ? resolve() : reject(new Error(b.toString())),
+          );
+          child.once('exit', () => reject(new Error(`guest proxy of ${instance} exited`)));
+          const { port, username, password } = config;
+          // Its own address as the source of outgoing connections: each VM egresses from its external IP.
+          child.stdin?.end(JSON.stringify({ name: instance, host, port, username, password, localAddress: host }));
+        }),
+    );
+    const guest: GuestProcess = {
+      get pid() {
+        return child?.pid;
+      },
+      ready,
+      stop: async () => {
+        this.running.delete(guest);
+        await ready.catch(() => undefined);
+        if (!child || child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise<void>((resolve) => child?.once('exit', () => resolve()));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child?.kill('SIGKILL'), 2000);
+        await exited;
+        clearTimeout(timer);
+      },
+    };
+    ready.catch(() => undefined);
+    this.running.add(guest);
+    return guest;
+  }
+
+  /** Stops every guest and removes the bundle. */
+  async close(): Promise<void> {
+    await Promise.all([...this.running].map((g) => g.stop()));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private async build(): Promise<string> {
+    const outfile = join(this.dir, 'proxy-server.js');
+    await build({
+      entryPoints: [join(process.cwd(), 'relay/backends/process/proxy-server.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      packages: 'external',
+      outfile,
+      logLevel: 'warning',
+    });
+    return outfile;
+  }
+}
+
+/** Under node_modules/ (so the bundle's imports resolve) but outside dist/ (a build wipes it). */
+function cacheDir(): string {
+  const dir = join(process.cwd(), 'node_modules', '.cache');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}

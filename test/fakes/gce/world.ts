@@ -1,0 +1,258 @@
+/**
+ * The fake's state: instances and zone operations per project, moving through their states on
+ * timers as Compute's do (PROVISIONING → STAGING → RUNNING; STOPPING → TERMINATED or gone), with
+ * operations that finish asynchronously, DONE with or without `error`.
+ */
+import { randomBytes } from 'node:crypto';
+import { alreadyExists, notFound, notReady, OPERATION_ERRORS } from './errors.js';
+import { parseUserData, type GuestProcess, type GuestRunner } from './guest.js';
+import type { InsertBody } from './render.js';
+
+export const BASE = 'https://www.googleapis.com/compute/v1';
+
+/** How long each transition takes (milliseconds). */
+export interface Timing {
+  provisioningMs: number;
+  stagingMs: number;
+  stoppingMs: number;
+  deletingMs: number;
+}
+
+export interface Vm {
+  project: string;
+  zone: string;
+  name: string;
+  id: string;
+  status: string;
+  createdAt: number;
+  /** The instance body as inserted (labels, metadata, disks, network interfaces, …). */
+  body: InsertBody;
+  natIP: string;
+  networkIP: string;
+  /** The operation now acting on it (insert or delete): another one is refused (resourceNotReady). */
+  busy?: string | undefined;
+  guest?: GuestProcess | undefined;
+  /** Why the guest proxy did not start (a user-data the guest could not use). */
+  guestError?: string | undefined;
+  /** Guest attributes the guest has set (`namespace/key` → value). */
+  attributes: Map<string, string>;
+}
+
+export interface Op {
+  project: string;
+  zone: string;
+  name: string;
+  id: string;
+  type: 'insert' | 'delete';
+  target: string;
+  targetId: string;
+  status: 'PENDING' | 'RUNNING' | 'DONE';
+  insertTime: number;
+  endTime?: number | undefined;
+  requestId?: string | undefined;
+  error?: { code: string; message: string; location?: string | undefined } | undefined;
+  waiters: Set<() => void>;
+}
+
+let ids = BigInt(Date.now()) * 1000n;
+const nextId = () => String(++ids);
+
+/** RFC 3339 with a UTC offset, as Compute writes timestamps (`2025-07-01T10:00:00.000-07:00`). */
+export function timestamp(ms: number): string {
+  return new Date(ms - 7 * 3600_000).toISOString().replace('Z', '-07:00');
+}
+
+export class World {
+  readonly vms = new Map<string, Vm>();
+  readonly ops = new Map<string, Op>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly subnet = `127.${16 + (randomBytes(1).readUInt8() % 224)}.${randomBytes(1).readUInt8()}.`;
+  private hostCounter = 1;
+
+  constructor(
+    private readonly timing: Timing,
+    private readonly guests: GuestRunner,
+  ) {}
+
+  static key = (project: string, zone: string, name: string) => `${project}/${zone}/${name}`;
+
+  vm(project: string, zone: string, name: string): Vm | undefined {
+    return this.vms.get(World.key(project, zone, name));
+  }
+
+  op(project: string, zone: string, name: string): Op | undefined {
+    return this.ops.get(World.key(project, zone, name));
+  }
+
+  /** Accepts an insert: the instance exists at once (PROVISIONING); its operation finishes later. */
+  insert(
+    project: string,
+    zone: string,
+    body: InsertBody,
+    requestId: string | undefined,
+    failure?: { code: string; location?: string | undefined; afterMs?: number | undefined },
+  ): Op {
+    if (requestId) {
+      // A repeated requestId within the retention window answers with the original operation.
+      const seen = [...this.ops.values()].find((o) => o.project === project && o.requestId === requestId);
+      if (seen) return seen;
+    }
+    const path = `projects/${project}/zones/${zone}/instances/${body.name}`;
+    if (this.vm(project, zone, body.name)) throw alreadyExists(path);
+    const vm: Vm = {
+      project,
+      zone,
+      name: body.name,
+      id: nextId(),
+      status: 'PROVISIONING',
+      createdAt: Date.now(),
+      body,
+      natIP: '',
+      networkIP: `10.128.0.${(this.hostCounter % 250) + 2}`,
+      attributes: new Map(),
+    };
+    const op = this.newOp(project, zone, 'insert', vm, requestId);
+    vm.busy = op.name;
+    this.vms.set(World.key(project, zone, vm.name), vm);
+    if (failure) {
+      this.after(failure.afterMs ?? this.timing.provisioningMs, () => {
+        this.vms.delete(World.key(project, zone, vm.name));
+        const known = OPERATION_ERRORS[failure.code];
+        this.finish(op, { code: failure.code, message: known?.message ?? failure.code, location: failure.location });
+      });
+      return op;
+    }
+    this.after(this.timing.provisioningMs, () => {
+      if (vm.status !== 'PROVISIONING') return;
+      vm.status = 'STAGING';
+      vm.natIP = this.allocateAddress();
+      this.after(this.timing.stagingMs, () => {
+        if (vm.status !== 'STAGING') return;
+        vm.status = 'RUNNING';
+        vm.busy = undefined;
+        this.boot(vm);
+        this.finish(op);
+      });
+    });
+    return op;
+  }
+
+  /** Deletes an instance: STOPPING at once (the guest halts), gone when the operation is DONE. */
+  delete(project: string, zone: string, name: string): Op {
+    const vm = this.vm(project, zone, name);
+    const path = `projects/${project}/zones/${zone}/instances/${name}`;
+    if (!vm) throw notFound(path);
+    if (vm.busy) throw notReady(path);
+    const op = this.newOp(project, zone, 'delete', vm, undefined);
+    vm.busy = op.name;
+    vm.status = 'STOPPING';
+    void this.halt(vm);
+    this.after(this.timing.deletingMs, () => {
+      this.vms.delete(World.key(project, zone, name));
+      this.finish(op);
+    });
+    return op;
+  }
+
+  /** Out of band (a person, a host error, a preemption): the VM stops and ends TERMINATED. */
+  stop(vm: Vm): void {
+    vm.status = 'STOPPING';
+    void this.halt(vm);
+    this.after(this.timing.stoppingMs, () => {
+      if (vm.status !== 'STOPPING') return;
+      vm.status = 'TERMINATED';
+      // A stopped VM gives its ephemeral external address back.
+      vm.natIP = '';
+    });
+  }
+
+  /** Resolves when `op` is DONE or after `maxMs`, whichever comes first. */
+  waitFor(op: Op, maxMs: number, aborted: AbortSignal): Promise<void> {
+    if (op.status === 'DONE') return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        op.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      op.waiters.add(done);
+      aborted.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    for (const op of this.ops.values()) for (const w of [...op.waiters]) w();
+    await Promise.all([...this.vms.values()].map((vm) => this.halt(vm)));
+  }
+
+  private newOp(project: string, zone: string, type: Op['type'], vm: Vm, requestId: string | undefined): Op {
+    const name = `operation-${Date.now()}-${randomBytes(6).toString('hex')}-${randomBytes(4).toString('hex')}`;
+    const op: Op = {
+      project,
+      zone,
+      name,
+      id: nextId(),
+      type,
+      target: vm.name,
+      targetId: vm.id,
+      status: 'RUNNING',
+      insertTime: Date.now(),
+      requestId,
+      waiters: new Set(),
+    };
+    this.ops.set(World.key(project, zone, name), op);
+    return op;
+  }
+
+  private finish(op: Op, error?: Op['error']): void {
+    op.status = 'DONE';
+    op.endTime = Date.now();
+    op.error = error;
+    for (const w of [...op.waiters]) w();
+  }
+
+  private after(ms: number, fn: () => void): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    this.timers.add(t);
+  }
+
+  private allocateAddress(): string {
+    this.hostCounter += 1;
+    return `${this.subnet}${(this.hostCounter % 250) + 2}`;
+  }
+
+  /** What the guest does at boot: cloud-init applies the user-data and tinyproxy starts. */
+  private boot(vm: Vm): void {
+    const items = vm.body.metadata?.items ?? [];
+    const userData = items.find((i) => i.key === 'user-data')?.value ?? '';
+    const attributesEnabled = items.find((i) => i.key === 'enable-guest-attributes')?.value?.toUpperCase() === 'TRUE';
+    try {
+      const config = parseUserData(userData);
+      const guest = this.guests.start(vm.name, vm.natIP, config);
+      vm.guest = guest;
+      guest.ready.then(
+        () => {
+          // What the runcmd's `curl -X PUT` to the metadata server does once the proxy serves.
+          if (attributesEnabled && config.readyAttribute && vm.guest === guest)
+            vm.attributes.set(config.readyAttribute.key, config.readyAttribute.value);
+        },
+        (err: unknown) => (vm.guestError = String(err)),
+      );
+    } catch (err) {
+      vm.guestError = err instanceof Error ? err.message : String(err);
+    }
+  }
+
+  private async halt(vm: Vm): Promise<void> {
+    const guest = vm.guest;
+    vm.guest = undefined;
+    vm.attributes.clear();
+    await guest?.stop();
+  }
+}

@@ -1,0 +1,304 @@
+/**
+ * The fake's scheduler and kubelet: Pods advance Pending → scheduled → Running → Ready over time,
+ * run a real proxy process on their own loopback IP, restart it if it dies, and on graceful
+ * deletion stop it before the object disappears.
+ */
+import { configSource, readConfig, startProxy, tcpProbe, type ProxyProcess } from './container.js';
+import { schedule, type FakeNode } from './scheduling.js';
+import { stamp, type Condition, type ObjectStore, type StoredPod } from './store.js';
+
+export interface KubeletOptions {
+  store: ObjectStore;
+  nodes: FakeNode[];
+  /** First two octets of Pod IPs, e.g. `127.42` (a block of 127/8 of this fake's own). */
+  ipPrefix: string;
+  /** Delays of each step (ms): scheduling, container start, readiness probe period, termination. */
+  timing: { scheduleMs: number; startMs: number; probeMs: number; terminateMs: number };
+  /** Path of the bundled proxy server (built on first need). */
+  proxyServer: () => Promise<string>;
+  /** Fault switches read at each step. */
+  faults: { stuckTerminating: boolean; imagePullFails: boolean };
+  /** argv markers of this fake's processes. */
+  markers: string[];
+}
+
+interface Run {
+  timers: Set<NodeJS.Timeout>;
+  proxy?: ProxyProcess;
+  /** The Pod's IP, and the address its process listens on (the node's with hostNetwork/hostPort). */
+  podIp?: string;
+  host?: string;
+  restarts: number;
+  /** Set once the Pod is terminating, evicted or gone: no more restarts. */
+  stopping: boolean;
+  terminating?: boolean;
+}
+
+export class Kubelet {
+  private readonly runs = new Map<StoredPod, Run>();
+  private nextIp = 0;
+  private closed = false;
+
+  constructor(private readonly o: KubeletOptions) {}
+
+  /** A new Pod: the scheduler looks at it after `scheduleMs`. */
+  admit(pod: StoredPod): void {
+    const run: Run = { timers: new Set(), restarts: 0, stopping: false };
+    this.runs.set(pod, run);
+    this.later(run, this.o.timing.scheduleMs, () => this.schedule(pod, run));
+  }
+
+  /** Graceful deletion (deletionTimestamp already set): SIGTERM, SIGKILL after the grace period, then remove. */
+  terminate(pod: StoredPod, graceSeconds: number): void {
+    const run = this.runs.get(pod);
+    if (!run) return this.o.store.removePod(pod);
+    // A second DELETE of a terminating Pod changes nothing here (the real API may only shorten the grace).
+    if (run.terminating) return;
+    run.terminating = true;
+    run.stopping = true;
+    this.clear(run);
+    const finish = () => this.later(run, this.o.timing.terminateMs, () => this.remove(pod, run));
+    const proxy = run.proxy;
+    if (!proxy) return void finish();
+    proxy.child.kill('SIGTERM');
+    const kill = setTimeout(() => proxy.child.kill('SIGKILL'), graceSeconds * 1000);
+    void proxy.exited.then(() => {
+      clearTimeout(kill);
+      run.proxy = undefined;
+      finish();
+    });
+  }
+
+  /** Deletion with grace 0 (or of an unscheduled Pod): gone now, its process killed. */
+  kill(pod: StoredPod): void {
+    const run = this.runs.get(pod);
+    if (run) {
+      run.stopping = true;
+      this.clear(run);
+      run.proxy?.child.kill('SIGKILL');
+      this.runs.delete(pod);
+    }
+    this.o.store.removePod(pod);
+  }
+
+  /** The node evicts the Pod (memory pressure): its process dies and it stays, phase Failed. */
+  evict(pod: StoredPod): void {
+    const run = this.runs.get(pod);
+    if (run) {
+      run.stopping = true;
+      this.clear(run);
+      run.proxy?.child.kill('SIGKILL');
+    }
+    pod.status = {
+      ...pod.status,
+      phase: 'Failed',
+      reason: 'Evicted',
+      message: 'The node was low on resource: memory.',
+      conditions: this.conditions(pod, { Ready: false, ContainersReady: false }),
+      containerStatuses: (pod.status.containerStatuses ?? []).map((c) => ({
+        ...c,
+        ready: false,
+        started: false,
+        state: { terminated: { reason: 'Error', exitCode: 137 } },
+      })),
+    };
+    this.o.store.touch(pod);
+  }
+
+  /** The proxy process crashes (SIGKILL): restartPolicy Always brings it back. */
+  crash(pod: StoredPod): boolean {
+    const proxy = this.runs.get(pod)?.proxy;
+    proxy?.child.kill('SIGKILL');
+    return proxy !== undefined;
+  }
+
+  /** Stops every process and timer (the fake is closing). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const exits: Promise<void>[] = [];
+    for (const run of this.runs.values()) {
+      run.stopping = true;
+      this.clear(run);
+      if (run.proxy) {
+        run.proxy.child.kill('SIGKILL');
+        exits.push(run.proxy.exited);
+      }
+    }
+    this.runs.clear();
+    await Promise.all(exits);
+  }
+
+  private schedule(pod: StoredPod, run: Run): void {
+    if (run.stopping || pod.metadata.deletionTimestamp) return;
+    const placed = schedule(pod, this.o.nodes, this.o.store.listPods());
+    if ('unschedulable' in placed) {
+      const before = JSON.stringify(pod.status.conditions);
+      pod.status.conditions = this.conditions(pod, { PodScheduled: false }, 'Unschedulable', placed.unschedulable);
+      if (JSON.stringify(pod.status.conditions) !== before) this.o.store.touch(pod);
+      return void this.later(run, 500, () => this.schedule(pod, run));
+    }
+    pod.spec.nodeName = placed.node.name;
+    pod.status.hostIP = placed.node.ip;
+    pod.status.conditions = this.conditions(pod, { PodScheduled: true });
+    this.o.store.touch(pod);
+    this.later(run, this.o.timing.startMs, () => void this.start(pod, run, placed.node));
+  }
+
+  private waiting(pod: StoredPod, reason: string, message: string): void {
+    const container = pod.spec.containers[0];
+    const prior = pod.status.containerStatuses?.[0];
+    if (prior?.state.waiting?.reason === reason) return;
+    pod.status.containerStatuses = [
+      {
+        name: container?.name ?? 'container',
+        image: container?.image ?? '',
+        ready: false,
+        started: false,
+        restartCount: prior?.restartCount ?? 0,
+        state: { waiting: { reason, message } },
+      },
+    ];
+    pod.status.conditions = this.conditions(pod, { Ready: false, ContainersReady: false });
+    this.o.store.touch(pod);
+  }
+
+  private async start(pod: StoredPod, run: Run, node: FakeNode): Promise<void> {
+    if (run.stopping || pod.metadata.deletionTimestamp) return;
+    const retry = (ms: number) => this.later(run, ms, () => void this.start(pod, run, node));
+    const source = configSource(pod);
+    const secret = source && this.o.store.findSecret(pod.metadata.namespace, source.secretName);
+    if (source && !secret) {
+      this.waiting(pod, 'ContainerCreating', `MountVolume.SetUp failed: secret "${source.secretName}" not found`);
+      return retry(300);
+    }
+    if (this.o.faults.imagePullFails) {
+      const first = pod.status.containerStatuses?.[0]?.state.waiting?.reason !== 'ErrImagePull';
+      this.waiting(
+        pod,
+        first ? 'ErrImagePull' : 'ImagePullBackOff',
+        `failed to pull image "${pod.spec.containers[0]?.image}"`,
+      );
+      return retry(500);
+    }
+    const onHost = pod.spec.hostNetwork === true || pod.spec.containers[0]?.ports?.some((p) => p.hostPort) === true;
+    run.podIp ??= pod.spec.hostNetwork ? node.ip : this.allocateIp();
+    run.host = onHost ? node.ip : run.podIp;
+    if (pod.status.phase !== 'Running') {
+      pod.status = {
+        ...pod.status,
+        phase: 'Running',
+        podIP: run.podIp,
+        podIPs: [{ ip: run.podIp }],
+        startTime: stamp(),
+        conditions: this.conditions(pod, { Initialized: true, Ready: false, ContainersReady: false }),
+      };
+    }
+    const config = source && secret ? readConfig(secret, source.key) : 'the container has no config file to run';
+    if (typeof config === 'string') return this.restartLater(pod, run, node, config);
+    const serverPath = await this.o.proxyServer();
+    if (this.closed || run.stopping) return;
+    const proxy = startProxy(serverPath, pod.metadata.name, run.host, config, this.o.markers);
+    run.proxy = proxy;
+    try {
+      await proxy.ready;
+    } catch (err) {
+      return this.restartLater(pod, run, node, err instanceof Error ? err.message : String(err));
+    }
+    if (run.stopping) return void proxy.child.kill('SIGKILL');
+    const container = pod.spec.containers[0];
+    pod.status.containerStatuses = [
+      {
+        name: container?.name ?? 'container',
+        image: container?.image ?? '',
+        ready: false,
+        started: true,
+        restartCount: run.restarts,
+        state: { running: { startedAt: stamp() } },
+      },
+    ];
+    this.o.store.touch(pod);
+    void proxy.exited.then(() => {
+      if (run.proxy === proxy) run.proxy = undefined;
+      if (!run.stopping) this.restartLater(pod, run, node, 'the proxy process exited');
+    });
+    this.probe(pod, run);
+  }
+
+  /** restartPolicy Always: CrashLoopBackOff, then start again with a growing delay. */
+  private restartLater(pod: StoredPod, run: Run, node: FakeNode, message: string): void {
+    if (run.stopping) return;
+    run.restarts++;
+    this.waiting(pod, 'CrashLoopBackOff', `back-off restarting failed container: ${message}`);
+    const status = pod.status.containerStatuses?.[0];
+    if (status) status.restartCount = run.restarts;
+    this.later(run, Math.min(5000, 200 * 2 ** Math.min(run.restarts, 5)), () => void this.start(pod, run, node));
+  }
+
+  /** The readiness probe: a TCP connect to the probe port every `probeMs`. */
+  private probe(pod: StoredPod, run: Run): void {
+    const container = pod.spec.containers[0];
+    const target = container?.readinessProbe?.tcpSocket?.port;
+    const port = typeof target === 'string' ? container?.ports?.find((p) => p.name === target)?.containerPort : target;
+    const tick = async () => {
+      if (run.stopping || !run.proxy || !run.host) return;
+      const ok = port === undefined ? true : await tcpProbe(run.host, port);
+      const ready = pod.status.conditions.find((c) => c.type === 'Ready')?.status === 'True';
+      if (ok !== ready && !run.stopping) {
+        pod.status.conditions = this.conditions(pod, { Ready: ok, ContainersReady: ok });
+        const status = pod.status.containerStatuses?.[0];
+        if (status) status.ready = ok;
+        this.o.store.touch(pod);
+      }
+      this.later(run, this.o.timing.probeMs, () => void tick());
+    };
+    this.later(run, this.o.timing.probeMs, () => void tick());
+  }
+
+  private remove(pod: StoredPod, run: Run): void {
+    if (this.o.faults.stuckTerminating) return void this.later(run, 200, () => this.remove(pod, run));
+    this.clear(run);
+    this.runs.delete(pod);
+    this.o.store.removePod(pod);
+  }
+
+  private conditions(
+    pod: StoredPod,
+    set: Partial<Record<Condition['type'], boolean>>,
+    reason?: string,
+    message?: string,
+  ): Condition[] {
+    const now = stamp();
+    const byType = new Map(pod.status.conditions.map((c) => [c.type, c]));
+    for (const [type, value] of Object.entries(set) as [Condition['type'], boolean][]) {
+      const status = value ? 'True' : 'False';
+      const prior = byType.get(type);
+      byType.set(type, {
+        type,
+        status,
+        ...(reason && !value ? { reason } : {}),
+        ...(message && !value ? { message } : {}),
+        lastTransitionTime: prior?.status === status ? prior.lastTransitionTime : now,
+      });
+    }
+    return [...byType.values()];
+  }
+
+  private allocateIp(): string {
+    const n = this.nextIp++;
+    return `${this.o.ipPrefix}.${Math.floor(n / 250)}.${(n % 250) + 2}`;
+  }
+
+  private later(run: Run, ms: number, fn: () => void): void {
+    if (this.closed) return;
+    const timer = setTimeout(() => {
+      run.timers.delete(timer);
+      fn();
+    }, ms);
+    run.timers.add(timer);
+  }
+
+  private clear(run: Run): void {
+    for (const t of run.timers) clearTimeout(t);
+    run.timers.clear();
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * The `gcp` provider as the functions build it (config → registry), against the wire-level fake
+ * Compute API, with the Firestore and Pub/Sub emulators for reconcile and GC tests.
+ */
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { PubSub } from '@google-cloud/pubsub';
+import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
+import { parseConfig } from '../../shared/config/load.js';
+import type { Config } from '../../shared/config/schema.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import type { EchoServer } from '../../shared/probe/echo-server.js';
+import type { Provider } from '../../shared/providers/contract.js';
+import { createRegistry, type Registry } from '../../shared/providers/registry.js';
+import type { CheckDeps } from '../../shared/reconcile/check.js';
+import { createFirestore } from '../../shared/store/firestore.js';
+import { ProxyStore } from '../../shared/store/proxies.js';
+import { RelayStore } from '../../shared/store/relays.js';
+import type { FakeGce } from '../fakes/gce/index.js';
+import { emulatorEnv } from './emulator-env.js';
+
+export interface GceHarness {
+  config: Config;
+  registry: Registry;
+  /** The provider named `gce`. */
+  provider: Provider;
+  proxies: ProxyStore;
+  bus: Bus;
+  logger: Logger;
+  /** What `runCheck` needs. */
+  deps: CheckDeps;
+  close(): Promise<void>;
+}
+
+/**
+ * One installation's functions side: its own emulator project (its own proxy documents), a `gcp`
+ * provider named `gce` on `fake`'s project `shared-project`.
+ *
+ * @param name - test name: the project id prefix and the log file
+ * @param overrides - config fields (installationId, intervals, backoff)
+ * @param options - provider options beyond the endpoint
+ */
+export async function startGceHarness(
+  name: string,
+  fake: FakeGce,
+  echo: EchoServer,
+  overrides: Record<string, unknown> = {},
+  options: Record<string, unknown> = {},
+): Promise<GceHarness> {
+  const emu = emulatorEnv(name);
+  mkdirSync('test-results', { recursive: true });
+  const logger = createLogger({ write: (l) => appendFileSync(`test-results/${name}.log`, `${l}\n`), level: 'DEBUG' });
+  const config = parseConfig({
+    installationId: 'it',
+    echoUrl: echo.url,
+    backoffBaseSeconds: 2,
+    backoffMaxSeconds: 8,
+    probeTimeoutSeconds: 2,
+    providers: [
+      {
+        name: 'gce',
+        type: 'gcp',
+        options: {
+          project: 'shared-project',
+          zone: 'us-central1-a',
+          operationWaitSeconds: 5,
+          ...fake.endpoint,
+          ...options,
+        },
+      },
+    ],
+    ...overrides,
+  });
+  const db = createFirestore(emu.projectId);
+  const pubsub = new PubSub({ projectId: emu.projectId });
+  await pubsub.createTopic('proxy-checks');
+  const bus = createPubSubBus(pubsub);
+  const registry = createRegistry({ config, relays: new RelayStore(db, logger), bus, logger });
+  const provider = registry.get('gce');
+  if (!provider) throw new Error('the registry built no gcp provider');
+  const proxies = new ProxyStore(db, logger);
+  return {
+    config,
+    registry,
+    provider,
+    proxies,
+    bus,
+    logger,
+    deps: { config, proxies, registry, logger, bus, countReplacing: (p) => proxies.countReplacing(p) },
+    async close() {
+      await pubsub.close();
+      await db.terminate();
+    },
+  };
+}

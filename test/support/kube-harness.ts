@@ -1,0 +1,91 @@
+/**
+ * The `kubernetes` provider as the functions build it (config → registry), against the wire-level
+ * fake Kubernetes API, with the Firestore and Pub/Sub emulators for reconcile and GC tests.
+ */
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { PubSub } from '@google-cloud/pubsub';
+import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
+import { parseConfig } from '../../shared/config/load.js';
+import type { Config } from '../../shared/config/schema.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
+import type { Provider } from '../../shared/providers/contract.js';
+import { createRegistry, type Registry } from '../../shared/providers/registry.js';
+import type { CheckDeps } from '../../shared/reconcile/check.js';
+import { createFirestore } from '../../shared/store/firestore.js';
+import { ProviderStore } from '../../shared/store/providers.js';
+import { ProxyStore } from '../../shared/store/proxies.js';
+import { RelayStore } from '../../shared/store/relays.js';
+import { startFakeKube, type FakeKube, type FakeKubeOptions } from '../fakes/kube/index.js';
+import { emulatorEnv } from './emulator-env.js';
+
+export interface KubeHarness {
+  fake: FakeKube;
+  config: Config;
+  registry: Registry;
+  /** The provider named `k8s`. */
+  provider: Provider;
+  proxies: ProxyStore;
+  /** `providers/{name}`, written by the provider-health monitor. */
+  providerStatus: ProviderStore;
+  bus: Bus;
+  logger: Logger;
+  echo: EchoServer;
+  /** What `runCheck` needs. */
+  deps: CheckDeps;
+  close(): Promise<void>;
+}
+
+/**
+ * @param name - test name: the project id prefix and the log file
+ * @param overrides - config fields; `providers` replaces the default single provider `k8s`
+ * @param options - the provider's options beyond cluster access (namespace, …)
+ */
+export async function startKubeHarness(
+  name: string,
+  overrides: Record<string, unknown> = {},
+  options: Record<string, unknown> = {},
+  fakeOptions: FakeKubeOptions = {},
+): Promise<KubeHarness> {
+  const emu = emulatorEnv(name);
+  const fake = await startFakeKube(fakeOptions);
+  const echo = await startEchoServer();
+  mkdirSync('test-results', { recursive: true });
+  const logger = createLogger({ write: (l) => appendFileSync(`test-results/${name}.log`, `${l}\n`), level: 'DEBUG' });
+  const config = parseConfig({
+    installationId: 'it',
+    echoUrl: echo.url,
+    backoffBaseSeconds: 1,
+    backoffMaxSeconds: 4,
+    probeTimeoutSeconds: 2,
+    providers: [{ name: 'k8s', type: 'kubernetes', options: { ...fake.access(), ...options } }],
+    ...overrides,
+  });
+  const db = createFirestore(emu.projectId);
+  const pubsub = new PubSub({ projectId: emu.projectId });
+  await pubsub.createTopic('proxy-checks');
+  const bus = createPubSubBus(pubsub);
+  const registry = createRegistry({ config, relays: new RelayStore(db, logger), bus, logger });
+  const provider = registry.get('k8s') ?? registry.all()[0];
+  if (!provider) throw new Error('the registry built no kubernetes provider');
+  const proxies = new ProxyStore(db, logger);
+  const providerStatus = new ProviderStore(db);
+  return {
+    fake,
+    config,
+    registry,
+    provider,
+    proxies,
+    providerStatus,
+    bus,
+    logger,
+    echo,
+    deps: { config, proxies, registry, logger, bus, providerStatus, countReplacing: (p) => proxies.countReplacing(p) },
+    async close() {
+      await fake.close();
+      await echo.close();
+      await pubsub.close();
+      await db.terminate();
+    },
+  };
+}
