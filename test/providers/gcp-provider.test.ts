@@ -276,14 +276,16 @@ describe('gcp provider: tracing and secrets', () => {
     expect(instance?.ip).toMatch(/^127\./);
   });
 
-  it('the Compute call spans are children of the span that was active (the operation span)', async () => {
+  it('the Compute call spans are children of the provider operation span (from the decorator)', async () => {
     const recorder = recordSdkSpans();
     try {
       const p = build(fake);
       const s = spec();
       await inSpan('operation', {}, () => p.create(s));
-      const [operation] = recorder.named('operation');
-      if (!operation) throw new Error('no operation span');
+      const [outer] = recorder.named('operation');
+      if (!outer) throw new Error('no outer span');
+      const [operation] = recorder.childrenOf(outer).filter((x) => x.name === 'provider.create');
+      if (!operation) throw new Error('no provider.create span under the active span');
       expect(recorder.childrenOf(operation).map((x) => x.name)).toEqual(
         expect.arrayContaining(['compute.instances.insert', 'compute.zoneOperations.wait']),
       );
