@@ -5,9 +5,8 @@
  */
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { PubSub, type Message } from '@google-cloud/pubsub';
-import { build } from 'esbuild';
 import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
 import { decodeBody, type BusMessage } from '../../shared/bus/message.js';
 import { parseConfig } from '../../shared/config/load.js';
@@ -27,6 +26,7 @@ import { createBackends } from '../../relay/backends/create-backends.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
 import { parseRelayConfig } from '../../relay/config.js';
 import { emulatorEnv } from './emulator-env.js';
+import { buildProxyServer } from './proxy-server-bundle.js';
 
 export interface RelayHarness {
   config: Config;
@@ -71,20 +71,8 @@ export async function startRelayHarness(
   const emu = emulatorEnv(name);
   const echo = await startEchoServer();
   const stateDir = mkdtempSync(join(tmpdir(), `egress-${name}-`));
-  mkdirSync(join(process.cwd(), 'node_modules', '.cache'), { recursive: true });
-  // Outside dist/ (a build wipes it) but under node_modules/, so the bundle's imports resolve.
-  const proxyServerPath = join(
-    mkdtempSync(join(process.cwd(), 'node_modules', '.cache', 'egress-proxy-')),
-    'proxy-server.js',
-  );
-  await build({
-    entryPoints: ['relay/backends/process/proxy-server.ts'],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    outfile: proxyServerPath,
-  });
+  const proxyServer = await buildProxyServer();
+  const proxyServerPath = proxyServer.path;
   mkdirSync('test-results', { recursive: true });
   const logger = createLogger({
     write: (l) => {
@@ -159,7 +147,7 @@ export async function startRelayHarness(
       await pubsub.close();
       await echo.close();
       rmSync(stateDir, { recursive: true, force: true });
-      rmSync(dirname(proxyServerPath), { recursive: true, force: true });
+      proxyServer.remove();
     },
   };
 }
