@@ -44,7 +44,7 @@ export function egressDue(
  * @param force - verify now regardless of the heartbeat (a peer reported sharing this IP)
  */
 export async function verifyEgress(
-  proxies: ProxyStore,
+  proxies: Pick<ProxyStore, 'sharingEgressIp'>,
   name: string,
   previous: ProxyStatus,
   next: ProxyStatus,
@@ -58,7 +58,11 @@ export async function verifyEgress(
   const changed = before !== undefined && before.ip !== ip;
 
   const sharedWith = await proxies.sharingEgressIp(ip, name);
-  const egress = { ip, checkedAt: new Date(now).toISOString(), sharedWith };
+  // A shared IP is compared on every check: an unchanged result keeps its time until the heartbeat,
+  // or `checkedAt` alone would rewrite the status on every check.
+  const unchanged = before !== undefined && !changed && before.sharedWith.join() === sharedWith.join();
+  const keep = unchanged && now - Date.parse(before.checkedAt) < heartbeatMs;
+  const egress = { ip, checkedAt: keep ? before.checkedAt : new Date(now).toISOString(), sharedWith };
   let condition;
   let event: EgressOutcome['event'];
   if (changed) {

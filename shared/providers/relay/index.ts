@@ -61,9 +61,16 @@ class RelayProvider implements Provider {
   }
 
   async get(name: string): Promise<Instance> {
-    const item = await this.firestore('get', 'instances', () => this.deps.relays.instance(this.relay, name));
-    if (item && item.provider === this.name) return item;
-    const cmd = await this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, name));
+    const [item, cmd] = await Promise.all([
+      this.firestore('get', 'instances', () => this.deps.relays.instance(this.relay, name)),
+      this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, name)),
+    ]);
+    if (item && item.provider === this.name) {
+      // A delete not applied yet: the instance is on its way out and must not be seen serving (a
+      // proxy re-applied while being deleted, a spec changed back during a replacement).
+      if (cmd?.kind === 'delete' && !cmd.done && cmd.provider === this.name) return { ...item, state: 'Terminated' };
+      return item;
+    }
     if (!cmd || cmd.provider !== this.name)
       throw new NotFoundError(`instance ${name} not found on relay ${this.relay}`);
     if (cmd.kind === 'delete') {

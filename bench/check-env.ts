@@ -1,0 +1,169 @@
+/**
+ * The functions' work run in the bench process with counted clients: `runCheck` (function
+ * `check`), `handleRelayReport` (`relay-report`), `checkProviders` (`health`), `collectGarbage`
+ * (`gc`). Messages to `proxy-checks` are delivered in-process, as a push would, and counted.
+ */
+import { appendFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import type { Firestore } from '@google-cloud/firestore';
+import type { Bus } from '../shared/bus/pubsub.js';
+import { decodeBody } from '../shared/bus/message.js';
+import { parseConfig } from '../shared/config/load.js';
+import type { Config } from '../shared/config/schema.js';
+import { checkProviders, recordFleetMetrics } from '../shared/health.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import type { Provider } from '../shared/providers/contract.js';
+import { createRegistry, type Registry } from '../shared/providers/registry.js';
+import { parseCheckMessage, PROXY_CHECKS_TOPIC, runCheck, type CheckDeps } from '../shared/reconcile/check.js';
+import { collectGarbage } from '../shared/reconcile/gc.js';
+import { handleRelayReport } from '../shared/relay-report.js';
+import type { RelayReport } from '../shared/relay/protocol.js';
+import { ProviderStore } from '../shared/store/providers.js';
+import { ProxyStore } from '../shared/store/proxies.js';
+import { RelayStore } from '../shared/store/relays.js';
+import { countedFirestore, countInvocation, countMessage, type Counts } from './counting.js';
+
+/** `relay`: the relay-backed `process` provider; `direct`: a provider the check function probes itself. */
+export type FleetKind = 'relay' | 'direct';
+
+export const RELAY_ID = 'bench';
+export const PROVIDER: Record<FleetKind, string> = { relay: 'proc', direct: 'pool' };
+
+export interface CheckEnv {
+  kind: FleetKind;
+  config: Config;
+  db: Firestore;
+  counts: Counts;
+  proxies: ProxyStore;
+  relays: RelayStore;
+  registry: Registry;
+  bus: Bus;
+  logger: Logger;
+  deps: CheckDeps;
+  /** Runs one scheduled sweep (`{sweep: true}` from the scheduler) and every page it chains. */
+  sweep(): Promise<void>;
+  /** Applies one relay report as the `relay-report` function would (one invocation, one message). */
+  report(report: RelayReport): Promise<void>;
+  /** One `health` function run (provider verdicts, fleet gauges), as if at `at` (default now). */
+  health(at?: number): Promise<void>;
+  /** One GC pass (`gc` function). */
+  gc(): Promise<void>;
+  /** Errors the delivered functions threw (a non-empty list means the run is not a steady state). */
+  failures: string[];
+}
+
+/** A silent logger that keeps warnings and errors in `file` for inspection. */
+export function benchLogger(file: string): Logger {
+  return createLogger({ write: (line) => appendFileSync(file, `${line}\n`), level: 'WARNING' });
+}
+
+/** Production defaults (shared/config/schema.ts), one provider of the given kind. */
+export function benchConfig(kind: FleetKind, project: string, echoUrl: string): Config {
+  const provider =
+    kind === 'relay'
+      ? { name: PROVIDER.relay, type: 'process', relay: RELAY_ID, options: { heartbeatTimeoutSeconds: 3600 } }
+      : { name: PROVIDER.direct, type: 'gcp' };
+  return parseConfig({ project, installationId: 'bench', echoUrl, providers: [provider] });
+}
+
+/**
+ * @param direct - for kind `direct`: the provider standing in for a cloud API (no Firestore use)
+ */
+export function createCheckEnv(
+  kind: FleetKind,
+  project: string,
+  echoUrl: string,
+  logFile: string,
+  direct?: Provider,
+): CheckEnv {
+  const config = benchConfig(kind, project, echoUrl);
+  const { db, counts } = countedFirestore(project);
+  const logger = benchLogger(logFile);
+  const proxies = new ProxyStore(db, logger);
+  const relays = new RelayStore(db, logger, config.heartbeatSeconds * 1000);
+  const inFlight = new Set<Promise<void>>();
+  const failures: string[] = [];
+  /** Runs one function invocation, counting it and its wall time. */
+  const invoke = async (run: () => Promise<void>) => {
+    const started = performance.now();
+    try {
+      await run();
+    } finally {
+      countInvocation(counts, started, performance.now());
+    }
+  };
+  const deliver = (data: unknown) => {
+    const task = invoke(async () => {
+      await runCheck(deps, parseCheckMessage(data));
+    }).catch((err: unknown) => {
+      failures.push(err instanceof Error ? err.message : String(err));
+    });
+    inFlight.add(task);
+    void task.finally(() => inFlight.delete(task));
+  };
+  const bus: Bus = {
+    publish(topic, data, attributes = {}) {
+      countMessage(counts, topic, JSON.stringify(data), attributes);
+      if (topic === PROXY_CHECKS_TOPIC) deliver(data);
+      return Promise.resolve(`bench-${counts.messages}`);
+    },
+  };
+  const registry: Registry = direct
+    ? { get: (n) => (n === direct.name ? direct : undefined), missing: (n) => `no provider ${n}`, all: () => [direct] }
+    : createRegistry({ config, relays, bus, logger });
+  const providerStatus = new ProviderStore(db);
+  const deps: CheckDeps = {
+    config,
+    proxies,
+    registry,
+    logger,
+    bus,
+    providerStatus,
+    countReplacing: (p) => proxies.countReplacing(p),
+  };
+  const drain = async () => {
+    while (inFlight.size > 0) await Promise.all([...inFlight]);
+  };
+  return {
+    kind,
+    config,
+    db,
+    counts,
+    proxies,
+    relays,
+    registry,
+    bus,
+    logger,
+    deps,
+    failures,
+    async sweep() {
+      // The scheduler's publish: one message, then each page publishes the next one.
+      await bus.publish(PROXY_CHECKS_TOPIC, { sweep: true });
+      await drain();
+    },
+    async report(report) {
+      const text = JSON.stringify(report);
+      countMessage(counts, 'relay-reports', text, { relay: report.relay });
+      const message = decodeBody(`report-${report.seq}`, Date.now(), { relay: report.relay }, text);
+      await invoke(async () => {
+        const outcome = await handleRelayReport({ relays, bus, logger }, message);
+        if (outcome !== 'applied') failures.push(`report ${report.seq} was ${outcome}`);
+      });
+      await drain();
+    },
+    async health(at) {
+      countMessage(counts, 'health-ticks', '{}', {});
+      await invoke(async () => {
+        await checkProviders({ registry, providerStatus, logger, ...(at === undefined ? {} : { now: () => at }) });
+        await recordFleetMetrics({ proxies, logger });
+      });
+    },
+    async gc() {
+      countMessage(counts, 'gc-ticks', '{}', {});
+      await invoke(async () => {
+        await collectGarbage({ config, proxies, registry, logger, providerStatus });
+      });
+      await drain();
+    },
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * `npm run bench`: starts its own emulators on free ports, measures cold start, orchestration
+ * overhead and the fleet's steady-state cost and scale, prints the tables, stops what it started.
+ * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet`.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { freePort, startEmulators, type RunningEmulators } from '../infra/local/emulators.js';
+import { prepareArtifacts, startNode, type Artifacts, type BenchChild } from './artifacts.js';
+import { importBreakdown, runColdStart } from './cold-start.js';
+import { steadyCycle, sweepFleet, type CycleCost, type SweepResult } from './fleet-bench.js';
+import { runOrchestration } from './orchestration.js';
+import {
+  coldTable,
+  costTable,
+  cycleTable,
+  importTable,
+  orchestrationTable,
+  scaleTable,
+  targetsTable,
+  type BenchResults,
+} from './report.js';
+
+const STEADY_SIZE = 1000;
+
+function repoRoot(): string {
+  for (let dir = process.cwd(); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'firebase.json')) && existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error('run the bench from the repository (no firebase.json found)');
+  }
+}
+
+const optionsSchema = z.object({
+  quick: z.boolean(),
+  sizes: z.array(z.number().int().min(1).max(20_000)).min(1),
+  only: z.array(z.enum(['cold', 'orch', 'fleet'])).min(1),
+});
+
+function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
+  const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+  const quick = argv.includes('--quick');
+  const sizes = value('sizes')?.split(',').map(Number) ?? (quick ? [100, 1000] : [100, 1000, 10_000]);
+  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet'];
+  return optionsSchema.parse({ quick, sizes, only });
+}
+
+function machine(): string {
+  const cpu = cpus();
+  return `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${process.platform}`;
+}
+
+async function startPool(artifacts: Artifacts, size: number): Promise<{ child: BenchChild; ports: number[] }> {
+  const { child, line } = await startNode([artifacts.echoPool, String(size)], process.env, true);
+  return { child, ports: z.object({ ports: z.array(z.number()) }).parse(JSON.parse(line)).ports };
+}
+
+async function main(): Promise<void> {
+  const opts = parseOptions(process.argv.slice(2));
+  const root = repoRoot();
+  const out = join(root, 'test-results', 'bench');
+  mkdirSync(out, { recursive: true });
+  const log = (m: string) => console.log(`[bench] ${m}`);
+  const artifacts = await prepareArtifacts(root);
+  let emulators: RunningEmulators | undefined;
+  let pool: BenchChild | undefined;
+  const results: BenchResults = {
+    date: new Date().toISOString(),
+    machine: machine(),
+    coldStart: [],
+    imports: [],
+    orchestration: [],
+    sweeps: [],
+    cycles: [],
+    errors: [],
+  };
+  // Ctrl-C (or a kill) still stops the emulators and the pool: they are ours.
+  const interrupted = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping what the bench started`);
+    void Promise.allSettled([pool?.stop(), emulators?.stop()]).then(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  try {
+    log('starting the Firestore and Pub/Sub emulators on free ports');
+    const firestorePort = await freePort();
+    let pubsubPort = await freePort();
+    while (pubsubPort === firestorePort) pubsubPort = await freePort();
+    emulators = await startEmulators({ host: '127.0.0.1', firestorePort, pubsubPort, logDir: join(out, 'emulators') });
+    process.env['FIRESTORE_EMULATOR_HOST'] = emulators.firestoreHost;
+    process.env['PUBSUB_EMULATOR_HOST'] = emulators.pubsubHost;
+    process.env['METADATA_SERVER_DETECTION'] = 'none';
+    const hosts = { firestoreHost: emulators.firestoreHost, pubsubHost: emulators.pubsubHost };
+
+    if (opts.only.includes('cold')) {
+      log('cold start: importing each built function in a fresh process, paired with a hello-world');
+      const env = { PATH: process.env['PATH'], GOOGLE_CLOUD_PROJECT: 'bench-cold', METADATA_SERVER_DETECTION: 'none' };
+      results.coldStart = await runColdStart(artifacts, opts.quick ? 3 : 7, { ...env, ...hosts });
+      results.imports = await importBreakdown(artifacts, 3, { ...env, ...hosts });
+    }
+    if (opts.only.includes('orch')) {
+      log('orchestration: functions under functions-framework, a real relay, real proxy processes');
+      try {
+        results.orchestration = await runOrchestration(artifacts, hosts, out, opts.quick ? 3 : 9);
+      } catch (err) {
+        // The other sections still run; the table says why this one has no figures.
+        results.errors.push(`orchestration: ${err instanceof Error ? err.message : String(err)}`);
+        log(`orchestration failed: ${results.errors.at(-1) ?? ''}`);
+      }
+    }
+    if (opts.only.includes('fleet')) {
+      const { child, ports } = await startPool(artifacts, 16);
+      pool = child;
+      const fleetOpts = {
+        echoUrl: 'http://127.0.0.1:9/',
+        logDir: out,
+        poolPorts: ports,
+        repeats: opts.quick ? 2 : 3,
+        firestoreHost: hosts.firestoreHost,
+      };
+      for (const kind of ['direct', 'relay'] as const) {
+        for (const size of opts.sizes) {
+          log(`fleet: ${size} stored ${kind === 'relay' ? 'relay-backed' : 'directly probed'} proxies`);
+          const run: { sweep: SweepResult; cycle?: CycleCost } = await sweepFleet(
+            kind,
+            size,
+            fleetOpts,
+            size === STEADY_SIZE || opts.sizes.length === 1 ? steadyCycle : undefined,
+          );
+          results.sweeps.push(run.sweep);
+          if (run.cycle) results.cycles.push(run.cycle);
+          if (run.sweep.failures.length > 0) log(`  failures: ${run.sweep.failures.slice(0, 3).join('; ')}`);
+        }
+      }
+    }
+  } finally {
+    await pool?.stop();
+    await emulators?.stop();
+    artifacts.close();
+  }
+  writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  const sections = [
+    `# Benchmark ${results.date}\n\nMachine: ${results.machine}\n`,
+    results.errors.length > 0 ? `Errors: ${results.errors.join('; ')}` : '',
+    `## Targets\n\n${targetsTable(results)}`,
+    results.cycles.length > 0 ? `## Steady state: where each cycle's operations go\n\n${cycleTable(results)}` : '',
+    results.cycles.length > 0 ? `## Monthly cost\n\n${costTable(results)}` : '',
+    results.sweeps.length > 0 ? `## Fleet scale\n\n${scaleTable(results)}` : '',
+    results.orchestration.length > 0 ? `## Orchestration trials\n\n${orchestrationTable(results.orchestration)}` : '',
+    results.coldStart.length > 0 ? `## Cold start\n\n${coldTable(results.coldStart)}` : '',
+    results.imports.length > 0 ? `## Where the \`check\` import goes\n\n${importTable(results.imports)}` : '',
+  ];
+  const text = sections.filter(Boolean).join('\n\n');
+  writeFileSync(join(out, 'results.md'), `${text}\n`);
+  console.log(`\n${text}\n`);
+  log(`results: ${resolve(out, 'results.md')} and results.json; logs in ${out}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(`[bench] ERROR ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  process.exit(1);
+});
