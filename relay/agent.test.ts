@@ -1,5 +1,7 @@
 /** The relay agent over an in-memory stand-in for Pub/Sub: ack/nack rules, reports, stop. */
 import { EventEmitter } from 'node:events';
+import http from 'node:http';
+import type { Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -119,6 +121,12 @@ describe('relay agent', () => {
     return s;
   };
 
+  /** Waits for the report the agent sends after a command (the first carrying a result). */
+  const reportedResult = async () => {
+    for (let i = 0; i < 200 && !pubsub.reports.some((r) => r.report.results.length > 0); i++)
+      await new Promise((r) => setTimeout(r, 5));
+  };
+
   it('subscribes with flow control and reports at once', async () => {
     expect(sub().options).toMatchObject({ flowControl: { maxMessages: 8, allowExcessMessages: false } });
     await agent.reportNow();
@@ -139,6 +147,7 @@ describe('relay agent', () => {
     await settled(m);
     expect(m).toMatchObject({ acks: 1, nacks: 0 });
     expect(backend.instances.has('ep-a')).toBe(true);
+    await reportedResult();
     await agent.reportNow();
     const withResult = pubsub.reports.find((r) => r.report.results.length > 0)?.report;
     expect(withResult?.results).toEqual([
@@ -154,6 +163,44 @@ describe('relay agent', () => {
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     expect(new Set(pubsub.reports.map((r) => r.report.bootId)).size).toBe(1);
     expect(pubsub.reports.at(-1)?.report.results).toEqual([]);
+  });
+
+  it('probes a created instance before reporting it, so the report carries its health', async () => {
+    // A proxy that answers the probe's request over the tunnel itself, as the echo endpoint would.
+    const proxy = http.createServer();
+    proxy.on('connect', (_req, socket: Socket) => {
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      socket.once('data', () => {
+        const body = JSON.stringify({ ip: '203.0.113.7' });
+        socket.end(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = proxy.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      const command = createCommand('ep-a', 1, 'c1');
+      if (command.kind === 'create') command.spec.port = port;
+      const m = message(command);
+      sub().emit('message', m);
+      await settled(m);
+      // The probe and interval loops wait an hour (config): only the report after the create can carry health.
+      await reportedResult();
+      const report = pubsub.reports.find((r) => r.report.results.length > 0)?.report;
+      expect(report?.instances[0]?.health).toMatchObject({ ok: true, egressIp: '203.0.113.7', consecutiveFailures: 0 });
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
+  it('reports a created instance whose first probe fails without health (the probe round counts failures)', async () => {
+    const m = message(createCommand('ep-a', 1, 'c1'));
+    sub().emit('message', m);
+    await settled(m);
+    await reportedResult();
+    const report = pubsub.reports.find((r) => r.report.results.length > 0)?.report;
+    expect(report?.instances[0]).toMatchObject({ name: 'ep-a', state: 'Running' });
+    expect(report?.instances[0]?.health).toBeUndefined();
   });
 
   it('acks and ignores commands for another relay, by attribute or by body', async () => {

@@ -15,7 +15,7 @@ import type { RelayBackend } from './backends/backend.js';
 import { commandTarget, createCommandExecutor, type CommandExecutor } from './commands.js';
 import { relayStatePath, type RelayConfig } from './config.js';
 import { CommandLedger } from './ledger.js';
-import { HealthBook, probeRound } from './probes.js';
+import { HealthBook, probeCreated, probeRound, type ProbeRoundDeps } from './probes.js';
 import type { CommandMessage, CommandSubscription } from './pull-subscription.js';
 import { buildReport } from './report.js';
 import { TraceBook } from './traces.js';
@@ -108,6 +108,15 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
     });
   };
   const reportNow = coalesce(publishReport);
+  const probeDeps: ProbeRoundDeps = {
+    backends: deps.backends,
+    book: health,
+    echoUrl: config.echoUrl,
+    timeoutMs: config.probeTimeoutSeconds * 1000,
+    logger,
+    now,
+    traceOf: (instance) => traces.get(instance),
+  };
 
   const handle = async (message: CommandMessage): Promise<void> => {
     const decoded = decodeBody(
@@ -164,9 +173,16 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
     }
     results.push(outcome.result);
     message.ack();
-    reportNow().catch((err: unknown) =>
-      logger.warn('report after a command failed; the next one carries it', { error: err }),
-    );
+    // A created instance is probed first, so this report can carry its health (see probeCreated).
+    const created = command.kind === 'create' && outcome.result.ok;
+    const probed = created
+      ? probeCreated(probeDeps, command.provider, command.spec.name).catch((err: unknown) =>
+          logger.debug('probe after create failed; the probe round retries', { error: err }),
+        )
+      : Promise.resolve();
+    probed
+      .then(() => reportNow())
+      .catch((err: unknown) => logger.warn('report after a command failed; the next one carries it', { error: err }));
   };
 
   const onMessage = (message: CommandMessage): void => {
@@ -204,18 +220,9 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
       subscription.on('error', (err: unknown) =>
         logger.error('command subscription failed', { subscription: config.subscription, error: err }),
       );
-      const probeTimeoutMs = config.probeTimeoutSeconds * 1000;
       const probe = () =>
         inSpan('relay.probe-round', { parent: ROOT_CONTEXT, attributes: { 'relay.id': config.relay } }, () =>
-          probeRound({
-            backends: deps.backends,
-            book: health,
-            echoUrl: config.echoUrl,
-            timeoutMs: probeTimeoutMs,
-            logger,
-            now,
-            traceOf: (instance) => traces.get(instance),
-          }),
+          probeRound(probeDeps),
         );
       // Probe once before the first report: a report without health would make every Ready proxy
       // look unprobed (Provisioning) for a moment after each relay restart.

@@ -56,12 +56,53 @@ export interface ProbeRoundDeps {
 }
 
 /**
+ * Probes one instance through itself and records the result, unless `keepFailure` is false and the
+ * probe failed.
+ *
+ * @returns the health recorded, or undefined when nothing was (no credentials, or a failure not kept)
+ */
+async function probeInstance(
+  deps: ProbeRoundDeps,
+  provider: string,
+  backend: RelayBackend,
+  instance: Instance,
+  keepFailure: boolean,
+): Promise<Health | undefined> {
+  const now = deps.now ?? Date.now;
+  const probe = deps.probe ?? probeThroughProxy;
+  const credentials = await backend.credentials(instance.name);
+  if (!credentials) return undefined;
+  const traceparent = deps.traceOf?.(instance.name);
+  const parent = traceparent ? contextFromAttributes({ traceparent }) : context.active();
+  const result = await context.with(parent, () =>
+    probe({
+      host: instance.ip,
+      port: instance.port,
+      ...credentials,
+      echoUrl: deps.echoUrl,
+      timeoutMs: deps.timeoutMs,
+    }),
+  );
+  if (!result.ok && !keepFailure) return undefined;
+  const health = deps.book.update(provider, instance, result, new Date(now()));
+  if (!health.ok && health.consecutiveFailures === 1) {
+    deps.logger.warn('probe failed', { provider, instance: instance.name, error: health.error });
+  } else if (health.ok && result.ok && health.consecutiveFailures === 0) {
+    deps.logger.debug('probe ok', {
+      provider,
+      instance: instance.name,
+      latencyMs: health.latencyMs,
+      egressIp: health.egressIp,
+    });
+  }
+  return health;
+}
+
+/**
  * Probes every Running instance of every backend once. A backend whose listing fails keeps its
  * previous health; instances no longer Running lose theirs.
  */
 export async function probeRound(deps: ProbeRoundDeps): Promise<void> {
-  const now = deps.now ?? Date.now;
-  const probe = deps.probe ?? probeThroughProxy;
   const work: Array<() => Promise<void>> = [];
   for (const [provider, backend] of deps.backends) {
     let instances: Instance[];
@@ -75,34 +116,23 @@ export async function probeRound(deps: ProbeRoundDeps): Promise<void> {
     deps.book.retain(provider, new Set(running.map((i) => i.name)));
     for (const instance of running) {
       work.push(async () => {
-        const credentials = await backend.credentials(instance.name);
-        if (!credentials) return;
-        const traceparent = deps.traceOf?.(instance.name);
-        const parent = traceparent ? contextFromAttributes({ traceparent }) : context.active();
-        const result = await context.with(parent, () =>
-          probe({
-            host: instance.ip,
-            port: instance.port,
-            ...credentials,
-            echoUrl: deps.echoUrl,
-            timeoutMs: deps.timeoutMs,
-          }),
-        );
-        const health = deps.book.update(provider, instance, result, new Date(now()));
-        if (!health.ok && health.consecutiveFailures === 1) {
-          deps.logger.warn('probe failed', { provider, instance: instance.name, error: health.error });
-        } else if (health.ok && result.ok && health.consecutiveFailures === 0) {
-          deps.logger.debug('probe ok', {
-            provider,
-            instance: instance.name,
-            latencyMs: health.latencyMs,
-            egressIp: health.egressIp,
-          });
-        }
+        await probeInstance(deps, provider, backend, instance, true);
       });
     }
   }
   await runLimited(work, deps.concurrency ?? 16, deps.logger);
+}
+
+/**
+ * Probes an instance the relay has just created, so the report after the create carries its
+ * health and its proxy can go Ready on that report rather than a probe interval later. Only a
+ * success is recorded: an instance still booting is left to the probe round, which counts failures.
+ */
+export async function probeCreated(deps: ProbeRoundDeps, provider: string, name: string): Promise<void> {
+  const backend = deps.backends.get(provider);
+  if (!backend) return;
+  const instance = await backend.get(name);
+  if (instance.state === 'Running') await probeInstance(deps, provider, backend, instance, false);
 }
 
 async function runLimited(work: Array<() => Promise<void>>, limit: number, logger: Logger): Promise<void> {
