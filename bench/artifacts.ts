@@ -54,7 +54,7 @@ export async function prepareArtifacts(root: string): Promise<Artifacts> {
     functions.set(name, join(source, 'index.js'));
     sources.set(name, source);
   }
-  for (const fixture of ['hello', 'floor']) {
+  for (const fixture of ['hello', 'clients', 'floor']) {
     const source = join(dir, 'fixtures', fixture);
     mkdirSync(source, { recursive: true });
     await build({

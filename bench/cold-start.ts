@@ -9,6 +9,8 @@ import { median } from './stats.js';
 
 export interface ColdStart {
   name: string;
+  /** A reference, not a function of ours (the clients-only fixture). */
+  reference?: boolean;
   /** This function's import times. */
   importMs: number[];
   /** The hello-world import measured just before each of them. */
@@ -36,12 +38,16 @@ export async function runColdStart(artifacts: Artifacts, rounds: number, env: No
   const helloDir = artifacts.sources.get('bench-hello');
   if (!helloDir) throw new Error('the hello-world fixture was not built');
   const hello = `${helloDir}/index.js`;
-  const results = [...artifacts.functions].map(([name, file]): ColdStart & { file: string } => ({
+  const clientsDir = artifacts.sources.get('bench-clients');
+  const measured = [...artifacts.functions].map(([name, file]) => ({ name, file, reference: false }));
+  if (clientsDir) measured.push({ name: 'clients', file: `${clientsDir}/index.js`, reference: true });
+  const results = measured.map(({ name, file, reference }): ColdStart & { file: string } => ({
     name,
     file,
     importMs: [],
     helloMs: [],
     ratios: [],
+    ...(reference ? { reference } : {}),
   }));
   // One unmeasured pass fills the OS file cache for every artifact alike.
   await importOnce(artifacts, hello, 'hello', env);

@@ -1,10 +1,12 @@
 /**
- * Public list prices (USD) and the monthly bill of a fleet's steady state. Prices were read on
- * 2026-11-29 from the pages named in `PRICE_SOURCES`; update both together.
+ * Public list prices (USD) and the monthly bill of a fleet's steady state. The prices are the list
+ * prices of the pages named in `PRICE_SOURCES`, recorded here on 2026-11-29 (the bench machine has
+ * no network: they were not fetched by the bench); update prices, sources and date together.
  */
 import type { Counts } from './counting.js';
 
-export const PRICES_READ_ON = '2026-11-29';
+/** When the prices below were recorded. */
+export const PRICES_RECORDED_ON = '2026-11-29';
 
 /** Cloud Firestore (Standard edition), multi-region nam5; a US region (us-central1) costs half. */
 const FIRESTORE = { readPer100k: 0.06, writePer100k: 0.18, deletePer100k: 0.02 };

@@ -41,6 +41,7 @@ export interface CycleCost {
   kind: FleetKind;
   size: number;
   checkIntervalSeconds: number;
+  heartbeatSeconds: number;
   sources: CycleSource[];
 }
 
@@ -189,7 +190,13 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
     perCycle: scale(gc, interval / cfg.gcIntervalSeconds),
     note: `every ${cfg.gcIntervalSeconds} s`,
   });
-  return { kind: env.kind, size: f.fleet.names.length, checkIntervalSeconds: interval, sources };
+  return {
+    kind: env.kind,
+    size: f.fleet.names.length,
+    checkIntervalSeconds: interval,
+    heartbeatSeconds: cfg.heartbeatSeconds,
+    sources,
+  };
 }
 
 export function totalOf(cycle: CycleCost): Counts {

@@ -1,14 +1,16 @@
 /**
  * `npm run bench`: starts its own emulators on free ports, measures cold start, orchestration
  * overhead and the fleet's steady-state cost and scale, prints the tables, stops what it started.
- * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet`.
+ * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt`.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { freePort, startEmulators, type RunningEmulators } from '../infra/local/emulators.js';
+import { performance } from 'node:perf_hooks';
+import { freePort, startEmulators } from '../infra/local/emulators.js';
 import { prepareArtifacts, startNode, type Artifacts, type BenchChild } from './artifacts.js';
+import { Cleanup } from './cleanup.js';
 import { importBreakdown, runColdStart } from './cold-start.js';
 import { steadyCycle, sweepFleet, type CycleCost, type SweepResult } from './fleet-bench.js';
 import { runOrchestration } from './orchestration.js';
@@ -21,7 +23,9 @@ import {
   scaleTable,
   targetsTable,
   type BenchResults,
+  type LibvirtRatio,
 } from './report.js';
+import { fmt } from './stats.js';
 
 const STEADY_SIZE = 1000;
 
@@ -35,14 +39,14 @@ function repoRoot(): string {
 const optionsSchema = z.object({
   quick: z.boolean(),
   sizes: z.array(z.number().int().min(1).max(20_000)).min(1),
-  only: z.array(z.enum(['cold', 'orch', 'fleet'])).min(1),
+  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt'])).min(1),
 });
 
 function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
   const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
   const quick = argv.includes('--quick');
   const sizes = value('sizes')?.split(',').map(Number) ?? (quick ? [100, 1000] : [100, 1000, 10_000]);
-  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet'];
+  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt'];
   return optionsSchema.parse({ quick, sizes, only });
 }
 
@@ -56,6 +60,15 @@ async function startPool(artifacts: Artifacts, size: number): Promise<{ child: B
   return { child, ports: z.object({ ports: z.array(z.number()) }).parse(JSON.parse(line)).ports };
 }
 
+/**
+ * OPTIONAL ROW — libvirt client (kvm issue 6). Until that issue lands the table says "not
+ * measured". To wire it: import the bench function bench/libvirt.ts exports (it resolves to
+ * `{pipelinedMs, virshMs, ratio}`) and return it here instead of `undefined`.
+ */
+function libvirtBench(): (() => Promise<LibvirtRatio>) | undefined {
+  return undefined;
+}
+
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
   const root = repoRoot();
@@ -63,8 +76,6 @@ async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   const log = (m: string) => console.log(`[bench] ${m}`);
   const artifacts = await prepareArtifacts(root);
-  let emulators: RunningEmulators | undefined;
-  let pool: BenchChild | undefined;
   const results: BenchResults = {
     date: new Date().toISOString(),
     machine: machine(),
@@ -75,10 +86,13 @@ async function main(): Promise<void> {
     cycles: [],
     errors: [],
   };
-  // Ctrl-C (or a kill) still stops the emulators and the pool: they are ours.
+  // Everything the bench starts is stopped here, newest first, also on Ctrl-C or a kill: the
+  // emulators, the echo pool, the orchestration stack (its functions and detached proxy processes).
+  const cleanup = new Cleanup();
+  cleanup.add(() => Promise.resolve(artifacts.close()));
   const interrupted = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping what the bench started`);
-    void Promise.allSettled([pool?.stop(), emulators?.stop()]).then(() => process.exit(130));
+    void cleanup.run().then(() => process.exit(130));
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
@@ -87,7 +101,16 @@ async function main(): Promise<void> {
     const firestorePort = await freePort();
     let pubsubPort = await freePort();
     while (pubsubPort === firestorePort) pubsubPort = await freePort();
-    emulators = await startEmulators({ host: '127.0.0.1', firestorePort, pubsubPort, logDir: join(out, 'emulators') });
+    // 10,000 proxies with their credentials and inventory, swept 1000 at a time, need more than 512 MiB.
+    const logDir = join(out, 'emulators');
+    const emulators = await startEmulators({
+      host: '127.0.0.1',
+      firestorePort,
+      pubsubPort,
+      logDir,
+      firestoreHeapMb: 2048,
+    });
+    cleanup.add(() => emulators.stop());
     process.env['FIRESTORE_EMULATOR_HOST'] = emulators.firestoreHost;
     process.env['PUBSUB_EMULATOR_HOST'] = emulators.pubsubHost;
     process.env['METADATA_SERVER_DETECTION'] = 'none';
@@ -102,7 +125,7 @@ async function main(): Promise<void> {
     if (opts.only.includes('orch')) {
       log('orchestration: functions under functions-framework, a real relay, real proxy processes');
       try {
-        results.orchestration = await runOrchestration(artifacts, hosts, out, opts.quick ? 3 : 9);
+        results.orchestration = await runOrchestration(artifacts, hosts, out, opts.quick ? 3 : 9, cleanup);
       } catch (err) {
         // The other sections still run; the table says why this one has no figures.
         results.errors.push(`orchestration: ${err instanceof Error ? err.message : String(err)}`);
@@ -110,18 +133,19 @@ async function main(): Promise<void> {
       }
     }
     if (opts.only.includes('fleet')) {
-      const { child, ports } = await startPool(artifacts, 16);
-      pool = child;
+      const pool = await startPool(artifacts, 16);
+      cleanup.add(() => pool.child.stop());
       const fleetOpts = {
         echoUrl: 'http://127.0.0.1:9/',
         logDir: out,
-        poolPorts: ports,
+        poolPorts: pool.ports,
         repeats: opts.quick ? 2 : 3,
         firestoreHost: hosts.firestoreHost,
       };
       for (const kind of ['direct', 'relay'] as const) {
         for (const size of opts.sizes) {
           log(`fleet: ${size} stored ${kind === 'relay' ? 'relay-backed' : 'directly probed'} proxies`);
+          const started = performance.now();
           const run: { sweep: SweepResult; cycle?: CycleCost } = await sweepFleet(
             kind,
             size,
@@ -130,14 +154,18 @@ async function main(): Promise<void> {
           );
           results.sweeps.push(run.sweep);
           if (run.cycle) results.cycles.push(run.cycle);
+          log(`  done in ${fmt((performance.now() - started) / 1000, 0)} s (seeding included)`);
           if (run.sweep.failures.length > 0) log(`  failures: ${run.sweep.failures.slice(0, 3).join('; ')}`);
         }
       }
     }
+    const measureLibvirt = libvirtBench();
+    if (measureLibvirt && opts.only.includes('libvirt')) {
+      log('libvirt: state look-ups pipelined on one connection, then through virsh');
+      results.libvirt = await measureLibvirt();
+    }
   } finally {
-    await pool?.stop();
-    await emulators?.stop();
-    artifacts.close();
+    await cleanup.run();
   }
   writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   const sections = [

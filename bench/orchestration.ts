@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { instanceName } from '../shared/domain/names.js';
 import { LOCAL_DEFAULT_CONFIG } from '../shared/config/local-default.js';
 import type { Artifacts } from './artifacts.js';
+import type { Cleanup } from './cleanup.js';
 import { FLOOR_TOPIC, startOrchestrationStack, type OrchestrationStack } from './orchestration-stack.js';
 import { median } from './stats.js';
 
@@ -97,9 +98,12 @@ export async function runOrchestration(
   emulators: { firestoreHost: string; pubsubHost: string },
   logDir: string,
   trials: number,
+  cleanup: Cleanup,
 ): Promise<OrchestrationTrial[]> {
   const project = `bench-orch-${randomBytes(3).toString('hex')}`;
   const stack = await startOrchestrationStack(artifacts, emulators, project, logDir);
+  // Registered so an interrupted run stops the functions and the relay's detached proxy processes.
+  const stop = cleanup.add(() => stack.stop());
   const db = new Firestore({ projectId: project });
   try {
     await floorOnce(stack, db);
@@ -114,6 +118,6 @@ export async function runOrchestration(
     return results;
   } finally {
     await db.terminate();
-    await stack.stop();
+    await stop();
   }
 }

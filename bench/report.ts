@@ -1,6 +1,6 @@
 /** The bench's tables: targets and whether they are met, then the figures behind them. */
 import { coldStartRatio, type ColdStart } from './cold-start.js';
-import { monthlyCost, PRICE_SOURCES, PRICES_READ_ON } from './cost-model.js';
+import { monthlyCost, PRICE_SOURCES, PRICES_RECORDED_ON } from './cost-model.js';
 import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
 import type { OrchestrationTrial } from './orchestration.js';
@@ -15,6 +15,8 @@ export interface BenchResults {
   orchestration: OrchestrationTrial[];
   sweeps: SweepResult[];
   cycles: CycleCost[];
+  /** The kvm issue's libvirt client bench, once wired in bench/main.ts. */
+  libvirt?: LibvirtRatio;
   /** Sections that failed (their targets show as not run). */
   errors: string[];
 }
@@ -29,12 +31,10 @@ const per = (c: Counts, n: number) => ({
   invocations: c.invocations / n,
 });
 
-/**
- * Reads per batch of 100 allowed on top of one per proxy: the provider verdict, the relay's recent
- * changes, and the empty page that ends a sweep of an exact multiple of 100.
- */
-const READ_TOLERANCE = 0.03;
-const READ_TARGET = '≤ 1 (+ ≤ 3 per 100)';
+/** A sweep's reads beyond one per proxy, and its pages: "1000 + 11 on 11 pages". */
+function extras(c: Counts, n: number): string {
+  return `${n} + ${c.reads - n} on ${c.invocations} pages`;
+}
 
 function steadyRows(r: BenchResults): string[][] {
   const rows: string[][] = [];
@@ -44,41 +44,51 @@ function steadyRows(r: BenchResults): string[][] {
     const sweepSource = cycle.sources.find((s) => s.name === 'check sweep');
     if (!sweep || !sweepSource) continue;
     const steady = per(sweep.counts, n);
-    const beat = per(sweepSource.perCycle, n);
+    const averaged = per(sweepSource.perCycle, n);
     const total = per(totalOf(cycle), n);
     const label = KIND_LABEL[cycle.kind];
+    const batches = Math.ceil(n / 100);
+    const beat = sweep.heartbeat ? per(sweep.heartbeat.counts, n) : undefined;
     const cost = monthlyCost(totalOf(cycle), cycle.checkIntervalSeconds);
     rows.push(
       [
-        `reads/proxy/cycle, check sweep, ${label}`,
-        READ_TARGET,
-        fmt(steady.reads, 3),
-        yes(steady.reads <= 1 + READ_TOLERANCE),
+        `reads/proxy, one check sweep, ${label}`,
+        '≤ 1',
+        `${fmt(steady.reads, 3)} (${extras(sweep.counts, n)})`,
+        yes(steady.reads <= 1),
       ],
-      [`writes/proxy/cycle, check sweep, ${label}`, '0', fmt(steady.writes, 3), yes(steady.writes === 0)],
+      [`writes/proxy, one check sweep, ${label}`, '0', fmt(steady.writes, 3), yes(steady.writes === 0)],
       [
-        `heartbeat writes/proxy/cycle (amortised), ${label}`,
-        'coarse',
-        `${fmt(beat.writes, 3)} (reads with the heartbeat ${fmt(beat.reads, 3)})`,
-        'info',
+        `heartbeat writes/proxy, the sweep with the heartbeat due, ${label}`,
+        '≤ 1 per heartbeat',
+        beat
+          ? `${fmt(beat.writes, 3)} every ${cycle.heartbeatSeconds} s (that sweep reads ${fmt(beat.reads, 2)}/proxy)`
+          : 'not measured',
+        beat ? yes(beat.writes <= 1) : '—',
+      ],
+      [
+        `reads/proxy/cycle, check sweeps with the heartbeat share, ${label}`,
+        '≤ 1',
+        `${fmt(averaged.reads, 3)} (writes ${fmt(averaged.writes, 3)})`,
+        yes(averaged.reads <= 1),
       ],
       [
         `reads/proxy/cycle, all background work, ${label}`,
-        READ_TARGET,
+        '≤ 1',
         `${fmt(total.reads, 3)} (writes ${fmt(total.writes, 3)})`,
-        yes(total.reads <= 1 + READ_TOLERANCE),
+        yes(total.reads <= 1),
       ],
       [
-        `invocations per 100 proxies/cycle, check sweep, ${label}`,
+        `invocations per 100 proxies, one check sweep, ${label}`,
         '≤ 1',
-        `${fmt(sweep.counts.invocations / (n / 100), 2)} (${sweep.counts.invocations} for ${n}: one per page, one empty page)`,
-        yes(sweep.counts.invocations <= Math.floor(n / 100) + 1),
+        `${fmt(sweep.counts.invocations / (n / 100), 2)} (${sweep.counts.invocations} for ${batches} batches)`,
+        yes(sweep.counts.invocations <= batches),
       ],
       [
         `invocations per 100 proxies/cycle, all background work, ${label}`,
         '≤ 1',
         fmt(total.invocations * 100, 2),
-        yes(total.invocations * 100 <= 1 + 1 / (n / 100)),
+        yes(totalOf(cycle).invocations <= batches),
       ],
       [`monthly cost, ${n} proxies, 1-min interval, ${label}`, '—', usd(cost.total), 'info'],
     );
@@ -101,6 +111,13 @@ function orchestrationRows(trials: OrchestrationTrial[]): string[][] {
 function coldRows(cold: ColdStart[]): string[][] {
   return cold.map((c) => {
     const ratio = coldStartRatio(c);
+    if (c.reference)
+      return [
+        'cold start: hello-world + Firestore and Pub/Sub clients only × hello-world',
+        'reference',
+        `${fmt(ratio, 2)}×`,
+        'info',
+      ];
     return [`cold start \`${c.name}\` × hello-world`, '≤ 1.5×', `${fmt(ratio, 2)}×`, yes(ratio <= 1.5)];
   });
 }
@@ -133,6 +150,21 @@ function scaleRows(r: BenchResults): string[][] {
   return rows;
 }
 
+/** The kvm issue's comparison: the same state look-ups through `virsh` and pipelined on one connection. */
+export interface LibvirtRatio {
+  pipelinedMs: number;
+  virshMs: number;
+  ratio: number;
+}
+
+function libvirtRow(libvirt: LibvirtRatio | undefined): string[] {
+  const measure = 'libvirt client, `virsh` time ÷ pipelined time';
+  if (!libvirt) return [measure, '— (issue 6 sets none)', 'not measured: kvm issue not landed', '—'];
+  // From the two times, so the direction is plain whichever way the module's own `ratio` goes.
+  const result = `${fmt(libvirt.virshMs / libvirt.pipelinedMs, 1)}× (virsh ${ms(libvirt.virshMs)}, pipelined ${ms(libvirt.pipelinedMs)})`;
+  return [measure, '— (issue 6 sets none)', result, 'info'];
+}
+
 /** The table of targets: every measure, its target, the result and whether it is met. */
 export function targetsTable(r: BenchResults): string {
   const rows = [
@@ -140,7 +172,7 @@ export function targetsTable(r: BenchResults): string {
     ...orchestrationRows(r.orchestration),
     ...coldRows(r.coldStart),
     ...scaleRows(r),
-    ['libvirt client, pipelined × `virsh`', '—', 'n/a (kvm not built)', 'n/a'],
+    libvirtRow(r.libvirt),
   ];
   return markdownTable(['measure', 'target', 'result', 'met'], rows);
 }
@@ -193,7 +225,7 @@ export function costTable(r: BenchResults): string {
     ['fleet', 'proxies', 'Firestore', 'Pub/Sub', 'requests', 'compute (est.)', 'total/month'],
     rows,
   );
-  return `${table}\n\nPrices read on ${PRICES_READ_ON}:\n${PRICE_SOURCES.map((s) => `- ${s}`).join('\n')}`;
+  return `${table}\n\nList prices (USD) recorded on ${PRICES_RECORDED_ON}, not fetched by the bench (no network):\n${PRICE_SOURCES.map((s) => `- ${s}`).join('\n')}`;
 }
 
 export function scaleTable(r: BenchResults): string {
@@ -243,14 +275,24 @@ export function orchestrationTable(trials: OrchestrationTrial[]): string {
 }
 
 export function coldTable(cold: ColdStart[]): string {
+  const clients = cold.find((c) => c.reference);
   const rows = cold.map((c) => [
-    c.name,
+    c.reference ? 'hello-world + Firestore and Pub/Sub clients (reference)' : c.name,
     ms(median(c.helloMs)),
     ms(median(c.importMs)),
     `${fmt(coldStartRatio(c), 2)}×`,
+    clients && !c.reference ? `${fmt(median(c.importMs) / median(clients.importMs), 2)}×` : '—',
     String(c.ratios.length),
   ]);
-  return markdownTable(['function', 'hello-world import', 'import', 'ratio (median of pairs)', 'pairs'], rows);
+  const header = [
+    'function',
+    'hello-world import',
+    'import',
+    '× hello-world (median of pairs)',
+    '× clients only',
+    'pairs',
+  ];
+  return markdownTable(header, rows);
 }
 
 export function importTable(imports: { name: string; importMs: number }[]): string {

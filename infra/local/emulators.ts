@@ -27,6 +27,8 @@ export interface EmulatorOptions {
   sdkRoot?: string;
   /** How long each emulator may take to become ready (default 60 s). */
   readyTimeoutMs?: number;
+  /** The Firestore emulator's Java heap in MiB (default 512; it keeps every document in memory). */
+  firestoreHeapMb?: number;
 }
 
 /** Running emulators: `HOST:PORT` strings for the `*_EMULATOR_HOST` variables, and `stop()`. */
@@ -86,7 +88,8 @@ export async function startEmulators(options: EmulatorOptions): Promise<RunningE
   mkdirSync(logDir, { recursive: true });
 
   const bind = (port: number) => [`--host=${host}`, `--port=${port}`];
-  const javaArgs = ['-Duser.language=en', '-Xmx512m', '-cp', firestoreJar, FIRESTORE_MAIN, 'start'];
+  const heap = `-Xmx${options.firestoreHeapMb ?? 512}m`;
+  const javaArgs = ['-Duser.language=en', heap, '-cp', firestoreJar, FIRESTORE_MAIN, 'start'];
   const specs: LaunchSpec[] = [
     {
       name: 'Firestore emulator',

@@ -1,0 +1,76 @@
+/** The targets table: every target named, met only when the measured figure is within it. */
+import { describe, expect, it } from 'vitest';
+import { zeroCounts, type Counts } from './counting.js';
+import type { CycleCost, SweepResult } from './fleet-bench.js';
+import { targetsTable, type BenchResults } from './report.js';
+
+const counts = (c: Partial<Counts>): Counts => ({ ...zeroCounts(), ...c });
+
+function sweep(size: number, reads: number, invocations: number): SweepResult {
+  return {
+    kind: 'direct',
+    size,
+    counts: counts({ reads, invocations }),
+    wallMs: [1000, 1200, 1100],
+    firstMs: 1500,
+    heartbeat: { ms: 2000, counts: counts({ reads: 3 * size, writes: size }) },
+    failures: [],
+  };
+}
+
+function results(sweepReads: number, sweepInvocations: number): BenchResults {
+  const cycle: CycleCost = {
+    kind: 'direct',
+    size: 1000,
+    checkIntervalSeconds: 60,
+    heartbeatSeconds: 600,
+    sources: [
+      { name: 'check sweep', perCycle: counts({ reads: sweepReads, invocations: sweepInvocations }), note: '' },
+    ],
+  };
+  return {
+    date: '2026-11-29T00:00:00Z',
+    machine: 'test',
+    coldStart: [{ name: 'check', importMs: [12, 12, 12], helloMs: [10, 10, 10], ratios: [1.2, 1.2, 1.2] }],
+    imports: [],
+    orchestration: [{ floorMs: 100, publishToCreateMs: 250, reachableToReadyMs: 300 }],
+    sweeps: [sweep(100, 100, 1), sweep(1000, sweepReads, sweepInvocations)],
+    cycles: [cycle],
+    errors: [],
+  };
+}
+
+const row = (table: string, measure: string) => {
+  const line = table.split('\n').find((l) => l.includes(measure));
+  if (!line) throw new Error(`no row ${measure}`);
+  return line.split('|').map((c) => c.trim());
+};
+
+describe('targetsTable', () => {
+  it('meets a target only within it: one read per proxy, one invocation per batch of 100', () => {
+    const met = targetsTable(results(1000, 10));
+    expect(row(met, 'reads/proxy, one check sweep')[4]).toBe('yes');
+    expect(row(met, 'invocations per 100 proxies, one check sweep')[4]).toBe('yes');
+    const missed = targetsTable(results(1011, 11));
+    expect(row(missed, 'reads/proxy, one check sweep')[3]).toBe('1.011 (1000 + 11 on 11 pages)');
+    expect(row(missed, 'reads/proxy, one check sweep')[4]).toBe('NO');
+    expect(row(missed, 'invocations per 100 proxies, one check sweep')[4]).toBe('NO');
+  });
+
+  it('names every target of the issue, the ratios and the libvirt row', () => {
+    const table = targetsTable(results(1000, 10));
+    expect(row(table, 'heartbeat writes/proxy')[4]).toBe('yes');
+    expect(row(table, 'publish → provider create')[3]).toBe('2.5×');
+    expect(row(table, 'instance reachable → proxy Ready')[4]).toBe('yes');
+    expect(row(table, 'cold start `check`')[4]).toBe('yes');
+    expect(row(table, 'sweep of 1000 proxies')[4]).toBe('yes (at 1000 only)');
+    expect(row(table, 'cost growth 100 → 1000')[4]).toBe('yes');
+    expect(row(table, 'monthly cost, 1000 proxies')[3]).toMatch(/^\$\d+\.\d\d$/);
+    expect(row(table, 'libvirt client')[3]).toBe('not measured: kvm issue not landed');
+  });
+
+  it('a section that did not run says so instead of passing', () => {
+    const table = targetsTable({ ...results(1000, 10), orchestration: [] });
+    expect(row(table, 'orchestration overhead')[3]).toBe('not run');
+  });
+});
