@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: starts its own emulators on free ports, measures cold start, orchestration
  * overhead and the fleet's steady-state cost and scale, prints the tables, stops what it started.
- * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt`.
+ * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt`,
+ * `--out=DIR` (default test-results/bench).
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -40,6 +41,7 @@ const optionsSchema = z.object({
   quick: z.boolean(),
   sizes: z.array(z.number().int().min(1).max(20_000)).min(1),
   only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt'])).min(1),
+  out: z.string().min(1).optional(),
 });
 
 function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
@@ -47,7 +49,7 @@ function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
   const quick = argv.includes('--quick');
   const sizes = value('sizes')?.split(',').map(Number) ?? (quick ? [100, 1000] : [100, 1000, 10_000]);
   const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt'];
-  return optionsSchema.parse({ quick, sizes, only });
+  return optionsSchema.parse({ quick, sizes, only, out: value('out') });
 }
 
 function machine(): string {
@@ -72,7 +74,7 @@ function libvirtBench(): (() => Promise<LibvirtRatio>) | undefined {
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
   const root = repoRoot();
-  const out = join(root, 'test-results', 'bench');
+  const out = resolve(opts.out ?? join(root, 'test-results', 'bench'));
   mkdirSync(out, { recursive: true });
   const log = (m: string) => console.log(`[bench] ${m}`);
   const artifacts = await prepareArtifacts(root);
@@ -92,7 +94,11 @@ async function main(): Promise<void> {
   cleanup.add(() => Promise.resolve(artifacts.close()));
   const interrupted = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping what the bench started`);
-    void cleanup.run().then(() => process.exit(130));
+    results.errors.push(`interrupted by ${signal}: the tables hold only what was measured before`);
+    void cleanup.run().then(() => {
+      writeResults(out, results, log);
+      process.exit(130);
+    });
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
@@ -167,6 +173,11 @@ async function main(): Promise<void> {
   } finally {
     await cleanup.run();
   }
+  writeResults(out, results, log);
+}
+
+/** Writes results.json and results.md to `out` and prints the tables (also for an interrupted run). */
+function writeResults(out: string, results: BenchResults, log: (m: string) => void): void {
   writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   const sections = [
     `# Benchmark ${results.date}\n\nMachine: ${results.machine}\n`,
