@@ -22,6 +22,7 @@ import { freePort } from '../infra/local/emulators.js';
 import { applyTopology, loadTopology, localPushEndpoint } from '../infra/local/topology.js';
 import type { Artifacts } from './artifacts.js';
 import { benchLogger } from './check-env.js';
+import type { Cleanup } from './cleanup.js';
 
 export const FLOOR_TOPIC = 'bench-floor';
 const PROVIDER = LOCAL_DEFAULT_CONFIG.providers[0]?.name ?? 'local';
@@ -88,11 +89,13 @@ export async function startOrchestrationStack(
   emulators: { firestoreHost: string; pubsubHost: string },
   project: string,
   logDir: string,
+  cleanup: Cleanup,
 ): Promise<OrchestrationStack> {
   const stoppers: (() => Promise<void>)[] = [];
-  const stop = async () => {
-    for (const s of stoppers.reverse()) await s().catch(() => undefined);
-  };
+  // Registered before anything starts, so an interrupted start-up still stops what it started.
+  const stop = cleanup.add(async () => {
+    for (let s = stoppers.pop(); s; s = stoppers.pop()) await s().catch(() => undefined);
+  });
   try {
     const echo: EchoServer = await startEchoServer();
     stoppers.push(() => echo.close());

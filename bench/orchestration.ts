@@ -101,9 +101,9 @@ export async function runOrchestration(
   cleanup: Cleanup,
 ): Promise<OrchestrationTrial[]> {
   const project = `bench-orch-${randomBytes(3).toString('hex')}`;
-  const stack = await startOrchestrationStack(artifacts, emulators, project, logDir);
-  // Registered so an interrupted run stops the functions and the relay's detached proxy processes.
-  const stop = cleanup.add(() => stack.stop());
+  // The stack registers its own stop with `cleanup`: an interrupted run stops the functions and
+  // the relay's detached proxy processes.
+  const stack = await startOrchestrationStack(artifacts, emulators, project, logDir, cleanup);
   const db = new Firestore({ projectId: project });
   try {
     await floorOnce(stack, db);
@@ -118,6 +118,6 @@ export async function runOrchestration(
     return results;
   } finally {
     await db.terminate();
-    await stop();
+    await stack.stop();
   }
 }
