@@ -27,7 +27,8 @@ const passwdEntry = () =>
     ?.split(':');
 
 beforeAll(() => {
-  if (!existsSync(join(repo, 'dist', 'relay', 'main.js'))) throw new Error('dist/relay is missing: run `npm run build`');
+  if (!existsSync(join(repo, 'dist', 'relay', 'main.js')))
+    throw new Error('dist/relay is missing: run `npm run build`');
   const first = install();
   expect(first.stderr).not.toMatch(/install\.sh:/);
   expect(first.status).toBe(0);

@@ -124,7 +124,7 @@ export function formatHcl(source: string): string {
   }
   // Alignment: a chain of consecutive one-line attributes puts its `=` one column past the longest name.
   const out: string[] = [];
-  for (let i = 0; i < lines.length; ) {
+  for (let i = 0; i < lines.length;) {
     const line = lines[i];
     if (!line || line.verbatim || line.assignAt === undefined) {
       out.push(line?.verbatim ? line.text : line?.text ? `${'  '.repeat(indentOf[i] ?? 0)}${line.text}` : '');

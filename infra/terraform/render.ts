@@ -11,11 +11,19 @@ import type { Topology, TopologySubscription } from '../local/topology.js';
 export const RENDERED_FILE = 'infra/terraform/topology.auto.tf.json';
 
 /** Scheduler intervals a cron expression can express exactly: minutes dividing an hour, hours dividing a day. */
-export const CRON_BY_SECONDS: Readonly<Record<string, string>> = Object.fromEntries([
-  ...[1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30].map((m) => [String(m * 60), m === 1 ? '* * * * *' : `*/${m} * * * *`]),
-  ...[1, 2, 3, 4, 6, 8, 12].map((h) => [String(h * 3600), h === 1 ? '0 * * * *' : `0 */${h} * * *`]),
-  ['86400', '0 0 * * *'],
-]);
+export const CRON_BY_SECONDS: Readonly<Record<string, string>> = Object.fromEntries(
+  new Map<string, string>([
+    ...[1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30].map((m): [string, string] => [
+      String(m * 60),
+      m === 1 ? '* * * * *' : `*/${m} * * * *`,
+    ]),
+    ...[1, 2, 3, 4, 6, 8, 12].map((h): [string, string] => [
+      String(h * 3600),
+      h === 1 ? '0 * * * *' : `0 */${h} * * *`,
+    ]),
+    ['86400', '0 0 * * *'],
+  ]),
+);
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 type Block = Record<string, Json>;

@@ -125,7 +125,10 @@ describe('the .tf files', () => {
       role: 'roles/pubsub.subscriber',
       subscription: '${google_pubsub_subscription.relay_commands[each.key].name}',
     });
-    expect(report).toMatchObject({ role: 'roles/pubsub.publisher', topic: '${google_pubsub_topic.relay_reports.name}' });
+    expect(report).toMatchObject({
+      role: 'roles/pubsub.publisher',
+      topic: '${google_pubsub_topic.relay_reports.name}',
+    });
     const relayGrants = [...tf.resources.entries()].filter(([, body]) =>
       JSON.stringify(body).includes('google_service_account.relay['),
     );
