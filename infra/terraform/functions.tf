@@ -151,7 +151,7 @@ resource "google_cloudfunctions2_function" "fn" {
   }
 
   service_config {
-    available_memory                 = "${each.value.memory_mb}M"
+    available_memory                 = "${try(var.function_memory_mb[each.key], each.value.memory_mb)}M"
     timeout_seconds                  = each.value.timeout_seconds
     min_instance_count               = try(var.function_scaling[each.key].min, 0)
     max_instance_count               = try(var.function_scaling[each.key].max, 10)

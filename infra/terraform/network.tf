@@ -24,7 +24,7 @@ resource "google_compute_firewall" "proxy" {
 
   allow {
     protocol = "tcp"
-    ports    = [tostring(each.value.port)]
+    ports    = distinct(concat([tostring(each.value.port)], var.proxy_extra_ports))
   }
 }
 

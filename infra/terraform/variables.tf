@@ -96,6 +96,12 @@ variable "proxy_source_ranges" {
   }
 }
 
+variable "proxy_extra_ports" {
+  description = "Ports opened beside each gcp provider's proxyPort, for proxies whose spec.port names one (e.g. [\"8443\"])."
+  type        = list(string)
+  default     = []
+}
+
 variable "vpc_connector" {
   description = "Create a Serverless VPC Access connector for check, gc and health (to reach private Pod IPs or a private cluster endpoint). null: none."
   type = object({
@@ -120,6 +126,12 @@ variable "telemetry" {
     condition     = contains(["gcp", "none"], var.telemetry)
     error_message = "telemetry must be gcp or none."
   }
+}
+
+variable "function_memory_mb" {
+  description = "Memory per function name, overriding infra/topology.yaml (e.g. 512 for gc and health when a gcp provider is configured)."
+  type        = map(number)
+  default     = {}
 }
 
 variable "trace_sample_ratio" {
