@@ -50,7 +50,9 @@ export async function readTerraformDir(dir: string): Promise<TerraformDir> {
     .sort();
   for (const name of names) {
     const text = readFileSync(join(dir, name), 'utf8');
-    const body = name.endsWith('.tf.json') ? (JSON.parse(text) as Body) : await parse(name, text);
+    const decoded: unknown = name.endsWith('.tf.json') ? JSON.parse(text) : await parse(name, text);
+    if (!isObject(decoded)) throw new Error(`${name}: not a Terraform configuration object`);
+    const body = decoded;
     result.files.set(name, body);
     for (const v of bodies(body['variable'])) for (const key of Object.keys(v)) result.variables.add(key);
     for (const l of bodies(body['locals'])) for (const key of Object.keys(l)) result.locals.add(key);

@@ -18,7 +18,7 @@ locals {
   # One pull subscription and one service account per relay a relay-backed provider names, as the
   # local launcher does (infra/local/stack.ts).
   relays = toset(distinct([
-    for p in local.config.providers : p.relay
+    for p in local.config.providers : try(p.relay, "")
     if contains(local.relay_types, p.type) && try(p.relay, "") != ""
   ]))
 

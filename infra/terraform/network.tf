@@ -5,7 +5,7 @@ locals {
   # gcp providers of the config, with the defaults of shared/providers/gcp/options.ts.
   gcp_providers = {
     for p in local.config.providers : p.name => {
-      project = p.options.project
+      project = try(p.options.project, var.project)
       network = try(p.options.network, local.gcp_option_defaults.network)
       tags    = try(p.options.tags, local.gcp_option_defaults.tags)
       port    = try(p.options.proxyPort, local.gcp_option_defaults.proxy_port)

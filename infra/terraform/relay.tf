@@ -7,6 +7,13 @@ resource "google_service_account" "relay" {
   project      = var.project
   account_id   = "${var.name_prefix}relay-${each.key}"
   display_name = "egress-fleet relay ${each.key}"
+
+  lifecycle {
+    precondition {
+      condition     = length("${var.name_prefix}relay-${each.key}") <= 30
+      error_message = "The service account id of relay \"${each.key}\" would exceed 30 characters: use a shorter relay id or name_prefix."
+    }
+  }
 }
 
 resource "google_pubsub_subscription_iam_member" "relay_pull" {

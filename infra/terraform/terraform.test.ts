@@ -2,8 +2,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse } from '@cdktn/hcl2json';
+import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
 import { parseConfig } from '../../shared/config/load.js';
 import { COLLECTIONS } from '../../shared/store/firestore.js';
 import { parseRelayConfig } from '../../relay/config.js';
@@ -16,6 +18,18 @@ const root = dirname(dirname(findTopologyFile()));
 const dir = join(root, 'infra', 'terraform');
 const topology = loadTopology();
 let tf: TerraformDir;
+
+/** The parts of functions.tf's locals the tests read (hcl2json gives literal objects as JSON). */
+const functionLocals = () =>
+  z
+    .tuple([
+      z.looseObject({
+        function_publishes: z.record(z.string(), z.array(z.string())),
+        provider_functions: z.string(),
+      }),
+    ])
+    .parse(tf.files.get('functions.tf')?.['locals'])[0];
+const variableBlocks = z.record(z.string(), z.tuple([z.record(z.string(), z.unknown())]));
 
 beforeAll(async () => {
   tf = await readTerraformDir(dir);
@@ -39,9 +53,9 @@ describe('topology.auto.tf.json', () => {
     const declared = [...tf.resources.keys()].filter((k) =>
       /^google_(pubsub_topic|pubsub_subscription|cloud_scheduler_job)\./.test(k),
     );
-    const rendered = JSON.parse(readFileSync(join(root, RENDERED_FILE), 'utf8')) as {
-      resource: Record<string, Record<string, unknown>>;
-    };
+    const rendered = z
+      .object({ resource: z.record(z.string(), z.record(z.string(), z.unknown())) })
+      .parse(JSON.parse(readFileSync(join(root, RENDERED_FILE), 'utf8')));
     const fromRendered = Object.entries(rendered.resource)
       .filter(([type]) => /^google_(pubsub_topic|pubsub_subscription|cloud_scheduler_job)$/.test(type))
       .flatMap(([type, named]) => Object.keys(named).map((n) => `${type}.${n}`));
@@ -149,9 +163,29 @@ describe('the .tf files', () => {
     });
   });
 
+  it('let each function publish only to topology topics its own code names', async () => {
+    const publishes = functionLocals().function_publishes;
+    expect(Object.keys(publishes).sort()).toEqual(Object.keys(topology.functions).sort());
+    for (const [fn, topics] of Object.entries(publishes)) {
+      const bundle = await build({
+        entryPoints: [join(root, 'functions', fn, 'index.ts')],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        packages: 'external',
+        write: false,
+        logLevel: 'silent',
+      });
+      const code = bundle.outputFiles[0]?.text ?? '';
+      for (const topic of topics) {
+        expect(topology.topics, `${fn} → ${topic}`).toContain(topic);
+        expect(code.includes(`"${topic}"`) || code.includes(`'${topic}'`), `${fn}'s code names ${topic}`).toBe(true);
+      }
+    }
+  }, 30_000);
+
   it('mount the provider secrets and the VPC connector only where providers are called', () => {
-    const locals = (tf.files.get('functions.tf')?.['locals'] as Record<string, unknown>[])[0];
-    expect(locals?.['provider_functions']).toBe('${toset(["check", "gc", "health"])}');
+    expect(functionLocals().provider_functions).toBe('${toset(["check", "gc", "health"])}');
   });
 });
 
@@ -160,8 +194,8 @@ describe('terraform.tfvars.example', () => {
     const vars = await parse('terraform.tfvars', readFileSync(join(dir, 'terraform.tfvars.example'), 'utf8'));
     for (const key of Object.keys(vars)) expect(tf.variables.has(key), key).toBe(true);
     const required = [...tf.files.values()].flatMap((body) =>
-      Object.entries((body['variable'] as Record<string, Record<string, unknown>[]>) ?? {}).flatMap(([name, [v]]) =>
-        v && !('default' in v) ? [name] : [],
+      Object.entries(variableBlocks.parse(body['variable'] ?? {})).flatMap(([name, [v]]) =>
+        'default' in v ? [] : [name],
       ),
     );
     expect(required.sort()).toEqual(['config_file', 'installation_id', 'project', 'proxy_source_ranges']);

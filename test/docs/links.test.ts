@@ -59,7 +59,8 @@ describe('links in docs/ and README.md', () => {
   });
 
   it('pending targets are still pending (remove an entry once its file exists)', () => {
-    for (const [path, who] of Object.entries(PENDING)) expect(existsSync(join(root, path)), `${path}: ${who}`).toBe(false);
+    for (const [path, who] of Object.entries(PENDING))
+      expect(existsSync(join(root, path)), `${path}: ${who}`).toBe(false);
   });
 
   it('reports a missing file, a missing anchor, and ignores links inside code', () => {
