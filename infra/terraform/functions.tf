@@ -1,5 +1,5 @@
 # Every function of infra/topology.yaml: 2nd gen, nodejs22, the source `npm run build` wrote to
-# dist/functions/<name>/, its own service account, HTTP-only serving. Pub/Sub reaches the pushed
+# dist/functions/<name>/, its own service account, served over HTTP. Pub/Sub reaches the pushed
 # functions through the subscriptions of topology.auto.tf.json, signed with the pubsub_push account.
 
 locals {
@@ -157,7 +157,7 @@ resource "google_cloudfunctions2_function" "fn" {
     max_instance_count               = try(var.function_scaling[each.key].max, 10)
     max_instance_request_concurrency = 1
     service_account_email            = google_service_account.fn[each.key].email
-    ingress_settings                 = each.value.http ? "ALLOW_ALL" : "ALLOW_INTERNAL_ONLY"
+    ingress_settings                 = each.value.http ? "ALLOW_ALL" : var.pushed_ingress
     all_traffic_on_latest_revision   = true
     vpc_connector                    = contains(local.provider_functions, each.key) ? one(google_vpc_access_connector.functions[*].id) : null
     vpc_connector_egress_settings    = contains(local.provider_functions, each.key) && var.vpc_connector != null ? var.vpc_connector.egress : null

@@ -57,6 +57,17 @@ variable "function_scaling" {
   }
 }
 
+variable "pushed_ingress" {
+  description = "Ingress of the Pub/Sub-pushed functions. IAM is the gate either way (only the pubsub-push account may invoke them); ALLOW_INTERNAL_ONLY also closes the network path."
+  type        = string
+  default     = "ALLOW_ALL"
+
+  validation {
+    condition     = contains(["ALLOW_ALL", "ALLOW_INTERNAL_ONLY"], var.pushed_ingress)
+    error_message = "pushed_ingress must be ALLOW_ALL or ALLOW_INTERNAL_ONLY."
+  }
+}
+
 variable "api_public" {
   description = "Let anyone reach the api function (it checks its own bearer tokens); false keeps it to callers with roles/run.invoker."
   type        = bool
