@@ -9,7 +9,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{shared,relay,functions,cli,infra}/**/*.test.ts'],
+          include: ['{shared,relay,functions,cli,infra}/**/*.test.ts', 'test/docs/**/*.test.ts'],
         },
       },
       {

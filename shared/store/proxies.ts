@@ -27,6 +27,12 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const FieldValueDelete = FieldValue.delete();
 /** At most this many proxies' credentials are remembered per process (about 100 bytes each). */
 const MAX_KNOWN_CREDENTIALS = 50_000;
+/**
+ * Events and rejections carry `expireAt` (a timestamp this long after they were written); the
+ * Firestore TTL policies in infra/terraform/firestore.tf delete them some time after it passes.
+ */
+export const EVENT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+export const REJECTION_RETENTION_MS = 30 * 24 * 3600 * 1000;
 
 /** Fresh per-proxy credentials from a secure random source. */
 export function generateCredentials(proxy: string): Credentials {
@@ -305,7 +311,7 @@ export class ProxyStore {
   /** Appends to the proxy's audit trail and keeps only the newest `keep` events. */
   async addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
     const events = this.ref(name).collection('events');
-    await events.add(event);
+    await events.add({ ...event, expireAt: new Date(Date.parse(event.at) + EVENT_RETENTION_MS) });
     const old = await events.orderBy('at', 'desc').offset(keep).select().get();
     if (!old.empty) {
       const batch = this.db.batch();
@@ -336,6 +342,7 @@ export class ProxyStore {
         reason: error.message,
         code: error.code,
         data: raw.slice(0, 4096),
+        expireAt: new Date(now + REJECTION_RETENTION_MS),
       });
   }
 
