@@ -1,6 +1,6 @@
 /**
  * A real relay for integration tests: the relay agent with a `process` backend running real proxy
- * processes, commands and reports over the Pub/Sub emulator, reports applied to the Firestore
+ * processes (or the backends the caller configures), commands and reports over the Pub/Sub emulator, reports applied to the Firestore
  * emulator by the `relay-report` handler (fed from a pull subscription instead of a push).
  */
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -55,6 +55,11 @@ export interface RelayHarnessOptions {
   deliverReport?: (message: BusMessage, apply: (message: BusMessage) => Promise<string>) => Promise<void>;
   /** Wraps each relay backend (faults on the relay's side). */
   wrapBackend?: (backend: RelayBackend) => RelayBackend;
+  /**
+   * The relay's backends (relay config entries) instead of the `process` provider `proc`; the
+   * functions' `providers` then come from `overrides`.
+   */
+  backends?: (stateDir: string) => unknown[];
 }
 
 /**
@@ -98,7 +103,9 @@ export async function startRelayHarness(
     reportIntervalSeconds: 1,
     probeTimeoutSeconds: 2,
     installationId: 'it',
-    backends: [{ provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange }],
+    backends: options.backends?.(stateDir) ?? [
+      { provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange },
+    ],
   });
   const backends = new Map(
     [...createBackends(relayConfig, { logger, proxyServerPath })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
@@ -141,6 +148,7 @@ export async function startRelayHarness(
     echo,
     async close() {
       await agent.stop();
+      await Promise.all([...backends.values()].map((b) => b.close()));
       await reports.close();
       await commands.close();
       await stopAllInstances(stateDir);
