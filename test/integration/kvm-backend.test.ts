@@ -14,7 +14,8 @@ import type { InstanceSpec } from '../../shared/providers/contract.js';
 import type { RelayBackend } from '../../relay/backends/backend.js';
 import { createKvmBackend } from '../../relay/backends/kvm/index.js';
 import { HealthBook, probeRound } from '../../relay/probes.js';
-import { probeThroughProxy, type ProbeOptions } from '../../shared/probe/probe.js';
+import type { ProbeOptions } from '../../shared/probe/probe.js';
+import { loopbackOnlyProbe } from '../support/loopback-probe.js';
 import { METADATA_NS, parseMetadata } from '../../relay/backends/kvm/domain-xml.js';
 import { buildSeed } from '../../relay/backends/kvm/seed.js';
 import { kvmBackendSchema } from '../../relay/config.js';
@@ -249,11 +250,12 @@ describe('libvirt client: kvm backend on a real libvirtd (test driver + storage 
       logger,
       probe: async (opts) => {
         probed.push(opts);
-        return probeThroughProxy(opts);
+        return loopbackOnlyProbe(opts);
       },
     });
     expect(probed.find((p) => p.host === instance.ip)).toMatchObject({ port: 3128, ...s.credentials });
-    // The test driver's guest does not exist: the probe fails, and the failure is recorded.
+    // The test driver's guest does not exist (and its address is not ours to send to): the probe
+    // fails, and the failure is recorded.
     expect(book.get('lab', instance)).toMatchObject({ ok: false, consecutiveFailures: 1 });
   });
 

@@ -5,6 +5,7 @@
  * overlays and seeds), and its reports are applied to the Firestore emulator.
  */
 import { startKvmHost, type KvmHost } from '../support/kvm-host.js';
+import { loopbackOnlyProbe } from '../support/loopback-probe.js';
 import { startRelayHarness } from '../support/relay-harness.js';
 import { runProviderContract } from './contract.case.js';
 
@@ -30,6 +31,7 @@ runProviderContract({
             callTimeoutSeconds: 10,
           },
         ],
+        probe: loopbackOnlyProbe,
       },
     );
     const provider = h.registry.get('lab');

@@ -20,7 +20,7 @@ import { createFirestore } from '../../shared/store/firestore.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { ProviderStore } from '../../shared/store/providers.js';
 import { RelayStore } from '../../shared/store/relays.js';
-import { createRelayAgent, type RelayAgent } from '../../relay/agent.js';
+import { createRelayAgent, type RelayAgent, type RelayAgentDeps } from '../../relay/agent.js';
 import type { RelayBackend } from '../../relay/backends/backend.js';
 import { createBackends } from '../../relay/backends/create-backends.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
@@ -60,6 +60,8 @@ export interface RelayHarnessOptions {
    * functions' `providers` then come from `overrides`.
    */
   backends?: (stateDir: string) => unknown[];
+  /** The relay's probe (default: through the proxy, anywhere). */
+  probe?: RelayAgentDeps['probe'];
 }
 
 /**
@@ -110,7 +112,13 @@ export async function startRelayHarness(
   const backends = new Map(
     [...createBackends(relayConfig, { logger, proxyServerPath })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
   );
-  const agent = createRelayAgent({ config: relayConfig, pubsub, backends, logger });
+  const agent = createRelayAgent({
+    config: relayConfig,
+    pubsub,
+    backends,
+    logger,
+    ...(options.probe && { probe: options.probe }),
+  });
   await agent.start();
 
   const db = createFirestore(emu.projectId);
