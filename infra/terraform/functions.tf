@@ -168,6 +168,7 @@ resource "google_cloudfunctions2_function" "fn" {
       EGRESS_INSTALLATION       = var.installation_id
       EGRESS_TELEMETRY          = var.telemetry
       EGRESS_TRACE_SAMPLE_RATIO = tostring(var.trace_sample_ratio)
+      NODE_ENV                  = "production" # no stack traces in the framework's own error pages
     }
 
     # A pinned version: a config change rolls a new revision (functions read the config once).
