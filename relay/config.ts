@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
+import { unsafeJson } from '../shared/domain/text.js';
 import { ValidationError } from '../shared/errors.js';
 import { parseLibvirtUri } from './libvirt/index.js';
 
@@ -177,6 +178,8 @@ export function loadRelayConfig(env: Env = process.env): RelayConfig {
 export function parseRelayConfig(raw: unknown, env: Env = {}): RelayConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw new ValidationError('relay', 'must be an object');
+  const unsafe = unsafeJson(raw);
+  if (unsafe) throw new ValidationError(`relay.${unsafe.field}`, unsafe.reason);
   const merged: Record<string, unknown> = { ...raw };
   const project = env['EGRESS_PROJECT'] ?? env['GOOGLE_CLOUD_PROJECT'];
   if (project) merged['project'] = project;

@@ -121,11 +121,17 @@ export async function startRelayHarness(
   });
   await agent.start();
 
+  const config = parseConfig({
+    installationId: 'it',
+    echoUrl: echo.url,
+    providers: [{ name: 'proc', type: 'process', relay: name, options: { heartbeatTimeoutSeconds: 30 } }],
+    ...overrides,
+  });
   const db = createFirestore(emu.projectId);
   const relays = new RelayStore(db, logger);
   const proxies = new ProxyStore(db, logger);
   const bus = createPubSubBus(pubsub);
-  const apply = (message: BusMessage) => handleRelayReport({ relays, bus, logger }, message);
+  const apply = (message: BusMessage) => handleRelayReport({ config, relays, bus, logger }, message);
   const deliver = options.deliverReport ?? (async (message: BusMessage) => void (await apply(message)));
   reports.on('message', (m: Message) => {
     deliver(decodeBody(m.id, m.publishTime.getTime(), m.attributes, m.data.toString('utf8')), apply)
@@ -134,12 +140,6 @@ export async function startRelayHarness(
         logger.error('report pump failed', { error: err });
         m.nack();
       });
-  });
-  const config = parseConfig({
-    installationId: 'it',
-    echoUrl: echo.url,
-    providers: [{ name: 'proc', type: 'process', relay: name, options: { heartbeatTimeoutSeconds: 30 } }],
-    ...overrides,
   });
   const registry = createRegistry({ config, relays, bus, logger });
   return {
