@@ -9,7 +9,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{shared,relay,functions,cli,infra,bench}/**/*.test.ts'],
+          include: ['{shared,relay,functions,cli,infra,bench}/**/*.test.ts', 'test/docs/**/*.test.ts'],
         },
       },
       {

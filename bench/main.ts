@@ -15,6 +15,7 @@ import { Cleanup } from './cleanup.js';
 import { importBreakdown, runColdStart } from './cold-start.js';
 import { steadyCycle, sweepFleet, type CycleCost, type SweepResult } from './fleet-bench.js';
 import { runOrchestration } from './orchestration.js';
+import { benchLibvirt } from './libvirt.js';
 import {
   coldTable,
   costTable,
@@ -63,12 +64,11 @@ async function startPool(artifacts: Artifacts, size: number): Promise<{ child: B
 }
 
 /**
- * OPTIONAL ROW — libvirt client (kvm issue 6). Until that issue lands the table says "not
- * measured". To wire it: import the bench function bench/libvirt.ts exports (it resolves to
- * `{pipelinedMs, virshMs, ratio}`) and return it here instead of `undefined`.
+ * The libvirt client (kvm issue 6): 500 state look-ups pipelined on one connection against the
+ * same through `virsh`, on a real libvirtd started for the run (bench/libvirt.ts).
  */
-function libvirtBench(): (() => Promise<LibvirtRatio>) | undefined {
-  return undefined;
+function libvirtBench(): () => Promise<LibvirtRatio> {
+  return () => benchLibvirt({ count: 500 });
 }
 
 async function main(): Promise<void> {
@@ -165,10 +165,9 @@ async function main(): Promise<void> {
         }
       }
     }
-    const measureLibvirt = libvirtBench();
-    if (measureLibvirt && opts.only.includes('libvirt')) {
+    if (opts.only.includes('libvirt')) {
       log('libvirt: state look-ups pipelined on one connection, then through virsh');
-      results.libvirt = await measureLibvirt();
+      results.libvirt = await libvirtBench()();
     }
   } finally {
     await cleanup.run();

@@ -66,7 +66,7 @@ describe('targetsTable', () => {
     expect(row(table, 'sweep of 1000 proxies')[4]).toBe('yes (at 1000 only)');
     expect(row(table, 'cost growth 100 → 1000')[4]).toBe('yes');
     expect(row(table, 'monthly cost, 1000 proxies')[3]).toMatch(/^\$\d+\.\d\d$/);
-    expect(row(table, 'libvirt client')[3]).toBe('not measured: kvm issue not landed');
+    expect(row(table, 'libvirt client')[3]).toBe('not measured (left out with --only)');
   });
 
   it('a section that did not run says so instead of passing', () => {

@@ -15,7 +15,7 @@ export interface BenchResults {
   orchestration: OrchestrationTrial[];
   sweeps: SweepResult[];
   cycles: CycleCost[];
-  /** The kvm issue's libvirt client bench, once wired in bench/main.ts. */
+  /** The libvirt client bench (bench/libvirt.ts), unless left out with `--only`. */
   libvirt?: LibvirtRatio;
   /** Sections that failed (their targets show as not run). */
   errors: string[];
@@ -159,7 +159,7 @@ export interface LibvirtRatio {
 
 function libvirtRow(libvirt: LibvirtRatio | undefined): string[] {
   const measure = 'libvirt client, `virsh` time ÷ pipelined time';
-  if (!libvirt) return [measure, '— (issue 6 sets none)', 'not measured: kvm issue not landed', '—'];
+  if (!libvirt) return [measure, '— (issue 6 sets none)', 'not measured (left out with --only)', '—'];
   // From the two times, so the direction is plain whichever way the module's own `ratio` goes.
   const result = `${fmt(libvirt.virshMs / libvirt.pipelinedMs, 1)}× (virsh ${ms(libvirt.virshMs)}, pipelined ${ms(libvirt.pipelinedMs)})`;
   return [measure, '— (issue 6 sets none)', result, 'info'];

@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseProxyDocuments } from '../shared/domain/documents.js';
 import { startFakeApi, type FakeApi } from '../test/fakes/egress-api.js';
+import { eventually } from '../test/support/eventually.js';
 import { createApiClient, type ApiClient } from './api-client.js';
 import { conditionSchema } from './api-schemas.js';
 import { lastConditionMessage, waitFor, WaitError, type ProgressOutput, type WaitTarget } from './wait.js';
@@ -35,9 +36,13 @@ describe('waitFor', () => {
   it('returns once every proxy is Ready, printing a plain line per change when not on a terminal', async () => {
     const { api, client } = await setup();
     for (const r of [one!, two!]) await client.applyProxy(r);
-    api.autoStep(30);
+    api.step();
     const out = output(false);
-    await waitFor(client, ready(), out, { timeoutMs: 10_000, intervalMs: 10 });
+    const waiting = waitFor(client, ready(), out, { timeoutMs: 10_000, intervalMs: 10 });
+    // Steps start once the first state was printed, so a loaded machine cannot skip past it.
+    await eventually(() => expect(out.text()).toMatch(/^proxy\/w-1 (Pending|Provisioning) \(Creating: /m), 5000, 10);
+    api.autoStep(30);
+    await waiting;
     const lines = out.text().split('\n');
     expect(lines).toContain('proxy/w-1 Ready');
     expect(lines).toContain('proxy/w-2 Ready');

@@ -6,6 +6,7 @@ import { decodeBody, type BusMessage } from '../shared/bus/message.js';
 import { createPubSubBus } from '../shared/bus/pubsub.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import type { Logger } from '../shared/logger.js';
+import type { ProbeOptions, ProbeResult } from '../shared/probe/probe.js';
 import { RELAY_COMMANDS_TOPIC } from '../shared/providers/relay/index.js';
 import { relayCommandSchema, type CommandResult } from '../shared/relay/protocol.js';
 import { messagingAttributes } from '../shared/telemetry/invocation.js';
@@ -32,6 +33,8 @@ export interface RelayAgentDeps {
   ledgerFile?: string;
   /** Opens the command subscription; default: the client library's streaming pull. */
   subscribe?: (name: string, maxInFlight: number) => CommandSubscription;
+  /** Probes one instance; default `probeThroughProxy` (shared/probe/probe.ts). */
+  probe?: (opts: ProbeOptions) => Promise<ProbeResult>;
 }
 
 /** A running relay. */
@@ -116,6 +119,7 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
     logger,
     now,
     traceOf: (instance) => traces.get(instance),
+    ...(deps.probe && { probe: deps.probe }),
   };
 
   const handle = async (message: CommandMessage): Promise<void> => {

@@ -103,4 +103,53 @@ describe('loadRelayConfig', () => {
   ])('rejects %s naming the field', (_name, raw, field) => {
     expect(fieldOf(() => parseRelayConfig(raw))).toBe(field);
   });
+
+  const kvm = (host: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+    ...LOCAL_RELAY_CONFIG,
+    backends: [
+      {
+        provider: 'lab',
+        type: 'kvm',
+        stateDir: '/tmp/kvm',
+        hosts: {
+          beelink: {
+            uri: 'qemu+ssh://relay@beelink/system',
+            pool: 'default',
+            baseImage: 'b.qcow2',
+            network: 'default',
+            ...host,
+          },
+        },
+        ...extra,
+      },
+    ],
+  });
+
+  it('reads a kvm backend with its defaults, and keeps the relay state in its stateDir', () => {
+    const config = parseRelayConfig(kvm({}));
+    expect(config.backends[0]).toMatchObject({
+      type: 'kvm',
+      defaultPort: 3128,
+      sizes: {},
+      hosts: { beelink: { domainType: 'kvm', vcpus: 1, memoryMiB: 512, baseImageFormat: 'qcow2' } },
+    });
+    expect(relayStatePath(config)).toBe('/tmp/kvm/relay-commands.json');
+  });
+
+  it.each([
+    ['a host with both network and bridge', kvm({ bridge: 'br0' }), 'relay.backends.0.hosts.beelink.network'],
+    ['a host with neither network nor bridge', kvm({ network: undefined }), 'relay.backends.0.hosts.beelink.network'],
+    [
+      'a URI with an unknown transport',
+      kvm({ uri: 'qemu+carrier-pigeon://h/system' }),
+      'relay.backends.0.hosts.beelink.uri',
+    ],
+    ['a host without a pool', kvm({ pool: undefined }), 'relay.backends.0.hosts.beelink.pool'],
+    ['an unknown domain type', kvm({ domainType: 'xen' }), 'relay.backends.0.hosts.beelink.domainType'],
+    ['a host name that is not a label', kvm({}, { hosts: { Bee_Link: {} } }), 'relay.backends.0.hosts.Bee_Link'],
+    ['no hosts', kvm({}, { hosts: {} }), 'relay.backends.0.hosts'],
+    ['a size without memory', kvm({}, { sizes: { small: { vcpus: 1 } } }), 'relay.backends.0.sizes.small.memoryMiB'],
+  ])('rejects a kvm backend with %s naming the field', (_name, raw, field) => {
+    expect(fieldOf(() => parseRelayConfig(raw))).toBe(field);
+  });
 });

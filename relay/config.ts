@@ -6,7 +6,9 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
+import { unsafeJson } from '../shared/domain/text.js';
 import { ValidationError } from '../shared/errors.js';
+import { parseLibvirtUri } from './libvirt/index.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -34,8 +36,75 @@ export const processBackendSchema = z
   });
 export type ProcessBackendConfig = z.infer<typeof processBackendSchema>;
 
-/** One backend per relay-backed provider; a union by `type`, so `kvm` can be added beside `process`. */
-export const backendConfigSchema = z.discriminatedUnion('type', [processBackendSchema]);
+/** A libvirt URI the client can dial (`qemu+ssh://admin@beelink/system`); the error names the bad part. */
+const libvirtUri = z
+  .string()
+  .min(1)
+  .superRefine((uri, ctx) => {
+    try {
+      parseLibvirtUri(uri);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+    }
+  });
+
+/** One libvirt host of a `kvm` backend. */
+export const kvmHostSchema = z
+  .strictObject({
+    /** Where the domains live (`qemu+ssh://admin@beelink/system`, `qemu:///system`). */
+    uri: libvirtUri,
+    /** Where the storage pool lives when another endpoint serves it (`storage:///system`); default `uri`. */
+    storageUri: libvirtUri.optional(),
+    /** The storage pool that holds the base image, the overlays and the seeds. */
+    pool: z.string().min(1).max(255),
+    /** The base image: a volume of `pool` every overlay is backed by (a cloud image with cloud-init). */
+    baseImage: z.string().min(1).max(255),
+    baseImageFormat: z.enum(['qcow2', 'raw']).default('qcow2'),
+    /** A libvirt network (leases known to libvirt) or a host bridge: exactly one. */
+    network: z.string().min(1).max(255).optional(),
+    bridge: z.string().min(1).max(255).optional(),
+    /** The domain type: `kvm`, `qemu` (emulated) or `test` (libvirt's test driver). */
+    domainType: z.enum(['kvm', 'qemu', 'test']).default('kvm'),
+    /** Defaults for a placement that names no size. */
+    vcpus: z.number().int().min(1).max(64).default(1),
+    memoryMiB: z.number().int().min(128).max(262_144).default(512),
+  })
+  .refine((h) => (h.network === undefined) !== (h.bridge === undefined), {
+    message: 'set exactly one of network or bridge',
+    path: ['network'],
+  });
+export type KvmHostConfig = z.infer<typeof kvmHostSchema>;
+
+/** A named machine size a placement may ask for (`placement.size`). */
+export const kvmSizeSchema = z.strictObject({
+  vcpus: z.number().int().min(1).max(64),
+  memoryMiB: z.number().int().min(128).max(262_144),
+  /** The overlay's virtual size; at least the base image's (cloud-init grows the root filesystem). */
+  diskGiB: z.number().int().min(1).max(4096).optional(),
+});
+export type KvmSize = z.infer<typeof kvmSizeSchema>;
+
+/** A `kvm` backend: proxies are libvirt guests on the configured hosts. */
+export const kvmBackendSchema = z.strictObject({
+  provider: dnsLabel,
+  type: z.literal('kvm'),
+  /** The per-instance credentials the relay probes with (files of mode 0600). */
+  stateDir: z.string().min(1),
+  /** Hosts by name (the `placement.host` a proxy names). */
+  hosts: z.record(dnsLabel, kvmHostSchema).refine((h) => Object.keys(h).length > 0, 'at least one host is required'),
+  /** Machine sizes by name (the `placement.size` a proxy names). */
+  sizes: z.record(dnsLabel, kvmSizeSchema).default({}),
+  /** The proxy port in the guests when a proxy asks for none. */
+  defaultPort: port.default(3128),
+  /** How long dialling a host may take. */
+  connectTimeoutSeconds: seconds.default(10),
+  /** How long one libvirt call may take (an upload included). */
+  callTimeoutSeconds: seconds.default(30),
+});
+export type KvmBackendConfig = z.infer<typeof kvmBackendSchema>;
+
+/** One backend per relay-backed provider; a union by `type`. */
+export const backendConfigSchema = z.discriminatedUnion('type', [processBackendSchema, kvmBackendSchema]);
 export type BackendConfig = z.infer<typeof backendConfigSchema>;
 
 export const relayConfigSchema = z
@@ -55,7 +124,7 @@ export const relayConfigSchema = z
     installationId: dnsLabel,
     /**
      * The relay's own state (`relay-commands.json`: the last command applied per instance, so a
-     * restart still refuses stale commands). Defaults to the first process backend's stateDir.
+     * restart still refuses stale commands). Defaults to the first backend's stateDir.
      */
     stateDir: z.string().min(1).optional(),
     backends: z.array(backendConfigSchema).min(1),
@@ -63,10 +132,6 @@ export const relayConfigSchema = z
   .refine((c) => new Set(c.backends.map((b) => b.provider)).size === c.backends.length, {
     message: 'provider names must be unique',
     path: ['backends'],
-  })
-  .refine((c) => c.stateDir !== undefined || c.backends.some((b) => b.type === 'process'), {
-    message: 'required when no process backend provides a default',
-    path: ['stateDir'],
   });
 
 /** The validated, frozen relay configuration. */
@@ -97,7 +162,7 @@ export const LOCAL_RELAY_CONFIG = {
 /**
  * Loads the relay configuration once. Environment overrides: `EGRESS_PROJECT` (or
  * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the stateDir of every
- * process backend; they may share it, their records carry the provider).
+ * backend; they may share it: process records carry the provider, kvm files live under `kvm/<provider>/`).
  *
  * @param env - the environment (tests pass their own)
  * @returns a deeply frozen RelayConfig
@@ -113,6 +178,8 @@ export function loadRelayConfig(env: Env = process.env): RelayConfig {
 export function parseRelayConfig(raw: unknown, env: Env = {}): RelayConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw new ValidationError('relay', 'must be an object');
+  const unsafe = unsafeJson(raw);
+  if (unsafe) throw new ValidationError(`relay.${unsafe.field}`, unsafe.reason);
   const merged: Record<string, unknown> = { ...raw };
   const project = env['EGRESS_PROJECT'] ?? env['GOOGLE_CLOUD_PROJECT'];
   if (project) merged['project'] = project;
@@ -121,7 +188,7 @@ export function parseRelayConfig(raw: unknown, env: Env = {}): RelayConfig {
   const stateDir = env['EGRESS_RELAY_STATE_DIR'];
   if (stateDir && Array.isArray(merged['backends'])) {
     merged['backends'] = merged['backends'].map((b: unknown) =>
-      typeof b === 'object' && b !== null && 'type' in b && b.type === 'process' ? { ...b, stateDir } : b,
+      typeof b === 'object' && b !== null ? { ...b, stateDir } : b,
     );
   }
   const parsed = relayConfigSchema.safeParse(merged);
@@ -131,8 +198,7 @@ export function parseRelayConfig(raw: unknown, env: Env = {}): RelayConfig {
 
 /** Where the relay keeps its own state file (the command ledger). */
 export function relayStatePath(config: RelayConfig): string {
-  const firstProcess = config.backends.find((b) => b.type === 'process');
-  const dir = config.stateDir ?? firstProcess?.stateDir ?? '.';
+  const dir = config.stateDir ?? config.backends[0]?.stateDir ?? '.';
   return path.resolve(dir, 'relay-commands.json');
 }
 

@@ -1,6 +1,7 @@
 /** Handling messages on `relay-reports`: store heartbeat and inventory, kick checks for what changed. */
 import type { Bus } from './bus/pubsub.js';
 import type { BusMessage } from './bus/message.js';
+import type { Config } from './config/schema.js';
 import { toValidationError } from './domain/proxy.js';
 import type { Logger } from './logger.js';
 import { kickChecks } from './reconcile/check.js';
@@ -9,6 +10,8 @@ import type { RelayStore } from './store/relays.js';
 import { inTraceOf } from './telemetry/spans.js';
 
 export interface RelayReportDeps {
+  /** The configured providers name the relays that may report. */
+  config: Pick<Config, 'providers'>;
   relays: RelayStore;
   bus: Bus;
   logger: Logger;
@@ -17,24 +20,28 @@ export interface RelayReportDeps {
 
 /**
  * Applies one relay report. A malformed report is logged with its field and acknowledged (never
- * retried in a loop). A report may only speak for the relay named in its `relay` attribute.
+ * retried in a loop). A report may only speak for the relay that sent it: its `relay` attribute
+ * (set by the relay's publisher) must be present and name the relay in its body, and that relay
+ * must run a configured provider. Anything else is rejected and changes nothing.
  */
 export async function handleRelayReport(deps: RelayReportDeps, message: BusMessage): Promise<string> {
-  const parsed = relayReportSchema.safeParse(message.json);
-  if (message.decodeError || !parsed.success) {
-    const reason = message.decodeError ?? (parsed.error ? toValidationError(parsed.error).message : 'invalid');
-    deps.logger.warn('relay report rejected', { messageId: message.id, reason });
+  const rejected = (field: string, reason: string) => {
+    deps.logger.warn('relay report rejected', { messageId: message.id, field, reason });
     return 'rejected';
+  };
+  if (message.decodeError) return rejected(message.decodeField ?? '(message)', message.decodeError);
+  const parsed = relayReportSchema.safeParse(message.json);
+  if (!parsed.success) {
+    const error = toValidationError(parsed.error);
+    return rejected(error.field, error.message);
   }
   const report = parsed.data;
   const sender = message.attributes['relay'];
-  if (sender !== undefined && sender !== report.relay) {
-    deps.logger.warn('relay report rejected', {
-      messageId: message.id,
-      reason: `attribute relay="${sender}" does not match body relay="${report.relay}"`,
-    });
-    return 'rejected';
-  }
+  if (sender === undefined) return rejected('attributes.relay', 'missing: a report must say which relay sent it');
+  if (sender !== report.relay)
+    return rejected('relay', `attribute relay=${JSON.stringify(sender)} does not match body relay="${report.relay}"`);
+  if (!deps.config.providers.some((p) => p.relay === report.relay))
+    return rejected('relay', `no configured provider is run by relay "${report.relay}"`);
   const outcome = await deps.relays.applyReport(report, (deps.now ?? Date.now)());
   if (outcome.changedProxies.length > 0) await kickInTraces(deps.bus, outcome.changedProxies, report);
   return outcome.stale ? 'stale' : 'applied';

@@ -34,7 +34,7 @@ export async function handleRequest(
   const mine = claimed === handles || (handles === 'apply' && claimed !== 'delete');
   let request;
   try {
-    if (message.decodeError) throw new ValidationError('(message)', message.decodeError);
+    if (message.decodeError) throw new ValidationError(message.decodeField ?? '(message)', message.decodeError);
     if (message.json === undefined)
       throw new ValidationError('(message)', 'message has no data; expected a Proxy request as JSON');
     request = parseProxyRequest(message.json);

@@ -1,5 +1,8 @@
 /** What the relay needs from a backend: the provider contract plus credentials (for probes) and close. */
-import type { Provider, ProviderHealth } from '../../shared/providers/contract.js';
+import { toValidationError } from '../../shared/domain/proxy.js';
+import { PermanentError, ValidationError } from '../../shared/errors.js';
+import type { InstanceSpec, Provider, ProviderHealth } from '../../shared/providers/contract.js';
+import { instanceSpecSchema } from '../../shared/relay/protocol.js';
 
 /** Credentials a proxy instance requires; never log them. */
 export interface ProxyCredentials {
@@ -21,4 +24,25 @@ export interface RelayBackend extends Provider {
   credentials(name: string): Promise<ProxyCredentials | undefined>;
   /** Waits for operations in flight and releases resources; instances keep running. */
   close(): Promise<void>;
+}
+
+/**
+ * Validates a create's spec and resolves its placement, as every backend's `create` starts.
+ * @throws PermanentError naming the field (`spec.port`, `spec.placement.host`)
+ */
+export function parseCreateSpec(
+  input: InstanceSpec,
+  resolvePlacement: (placement: Record<string, unknown>) => Record<string, unknown>,
+): { spec: InstanceSpec; placement: Record<string, unknown> } {
+  const parsed = instanceSpecSchema.safeParse(input);
+  if (!parsed.success) {
+    const invalid = toValidationError(parsed.error, 'spec');
+    throw new PermanentError(invalid.reason, invalid.field);
+  }
+  try {
+    return { spec: parsed.data, placement: resolvePlacement(parsed.data.placement) };
+  } catch (err) {
+    if (err instanceof ValidationError) throw new PermanentError(err.reason, err.field, { cause: err });
+    throw err;
+  }
 }

@@ -2,6 +2,7 @@
 import type { Logger } from '../../shared/logger.js';
 import type { RelayConfig } from '../config.js';
 import type { RelayBackend } from './backend.js';
+import { createKvmBackend } from './kvm/index.js';
 import { createProcessBackend } from './process/index.js';
 
 /** What backends need besides their configuration. */
@@ -29,6 +30,12 @@ export function createBackends(config: RelayConfig, deps: BackendDeps): Map<stri
             advertiseHost: backend.advertiseHost,
             logger: deps.logger,
           }),
+        );
+        break;
+      case 'kvm':
+        backends.set(
+          backend.provider,
+          createKvmBackend({ config: backend, installationId: config.installationId, logger: deps.logger }),
         );
         break;
     }

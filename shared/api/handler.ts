@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import { applyRequestSchema, toValidationError } from '../domain/proxy.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { dnsLabel } from '../domain/names.js';
+import { unsafeJson } from '../domain/text.js';
 import { EgressError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { PROXY_REQUESTS_TOPIC } from '../requests.js';
@@ -70,9 +71,18 @@ async function getProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
 async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<ApiResponse> {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw new ValidationError('(body)', 'must be a JSON object (a Proxy)');
+  // What the create function would refuse at the bus (and Firestore would not store) is refused here too.
+  const unsafe = unsafeJson(body);
+  if (unsafe) throw new ValidationError(unsafe.field, unsafe.reason);
   const given = body as Record<string, unknown>;
   if ('action' in given) throw new ValidationError('action', 'is set by the method: PUT applies, DELETE deletes');
-  const metadata = typeof given['metadata'] === 'object' && given['metadata'] !== null ? { ...given['metadata'] } : {};
+  const givenMetadata = given['metadata'];
+  if (
+    givenMetadata !== undefined &&
+    (typeof givenMetadata !== 'object' || givenMetadata === null || Array.isArray(givenMetadata))
+  )
+    throw new ValidationError('metadata', 'must be an object');
+  const metadata = { ...givenMetadata };
   if ('name' in metadata && metadata.name !== name)
     throw new ValidationError('metadata.name', `must equal the name in the path ("${name}")`);
   const parsed = applyRequestSchema.safeParse({ ...given, action: 'apply', metadata: { ...metadata, name } });

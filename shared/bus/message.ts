@@ -1,5 +1,6 @@
 /** Decoding a Pub/Sub message delivered to a function as a CloudEvent (or pulled by the relay). */
 import { z } from 'zod';
+import { unsafeJson } from '../domain/text.js';
 import { ValidationError } from '../errors.js';
 
 /** A decoded message: its id, publish time, attributes, and its JSON body (not yet validated). */
@@ -13,6 +14,8 @@ export interface BusMessage {
   json: unknown;
   /** Why the body could not be decoded, when it could not. */
   decodeError?: string;
+  /** The field path `decodeError` is about, when it is about one (`metadata.labels.__proto__`). */
+  decodeField?: string;
 }
 
 const cloudEventData = z.object({
@@ -49,10 +52,17 @@ export function decodeBody(
 ): BusMessage {
   const message: BusMessage = { id, publishTime, attributes, text, json: undefined };
   if (text.trim() === '') return message;
+  let json: unknown;
   try {
-    message.json = JSON.parse(text);
+    json = JSON.parse(text);
   } catch (err) {
     message.decodeError = `body is not valid JSON: ${(err as Error).message}`;
+    return message;
   }
+  const unsafe = unsafeJson(json);
+  if (unsafe) {
+    message.decodeError = unsafe.reason;
+    message.decodeField = unsafe.field;
+  } else message.json = json;
   return message;
 }

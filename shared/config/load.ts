@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { ValidationError } from '../errors.js';
 import { toValidationError } from '../domain/proxy.js';
+import { unsafeJson } from '../domain/text.js';
 import { configSchema, type Config } from './schema.js';
 import { LOCAL_DEFAULT_CONFIG } from './local-default.js';
 
@@ -26,6 +27,8 @@ export function parseConfig(raw: unknown, env: Env = {}): Config {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ValidationError('config', 'must be an object');
   }
+  const unsafe = unsafeJson(raw);
+  if (unsafe) throw new ValidationError(`config.${unsafe.field}`, unsafe.reason);
   const merged: Record<string, unknown> = { ...raw };
   const project = env['EGRESS_PROJECT'] ?? env['GOOGLE_CLOUD_PROJECT'];
   if (project) merged['project'] = project;

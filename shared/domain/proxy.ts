@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { parseDuration } from './duration.js';
 import { dnsLabel } from './names.js';
+import { clip, showKey } from './text.js';
 
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
 /** Labels as Kubernetes spells them: keys up to 63 (plus an optional prefix), values up to 63. */
@@ -73,11 +74,17 @@ export type ApplyRequest = z.infer<typeof applyRequestSchema>;
 export type DeleteRequest = z.infer<typeof deleteRequestSchema>;
 export type ProxyRequest = ApplyRequest | DeleteRequest;
 
-/** Turns the first zod issue into a ValidationError naming the field path (`spec.port`). */
+/**
+ * Turns the first zod issue into a ValidationError naming the field path (`spec.port`). Keys in
+ * the path are shown cut and as valid Unicode, and so is the reason: they echo what the sender
+ * typed, and the error is stored and logged.
+ */
 export function toValidationError(error: z.ZodError, prefix = ''): ValidationError {
   const issue = error.issues[0];
-  const path = [prefix, ...(issue?.path ?? []).map(String)].filter(Boolean).join('.');
-  return new ValidationError(path || '(message)', issue?.message ?? 'invalid');
+  const path = [prefix, ...(issue?.path ?? []).map((key) => showKey(String(key)))].filter(Boolean).join('.');
+  // A record key that failed its own schema: its reason ("invalid label key") says more than zod's.
+  const inner = issue?.code === 'invalid_key' ? issue.issues[0]?.message : undefined;
+  return new ValidationError(path || '(message)', clip(inner ?? issue?.message ?? 'invalid', 1024));
 }
 
 /**

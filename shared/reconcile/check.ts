@@ -1,9 +1,11 @@
 /** The check function's work: a sweep page (fanning out the next page first) or a batch of named proxies. */
 import { z } from 'zod';
+import type { BusMessage } from '../bus/message.js';
 import type { Bus } from '../bus/pubsub.js';
 import { dnsLabel } from '../domain/names.js';
 import { toValidationError } from '../domain/proxy.js';
 import type { ProxyDoc } from '../domain/status.js';
+import { RetryableError, ValidationError } from '../errors.js';
 import { inSpan } from '../telemetry/spans.js';
 import {
   reconcileProxy,
@@ -85,6 +87,31 @@ export async function runCheck(
   await kickEgressChecks(deps.bus, done);
   const delays = done.flatMap((r) => (r.recheckAfterMs !== undefined ? [r.recheckAfterMs] : []));
   return delays.length > 0 ? { results: done, recheckAfterMs: Math.min(...delays) } : { results: done };
+}
+
+/** Longer waits are left to the next sweep rather than held in Pub/Sub redelivery. */
+export const MAX_REDELIVERY_WAIT_MS = 30_000;
+
+/**
+ * The check function's handler: runs the check a message asks for; an invalid message is logged
+ * with its field and acknowledged (`rejected`), never redelivered.
+ *
+ * @throws RetryableError when a proxy wants another look within {@link MAX_REDELIVERY_WAIT_MS}:
+ * throwing makes Pub/Sub redeliver with the subscription's backoff (the way to "check again soon")
+ */
+export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): Promise<'rejected' | 'done'> {
+  let check;
+  try {
+    check = parseCheckMessage(message.json);
+  } catch (err) {
+    if (!(err instanceof ValidationError)) throw err;
+    deps.logger.warn('check message rejected', { messageId: message.id, field: err.field, reason: err.reason });
+    return 'rejected';
+  }
+  const { recheckAfterMs } = await runCheck(deps, check);
+  if (recheckAfterMs !== undefined && recheckAfterMs <= MAX_REDELIVERY_WAIT_MS)
+    throw new RetryableError('some proxies need another look soon', recheckAfterMs);
+  return 'done';
 }
 
 /** One proxy's reconcile as a span `reconcile` carrying the proxy, the decision and the resulting phase. */

@@ -202,26 +202,33 @@ export async function reconcileProxy(
   let holder: string | undefined;
   if (provider && (decision.action === 'create' || decision.action === 'delete')) {
     holder = randomUUID();
-    if (!(await proxies.acquireLease(name, holder, doc.generation, config.leaseSeconds * 1000, now()))) {
-      log.debug('lease held elsewhere or generation moved; skipping', { action: decision.action });
+    const leaseUntil = await proxies.acquireLease(name, holder, doc.generation, config.leaseSeconds * 1000, now, doc);
+    if (leaseUntil === undefined) {
+      log.debug('lease held elsewhere, or the proxy changed since it was read; skipping', { action: decision.action });
       return { name, action: 'none', phase: doc.status.phase, recheckAfterMs: policy.pollMs };
     }
+    // A worker paused past its lease (a timed-out function resuming later) must not act on its
+    // stale decision: another may have acted since (a late delete would kill a new instance).
+    let paused = false;
     try {
       if (decision.action === 'create') {
         const credentials = await proxies.credentials(name, { incarnation: doc.createdAt, fresh: true });
         if (!credentials)
           throw new ValidationError('credentials', `credentials/${name} is missing; re-apply the proxy`);
-        await provider.create({
-          name: iname,
-          proxy: name,
-          installationId: config.installationId,
-          specHash: desiredHash ?? '',
-          port: doc.spec.port,
-          placement,
-          credentials,
-        });
+        paused = now() >= leaseUntil;
+        if (!paused)
+          await provider.create({
+            name: iname,
+            proxy: name,
+            installationId: config.installationId,
+            specHash: desiredHash ?? '',
+            port: doc.spec.port,
+            placement,
+            credentials,
+          });
       } else {
-        await provider.delete(iname);
+        paused = now() >= leaseUntil;
+        if (!paused) await provider.delete(iname);
       }
     } catch (err) {
       const e = asEgressError(err).toInfo();
@@ -233,6 +240,10 @@ export async function reconcileProxy(
         message: `${decision.action} failed: ${e.message}`,
         recheckAfterMs: e.code === 'Retryable' ? policy.pollMs : decision.recheckAfterMs,
       };
+    }
+    if (paused) {
+      log.warn('lease expired before the provider call; leaving it to the next check', { action: decision.action });
+      return { name, action: 'none', phase: doc.status.phase, recheckAfterMs: policy.pollMs };
     }
   }
 

@@ -1,8 +1,17 @@
 /** The `proxies/{name}` repository: requests, fenced status writes, leases, credentials, events. */
 import { randomBytes } from 'node:crypto';
-import { FieldPath, FieldValue, type Firestore, type Transaction } from '@google-cloud/firestore';
+import {
+  FieldPath,
+  FieldValue,
+  type Firestore,
+  type Precondition,
+  type Timestamp,
+  type Transaction,
+  type WriteBatch,
+} from '@google-cloud/firestore';
 import type { ApplyRequest } from '../domain/proxy.js';
 import { initialStatus, PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
+import { clip } from '../domain/text.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { COLLECTIONS } from './firestore.js';
@@ -27,6 +36,12 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const FieldValueDelete = FieldValue.delete();
 /** At most this many proxies' credentials are remembered per process (about 100 bytes each). */
 const MAX_KNOWN_CREDENTIALS = 50_000;
+/**
+ * Events and rejections carry `expireAt` (a timestamp this long after they were written); the
+ * Firestore TTL policies in infra/terraform/firestore.tf delete them some time after it passes.
+ */
+export const EVENT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+export const REJECTION_RETENTION_MS = 30 * 24 * 3600 * 1000;
 
 /** Fresh per-proxy credentials from a secure random source. */
 export function generateCredentials(proxy: string): Credentials {
@@ -34,6 +49,8 @@ export function generateCredentials(proxy: string): Credentials {
 }
 
 export class ProxyStore {
+  /** When each document this store returned was last written, as read (the basis of a decision). */
+  private readonly readAt = new WeakMap<ProxyDoc, Timestamp>();
   /** Credentials read with `reuse`, by proxy name with the incarnation they belong to, oldest first. */
   private readonly knownCredentials = new Map<string, { incarnation: string; credentials: Credentials }>();
 
@@ -47,9 +64,12 @@ export class ProxyStore {
   }
 
   /** Parses a stored document; a corrupt one is logged and treated as absent (never crashes a sweep). */
-  private parse(name: string, data: unknown): ProxyDoc | undefined {
+  private parse(name: string, data: unknown, updateTime?: Timestamp): ProxyDoc | undefined {
     const parsed = proxyDocSchema.safeParse(data);
-    if (parsed.success) return parsed.data;
+    if (parsed.success) {
+      if (updateTime) this.readAt.set(parsed.data, updateTime);
+      return parsed.data;
+    }
     this.logger.error('corrupt proxy document ignored', {
       proxy: name,
       issue: parsed.error.issues[0]?.message,
@@ -60,7 +80,7 @@ export class ProxyStore {
 
   async get(name: string): Promise<ProxyDoc | undefined> {
     const snap = await this.ref(name).get();
-    return snap.exists ? this.parse(name, snap.data()) : undefined;
+    return snap.exists ? this.parse(name, snap.data(), snap.updateTime) : undefined;
   }
 
   /**
@@ -72,7 +92,7 @@ export class ProxyStore {
     let query = this.db.collection(COLLECTIONS.proxies).orderBy(FieldPath.documentId()).limit(limit);
     if (after) query = query.startAfter(after);
     const snap = await query.get();
-    const docs = snap.docs.flatMap((d) => this.parse(d.id, d.data()) ?? []);
+    const docs = snap.docs.flatMap((d) => this.parse(d.id, d.data(), d.updateTime) ?? []);
     return { docs, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
   }
 
@@ -203,7 +223,11 @@ export class ProxyStore {
         return 'absent';
       }
       if (publishTime < existing.requestTime) return 'stale';
-      if (existing.deletionRequestedAt) return 'already';
+      if (existing.deletionRequestedAt) {
+        // Still the newest request: an apply published before it, arriving later, is stale.
+        if (publishTime > existing.requestTime) tx.update(this.ref(name), { requestTime: publishTime });
+        return 'already';
+      }
       tx.update(this.ref(name), {
         deletionRequestedAt: iso(now),
         requestTime: publishTime,
@@ -215,21 +239,40 @@ export class ProxyStore {
 
   /**
    * Takes the short lease that must be held around a mutating provider call. Fails when another
-   * worker holds a live lease or the generation moved since the decision was made.
+   * worker holds a live lease or the generation moved since the decision was made, or (given the
+   * document the decision was made on, as this store returned it) when the proxy was written since:
+   * another worker may have acted in between (taken the lease, created, released it), and the
+   * decision's observation is then stale (it would create a second time).
+   *
+   * @param clock - read at each attempt: the lease runs `ttlMs` from the write that takes it, so a
+   * slow acquisition (retried writes, a slow database) does not hand out a lease already spent
+   * @returns when the lease taken runs out, or undefined when it was refused
    */
-  async acquireLease(name: string, holder: string, generation: number, ttlMs: number, now: number): Promise<boolean> {
-    return this.db.runTransaction(async (tx) => {
-      const doc = await this.read(tx, name);
-      if (!doc || doc.generation !== generation) return false;
-      if (doc.lease && doc.lease.holder !== holder && doc.lease.until > now) return false;
-      tx.update(this.ref(name), { lease: { holder, until: now + ttlMs, generation } });
-      return true;
+  async acquireLease(
+    name: string,
+    holder: string,
+    generation: number,
+    ttlMs: number,
+    clock: () => number,
+    basis?: ProxyDoc,
+  ): Promise<number | undefined> {
+    const seen = basis && this.readAt.get(basis);
+    let until = 0;
+    const taken = await this.writeIfUnchanged(name, (doc, updateTime) => {
+      const now = clock();
+      if (!doc || doc.generation !== generation) return undefined;
+      if (seen && !updateTime?.isEqual(seen)) return undefined;
+      if (doc.lease && doc.lease.holder !== holder && doc.lease.until > now) return undefined;
+      until = now + ttlMs;
+      return (batch, unchanged) => batch.update(this.ref(name), { lease: { holder, until, generation } }, unchanged);
     });
+    return taken ? until : undefined;
   }
 
   /**
-   * Writes a status computed for `generation`, fenced: discarded when the generation moved or
-   * another worker holds a live lease. Releases `holder`'s lease when given.
+   * Writes a status computed for `generation`, fenced: discarded when the generation moved, when
+   * another worker holds a live lease, or (with `holder`) when the lease is no longer `holder`'s.
+   * Releases `holder`'s lease when given.
    *
    * @returns whether the write happened
    */
@@ -240,15 +283,49 @@ export class ProxyStore {
     now: number,
     holder?: string,
   ): Promise<boolean> {
-    return this.db.runTransaction(async (tx) => {
-      const doc = await this.read(tx, name);
-      if (!doc || doc.generation !== generation) return false;
-      if (doc.lease && doc.lease.until > now && doc.lease.holder !== holder) return false;
+    return this.writeIfUnchanged(name, (doc) => {
+      if (!doc || doc.generation !== generation) return undefined;
+      // A holder writes only while the lease is still its own: one that lost it (or was paused past
+      // it while another took and released it) must not overwrite what was written since.
+      if (holder !== undefined ? doc.lease?.holder !== holder : doc.lease && doc.lease.until > now) return undefined;
       const update: Record<string, unknown> = { status };
       if (doc.lease && (doc.lease.holder === holder || doc.lease.until <= now)) update['lease'] = FieldValueDelete;
-      tx.update(this.ref(name), update);
-      return true;
+      return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
     });
+  }
+
+  /**
+   * Reads a proxy and commits the writes `change(doc)` queues only if the document did not change
+   * in between (preconditioned on its update time; redone on a fresh read when it did); `change`
+   * returning undefined means no write. No transaction, for the reason `RelayStore.applyReport`
+   * has none: a transaction locks what it reads, and concurrent checks on one proxy would queue on
+   * that lock.
+   *
+   * @returns whether the writes happened (false after `attempts` lost races)
+   */
+  private async writeIfUnchanged(
+    name: string,
+    change: (
+      doc: ProxyDoc | undefined,
+      updateTime: Timestamp | undefined,
+    ) => ((batch: WriteBatch, unchanged: Precondition) => void) | undefined,
+    attempts = 10,
+  ): Promise<boolean> {
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const snap = await this.ref(name).get();
+      const write = change(snap.exists ? this.parse(name, snap.data()) : undefined, snap.updateTime);
+      if (!write || !snap.updateTime) return false;
+      const batch = this.db.batch();
+      write(batch, { lastUpdateTime: snap.updateTime });
+      try {
+        await batch.commit();
+        return true;
+      } catch (err) {
+        // FAILED_PRECONDITION: written since it was read; decide again on what it is now.
+        if (!(typeof err === 'object' && err !== null && 'code' in err && err.code === 9)) throw err;
+      }
+    }
+    return false;
   }
 
   /**
@@ -256,16 +333,16 @@ export class ProxyStore {
    * and its events; leaves a tombstone so a late apply cannot resurrect it.
    */
   async finalise(name: string, generation: number): Promise<boolean> {
-    const removed = await this.db.runTransaction(async (tx) => {
-      const doc = await this.read(tx, name);
-      if (!doc || doc.generation !== generation || !doc.deletionRequestedAt) return false;
-      tx.delete(this.ref(name));
-      tx.delete(this.db.collection(COLLECTIONS.credentials).doc(name));
-      tx.set(this.db.collection(COLLECTIONS.tombstones).doc(name), {
-        requestTime: doc.requestTime,
-        at: new Date().toISOString(),
-      });
-      return true;
+    const removed = await this.writeIfUnchanged(name, (doc) => {
+      if (!doc || doc.generation !== generation || !doc.deletionRequestedAt) return undefined;
+      return (batch, unchanged) => {
+        batch.delete(this.ref(name), unchanged);
+        batch.delete(this.db.collection(COLLECTIONS.credentials).doc(name));
+        batch.set(this.db.collection(COLLECTIONS.tombstones).doc(name), {
+          requestTime: doc.requestTime,
+          at: new Date().toISOString(),
+        });
+      };
     });
     if (removed) await this.db.recursiveDelete(this.ref(name).collection('events'));
     return removed;
@@ -305,7 +382,7 @@ export class ProxyStore {
   /** Appends to the proxy's audit trail and keeps only the newest `keep` events. */
   async addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
     const events = this.ref(name).collection('events');
-    await events.add(event);
+    await events.add({ ...event, expireAt: new Date(Date.parse(event.at) + EVENT_RETENTION_MS) });
     const old = await events.orderBy('at', 'desc').offset(keep).select().get();
     if (!old.empty) {
       const batch = this.db.batch();
@@ -332,10 +409,12 @@ export class ProxyStore {
       .set({
         at: iso(now),
         topic,
-        field: error.field ?? null,
-        reason: error.message,
+        // What the sender wrote, echoed: bounded and valid Unicode, or the write itself would fail.
+        field: error.field === undefined ? null : clip(error.field, 512),
+        reason: clip(error.message, 2048),
         code: error.code,
-        data: raw.slice(0, 4096),
+        data: clip(raw, 4096),
+        expireAt: new Date(now + REJECTION_RETENTION_MS),
       });
   }
 

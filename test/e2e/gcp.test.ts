@@ -3,61 +3,30 @@
  * the sample config pointed at the fake Compute API, the sample proxies published to the request
  * topic, Ready (probed through each VM's real proxy), then deleted.
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml, stringify } from 'yaml';
-import { z } from 'zod';
 import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import { instanceName } from '../../shared/domain/names.js';
-import { proxyDocSchema } from '../../shared/domain/status.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
 import { eventually } from '../support/eventually.js';
+import { expectServesOnlyWithCredentials, localConfigFrom, proxyOf, publishRequest } from './provider-stack.js';
 import { processesMatching, startLocalStack, type RunningStack } from './stack.js';
 
-const run = promisify(execFile);
 const OFFSET = 400;
 const dir = mkdtempSync(join(tmpdir(), 'egress-e2e-gcp-'));
 const samples = parseProxyDocuments(readFileSync('docs/samples/gcp.yaml', 'utf8'));
 let fake: FakeGce;
 let stack: RunningStack;
 
-const proxy = async (name: string) => {
-  const data = (await stack.db.collection('proxies').doc(name).get()).data();
-  return data ? proxyDocSchema.parse(data) : undefined;
-};
-const publish = (body: unknown) =>
-  stack.pubsub.topic('proxy-requests').publishMessage({ data: Buffer.from(JSON.stringify(body)) });
+const proxy = (name: string) => proxyOf(stack, name);
+const publish = (body: unknown) => publishRequest(stack, body);
 const vmOf = (name: string) => fake.find(instanceName('prod', name));
-
-const sampleConfigSchema = z
-  .object({ providers: z.array(z.object({ options: z.record(z.string(), z.unknown()) }).loose()) })
-  .loose();
 
 /** The sample config with the Compute endpoint pointed at the fake, and local intervals. */
 function configFor(endpoint: FakeGce['endpoint']): string {
-  const sample = sampleConfigSchema.parse(parseYaml(readFileSync('docs/samples/config/gcp.yaml', 'utf8')));
-  const providers = sample.providers.map((p) => ({ ...p, options: { ...p.options, ...endpoint } }));
-  const file = join(dir, 'egress.yaml');
-  writeFileSync(
-    file,
-    stringify({
-      ...sample,
-      providers,
-      project: 'demo-egress',
-      echoUrl: 'http://127.0.0.1:8088/',
-      checkIntervalSeconds: 5,
-      gcIntervalSeconds: 15,
-      healthIntervalSeconds: 5,
-      leaseSeconds: 30,
-      backoffBaseSeconds: 2,
-      backoffMaxSeconds: 60,
-    }),
-  );
-  return file;
+  return localConfigFrom('docs/samples/config/gcp.yaml', dir, (options) => ({ ...options, ...endpoint }));
 }
 
 beforeAll(async () => {
@@ -101,22 +70,7 @@ describe('e2e: gcp provider through the functions', () => {
       // Each VM egresses from its own external address.
       expect(status?.health?.egressIp).toBe(vm?.natIP);
       expect(vm?.body.labels).toMatchObject({ 'egress-installation': 'prod', 'egress-proxy': name });
-      const creds = (await stack.db.collection('credentials').doc(name).get()).data();
-      const user = encodeURIComponent(String(creds?.['username']));
-      const url = `http://${user}:${encodeURIComponent(String(creds?.['password']))}@${String(status?.address)}`;
-      const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
-      expect(JSON.parse(stdout)).toHaveProperty('ip');
-      const refused = await run('curl', [
-        '-s',
-        '-o',
-        '/dev/null',
-        '-w',
-        '%{http_code}',
-        '-x',
-        `http://${String(status?.address)}`,
-        `http://127.0.0.1:${8088 + OFFSET}/`,
-      ]);
-      expect(refused.stdout).toBe('407');
+      await expectServesOnlyWithCredentials(stack, name, String(status?.address), 8088 + OFFSET);
     }
     const health = (await stack.db.collection('providers').doc('gce').get()).data();
     expect(health?.['status']).toBe('Healthy');

@@ -3,22 +3,17 @@
  * with the sample config pointed at the fake Kubernetes API, the sample proxies published to the
  * request topic, Ready (probed through each Pod's real proxy), then deleted.
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml, stringify } from 'yaml';
-import { z } from 'zod';
 import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import { instanceName } from '../../shared/domain/names.js';
-import { proxyDocSchema } from '../../shared/domain/status.js';
 import { startFakeKube, type FakeKube } from '../fakes/kube/index.js';
 import { eventually } from '../support/eventually.js';
+import { expectServesOnlyWithCredentials, localConfigFrom, proxyOf, publishRequest } from './provider-stack.js';
 import { startLocalStack, type RunningStack } from './stack.js';
 
-const run = promisify(execFile);
 const OFFSET = 500;
 const NS = 'egress-proxies';
 const dir = mkdtempSync(join(tmpdir(), 'egress-e2e-k8s-'));
@@ -26,42 +21,16 @@ const samples = parseProxyDocuments(readFileSync('docs/samples/kubernetes.yaml',
 let fake: FakeKube;
 let stack: RunningStack;
 
-const proxy = async (name: string) => {
-  const data = (await stack.db.collection('proxies').doc(name).get()).data();
-  return data ? proxyDocSchema.parse(data) : undefined;
-};
-const publish = (body: unknown) =>
-  stack.pubsub.topic('proxy-requests').publishMessage({ data: Buffer.from(JSON.stringify(body)) });
+const proxy = (name: string) => proxyOf(stack, name);
+const publish = (body: unknown) => publishRequest(stack, body);
 const podOf = (name: string) => fake.pod(NS, instanceName('prod', name));
-
-const sampleConfigSchema = z
-  .object({ providers: z.array(z.object({ options: z.record(z.string(), z.unknown()) }).passthrough()) })
-  .passthrough();
 
 /** The sample config, with cluster access pointed at the fake and local intervals. */
 function configFor(server: string, token: string): string {
-  const sample = sampleConfigSchema.parse(parseYaml(readFileSync('docs/samples/config/kubernetes.yaml', 'utf8')));
-  const providers = sample.providers.map((p) => {
-    const { kubeconfig: _file, context: _context, ...options } = p.options;
-    return { ...p, options: { ...options, server, token } };
+  return localConfigFrom('docs/samples/config/kubernetes.yaml', dir, (options) => {
+    const { kubeconfig: _file, context: _context, ...rest } = options;
+    return { ...rest, server, token };
   });
-  const file = join(dir, 'egress.yaml');
-  writeFileSync(
-    file,
-    stringify({
-      ...sample,
-      providers,
-      project: 'demo-egress',
-      echoUrl: 'http://127.0.0.1:8088/',
-      checkIntervalSeconds: 5,
-      gcIntervalSeconds: 15,
-      healthIntervalSeconds: 5,
-      leaseSeconds: 30,
-      backoffBaseSeconds: 2,
-      backoffMaxSeconds: 60,
-    }),
-  );
-  return file;
 }
 
 beforeAll(async () => {
@@ -114,22 +83,7 @@ describe('e2e: kubernetes provider through the functions', () => {
       const ip = pod?.spec.hostNetwork ? pod.status.hostIP : pod?.status.podIP;
       expect(status?.address).toBe(`${ip}:${doc.spec.port || 8888}`);
       expect(pod?.metadata.labels).toMatchObject({ 'egress.dev/installation': 'prod', 'egress.dev/proxy': name });
-      const creds = (await stack.db.collection('credentials').doc(name).get()).data();
-      const user = encodeURIComponent(String(creds?.['username']));
-      const url = `http://${user}:${encodeURIComponent(String(creds?.['password']))}@${String(status?.address)}`;
-      const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
-      expect(JSON.parse(stdout)).toHaveProperty('ip');
-      const refused = await run('curl', [
-        '-s',
-        '-o',
-        '/dev/null',
-        '-w',
-        '%{http_code}',
-        '-x',
-        `http://${String(status?.address)}`,
-        `http://127.0.0.1:${8088 + OFFSET}/`,
-      ]);
-      expect(refused.stdout).toBe('407');
+      await expectServesOnlyWithCredentials(stack, name, String(status?.address), 8088 + OFFSET);
     }
     const health = (await stack.db.collection('providers').doc('k8s').get()).data();
     expect(health?.['status']).toBe('Healthy');

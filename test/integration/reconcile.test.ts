@@ -3,35 +3,21 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config/load.js';
 import { createRegistry } from '../../shared/providers/registry.js';
-import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { instanceName } from '../../shared/domain/names.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { selectForDiscovery } from '../../shared/api/discovery.js';
 import { checkProviders } from '../../shared/health.js';
 import { eventually } from '../support/eventually.js';
+import { applyRequest, settle as settleWith } from '../support/reconcile-steps.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
 let h: RelayHarness;
 let deps: CheckDeps;
-const apply = (name: string, provider = 'proc', port = 0): ApplyRequest => ({
-  apiVersion: 'egress.dev/v1',
-  kind: 'Proxy',
-  action: 'apply',
-  metadata: { name, labels: {} },
-  spec: { provider, placement: {}, port },
-});
-/** Runs checks for `name` (as kicks and redeliveries would) until `until` holds. */
+const apply = (name: string, provider = 'proc', port = 0) => applyRequest(name, provider, port);
+/** Runs checks for `name` until `until` holds of its phase. */
 const settle = (name: string, until: (phase: string | undefined) => boolean, ms = 20_000) =>
-  eventually(
-    async () => {
-      await runCheck(deps, { names: [name] });
-      const phase = (await h.proxies.get(name))?.status.phase;
-      expect(until(phase), `phase ${phase}`).toBe(true);
-    },
-    ms,
-    300,
-  );
+  settleWith(deps, name, until, ms, 300);
 
 beforeAll(async () => {
   h = await startRelayHarness('reconcile', [24200, 24202], {

@@ -127,16 +127,16 @@ describe('leases and generation fencing', () => {
   it('one lease holder at a time; a write for an old generation is discarded', async () => {
     await both(msg(apply('lease-1')));
     const now = Date.now();
-    expect(await proxies.acquireLease('lease-1', 'a', 1, 30_000, now)).toBe(true);
-    expect(await proxies.acquireLease('lease-1', 'b', 1, 30_000, now)).toBe(false);
+    expect(await proxies.acquireLease('lease-1', 'a', 1, 30_000, () => now)).toBe(now + 30_000);
+    expect(await proxies.acquireLease('lease-1', 'b', 1, 30_000, () => now)).toBeUndefined();
     const status = { ...initialStatus(), phase: 'Provisioning' as const };
     expect(await proxies.writeStatus('lease-1', 1, status, now, 'b')).toBe(false);
     expect(await proxies.writeStatus('lease-1', 1, status, now, 'a')).toBe(true);
     expect((await proxies.get('lease-1'))?.lease).toBeUndefined();
     expect(await proxies.writeStatus('lease-1', 0, status, now)).toBe(false);
-    expect(await proxies.acquireLease('lease-1', 'b', 1, 30_000, now)).toBe(true);
+    expect(await proxies.acquireLease('lease-1', 'b', 1, 30_000, () => now)).toBe(now + 30_000);
     // An expired lease can be taken over.
-    expect(await proxies.acquireLease('lease-1', 'c', 1, 30_000, now + 31_000)).toBe(true);
+    expect(await proxies.acquireLease('lease-1', 'c', 1, 30_000, () => now + 31_000)).toBe(now + 61_000);
   });
 
   it('events stay bounded', async () => {

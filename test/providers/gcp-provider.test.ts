@@ -7,13 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EgressError, NotFoundError, QuotaExceededError, RetryableError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
-import type { Instance, InstanceSpec, Provider } from '../../shared/providers/contract.js';
+import type { InstanceSpec, Provider } from '../../shared/providers/contract.js';
 import { createGcpProvider } from '../../shared/providers/gcp/index.js';
 import { instrument } from '../../shared/providers/instrument.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
 import { eventually } from '../support/eventually.js';
-import { recordSpans } from '../support/recording-tracer.js';
-import { recordSpans as recordSdkSpans } from '../support/span-recorder.js';
+import { recordSpans } from '../support/span-recorder.js';
 import { inSpan } from '../../shared/telemetry/spans.js';
 
 const lines: string[] = [];
@@ -245,39 +244,40 @@ describe('gcp provider: tracing and secrets', () => {
   it('each Compute call is a child span named after it; no span or log line carries the credentials', async () => {
     const recorder = recordSpans();
     lines.length = 0;
-    let instance: Instance | undefined;
     const s = spec();
     try {
       const p = build(fake);
       await p.create(s);
-      instance = await running(p, s.name);
+      const instance = await running(p, s.name);
       await p.delete(s.name);
       await p.check?.();
+      expect(instance.ip).toMatch(/^127\./);
+      const names = recorder.ofTracer('egress/gcp').map((x) => x.name);
+      expect(names).toEqual(
+        expect.arrayContaining([
+          'compute.instances.insert',
+          'compute.zoneOperations.wait',
+          'compute.instances.get',
+          'compute.instances.getGuestAttributes',
+          'compute.instances.delete',
+          'compute.zones.get',
+        ]),
+      );
+      expect(recorder.spans().map((x) => x.name)).toEqual(
+        expect.arrayContaining(['provider.create', 'provider.check']),
+      );
+      const insert = recorder.spans().find((x) => x.name === 'compute.instances.insert');
+      expect(insert?.attributes).toMatchObject({ 'gcp.project': 'faults-project', 'gcp.zone': 'us-central1-a' });
+      expect(recorder.open()).toEqual([]);
+      const everything = JSON.stringify(recorder.spans().map((x) => x.attributes)) + lines.join('\n');
+      expect(everything).not.toContain(s.credentials.password);
     } finally {
-      recorder.stop();
+      await recorder.stop();
     }
-    const names = recorder.spans.filter((x) => x.tracer === 'egress/gcp').map((x) => x.name);
-    expect(names).toEqual(
-      expect.arrayContaining([
-        'compute.instances.insert',
-        'compute.zoneOperations.wait',
-        'compute.instances.get',
-        'compute.instances.getGuestAttributes',
-        'compute.instances.delete',
-        'compute.zones.get',
-      ]),
-    );
-    expect(recorder.spans.map((x) => x.name)).toEqual(expect.arrayContaining(['provider.create', 'provider.check']));
-    const insert = recorder.spans.find((x) => x.name === 'compute.instances.insert');
-    expect(insert?.attributes).toMatchObject({ 'gcp.project': 'faults-project', 'gcp.zone': 'us-central1-a' });
-    expect(recorder.spans.every((x) => x.ended)).toBe(true);
-    const everything = JSON.stringify(recorder.spans.map((x) => x.attributes)) + lines.join('\n');
-    expect(everything).not.toContain(s.credentials.password);
-    expect(instance?.ip).toMatch(/^127\./);
   });
 
   it('the Compute call spans are children of the provider operation span (from the decorator)', async () => {
-    const recorder = recordSdkSpans();
+    const recorder = recordSpans();
     try {
       const p = build(fake);
       const s = spec();

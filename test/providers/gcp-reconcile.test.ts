@@ -5,36 +5,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instanceName } from '../../shared/domain/names.js';
-import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
-import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
+import { runCheck } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
 import { eventually } from '../support/eventually.js';
+import { applyRequest, settle } from '../support/reconcile-steps.js';
 import { startGceHarness, type GceHarness } from '../support/gce-harness.js';
 
 let fake: FakeGce;
 let echo: EchoServer;
 let h: GceHarness;
 
-const apply = (name: string): ApplyRequest => ({
-  apiVersion: 'egress.dev/v1',
-  kind: 'Proxy',
-  action: 'apply',
-  metadata: { name, labels: {} },
-  spec: { provider: 'gce', placement: {}, port: 0 },
-});
-/** Runs checks for `name` (as kicks and redeliveries would) until `until` holds. */
-const settle = (deps: CheckDeps, name: string, until: (phase: string | undefined) => boolean, ms = 20_000) =>
-  eventually(
-    async () => {
-      await runCheck(deps, { names: [name] });
-      const phase = (await deps.proxies.get(name))?.status.phase;
-      expect(until(phase), `phase ${phase}`).toBe(true);
-    },
-    ms,
-    200,
-  );
+const apply = (name: string) => applyRequest(name, 'gce');
 const provisioned = async (harness: GceHarness, name: string) =>
   (await harness.proxies.get(name))?.status.conditions.find((c) => c.type === 'Provisioned');
 const vmOf = (proxy: string, installation = 'it') => fake.find(instanceName(installation, proxy));

@@ -18,8 +18,8 @@ import { createKubernetesProvider } from '../../shared/providers/kubernetes/inde
 import { instrument } from '../../shared/providers/instrument.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { startFakeKube, type FakeKube } from '../fakes/kube/index.js';
+import { recordSpans } from '../support/span-recorder.js';
 import { eventually } from '../support/eventually.js';
-import { recordSpans } from '../support/recording-tracer.js';
 
 const logger = createLogger({ write: () => undefined });
 let fake: FakeKube;
@@ -238,7 +238,7 @@ describe('kubernetes provider: tracing', () => {
       await p.get(s.name);
       await p.delete(s.name);
       await p.check?.();
-      const names = recorder.spans.filter((x) => x.tracer === 'egress/kubernetes').map((x) => x.name);
+      const names = recorder.ofTracer('egress/kubernetes').map((x) => x.name);
       expect(names).toEqual(
         expect.arrayContaining([
           'kubernetes secrets.create',
@@ -249,14 +249,14 @@ describe('kubernetes provider: tracing', () => {
           'kubernetes selfsubjectaccessreviews.create',
         ]),
       );
-      const create = recorder.spans.find((x) => x.name === 'kubernetes pods.create');
+      const create = recorder.spans().find((x) => x.name === 'kubernetes pods.create');
       expect(create?.attributes).toMatchObject({ 'k8s.namespace.name': 'default', 'http.response.status_code': 200 });
-      expect(recorder.spans.every((x) => x.ended)).toBe(true);
-      const everything = JSON.stringify(recorder.spans.map((x) => x.attributes));
+      expect(recorder.open()).toEqual([]);
+      const everything = JSON.stringify(recorder.spans().map((x) => x.attributes));
       expect(everything).not.toContain(s.credentials.password);
       expect(everything).not.toContain(fake.token);
     } finally {
-      recorder.stop();
+      await recorder.stop();
     }
   });
 });

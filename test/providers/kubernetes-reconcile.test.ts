@@ -6,7 +6,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config/load.js';
 import { instanceName } from '../../shared/domain/names.js';
-import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { checkProviders } from '../../shared/health.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
@@ -16,29 +15,13 @@ import { ProxyStore } from '../../shared/store/proxies.js';
 import { RelayStore } from '../../shared/store/relays.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { eventually } from '../support/eventually.js';
+import { applyRequest, settle } from '../support/reconcile-steps.js';
 import { startKubeHarness, type KubeHarness } from '../support/kube-harness.js';
 
 const NS = 'egress';
 let h: KubeHarness;
 
-const apply = (name: string): ApplyRequest => ({
-  apiVersion: 'egress.dev/v1',
-  kind: 'Proxy',
-  action: 'apply',
-  metadata: { name, labels: {} },
-  spec: { provider: 'k8s', placement: {}, port: 0 },
-});
-/** Runs checks for `name` (as kicks and redeliveries would) until `until` holds. */
-const settle = (deps: CheckDeps, name: string, until: (phase: string | undefined) => boolean, ms = 20_000) =>
-  eventually(
-    async () => {
-      await runCheck(deps, { names: [name] });
-      const phase = (await deps.proxies.get(name))?.status.phase;
-      expect(until(phase), `phase ${phase}`).toBe(true);
-    },
-    ms,
-    200,
-  );
+const apply = (name: string) => applyRequest(name, 'k8s');
 const podOf = (proxy: string, installation = 'it') => h.fake.pod(NS, instanceName(installation, proxy));
 const uidOf = (proxy: string) => podOf(proxy)?.metadata.uid;
 const reasons = async (proxy: string) => (await h.proxies.events(proxy, 50)).map((e) => `${e.reason}: ${e.message}`);

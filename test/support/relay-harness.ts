@@ -1,6 +1,6 @@
 /**
  * A real relay for integration tests: the relay agent with a `process` backend running real proxy
- * processes, commands and reports over the Pub/Sub emulator, reports applied to the Firestore
+ * processes (or the backends the caller configures), commands and reports over the Pub/Sub emulator, reports applied to the Firestore
  * emulator by the `relay-report` handler (fed from a pull subscription instead of a push).
  */
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -20,7 +20,7 @@ import { createFirestore } from '../../shared/store/firestore.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { ProviderStore } from '../../shared/store/providers.js';
 import { RelayStore } from '../../shared/store/relays.js';
-import { createRelayAgent, type RelayAgent } from '../../relay/agent.js';
+import { createRelayAgent, type RelayAgent, type RelayAgentDeps } from '../../relay/agent.js';
 import type { RelayBackend } from '../../relay/backends/backend.js';
 import { createBackends } from '../../relay/backends/create-backends.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
@@ -55,6 +55,13 @@ export interface RelayHarnessOptions {
   deliverReport?: (message: BusMessage, apply: (message: BusMessage) => Promise<string>) => Promise<void>;
   /** Wraps each relay backend (faults on the relay's side). */
   wrapBackend?: (backend: RelayBackend) => RelayBackend;
+  /**
+   * The relay's backends (relay config entries) instead of the `process` provider `proc`; the
+   * functions' `providers` then come from `overrides`.
+   */
+  backends?: (stateDir: string) => unknown[];
+  /** The relay's probe (default: through the proxy, anywhere). */
+  probe?: RelayAgentDeps['probe'];
 }
 
 /**
@@ -98,19 +105,33 @@ export async function startRelayHarness(
     reportIntervalSeconds: 1,
     probeTimeoutSeconds: 2,
     installationId: 'it',
-    backends: [{ provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange }],
+    backends: options.backends?.(stateDir) ?? [
+      { provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange },
+    ],
   });
   const backends = new Map(
     [...createBackends(relayConfig, { logger, proxyServerPath })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
   );
-  const agent = createRelayAgent({ config: relayConfig, pubsub, backends, logger });
+  const agent = createRelayAgent({
+    config: relayConfig,
+    pubsub,
+    backends,
+    logger,
+    ...(options.probe && { probe: options.probe }),
+  });
   await agent.start();
 
+  const config = parseConfig({
+    installationId: 'it',
+    echoUrl: echo.url,
+    providers: [{ name: 'proc', type: 'process', relay: name, options: { heartbeatTimeoutSeconds: 30 } }],
+    ...overrides,
+  });
   const db = createFirestore(emu.projectId);
   const relays = new RelayStore(db, logger);
   const proxies = new ProxyStore(db, logger);
   const bus = createPubSubBus(pubsub);
-  const apply = (message: BusMessage) => handleRelayReport({ relays, bus, logger }, message);
+  const apply = (message: BusMessage) => handleRelayReport({ config, relays, bus, logger }, message);
   const deliver = options.deliverReport ?? (async (message: BusMessage) => void (await apply(message)));
   reports.on('message', (m: Message) => {
     deliver(decodeBody(m.id, m.publishTime.getTime(), m.attributes, m.data.toString('utf8')), apply)
@@ -119,12 +140,6 @@ export async function startRelayHarness(
         logger.error('report pump failed', { error: err });
         m.nack();
       });
-  });
-  const config = parseConfig({
-    installationId: 'it',
-    echoUrl: echo.url,
-    providers: [{ name: 'proc', type: 'process', relay: name, options: { heartbeatTimeoutSeconds: 30 } }],
-    ...overrides,
   });
   const registry = createRegistry({ config, relays, bus, logger });
   return {
@@ -141,6 +156,7 @@ export async function startRelayHarness(
     echo,
     async close() {
       await agent.stop();
+      await Promise.all([...backends.values()].map((b) => b.close()));
       await reports.close();
       await commands.close();
       await stopAllInstances(stateDir);

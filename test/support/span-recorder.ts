@@ -7,6 +7,8 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
   type ReadableSpan,
+  type Span,
+  type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 
 /** Recorded spans and how to stop recording. */
@@ -17,6 +19,10 @@ export interface SpanRecorder {
   named(name: string): ReadableSpan[];
   /** The direct children of `span`. */
   childrenOf(span: ReadableSpan): ReadableSpan[];
+  /** The finished spans of the tracer (instrumentation scope) named `tracer`. */
+  ofTracer(tracer: string): ReadableSpan[];
+  /** Names of spans started and not yet ended (a span left open is a leak in the instrumentation). */
+  open(): string[];
   clear(): void;
   stop(): Promise<void>;
 }
@@ -32,7 +38,14 @@ export interface SpanRecorder {
  */
 export function recordSpans(): SpanRecorder {
   const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const started = new Set<Span>();
+  const tracking: SpanProcessor = {
+    onStart: (span) => void started.add(span),
+    onEnd: (span) => void started.delete(span as Span),
+    forceFlush: () => Promise.resolve(),
+    shutdown: () => Promise.resolve(),
+  };
+  const provider = new BasicTracerProvider({ spanProcessors: [tracking, new SimpleSpanProcessor(exporter)] });
   trace.disable();
   context.disable();
   propagation.disable();
@@ -44,7 +57,12 @@ export function recordSpans(): SpanRecorder {
     spans,
     named: (name) => spans().filter((s) => s.name === name),
     childrenOf: (parent) => spans().filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId),
-    clear: () => exporter.reset(),
+    ofTracer: (tracer) => spans().filter((s) => s.instrumentationScope.name === tracer),
+    open: () => [...started].map((s) => s.name),
+    clear: () => {
+      exporter.reset();
+      started.clear();
+    },
     async stop() {
       await provider.shutdown();
       trace.disable();

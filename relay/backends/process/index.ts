@@ -2,14 +2,12 @@
 import { access, constants, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { toValidationError } from '../../../shared/domain/proxy.js';
 import { NotFoundError, PermanentError, RetryableError, ValidationError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { Instance, InstanceSpec, InstanceState, ProviderHealth } from '../../../shared/providers/contract.js';
-import { instanceSpecSchema } from '../../../shared/relay/protocol.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
-import type { ProxyCredentials, RelayBackend } from '../backend.js';
+import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
 import { PortAllocator } from './ports.js';
 import { findByMarkers, isOurs, PortInUseError, spawnProxy, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
@@ -80,19 +78,8 @@ class ProcessBackend implements RelayBackend {
 
   async create(input: InstanceSpec): Promise<Instance> {
     this.assertOpen();
-    const parsed = instanceSpecSchema.safeParse(input);
-    if (!parsed.success) {
-      const invalid = toValidationError(parsed.error, 'spec');
-      throw new PermanentError(invalid.reason, invalid.field);
-    }
-    const spec = parsed.data;
-    let host: string;
-    try {
-      host = String(this.resolvePlacement(spec.placement)['bindAddress']);
-    } catch (err) {
-      if (err instanceof ValidationError) throw new PermanentError(err.reason, err.field, { cause: err });
-      throw err;
-    }
+    const { spec, placement } = parseCreateSpec(input, (p) => this.resolvePlacement(p));
+    const host = String(placement['bindAddress']);
     return this.serial.run(spec.name, () => this.createLocked(spec, host));
   }
 

@@ -52,6 +52,20 @@ export function tinyproxyConfig(port: number, credentials: { username: string; p
 }
 
 /**
+ * The cloud-init `write_files` entry of the tinyproxy configuration, written after the packages
+ * (`defer`), when the `tinyproxy` group exists. Shared with the kvm relay backend's seed.
+ */
+export function tinyproxyConfigFile(port: number, credentials: { username: string; password: string }) {
+  return {
+    path: TINYPROXY_CONF,
+    owner: 'root:tinyproxy',
+    permissions: '0640',
+    defer: true,
+    content: tinyproxyConfig(port, credentials),
+  };
+}
+
+/**
  * The `user-data` metadata value (cloud-init reads it on GCE). The package is installed first; the
  * configuration is written after it (`defer`), when the `tinyproxy` group exists; then the service
  * is restarted with it and the VM reports itself ready through a guest attribute.
@@ -62,15 +76,7 @@ export function buildUserData(input: UserDataInput): string {
   const doc = {
     package_update: true,
     packages: ['tinyproxy'],
-    write_files: [
-      {
-        path: TINYPROXY_CONF,
-        owner: 'root:tinyproxy',
-        permissions: '0640',
-        defer: true,
-        content: tinyproxyConfig(input.port, input.credentials),
-      },
-    ],
+    write_files: [tinyproxyConfigFile(input.port, input.credentials)],
     runcmd: [
       ['systemctl', 'enable', 'tinyproxy'],
       [

@@ -75,7 +75,12 @@ class RelayProvider implements Provider {
       throw new NotFoundError(`instance ${name} not found on relay ${this.relay}`);
     if (cmd.kind === 'delete') {
       if (cmd.done) throw new NotFoundError(`instance ${name} was deleted by relay ${this.relay}`);
-      // An inventory older than the last command is not proof of NotFound.
+      // An inventory older than the last command is not proof of NotFound. Once the delete is older
+      // than the resend delay and the inventory still does not list the instance, its result was
+      // lost (a report that never arrived, a relay that died before reporting): waiting for it
+      // would wait forever, and a lost delete would still have the instance listed.
+      if (this.now() - cmd.issuedAt > this.resendAfterMs)
+        throw new NotFoundError(`instance ${name} is gone from relay ${this.relay}'s inventory (delete result lost)`);
       throw new RetryableError(`delete of ${name} not yet applied by relay ${this.relay}`, 2000);
     }
     if (!cmd.done) {

@@ -1,0 +1,55 @@
+# The project's APIs and the values every other file shares, derived from the inputs and from the
+# rendered topology (topology.auto.tf.json).
+
+data "google_project" "this" {
+  project_id = var.project
+}
+
+locals {
+  labels = {
+    app          = "egress-fleet"
+    installation = var.installation_id
+  }
+
+  # The providers config, as the functions will read it (they validate it again on start).
+  config_text = file(var.config_file)
+  config      = yamldecode(local.config_text)
+
+  # One pull subscription and one service account per relay a relay-backed provider names, as the
+  # local launcher does (infra/local/stack.ts).
+  relays = toset(distinct([
+    for p in local.config.providers : try(p.relay, "")
+    if contains(local.relay_types, p.type) && try(p.relay, "") != ""
+  ]))
+
+  # Seconds between scheduler ticks: the config key each schedule names, else the schema default.
+  schedule_seconds = {
+    for name, s in local.topology_schedules : name => try(local.config[s.interval_from], s.default_seconds)
+  }
+
+  pubsub_service_agent = "service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  dist_dir             = coalesce(var.dist_dir, "${path.module}/../../dist")
+}
+
+resource "google_project_service" "apis" {
+  for_each = toset([
+    "artifactregistry.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "cloudfunctions.googleapis.com",
+    "cloudscheduler.googleapis.com",
+    "cloudtrace.googleapis.com",
+    "compute.googleapis.com",
+    "firestore.googleapis.com",
+    "iam.googleapis.com",
+    "logging.googleapis.com",
+    "monitoring.googleapis.com",
+    "pubsub.googleapis.com",
+    "run.googleapis.com",
+    "secretmanager.googleapis.com",
+    "storage.googleapis.com",
+    "vpcaccess.googleapis.com",
+  ])
+  project            = var.project
+  service            = each.value
+  disable_on_destroy = false
+}

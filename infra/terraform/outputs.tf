@@ -1,0 +1,25 @@
+output "api_url" {
+  description = "The API and dashboard (EGRESS_API_URL for the egress CLI)."
+  value       = google_cloudfunctions2_function.fn["api"].service_config[0].uri
+}
+
+output "api_token" {
+  description = "The generated API bearer token (EGRESS_TOKEN)."
+  value       = random_password.api_token.result
+  sensitive   = true
+}
+
+output "relay_service_accounts" {
+  description = "Relay id => service account email; create a key for each (docs/deploy.md)."
+  value       = { for id, sa in google_service_account.relay : id => sa.email }
+}
+
+output "relay_subscriptions" {
+  description = "Relay id => the subscription its config must name."
+  value       = { for id, s in google_pubsub_subscription.relay_commands : id => s.name }
+}
+
+output "function_service_accounts" {
+  description = "Function => service account email (bind Kubernetes RBAC and provider-project roles to these)."
+  value       = { for name, sa in google_service_account.fn : name => sa.email }
+}

@@ -1,0 +1,53 @@
+/** Every file under docs/samples/ is exercised: parsed with the schema its place says it follows. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { parseRelayConfig } from '../../relay/config.js';
+import { parseConfig } from '../../shared/config/load.js';
+import { LOCAL_DEFAULT_CONFIG } from '../../shared/config/local-default.js';
+import { parseProxyDocuments } from '../../shared/domain/documents.js';
+
+const root = resolve(import.meta.dirname, '..', '..');
+const samples = join(root, 'docs', 'samples');
+
+function files(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((d) => (d.isDirectory() ? files(join(dir, d.name)) : [join(dir, d.name)]))
+    .sort();
+}
+
+const all = files(samples).map((f) => relative(samples, f));
+/** config/relay/*: relay configs; config/*: functions configs; the rest: Proxy documents. */
+const kind = (f: string) => (f.startsWith('config/relay/') ? 'relay' : f.startsWith('config/') ? 'config' : 'proxies');
+
+describe('docs/samples', () => {
+  it('holds only YAML files this test knows how to check', () => {
+    expect(all.length).toBeGreaterThan(5);
+    for (const f of all) expect(f, f).toMatch(/\.yaml$/);
+  });
+
+  const configs = all.filter((f) => kind(f) === 'config');
+  it.each(configs)('%s is a valid functions config', (f) => {
+    expect(parseConfig(parseYaml(readFileSync(join(samples, f), 'utf8'))).providers.length).toBeGreaterThan(0);
+  });
+
+  it.each(all.filter((f) => kind(f) === 'relay'))('%s is a valid relay config', (f) => {
+    expect(parseRelayConfig(parseYaml(readFileSync(join(samples, f), 'utf8'))).backends.length).toBeGreaterThan(0);
+  });
+
+  it.each(all.filter((f) => kind(f) === 'proxies'))(
+    '%s parses and names only providers a sample config or the local config defines',
+    (f) => {
+      const providers = new Set([
+        ...LOCAL_DEFAULT_CONFIG.providers.map((p) => p.name),
+        ...configs.flatMap((c) =>
+          parseConfig(parseYaml(readFileSync(join(samples, c), 'utf8'))).providers.map((p) => p.name),
+        ),
+      ]);
+      const docs = parseProxyDocuments(readFileSync(join(samples, f), 'utf8'));
+      expect(docs.length).toBeGreaterThan(0);
+      for (const d of docs) expect(providers, `${f}: ${d.metadata.name}`).toContain(d.spec.provider);
+    },
+  );
+});

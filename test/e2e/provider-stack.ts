@@ -1,0 +1,79 @@
+/** What the provider end-to-end tests share: a sample config made local, and a user's view of one proxy. */
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'vitest';
+import { parse as parseYaml, stringify } from 'yaml';
+import { z } from 'zod';
+import { proxyDocSchema, type ProxyDoc } from '../../shared/domain/status.js';
+import type { RunningStack } from './stack.js';
+
+const run = promisify(execFile);
+
+const sampleConfigSchema = z
+  .object({ providers: z.array(z.object({ options: z.record(z.string(), z.unknown()) }).loose()) })
+  .loose();
+
+/**
+ * Writes `sample` (a `docs/samples/config/*.yaml` file) to `dir/egress.yaml` with each provider's
+ * options passed through `options` (pointing them at a fake) and the short local intervals.
+ *
+ * @returns the path of the written config
+ */
+export function localConfigFrom(
+  sample: string,
+  dir: string,
+  options: (sampleOptions: Record<string, unknown>) => Record<string, unknown>,
+): string {
+  const parsed = sampleConfigSchema.parse(parseYaml(readFileSync(sample, 'utf8')));
+  const providers = parsed.providers.map((p) => ({ ...p, options: options(p.options) }));
+  const file = join(dir, 'egress.yaml');
+  writeFileSync(
+    file,
+    stringify({
+      ...parsed,
+      providers,
+      project: 'demo-egress',
+      echoUrl: 'http://127.0.0.1:8088/',
+      checkIntervalSeconds: 5,
+      gcIntervalSeconds: 15,
+      healthIntervalSeconds: 5,
+      leaseSeconds: 30,
+      backoffBaseSeconds: 2,
+      backoffMaxSeconds: 60,
+    }),
+  );
+  return file;
+}
+
+/** The stored proxy document, parsed, or undefined. */
+export async function proxyOf(stack: RunningStack, name: string): Promise<ProxyDoc | undefined> {
+  const data = (await stack.db.collection('proxies').doc(name).get()).data();
+  return data ? proxyDocSchema.parse(data) : undefined;
+}
+
+/** Publishes `body` as JSON to the request topic, as a client would. */
+export async function publishRequest(stack: RunningStack, body: unknown): Promise<void> {
+  await stack.pubsub.topic('proxy-requests').publishMessage({ data: Buffer.from(JSON.stringify(body)) });
+}
+
+/**
+ * Checks with curl, as a user would, that the proxy at `address` forwards to the stack's echo
+ * server with the credentials stored for `name`, and answers 407 without them.
+ */
+export async function expectServesOnlyWithCredentials(
+  stack: RunningStack,
+  name: string,
+  address: string,
+  echoPort: number,
+): Promise<void> {
+  const creds = (await stack.db.collection('credentials').doc(name).get()).data();
+  const user = encodeURIComponent(String(creds?.['username']));
+  const url = `http://${user}:${encodeURIComponent(String(creds?.['password']))}@${address}`;
+  const target = `http://127.0.0.1:${echoPort}/`;
+  const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, target]);
+  expect(JSON.parse(stdout)).toHaveProperty('ip');
+  const refused = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-x', `http://${address}`, target]);
+  expect(refused.stdout).toBe('407');
+}

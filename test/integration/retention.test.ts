@@ -1,0 +1,31 @@
+/** Events and rejections carry the `expireAt` timestamp that the Firestore TTL policies (infra/terraform/firestore.tf) delete by. */
+import { Timestamp } from '@google-cloud/firestore';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../shared/logger.js';
+import { COLLECTIONS, createFirestore } from '../../shared/store/firestore.js';
+import { EVENT_RETENTION_MS, ProxyStore, REJECTION_RETENTION_MS } from '../../shared/store/proxies.js';
+import { emulatorEnv } from '../support/emulator-env.js';
+
+const emu = emulatorEnv('retention');
+const db = createFirestore(emu.projectId);
+const proxies = new ProxyStore(db, createLogger({ write: () => undefined }));
+
+describe('retention fields', () => {
+  it('an event expires EVENT_RETENTION_MS after it happened, as a Firestore timestamp', async () => {
+    const at = '2026-01-02T03:04:05.000Z';
+    await proxies.addEvent('ttl-1', { at, type: 'Normal', reason: 'Accepted', message: 'm' }, 5);
+    const snap = await db.collection(COLLECTIONS.proxies).doc('ttl-1').collection('events').get();
+    expect(snap.size).toBe(1);
+    const expireAt: unknown = snap.docs[0]?.get('expireAt');
+    expect(expireAt instanceof Timestamp && expireAt.toMillis()).toBe(Date.parse(at) + EVENT_RETENTION_MS);
+    // Readers see the event as before.
+    expect(await proxies.events('ttl-1')).toEqual([{ at, type: 'Normal', reason: 'Accepted', message: 'm' }]);
+  });
+
+  it('a rejection expires REJECTION_RETENTION_MS after it was recorded', async () => {
+    const now = Date.parse('2026-02-03T04:05:06.000Z');
+    await proxies.reject('msg-1', { code: 'Validation', message: 'bad', field: 'spec' }, '{}', 'proxy-requests', now);
+    const expireAt: unknown = (await db.collection(COLLECTIONS.rejections).doc('msg-1').get()).get('expireAt');
+    expect(expireAt instanceof Timestamp && expireAt.toMillis()).toBe(now + REJECTION_RETENTION_MS);
+  });
+});

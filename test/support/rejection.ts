@@ -1,0 +1,14 @@
+/** Awaits a promise that must reject and returns what it rejected with, for assertions on typed errors. */
+
+/**
+ * @returns the rejection reason of `promise`
+ * @throws when `promise` resolves instead
+ */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection, but the promise resolved');
+}
