@@ -194,6 +194,23 @@ export async function reconcileProxy(
   }
 
   if (decision.action === 'finalise') {
+    // An instance that is gone can leave parts behind (a Kubernetes Secret whose Pod never started,
+    // the volumes of a kvm domain undefined out of band): one more delete, which is idempotent, runs
+    // before the proxy is removed, under the lease like every mutating call.
+    if (provider && doc.status.everCreated) {
+      const holder = randomUUID();
+      const leaseUntil = await proxies.acquireLease(name, holder, doc.generation, config.leaseSeconds * 1000, now, doc);
+      if (leaseUntil === undefined || now() >= leaseUntil)
+        return { name, action: 'none', phase: doc.status.phase, recheckAfterMs: policy.pollMs };
+      try {
+        await provider.delete(iname);
+      } catch (err) {
+        const e = asEgressError(err).toInfo();
+        log.warn('delete before removing the proxy failed', { instance: iname, code: e.code, error: e.message });
+        await proxies.writeStatus(name, doc.generation, doc.status, now(), holder);
+        return { name, action: 'none', phase: doc.status.phase, recheckAfterMs: policy.pollMs };
+      }
+    }
     if (await proxies.finalise(name, doc.generation)) log.info('proxy deleted', { instance: iname });
     return { name, action: 'finalise', phase: 'Deleting' };
   }

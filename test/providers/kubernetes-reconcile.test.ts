@@ -103,6 +103,23 @@ describe('kubernetes provider through the reconciler', () => {
     expect(h.fake.secret(NS, `${instanceName('it', 'k-2')}-proxy`)).toBeUndefined();
   });
 
+  it('a Secret left without its Pod is removed with the proxy (one more delete before finalise)', async () => {
+    await h.proxies.apply(apply('k-3'), Date.now(), Date.now());
+    await settle(h.deps, 'k-3', (p) => p === 'Ready');
+    const secret = `${instanceName('it', 'k-3')}-proxy`;
+    // As a create that died between its Secret and its Pod leaves things: a Secret, no Pod.
+    h.fake.deletePodOutOfBand(NS, instanceName('it', 'k-3'));
+    await eventually(() => expect(podOf('k-3')).toBeUndefined(), 10_000, 50);
+    expect(h.fake.secret(NS, secret)).toBeDefined();
+    await h.proxies.requestDelete('k-3', Date.now(), Date.now());
+    await eventually(async () => {
+      await runCheck(h.deps, { names: ['k-3'] });
+      expect(await h.proxies.get('k-3')).toBeUndefined();
+    }, 20_000);
+    expect(h.fake.secret(NS, secret)).toBeUndefined();
+    expect(podOf('k-3')).toBeUndefined();
+  });
+
   it('two installations in one namespace never touch each other’s Pods', async () => {
     const emu = emulatorEnv('k8s-other');
     const db = createFirestore(emu.projectId);
