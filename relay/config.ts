@@ -100,6 +100,12 @@ export const kvmBackendSchema = z.strictObject({
   connectTimeoutSeconds: seconds.default(10),
   /** How long one libvirt call may take (an upload included). */
   callTimeoutSeconds: seconds.default(30),
+  /**
+   * How long after its creation a guest may fail its probes before they count: cloud-init installs
+   * the proxy after the guest has an address. Failures before the first success in this window are
+   * not reported, so the proxy stays Provisioning instead of being replaced while it boots.
+   */
+  startupGraceSeconds: z.number().min(0).default(600),
 });
 export type KvmBackendConfig = z.infer<typeof kvmBackendSchema>;
 

@@ -83,7 +83,11 @@ async function probeInstance(
       timeoutMs: deps.timeoutMs,
     }),
   );
-  if (!result.ok && !keepFailure) return undefined;
+  // A guest still installing its proxy (never answered, within the backend's startup grace) is
+  // left unprobed rather than counted towards replacement.
+  const starting =
+    now() - instance.createdAt < (backend.startupGraceMs ?? 0) && deps.book.get(provider, instance) === undefined;
+  if (!result.ok && (!keepFailure || starting)) return undefined;
   const health = deps.book.update(provider, instance, result, new Date(now()));
   if (!health.ok && health.consecutiveFailures === 1) {
     deps.logger.warn('probe failed', { provider, instance: instance.name, error: health.error });

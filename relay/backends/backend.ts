@@ -24,6 +24,11 @@ export interface RelayBackend extends Provider {
   credentials(name: string): Promise<ProxyCredentials | undefined>;
   /** Waits for operations in flight and releases resources; instances keep running. */
   close(): Promise<void>;
+  /**
+   * How long after an instance's `createdAt` probe failures are not reported while it never
+   * answered yet (an instance that installs its proxy after boot); 0 or absent: none.
+   */
+  readonly startupGraceMs?: number;
 }
 
 /**

@@ -240,23 +240,35 @@ describe('libvirt client: kvm backend on a real libvirtd (test driver + storage 
   it('the relay probes Running kvm instances itself, through the proxy with the recorded credentials', async () => {
     const s = spec();
     const instance = await backend.create(s);
-    const book = new HealthBook();
     const probed: ProbeOptions[] = [];
-    await probeRound({
-      backends: new Map([['lab', backend]]),
-      book,
-      echoUrl: 'http://192.0.2.1/',
-      timeoutMs: 500,
-      logger,
-      probe: async (opts) => {
-        probed.push(opts);
-        return loopbackOnlyProbe(opts);
-      },
-    });
-    expect(probed.find((p) => p.host === instance.ip)).toMatchObject({ port: 3128, ...s.credentials });
+    const round = (b: RelayBackend, book: HealthBook) =>
+      probeRound({
+        backends: new Map([['lab', b]]),
+        book,
+        echoUrl: 'http://192.0.2.1/',
+        timeoutMs: 500,
+        logger,
+        probe: async (opts) => {
+          probed.push(opts);
+          return loopbackOnlyProbe(opts);
+        },
+      });
     // The test driver's guest does not exist (and its address is not ours to send to): the probe
-    // fails, and the failure is recorded.
-    expect(book.get('lab', instance)).toMatchObject({ ok: false, consecutiveFailures: 1 });
+    // fails. Within the startup grace (default 600 s) a guest that never answered is still
+    // installing its proxy: the failure is not recorded, so the proxy stays Provisioning.
+    const booting = new HealthBook();
+    await round(backend, booting);
+    expect(probed.find((p) => p.host === instance.ip)).toMatchObject({ port: 3128, ...s.credentials });
+    expect(booting.get('lab', instance)).toBeUndefined();
+    // Without a grace the failure counts.
+    const impatient = backendFor(host, stateDir, {}, { startupGraceSeconds: 0 });
+    try {
+      const book = new HealthBook();
+      await round(impatient, book);
+      expect(book.get('lab', instance)).toMatchObject({ ok: false, consecutiveFailures: 1 });
+    } finally {
+      await impatient.close();
+    }
   });
 
   it('check: per host, the daemon answers and the pool is active with the base image', async () => {

@@ -60,6 +60,7 @@ class KvmBackend implements RelayBackend {
   readonly type = 'kvm';
   readonly probesRemotely = true;
   readonly name: string;
+  readonly startupGraceMs: number;
   private readonly serial = new KeyedSerializer();
   private readonly pool: ConnectionPool;
   private readonly records: RecordStore;
@@ -74,6 +75,7 @@ class KvmBackend implements RelayBackend {
     this.log = opts.logger.child({ provider: config.provider, backend: 'kvm' });
     this.now = opts.now ?? Date.now;
     this.callTimeoutMs = config.callTimeoutSeconds * 1000;
+    this.startupGraceMs = config.startupGraceSeconds * 1000;
     this.records = new RecordStore(config.stateDir, config.provider);
     this.pool = new ConnectionPool({
       connectTimeoutMs: config.connectTimeoutSeconds * 1000,
