@@ -4,7 +4,7 @@
  * ISO 9660 image labelled `cidata`, which cloud-init's NoCloud datasource finds by its label.
  */
 import { stringify } from 'yaml';
-import { tinyproxyConfigFile } from '../../../shared/providers/gcp/cloud-init.js';
+import { tinyproxyConfigFile } from '../../../shared/providers/tinyproxy.js';
 import { buildIso9660 } from './iso9660.js';
 
 /** The volume label NoCloud looks for. */

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { PermanentError } from '../../errors.js';
-import { buildUserData, READY_ATTRIBUTE, TINYPROXY_CONF } from './cloud-init.js';
+import { buildUserData, READY_ATTRIBUTE } from './cloud-init.js';
+import { TINYPROXY_CONF } from '../tinyproxy.js';
 import { instanceResource } from './resources.js';
 import { parseGcpOptions, resolveGcpPlacement } from './options.js';
 

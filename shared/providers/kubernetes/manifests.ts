@@ -1,7 +1,7 @@
 /** The Pod and Secret of one proxy instance, and the ownership labels that find them again. */
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
-import { PermanentError } from '../../errors.js';
 import type { InstanceSpec } from '../contract.js';
+import { basicAuthDirective } from '../tinyproxy.js';
 import type { KubernetesOptions } from './options.js';
 import { parseToleration, type KubernetesPlacement, type Toleration } from './placement.js';
 
@@ -43,15 +43,8 @@ function labelsOf(spec: InstanceSpec, provider: string): Record<string, string> 
   };
 }
 
-/**
- * tinyproxy's configuration: listen on `port`, require the proxy's credentials (407 without).
- * Credentials are single tokens in this file format, so whitespace or quotes are refused.
- */
+/** tinyproxy's configuration in the Pod: listen on `port` on every interface, credentials required. */
 export function tinyproxyConfig(port: number, credentials: InstanceSpec['credentials']): string {
-  for (const [key, value] of Object.entries(credentials)) {
-    if (!/^[\x21-\x7e]+$/.test(value) || /["'#\\]/.test(value))
-      throw new PermanentError('must be printable ASCII without spaces, quotes, # or \\', `credentials.${key}`);
-  }
   return [
     `Port ${port}`,
     'Listen 0.0.0.0',
@@ -59,7 +52,7 @@ export function tinyproxyConfig(port: number, credentials: InstanceSpec['credent
     'MaxClients 256',
     'DisableViaHeader Yes',
     'LogLevel Warning',
-    `BasicAuth ${credentials.username} ${credentials.password}`,
+    basicAuthDirective(credentials),
     '',
   ].join('\n');
 }
