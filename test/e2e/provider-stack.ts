@@ -8,6 +8,8 @@ import { parse as parseYaml, stringify } from 'yaml';
 import { z } from 'zod';
 import { proxyDocSchema, type ProxyDoc } from '../../shared/domain/status.js';
 import type { RunningStack } from './stack.js';
+import { eventually } from '../support/eventually.js';
+import type { ApplyRequest } from '../../shared/domain/proxy.js';
 
 const run = promisify(execFile);
 
@@ -76,4 +78,28 @@ export async function expectServesOnlyWithCredentials(
   expect(JSON.parse(stdout)).toHaveProperty('ip');
   const refused = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-x', `http://${address}`, target]);
   expect(refused.stdout).toBe('407');
+}
+
+/** The check function's bundle imports `pkg` only dynamically: functions without that provider never load it. */
+export function expectLoadedLazily(pkg: string): void {
+  const bundle = readFileSync('dist/functions/check/index.js', 'utf8');
+  const name = pkg.replace(/[/.]/g, (c) => `\\${c}`);
+  expect(bundle).toMatch(new RegExp(`import\\(\\s*["']${name}["']\\s*\\)`));
+  expect(bundle).not.toMatch(new RegExp(`^import[^;]*from\\s*["']${name}["']`, 'm'));
+}
+
+/** Publishes every sample to the request topic and waits until each proxy is Ready. */
+export async function publishUntilReady(
+  stack: RunningStack,
+  samples: ApplyRequest[],
+  timeoutMs: number,
+): Promise<void> {
+  for (const doc of samples) await publishRequest(stack, doc);
+  await eventually(
+    async () => {
+      for (const doc of samples) expect((await proxyOf(stack, doc.metadata.name))?.status.phase).toBe('Ready');
+    },
+    timeoutMs,
+    500,
+  );
 }

@@ -12,6 +12,7 @@ import { createGcpProvider } from '../../shared/providers/gcp/index.js';
 import { instrument } from '../../shared/providers/instrument.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
 import { eventually } from '../support/eventually.js';
+import { rejectionOf } from '../support/rejection.js';
 import { recordSpans } from '../support/span-recorder.js';
 import { inSpan } from '../../shared/telemetry/spans.js';
 
@@ -55,15 +56,7 @@ const spec = (placement: Record<string, unknown> = {}, over: Partial<InstanceSpe
     ...over,
   };
 };
-const failure = async (p: Promise<unknown>): Promise<EgressError> => {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof EgressError) return err;
-    throw err;
-  }
-  throw new Error('expected a failure');
-};
+const failure = (p: Promise<unknown>) => rejectionOf(p, EgressError);
 const running = (p: Provider, name: string) =>
   eventually(async () => {
     const i = await p.get(name);

@@ -20,6 +20,7 @@ import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server
 import { startFakeKube, type FakeKube } from '../fakes/kube/index.js';
 import { recordSpans } from '../support/span-recorder.js';
 import { eventually } from '../support/eventually.js';
+import { rejectionOf } from '../support/rejection.js';
 
 const logger = createLogger({ write: () => undefined });
 let fake: FakeKube;
@@ -49,15 +50,7 @@ const spec = (placement: Record<string, unknown> = {}, over: Partial<InstanceSpe
     ...over,
   };
 };
-const failure = async (p: Promise<unknown>): Promise<EgressError> => {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof EgressError) return err;
-    throw err;
-  }
-  throw new Error('expected a failure');
-};
+const failure = (p: Promise<unknown>) => rejectionOf(p, EgressError);
 
 beforeAll(async () => {
   fake = await startFakeKube({

@@ -183,8 +183,16 @@ async function applyFaults(
   }
 }
 
-function list(kind: string, version: string, items: unknown[]): Answer {
-  return { code: 200, body: { kind, apiVersion: 'v1', metadata: { resourceVersion: version }, items } };
+/** A list answer: the items whose labels match the request's `labelSelector`. */
+function list<T extends { metadata: { labels?: Record<string, string> | undefined } }>(
+  kind: string,
+  version: string,
+  items: T[],
+  url: URL,
+): Answer {
+  const match = parseSelector(url.searchParams.get('labelSelector'));
+  const selected = items.filter((i) => match(i.metadata.labels));
+  return { code: 200, body: { kind, apiVersion: 'v1', metadata: { resourceVersion: version }, items: selected } };
 }
 
 function pods(
@@ -197,14 +205,8 @@ function pods(
 ): Answer {
   const { store } = state;
   switch (verb) {
-    case 'list': {
-      const match = parseSelector(url.searchParams.get('labelSelector'));
-      return list(
-        'PodList',
-        store.listVersion,
-        store.listPods(namespace).filter((p) => match(p.metadata.labels)),
-      );
-    }
+    case 'list':
+      return list('PodList', store.listVersion, store.listPods(namespace), url);
     case 'create': {
       if (!store.namespaces.has(namespace)) throw status.notFound('namespaces', namespace);
       const pod = decode(podBodySchema, body(), 'Pod');
@@ -247,14 +249,8 @@ function secrets(
 ): Answer {
   const { store } = state;
   switch (verb) {
-    case 'list': {
-      const match = parseSelector(url.searchParams.get('labelSelector'));
-      return list(
-        'SecretList',
-        store.listVersion,
-        store.listSecrets(namespace).filter((s) => match(s.metadata.labels)),
-      );
-    }
+    case 'list':
+      return list('SecretList', store.listVersion, store.listSecrets(namespace), url);
     case 'create': {
       if (!store.namespaces.has(namespace)) throw status.notFound('namespaces', namespace);
       const secret = decode(secretBodySchema, body(), 'Secret');
