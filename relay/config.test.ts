@@ -131,7 +131,16 @@ describe('loadRelayConfig', () => {
       type: 'kvm',
       defaultPort: 3128,
       sizes: {},
-      hosts: { beelink: { domainType: 'kvm', vcpus: 1, memoryMiB: 512, baseImageFormat: 'qcow2' } },
+      hosts: {
+        beelink: { domainType: 'kvm', readySignal: 'agent', vcpus: 1, memoryMiB: 512, baseImageFormat: 'qcow2' },
+      },
+    });
+    expect(config.backends[0]?.type === 'kvm' && config.backends[0].hosts['beelink']?.boot).toBeUndefined();
+    const direct = parseRelayConfig(kvm({ domainType: 'qemu', boot: { kernel: '/img/vmlinuz' } }));
+    expect(direct.backends[0]).toMatchObject({
+      hosts: {
+        beelink: { domainType: 'qemu', boot: { kernel: '/img/vmlinuz', cmdline: 'root=/dev/vda rw console=ttyS0' } },
+      },
     });
     expect(relayStatePath(config)).toBe('/tmp/kvm/relay-commands.json');
   });
@@ -149,6 +158,10 @@ describe('loadRelayConfig', () => {
     ['a host name that is not a label', kvm({}, { hosts: { Bee_Link: {} } }), 'relay.backends.0.hosts.Bee_Link'],
     ['no hosts', kvm({}, { hosts: {} }), 'relay.backends.0.hosts'],
     ['a size without memory', kvm({}, { sizes: { small: { vcpus: 1 } } }), 'relay.backends.0.sizes.small.memoryMiB'],
+    ['a relative kernel path', kvm({ boot: { kernel: 'vmlinuz' } }), 'relay.backends.0.hosts.beelink.boot.kernel'],
+    ['an unknown boot key', kvm({ boot: { kernel: '/k', firmware: 'uefi' } }), 'relay.backends.0.hosts.beelink.boot'],
+    ['an unknown ready signal', kvm({ readySignal: 'ping' }), 'relay.backends.0.hosts.beelink.readySignal'],
+    ['a relative console log dir', kvm({ consoleLogDir: 'logs' }), 'relay.backends.0.hosts.beelink.consoleLogDir'],
   ])('rejects a kvm backend with %s naming the field', (_name, raw, field) => {
     expect(fieldOf(() => parseRelayConfig(raw))).toBe(field);
   });

@@ -14,6 +14,10 @@ type Env = Record<string, string | undefined>;
 
 const port = z.number().int().min(1).max(65535);
 const seconds = z.number().positive();
+const absolutePath = z
+  .string()
+  .max(4096)
+  .refine((s) => path.isAbsolute(s), 'must be an absolute path on the host');
 const ipAddress = z.string().refine((s) => isIP(s) !== 0, 'must be an IPv4 or IPv6 address');
 const UNSPECIFIED = new Set(['0.0.0.0', '::']);
 
@@ -63,8 +67,34 @@ export const kvmHostSchema = z
     /** A libvirt network (leases known to libvirt) or a host bridge: exactly one. */
     network: z.string().min(1).max(255).optional(),
     bridge: z.string().min(1).max(255).optional(),
-    /** The domain type: `kvm`, `qemu` (emulated) or `test` (libvirt's test driver). */
+    /**
+     * The domain type: `kvm` (hardware acceleration), `qemu` (emulated by TCG: hosts without a
+     * usable `/dev/kvm`, such as nested machines) or `test` (libvirt's test driver). Never derived
+     * from `/dev/kvm` existing: libvirt advertises `kvm` where the device cannot run a guest.
+     */
     domainType: z.enum(['kvm', 'qemu', 'test']).default('kvm'),
+    /**
+     * How the guest boots: absent, from the base image's own boot loader (a distribution's cloud
+     * image); set, by direct kernel boot of these host paths (an image without a boot loader).
+     */
+    boot: z
+      .strictObject({
+        kernel: absolutePath,
+        initrd: absolutePath.optional(),
+        cmdline: z.string().max(4096).default('root=/dev/vda rw console=ttyS0'),
+      })
+      .optional(),
+    /**
+     * When a guest counts as Running: `agent` once the guest says its proxy serves (cloud-init's last
+     * step writes a marker the backend reads through the QEMU guest agent); `none` as soon as it has
+     * an address (images without the agent; probes then judge it after the startup grace).
+     */
+    readySignal: z.enum(['agent', 'none']).default('agent'),
+    /**
+     * A host directory where each guest's serial console is kept (`<name>-serial.log`), e.g.
+     * `/var/log/libvirt/qemu` of a `qemu:///system` host; it must exist. Absent: no console log.
+     */
+    consoleLogDir: absolutePath.optional(),
     /** Defaults for a placement that names no size. */
     vcpus: z.number().int().min(1).max(64).default(1),
     memoryMiB: z.number().int().min(128).max(262_144).default(512),

@@ -7,6 +7,11 @@
 #   qemu-img                      qemu-utils: qcow2 overlays
 #   isoinfo                       genisoimage: reads the kvm seed ISO back
 #   openssl, ssh, sshd            TLS certificates, and the ssh transport test's own sshd on loopback
+#   qemu-system-x86_64, libvirt_driver_qemu.so, dnsmasq, iptables
+#                                 the real kvm guests (test/support/qemu-host.ts: libvirtd's qemu driver in a test namespace)
+#   mmdebstrap                    builds the guest image from Debian's packages (scripts/guest-image.sh, cached)
+#   cloud-init, curl              `cloud-init schema` of the generated user-data; curl through the guests' proxies
+# Then it builds the kvm test guest image when the cache has none for the current recipe.
 set -euo pipefail
 
 declare -A package_of=(
@@ -18,13 +23,21 @@ declare -A package_of=(
   [/usr/bin/openssl]=openssl
   [/usr/bin/ssh]=openssh-client
   [/usr/sbin/sshd]=openssh-server
+  [/usr/bin/qemu-system-x86_64]=qemu-system-x86
+  [/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so]=libvirt-daemon-driver-qemu
+  [/usr/sbin/dnsmasq]=dnsmasq-base
+  [/usr/sbin/iptables]=iptables
+  [/usr/bin/mmdebstrap]=mmdebstrap
+  [/usr/bin/cloud-init]=cloud-init
+  [/usr/bin/curl]=curl
 )
+guest_image() { bash "$(dirname "$0")/guest-image.sh" >/dev/null; }
 
 missing=()
 for tool in "${!package_of[@]}"; do
-  [ -x "$tool" ] || missing+=("${package_of[$tool]}")
+  [ -e "$tool" ] || missing+=("${package_of[$tool]}")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then guest_image; exit 0; fi
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -43,3 +56,4 @@ command -v apt-get >/dev/null || {
 echo "installing what the tests need: ${missing[*]}"
 $sudo apt-get update -q
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+guest_image

@@ -26,11 +26,14 @@ import {
   writePool,
   writeVol,
 } from './procedures.js';
+import { QEMU_PROGRAM } from './packet.js';
 import type { RpcClient } from './rpc.js';
 import { upload } from './stream.js';
 import { XdrReader, XdrWriter } from './xdr.js';
 
 const none = (): void => undefined;
+/** `QEMU_PROC_DOMAIN_AGENT_COMMAND` of qemu_protocol.x: `virDomainQemuAgentCommand`. */
+const QEMU_PROC_DOMAIN_AGENT_COMMAND = 3;
 /** How long `close()` waits for CONNECT_CLOSE when the caller gives no timeout. */
 const CLOSE_TIMEOUT_MS = 5_000;
 
@@ -181,6 +184,27 @@ export class Connection implements LibvirtConnection {
       (r) => r.array(readInterface, LIMITS.INTERFACES),
       options,
     );
+  }
+
+  async agentCommand(
+    domain: DomainRef,
+    command: string,
+    timeoutSeconds: number,
+    options?: CallOptions,
+  ): Promise<string> {
+    const writer = new XdrWriter();
+    writeDomain(writer, domain).string(command).int(timeoutSeconds).uint(0);
+    const body = await this.rpc.call(
+      QEMU_PROC_DOMAIN_AGENT_COMMAND,
+      'QEMU_DOMAIN_AGENT_COMMAND',
+      writer.finish(),
+      options,
+      QEMU_PROGRAM,
+    );
+    const reader = new XdrReader(body);
+    const result = reader.optString();
+    reader.end();
+    return result ?? '';
   }
 
   lookupStoragePoolByName(name: string, options?: CallOptions): Promise<StoragePoolRef> {

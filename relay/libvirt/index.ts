@@ -186,6 +186,12 @@ export interface LibvirtConnection {
   setDomainMetadata(domain: DomainRef, args: SetMetadataArgs, options?: CallOptions): Promise<void>;
   /** `virDomainInterfaceAddresses` from one {@link AddressSource}. */
   getInterfaceAddresses(domain: DomainRef, source: number, options?: CallOptions): Promise<DomainInterface[]>;
+  /**
+   * `virDomainQemuAgentCommand` (qemu driver only): sends one QEMU guest agent command (JSON) and
+   * returns the agent's JSON reply. libvirt marks the domain tainted (`custom-ga-command`).
+   * @param timeoutSeconds - how long libvirt waits for the agent (positive seconds)
+   */
+  agentCommand(domain: DomainRef, command: string, timeoutSeconds: number, options?: CallOptions): Promise<string>;
 
   /** `virStoragePoolLookupByName`; rejects with `ErrorCode.NO_STORAGE_POOL` when there is none. */
   lookupStoragePoolByName(name: string, options?: CallOptions): Promise<StoragePoolRef>;

@@ -4,6 +4,9 @@ import { LibvirtProtocolError } from './errors.js';
 /** `REMOTE_PROGRAM`: the main remote protocol. */
 export const REMOTE_PROGRAM = 0x20008086;
 export const REMOTE_VERSION = 1;
+/** `QEMU_PROGRAM` (`qemu_protocol.x`): the qemu driver's own procedures, such as guest agent commands. */
+export const QEMU_PROGRAM = 0x20008087;
+
 /** `KEEPALIVE_PROGRAM` ("keep"): PING and PONG messages, in both directions. */
 export const KEEPALIVE_PROGRAM = 0x6b656570;
 export const KEEPALIVE_VERSION = 1;

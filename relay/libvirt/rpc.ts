@@ -14,6 +14,7 @@ import {
   KEEPALIVE_PING,
   KEEPALIVE_PONG,
   KEEPALIVE_PROGRAM,
+  QEMU_PROGRAM,
   KEEPALIVE_VERSION,
   type Packet,
   PacketDecoder,
@@ -101,11 +102,17 @@ export class RpcClient {
 
   /**
    * Makes one call and waits for its reply.
-   * @param procedure - the REMOTE_PROC number
+   * @param procedure - the REMOTE_PROC number (or QEMU_PROC with `program` QEMU_PROGRAM)
    * @param name - the procedure's name, for errors
    * @returns the reply body (XDR)
    */
-  call(procedure: number, name: string, args: Buffer, options: CallOptions = {}): Promise<Buffer> {
+  call(
+    procedure: number,
+    name: string,
+    args: Buffer,
+    options: CallOptions = {},
+    program: number = REMOTE_PROGRAM,
+  ): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       const serial = this.nextSerial();
       const guard = this.guard(serial, name, options, reject);
@@ -123,7 +130,7 @@ export class RpcClient {
           reject(error);
         },
       });
-      this.send(procedure, PacketType.CALL, serial, PacketStatus.OK, args);
+      this.send(procedure, PacketType.CALL, serial, PacketStatus.OK, args, program);
     });
   }
 
@@ -184,10 +191,18 @@ export class RpcClient {
     return { release };
   }
 
-  /** Writes one REMOTE_PROGRAM packet. @returns false when the transport's buffer is full (wait for {@link drained}). */
-  send(procedure: number, type: number, serial: number, status: number, body?: Uint8Array): boolean {
+  /** Writes one packet (of REMOTE_PROGRAM by default). @returns false when the transport's buffer is full (wait for {@link drained}). */
+  send(
+    procedure: number,
+    type: number,
+    serial: number,
+    status: number,
+    body?: Uint8Array,
+    program: number = REMOTE_PROGRAM,
+  ): boolean {
     if (this.ended) throw this.ended;
-    const header = { program: REMOTE_PROGRAM, version: REMOTE_VERSION, procedure, type, serial, status };
+    // qemu_protocol.x and remote_protocol.x are both at version 1.
+    const header = { program, version: REMOTE_VERSION, procedure, type, serial, status };
     return this.transport.write(encodePacket(header, body));
   }
 
@@ -243,7 +258,8 @@ export class RpcClient {
         continue;
       }
       // Events (MESSAGE) and other programs are not subscribed to; replies to expired serials are late.
-      if (packet.program !== REMOTE_PROGRAM || packet.type === PacketType.MESSAGE) continue;
+      if ((packet.program !== REMOTE_PROGRAM && packet.program !== QEMU_PROGRAM) || packet.type === PacketType.MESSAGE)
+        continue;
       try {
         this.pending.get(packet.serial)?.onPacket(packet);
       } catch (error) {

@@ -21,6 +21,8 @@ import { buildSeed } from '../../relay/backends/kvm/seed.js';
 import { kvmBackendSchema } from '../../relay/config.js';
 import { LibvirtConnectionLostError, MetadataType } from '../../relay/libvirt/index.js';
 import { startKvmHost, type KvmHost } from '../support/kvm-host.js';
+import { recordSpans } from '../support/span-recorder.js';
+import { inSpan } from '../../shared/telemetry/spans.js';
 import { startLibvirtProxy } from '../support/libvirt-proxy.js';
 
 const logger = createLogger({ write: () => {}, level: 'ERROR' });
@@ -97,6 +99,45 @@ describe('libvirt client: kvm backend on a real libvirtd (test driver + storage 
   });
 
   const poolFile = (name: string) => path.join(host.daemon.poolDir, name);
+
+  it('get, list and check run their libvirt calls in libvirt.<procedure> child spans', async () => {
+    const s = spec();
+    await backend.create(s);
+    const recorder = recordSpans();
+    try {
+      for (const op of ['get', 'list', 'check'] as const) {
+        await inSpan(`test.${op}`, {}, async () => {
+          if (op === 'get') await backend.get(s.name);
+          else if (op === 'list') await backend.list();
+          else expect((await backend.check()).ok).toBe(true);
+        });
+      }
+      const children = (op: string) =>
+        new Set(recorder.childrenOf(recorder.named(`test.${op}`)[0]!).map((span) => span.name));
+      expect([...children('get')]).toEqual(
+        expect.arrayContaining(['libvirt.domainLookupByName', 'libvirt.domainGetMetadata', 'libvirt.domainGetState']),
+      );
+      expect([...children('list')]).toEqual(
+        expect.arrayContaining([
+          'libvirt.connectListAllDomains',
+          'libvirt.domainGetMetadata',
+          'libvirt.domainGetState',
+        ]),
+      );
+      expect([...children('check')]).toEqual(
+        expect.arrayContaining([
+          'libvirt.connectGetLibVersion',
+          'libvirt.storagePoolLookupByName',
+          'libvirt.storagePoolGetInfo',
+          'libvirt.storageVolLookupByName',
+        ]),
+      );
+      expect(recorder.open()).toEqual([]);
+    } finally {
+      await recorder.stop();
+      await backend.delete(s.name);
+    }
+  });
 
   it('create: a qcow2 overlay on the base image, the seed uploaded byte for byte, a running domain with our metadata', async () => {
     const s = spec({ port: 8888, placement: { host: 'h1', size: 'big' } });

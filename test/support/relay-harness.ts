@@ -62,6 +62,8 @@ export interface RelayHarnessOptions {
   backends?: (stateDir: string) => unknown[];
   /** The relay's probe (default: through the proxy, anywhere). */
   probe?: RelayAgentDeps['probe'];
+  /** Where the echo endpoint listens (default loopback); guests in a test namespace need the veth address. */
+  echoHost?: string;
 }
 
 /**
@@ -76,7 +78,7 @@ export async function startRelayHarness(
   options: RelayHarnessOptions = {},
 ): Promise<RelayHarness> {
   const emu = emulatorEnv(name);
-  const echo = await startEchoServer();
+  const echo = await startEchoServer(options.echoHost ? { host: options.echoHost } : {});
   const stateDir = mkdtempSync(join(tmpdir(), `egress-${name}-`));
   const proxyServer = await buildProxyServer();
   const proxyServerPath = proxyServer.path;

@@ -105,9 +105,9 @@ export function domainXml(d: DomainInput): string {
     '  </metadata>',
     `  <memory unit='MiB'>${d.memoryMiB}</memory>`,
     `  <vcpu>${d.vcpus}</vcpu>`,
-    "  <os><type arch='x86_64'>hvm</type><boot dev='hd'/></os>",
+    `  <os>${osXml(d.host)}</os>`,
     '  <features><acpi/><apic/></features>',
-    ...(d.host.domainType === 'kvm' ? ["  <cpu mode='host-passthrough'/>"] : []),
+    ...cpuXml(d.host.domainType),
     '  <on_poweroff>destroy</on_poweroff>',
     '  <on_reboot>restart</on_reboot>',
     '  <on_crash>destroy</on_crash>',
@@ -116,11 +116,33 @@ export function domainXml(d: DomainInput): string {
     `    <disk type='volume' device='disk'><driver name='qemu' type='raw'/><source pool='${pool}' volume='${esc(seed)}'/><target dev='vdb' bus='virtio'/><readonly/></disk>`,
     `    ${nic}`,
     "    <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>",
-    "    <serial type='pty'/>",
+    // What cloud-init printed is the first thing to read when a guest never serves.
+    d.host.consoleLogDir
+      ? `    <serial type='pty'><log file='${esc(`${d.host.consoleLogDir}/${d.name}-serial.log`)}' append='off'/></serial>`
+      : "    <serial type='pty'/>",
     "    <console type='pty'/>",
+    "    <rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>",
     '  </devices>',
     '</domain>',
   ].join('\n');
+}
+
+/** Direct kernel boot when the host names a kernel, else the base image's own boot loader. */
+function osXml(host: KvmHostConfig): string {
+  const type = "<type arch='x86_64'>hvm</type>";
+  if (!host.boot) return `${type}<boot dev='hd'/>`;
+  const { kernel, initrd, cmdline } = host.boot;
+  return `${type}<kernel>${esc(kernel)}</kernel>${initrd ? `<initrd>${esc(initrd)}</initrd>` : ''}<cmdline>${esc(cmdline)}</cmdline>`;
+}
+
+/**
+ * `kvm` passes the host CPU through; `qemu` (TCG) emulates every feature it can, without checking
+ * against the host (qemu's default model lacks what current distribution kernels expect).
+ */
+function cpuXml(domainType: KvmHostConfig['domainType']): string[] {
+  if (domainType === 'kvm') return ["  <cpu mode='host-passthrough'/>"];
+  if (domainType === 'qemu') return ["  <cpu mode='maximum' check='none'/>"];
+  return [];
 }
 
 function esc(s: string): string {

@@ -34,6 +34,7 @@ import {
   type InstanceMetadata,
 } from './domain-xml.js';
 import { firstAddress, instanceState, isActive } from './observe.js';
+import { guestSaysReady } from './readiness.js';
 import { RecordStore } from './records.js';
 import { buildSeed } from './seed.js';
 
@@ -68,6 +69,8 @@ class KvmBackend implements RelayBackend {
   private readonly now: () => number;
   private readonly callTimeoutMs: number;
   private closed = false;
+  /** Domain incarnations whose guest said its proxy serves (see {@link signalledReady}). */
+  private readonly ready = new Set<string>();
 
   constructor(private readonly opts: KvmBackendOptions) {
     const { config } = opts;
@@ -124,16 +127,18 @@ class KvmBackend implements RelayBackend {
 
   private async createLocked(spec: InstanceSpec, host: string, size: string | undefined): Promise<Instance> {
     const conn = await this.pool.get(this.hostConfig(host).uri);
-    const existing = await this.lookup(conn, spec.name);
+    const existing = await this.lookup(host, conn, spec.name);
     if (existing) {
-      const metadata = await this.metadataOf(conn, existing);
+      const metadata = await this.metadataOf(host, conn, existing);
       if (!metadata || metadata.installationId !== spec.installationId)
         throw new PermanentError(
           `a domain named ${spec.name} exists on host ${host} and is not this instance`,
           'spec.name',
         );
       await this.records.write({ name: spec.name, host, credentials: spec.credentials });
-      const { state } = await conn.getDomainState(existing);
+      const { state } = await this.call('libvirt.domainGetState', host, existing.name, () =>
+        conn.getDomainState(existing),
+      );
       if (!isActive(state)) await this.start(conn, existing, host);
       this.log.info('adopting existing domain', { instance: spec.name, host });
       return this.observe({ host, conn, domain: existing, metadata });
@@ -224,9 +229,9 @@ class KvmBackend implements RelayBackend {
 
   private async deleteOn(host: string, name: string): Promise<void> {
     const conn = await this.pool.get(this.hostConfig(host).uri);
-    const domain = await this.lookup(conn, name);
+    const domain = await this.lookup(host, conn, name);
     if (domain) {
-      if (!(await this.metadataOf(conn, domain))) {
+      if (!(await this.metadataOf(host, conn, domain))) {
         this.log.warn('not deleting a domain that is not ours', { instance: name, host });
         return;
       }
@@ -271,11 +276,11 @@ class KvmBackend implements RelayBackend {
 
   private async listOn(host: string): Promise<Instance[]> {
     const conn = await this.pool.get(this.hostConfig(host).uri);
-    const domains = await conn.listAllDomains();
+    const domains = await this.call('libvirt.connectListAllDomains', host, '', () => conn.listAllDomains());
     const ours = await Promise.all(
       domains.map(async (domain) => {
         // A domain undefined meanwhile is simply not listed.
-        const metadata = await ignoring(this.metadataOf(conn, domain), ErrorCode.NO_DOMAIN);
+        const metadata = await ignoring(this.metadataOf(host, conn, domain), ErrorCode.NO_DOMAIN);
         return metadata?.installationId === this.opts.installationId ? { host, conn, domain, metadata } : undefined;
       }),
     );
@@ -311,11 +316,14 @@ class KvmBackend implements RelayBackend {
 
   private async checkHost(host: string): Promise<string> {
     const config = this.hostConfig(host);
-    await (await this.pool.get(config.uri)).getLibVersion();
+    const daemon = await this.pool.get(config.uri);
+    await this.call('libvirt.connectGetLibVersion', host, '', () => daemon.getLibVersion());
     const { conn, pool } = await this.storagePool(host);
-    const info = await conn.getStoragePoolInfo(pool);
+    const info = await this.call('libvirt.storagePoolGetInfo', host, '', () => conn.getStoragePoolInfo(pool));
     if (info.state !== StoragePoolState.RUNNING) throw new Error(`pool ${config.pool} is not active`);
-    await conn.lookupStorageVolByName(pool, config.baseImage).catch((err: unknown) => {
+    await this.call('libvirt.storageVolLookupByName', host, '', () =>
+      conn.lookupStorageVolByName(pool, config.baseImage),
+    ).catch((err: unknown) => {
       if (isLibvirtError(err, ErrorCode.NO_STORAGE_VOL))
         throw new Error(`base image ${config.baseImage} is not in pool ${config.pool}`);
       throw err;
@@ -352,7 +360,9 @@ class KvmBackend implements RelayBackend {
   private async storagePool(host: string): Promise<{ conn: LibvirtConnection; pool: StoragePoolRef }> {
     const config = this.hostConfig(host);
     const conn = await this.pool.get(config.storageUri ?? config.uri);
-    const pool = await conn.lookupStoragePoolByName(config.pool).catch((err: unknown) => {
+    const pool = await this.call('libvirt.storagePoolLookupByName', host, '', () =>
+      conn.lookupStoragePoolByName(config.pool),
+    ).catch((err: unknown) => {
       if (isLibvirtError(err, ErrorCode.NO_STORAGE_POOL))
         throw new RetryableError(`storage pool ${config.pool} does not exist on host ${host}`, 60_000, { cause: err });
       throw err;
@@ -370,8 +380,8 @@ class KvmBackend implements RelayBackend {
       hosts.map((host) =>
         this.onHost(host, async (): Promise<Found | undefined> => {
           const conn = await this.pool.get(this.hostConfig(host).uri);
-          const domain = await this.lookup(conn, name);
-          const metadata = domain ? await this.metadataOf(conn, domain) : undefined;
+          const domain = await this.lookup(host, conn, name);
+          const metadata = domain ? await this.metadataOf(host, conn, domain) : undefined;
           return domain && metadata ? { host, conn, domain, metadata } : undefined;
         }),
       ),
@@ -389,35 +399,71 @@ class KvmBackend implements RelayBackend {
     return host !== undefined && hosts.includes(host) ? [host] : hosts;
   }
 
-  private lookup(conn: LibvirtConnection, name: string): Promise<DomainRef | undefined> {
-    return ignoring(conn.lookupDomainByName(name), ErrorCode.NO_DOMAIN);
+  private lookup(host: string, conn: LibvirtConnection, name: string): Promise<DomainRef | undefined> {
+    return this.call('libvirt.domainLookupByName', host, name, () =>
+      ignoring(conn.lookupDomainByName(name), ErrorCode.NO_DOMAIN),
+    );
+  }
+
+  /** One libvirt call in a `libvirt.<procedure>` span (a child of whatever the relay is doing). */
+  private call<T>(span: string, host: string, instance: string, fn: () => Promise<T>): Promise<T> {
+    return backendCall(span, instance ? this.attrs(host, instance) : { 'kvm.host': host }, fn);
   }
 
   /** Our metadata element, or undefined when the domain has none (not ours) or an unreadable one. */
-  private async metadataOf(conn: LibvirtConnection, domain: DomainRef): Promise<InstanceMetadata | undefined> {
-    const xml = await ignoring(
-      conn.getDomainMetadata(domain, MetadataType.ELEMENT, METADATA_NS),
-      ErrorCode.NO_DOMAIN_METADATA,
+  private async metadataOf(
+    host: string,
+    conn: LibvirtConnection,
+    domain: DomainRef,
+  ): Promise<InstanceMetadata | undefined> {
+    const xml = await this.call('libvirt.domainGetMetadata', host, domain.name, () =>
+      ignoring(conn.getDomainMetadata(domain, MetadataType.ELEMENT, METADATA_NS), ErrorCode.NO_DOMAIN_METADATA),
     );
     return xml === undefined ? undefined : parseMetadata(xml);
   }
 
   private async observe(found: Found): Promise<Instance> {
-    const { conn, domain, metadata } = found;
-    const { state } = await conn.getDomainState(domain);
+    const { host, conn, domain, metadata } = found;
+    const { state } = await this.call('libvirt.domainGetState', host, domain.name, () => conn.getDomainState(domain));
     const address = isActive(state)
-      ? await firstAddress((source) => conn.getInterfaceAddresses(domain, source))
+      ? await firstAddress((source) =>
+          this.call('libvirt.domainInterfaceAddresses', host, domain.name, () =>
+            conn.getInterfaceAddresses(domain, source),
+          ),
+        )
       : undefined;
+    const booting = address !== undefined && !(await this.signalledReady(found));
     return {
       name: domain.name,
       proxy: metadata.proxy,
       installationId: metadata.installationId,
       specHash: metadata.specHash,
-      state: instanceState(state, address !== undefined),
+      state: booting ? 'Pending' : instanceState(state, address !== undefined),
       ip: address?.ip ?? '',
       port: metadata.port,
       createdAt: metadata.createdAt,
     };
+  }
+
+  /**
+   * With `readySignal: agent`, whether the guest said its proxy serves; remembered per domain
+   * incarnation, so a ready guest costs no agent call. Past the startup grace a silent guest counts
+   * as ready: the probes judge it (and fail it, when its proxy never came up).
+   */
+  private async signalledReady(found: Found): Promise<boolean> {
+    const { host, conn, domain, metadata } = found;
+    if (this.hostConfig(host).readySignal === 'none') return true;
+    const key = `${host}/${Buffer.from(domain.uuid).toString('hex')}/${metadata.createdAt}`;
+    if (this.ready.has(key)) return true;
+    const said = await backendCall('libvirt.qemuDomainAgentCommand', this.attrs(host, domain.name), () =>
+      guestSaysReady(conn, domain, { instance: domain.name, port: metadata.port }),
+    );
+    if (said) {
+      this.ready.add(key);
+      this.log.info('guest says its proxy serves', { instance: domain.name, host });
+      return true;
+    }
+    return this.now() - metadata.createdAt >= this.startupGraceMs;
   }
 
   /**

@@ -102,6 +102,7 @@ describe('metadata element', () => {
         baseImageFormat: 'qcow2',
         bridge: 'br0',
         domainType: 'kvm',
+        readySignal: 'agent',
         vcpus: 1,
         memoryMiB: 512,
       },
@@ -115,5 +116,52 @@ describe('metadata element', () => {
     expect(xml).toContain("<interface type='bridge'><source bridge='br0'/>");
     expect(xml).toContain("<memory unit='MiB'>1024</memory>");
     expect(xml).toContain("<cpu mode='host-passthrough'/>");
+  });
+});
+
+describe('domainXml: what the real qemu driver needs (found booting the test image)', () => {
+  const metadata = { installationId: 'it', proxy: 'p', specHash: 'h', createdAt: 5, port: 3128 };
+  const host = {
+    uri: 'qemu:///system',
+    pool: 'default',
+    baseImage: 'base.qcow2',
+    baseImageFormat: 'qcow2' as const,
+    network: 'default',
+    domainType: 'qemu' as 'kvm' | 'qemu' | 'test',
+    readySignal: 'agent' as const,
+    vcpus: 1,
+    memoryMiB: 512,
+  };
+  const xml = (over: Partial<typeof host> & Record<string, unknown> = {}) =>
+    domainXml({ name: 'ep-q-1', vcpus: 1, memoryMiB: 512, metadata, host: { ...host, ...over } });
+
+  it('emulated (TCG) guests get every CPU feature qemu can emulate; kvm passes the host CPU through', () => {
+    expect(xml()).toContain("<domain type='qemu'>");
+    expect(xml()).toContain("<cpu mode='maximum' check='none'/>");
+    expect(xml({ domainType: 'kvm' })).toContain("<cpu mode='host-passthrough'/>");
+    expect(xml({ domainType: 'test' })).not.toContain('<cpu');
+  });
+
+  it('boots the base image by default, or its kernel directly when the host names one', () => {
+    expect(xml()).toContain("<boot dev='hd'/>");
+    const direct = xml({ boot: { kernel: '/img/vmlinuz', initrd: '/img/initrd.img', cmdline: 'root=/dev/vda rw' } });
+    expect(direct).toContain(
+      '<kernel>/img/vmlinuz</kernel><initrd>/img/initrd.img</initrd><cmdline>root=/dev/vda rw</cmdline>',
+    );
+    expect(direct).not.toContain('<boot dev=');
+  });
+
+  it('keeps the serial console in a log file only where the host has a directory for it', () => {
+    // libvirt refuses to start a domain whose console log directory does not exist.
+    expect(xml()).toContain("<serial type='pty'/>");
+    expect(xml({ consoleLogDir: '/var/log/libvirt/qemu' })).toContain(
+      "<log file='/var/log/libvirt/qemu/ep-q-1-serial.log' append='off'/>",
+    );
+  });
+
+  it('the overlay is the first virtio disk (the root of a direct kernel boot) and the seed a read-only second', () => {
+    const out = xml();
+    expect(out.indexOf("volume='ep-q-1.qcow2'/><target dev='vda' bus='virtio'/>")).toBeGreaterThan(0);
+    expect(out.indexOf("volume='ep-q-1.qcow2'")).toBeLessThan(out.indexOf("volume='ep-q-1-seed.iso'"));
   });
 });

@@ -6,6 +6,7 @@
 import { stringify } from 'yaml';
 import { tinyproxyConfigFile } from '../../../shared/providers/tinyproxy.js';
 import { buildIso9660 } from './iso9660.js';
+import { readyMarkerCommand } from './readiness.js';
 
 /** The volume label NoCloud looks for. */
 export const SEED_LABEL = 'cidata';
@@ -46,7 +47,8 @@ export function buildSeed(input: SeedInput): Seed {
 /**
  * The `#cloud-config` document: tinyproxy and the guest agent (the third source of the guest's
  * address) installed, the proxy configuration written after the package (`defer`, when the
- * `tinyproxy` group exists), then both services enabled and restarted.
+ * `tinyproxy` group exists), then both services enabled and restarted, and last the marker that
+ * tells the backend the proxy serves (`readiness.ts`).
  */
 function buildUserData(input: SeedInput): string {
   const doc = {
@@ -57,6 +59,7 @@ function buildUserData(input: SeedInput): string {
       ['systemctl', 'enable', '--now', 'qemu-guest-agent'],
       ['systemctl', 'enable', 'tinyproxy'],
       ['systemctl', 'restart', 'tinyproxy'],
+      readyMarkerCommand(input.instance, input.port),
     ],
   };
   return `#cloud-config\n# egress proxy ${input.proxy} (instance ${input.instance}), written by the kvm relay backend\n${stringify(doc)}`;
