@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Firestore } from '@google-cloud/firestore';
+import { loadConfig } from '../../shared/config/load.js';
 import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import type { Logger } from '../../shared/logger.js';
 import { startStack, stackHome, type Stack } from './stack.js';
@@ -60,6 +61,31 @@ async function waitForFleet(db: Firestore, names: string[], timeoutMs: number, l
   logger.warn(`the sample fleet is not Ready after ${timeoutMs / 1000}s; see the logs`);
 }
 
+/**
+ * Restarts the functions when the config file's content changes to a valid config, one restart at
+ * a time. A write is seen as two changes when a poll falls between its truncate and its write: the
+ * empty file is not a config, and overlapping restarts would kill the functions just started.
+ */
+function watchConfig(file: string, stack: Stack, env: NodeJS.ProcessEnv, logger: Logger): void {
+  let applied = readFileSync(file, 'utf8');
+  let restarting: Promise<void> = Promise.resolve();
+  watchFile(file, { interval: 1000 }, () => {
+    restarting = restarting.then(async () => {
+      const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+      if (text === applied) return;
+      try {
+        loadConfig(env);
+      } catch (err) {
+        logger.warn(`${file} changed but is not a valid config; the functions keep the last one`, { error: err });
+        return;
+      }
+      applied = text;
+      logger.info(`${file} changed; restarting the functions`);
+      await stack.restartFunctions().catch((err: unknown) => logger.error('restart failed', { error: err }));
+    });
+  });
+}
+
 async function main(): Promise<void> {
   const root = repoRoot();
   const env = process.env;
@@ -84,12 +110,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown());
 
   const configFile = env['EGRESS_CONFIG'];
-  if (configFile) {
-    watchFile(configFile, { interval: 1000 }, () => {
-      logger.info(`${configFile} changed; restarting the functions`);
-      stack.restartFunctions().catch((err: unknown) => logger.error('restart failed', { error: err }));
-    });
-  }
+  if (configFile) watchConfig(configFile, stack, env, logger);
 
   const db = new Firestore({ projectId: stack.config.project });
   const samples = env['EGRESS_SAMPLES'] ?? join(root, 'docs', 'samples', 'local-fleet.yaml');

@@ -15,6 +15,8 @@ export interface RegistryDeps {
   relays: RelayStore;
   bus: Bus;
   logger: Logger;
+  /** The clock of providers that keep time (the relay-backed ones); default `Date.now`. */
+  now?: () => number;
 }
 
 /** What a provider factory receives: its own config entry and the shared clients. */
@@ -51,6 +53,7 @@ const relayBacked: ProviderFactory = (d) =>
     bus: d.bus,
     heartbeatTimeoutMs: d.seconds('heartbeatTimeoutSeconds', HEARTBEAT_TIMEOUT_MS / 1000),
     resendAfterMs: d.seconds('commandResendSeconds', 60),
+    ...(d.now && { now: d.now }),
   });
 
 /** One factory per provider type; a type without one is reported as not included in this build. */

@@ -90,6 +90,11 @@ export const commandDocSchema = z.object({
   specHash: z.string(),
   done: z.boolean(),
   error: inventoryItemSchema.shape.error.nullable(),
+  /**
+   * When the command was last published (epoch ms). Absent: recorded but its publish never
+   * completed (the sender died or the publish failed), so it must be sent again.
+   */
+  sentAt: z.number().optional(),
 });
 export type CommandDoc = z.infer<typeof commandDocSchema>;
 
@@ -150,12 +155,28 @@ export class RelayStore {
     return parsed.success ? parsed.data : undefined;
   }
 
-  /** Records a command about to be published (before the publish, so a report cannot race it). */
-  async recordCommand(relay: string, name: string, command: Omit<CommandDoc, 'done' | 'error'>): Promise<void> {
+  /**
+   * Records a command about to be published (before the publish, so a report cannot race it); it
+   * counts as unsent until {@link markSent}.
+   */
+  async recordCommand(
+    relay: string,
+    name: string,
+    command: Omit<CommandDoc, 'done' | 'error' | 'sentAt'>,
+  ): Promise<void> {
     await this.relayRef(relay)
       .collection('commands')
       .doc(name)
       .set({ ...command, done: false, error: null });
+  }
+
+  /** Notes that command `commandId` was published at `at`; a newer command recorded since is left alone. */
+  async markSent(relay: string, name: string, commandId: string, at: number): Promise<void> {
+    const ref = this.relayRef(relay).collection('commands').doc(name);
+    await this.db.runTransaction(async (tx) => {
+      const snap = await tx.get(ref);
+      if (snap.get('commandId') === commandId) tx.update(ref, { sentAt: at });
+    });
   }
 
   /**

@@ -50,13 +50,18 @@ class RelayProvider implements Provider {
   }
 
   async create(spec: InstanceSpec): Promise<Instance> {
-    const issuedAt = this.now();
-    await this.send(
-      spec.name,
-      { kind: 'create', commandId: randomUUID(), relay: this.relay, provider: this.name, issuedAt, spec },
-      spec.proxy,
-      spec.specHash,
-    );
+    const cmd = await this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, spec.name));
+    // The same create, recorded but lost (never published, or published and never applied): the
+    // same command goes out again, so the relay sees one command however often it is resent.
+    const again =
+      cmd?.kind === 'create' && !cmd.done && cmd.provider === this.name && cmd.specHash === spec.specHash
+        ? cmd
+        : undefined;
+    const commandId = again?.commandId ?? randomUUID();
+    const issuedAt = again?.issuedAt ?? this.now();
+    const command: RelayCommand = { kind: 'create', commandId, relay: this.relay, provider: this.name, issuedAt, spec };
+    if (again) await this.publish(spec.name, command);
+    else await this.send(spec.name, command, spec.proxy, spec.specHash);
     return pending(spec.name, spec.proxy, this.deps.installationId, spec.specHash, issuedAt);
   }
 
@@ -79,15 +84,20 @@ class RelayProvider implements Provider {
       // than the resend delay and the inventory still does not list the instance, its result was
       // lost (a report that never arrived, a relay that died before reporting): waiting for it
       // would wait forever, and a lost delete would still have the instance listed.
-      if (this.now() - cmd.issuedAt > this.resendAfterMs)
+      if (this.now() - (cmd.sentAt ?? cmd.issuedAt) > this.resendAfterMs)
         throw new NotFoundError(`instance ${name} is gone from relay ${this.relay}'s inventory (delete result lost)`);
       throw new RetryableError(`delete of ${name} not yet applied by relay ${this.relay}`, 2000);
     }
     if (!cmd.done) {
-      // A command can be lost (a relay that died holding it); after a while, let it be issued again.
-      if (this.now() - cmd.issuedAt > this.resendAfterMs) {
+      // A create can be lost: never published (its sender died or its publish failed; the sender
+      // held the proxy's lease, so nobody else acted meanwhile), or published and never applied (a
+      // relay that died holding it). NotFound makes the next check (a sweep at the latest) call
+      // `create`, which sends the same command again.
+      if (cmd.sentAt === undefined)
+        throw new NotFoundError(`create of ${name} was recorded but never published; sending it again`);
+      if (this.now() - cmd.sentAt > this.resendAfterMs) {
         throw new NotFoundError(
-          `create of ${name} not applied by relay ${this.relay} after ${Math.round(this.resendAfterMs / 1000)}s; issuing it again`,
+          `create of ${name} not applied by relay ${this.relay} after ${Math.round(this.resendAfterMs / 1000)}s; sending it again`,
         );
       }
       return pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt);
@@ -103,8 +113,14 @@ class RelayProvider implements Provider {
 
   async delete(name: string): Promise<void> {
     const cmd = await this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, name));
-    const resendAfter = this.resendAfterMs;
-    if (cmd?.kind === 'delete' && !cmd.done && this.now() - cmd.issuedAt < resendAfter) return;
+    if (cmd?.kind === 'delete' && !cmd.done && cmd.provider === this.name) {
+      // In flight: sent and younger than the resend delay. Lost (never published, or not applied
+      // in time): the same command again.
+      if (cmd.sentAt !== undefined && this.now() - cmd.sentAt < this.resendAfterMs) return;
+      const { commandId, issuedAt } = cmd;
+      await this.publish(name, { kind: 'delete', commandId, relay: this.relay, provider: this.name, issuedAt, name });
+      return;
+    }
     if (
       cmd?.kind === 'delete' &&
       cmd.done &&
@@ -163,8 +179,9 @@ class RelayProvider implements Provider {
     );
   }
 
+  /** Records a new command, then publishes it. */
   private async send(name: string, command: RelayCommand, proxy: string, specHash: string): Promise<void> {
-    const record: Omit<CommandDoc, 'done' | 'error'> = {
+    const record: Omit<CommandDoc, 'done' | 'error' | 'sentAt'> = {
       commandId: command.commandId,
       kind: command.kind,
       issuedAt: command.issuedAt,
@@ -173,7 +190,14 @@ class RelayProvider implements Provider {
       specHash,
     };
     await this.firestore('set', 'commands', () => this.deps.relays.recordCommand(this.relay, name, record));
+    await this.publish(name, command);
+  }
+
+  /** Publishes a recorded command (again) and notes when: until then it counts as never sent. */
+  private async publish(name: string, command: RelayCommand): Promise<void> {
     await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind });
+    const at = this.now();
+    await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
   }
 }
 
