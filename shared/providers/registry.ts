@@ -53,6 +53,7 @@ const relayBacked: ProviderFactory = (d) =>
     bus: d.bus,
     heartbeatTimeoutMs: d.seconds('heartbeatTimeoutSeconds', HEARTBEAT_TIMEOUT_MS / 1000),
     resendAfterMs: d.seconds('commandResendSeconds', 60),
+    sendingMs: d.config.leaseSeconds * 1000,
     ...(d.now && { now: d.now }),
   });
 

@@ -104,6 +104,10 @@ describe('relay commands that were lost are sent again', () => {
     const recorded = await relays.command(RELAY, instanceName('it', 'lost-1'));
     expect(recorded).toMatchObject({ kind: 'create', done: false });
     expect(recorded?.sentAt).toBeUndefined();
+    // Within the sender's lease it may still be publishing: not NotFound, or a deletion would
+    // finalise the proxy under a create about to reach the relay.
+    const provider = depsWith(recordingBus()).registry.get('later');
+    await expect(provider?.get(instanceName('it', 'lost-1'))).resolves.toMatchObject({ state: 'Pending' });
 
     // Past the dead worker's lease, far short of commandResendSeconds.
     clock += (LEASE_SECONDS + 1) * 1000;

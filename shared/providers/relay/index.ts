@@ -22,6 +22,12 @@ export interface RelayProviderDeps {
   heartbeatTimeoutMs: number;
   /** A command not applied after this long is issued again (a create is then observed as NotFound). */
   resendAfterMs?: number;
+  /**
+   * How long the worker that recorded a command may still be publishing it (its lease): a command
+   * recorded and never published counts as lost only after this, so a check cannot take a send in
+   * flight for NotFound (a deletion would then finalise the proxy under it).
+   */
+  sendingMs?: number;
   now?: () => number;
 }
 
@@ -34,6 +40,7 @@ class RelayProvider implements Provider {
   private readonly relay: string;
   private readonly now: () => number;
   private readonly resendAfterMs: number;
+  private readonly sendingMs: number;
 
   constructor(private readonly deps: RelayProviderDeps) {
     this.name = deps.config.name;
@@ -42,6 +49,7 @@ class RelayProvider implements Provider {
     this.relay = deps.config.relay;
     this.now = deps.now ?? Date.now;
     this.resendAfterMs = deps.resendAfterMs ?? 60_000;
+    this.sendingMs = deps.sendingMs ?? 60_000;
   }
 
   /** Placement keys are validated by the relay's backend (it alone knows its hosts and addresses). */
@@ -89,13 +97,13 @@ class RelayProvider implements Provider {
       throw new RetryableError(`delete of ${name} not yet applied by relay ${this.relay}`, 2000);
     }
     if (!cmd.done) {
-      // A create can be lost: never published (its sender died or its publish failed; the sender
-      // held the proxy's lease, so nobody else acted meanwhile), or published and never applied (a
-      // relay that died holding it). NotFound makes the next check (a sweep at the latest) call
-      // `create`, which sends the same command again.
-      if (cmd.sentAt === undefined)
-        throw new NotFoundError(`create of ${name} was recorded but never published; sending it again`);
-      if (this.now() - cmd.sentAt > this.resendAfterMs) {
+      // A create can be lost: never published (its sender died or its publish failed, and its
+      // lease is over), or published and never applied (a relay that died holding it). NotFound
+      // makes the next check (a sweep at the latest) call `create`, which sends the same command.
+      if (cmd.sentAt === undefined) {
+        if (this.now() - cmd.issuedAt > this.sendingMs)
+          throw new NotFoundError(`create of ${name} was recorded but never published; sending it again`);
+      } else if (this.now() - cmd.sentAt > this.resendAfterMs) {
         throw new NotFoundError(
           `create of ${name} not applied by relay ${this.relay} after ${Math.round(this.resendAfterMs / 1000)}s; sending it again`,
         );
