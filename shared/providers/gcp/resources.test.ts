@@ -1,7 +1,14 @@
 /** Compute instances as the contract sees them: state mapping, address, createdAt; the spec hash in a requestId. */
 import { describe, expect, it } from 'vitest';
 import { RetryableError } from '../../errors.js';
-import { requestIdFor, specHashOfRequestId, stateOf, toInstance, type GceInstance } from './resources.js';
+import {
+  instanceResource,
+  requestIdFor,
+  specHashOfRequestId,
+  stateOf,
+  toInstance,
+  type GceInstance,
+} from './resources.js';
 
 const vm = (over: Partial<GceInstance> = {}): GceInstance => ({
   name: 'ep-eu-1-3f2a9c1b',
@@ -71,5 +78,41 @@ describe('requestIdFor', () => {
   it('for any other spec hash it is a plain random UUID that carries nothing', () => {
     for (let i = 0; i < 50; i++) expect(specHashOfRequestId(requestIdFor('contract0'))).toBeUndefined();
     expect(specHashOfRequestId('6f1c2a7e-0b3d-4c55-9d2e-7a8b9c0d1e2f')).toBeUndefined();
+  });
+});
+
+describe('instanceResource: network interface', () => {
+  const spec = {
+    name: 'ep-eu-1-3f2a9c1b',
+    proxy: 'eu-1',
+    installationId: 'prod',
+    specHash: 'abc',
+    port: 0,
+    placement: {},
+    credentials: { username: 'u', password: 'p' },
+  };
+  const placement = {
+    zone: 'us-central1-a',
+    machineType: 'e2-micro',
+    image: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64',
+    network: 'global/networks/default',
+    tags: [],
+    spot: false,
+    diskSizeGb: 10,
+  };
+  it('a subnetwork placement sends no network (a Shared-VPC project has no default network)', () => {
+    const nic = instanceResource(
+      spec,
+      { ...placement, subnetwork: 'projects/host/regions/us-central1/subnetworks/egress' },
+      'gce',
+      3128,
+    ).networkInterfaces?.[0];
+    expect(nic).toMatchObject({ subnetwork: 'projects/host/regions/us-central1/subnetworks/egress' });
+    expect(nic).not.toHaveProperty('network');
+  });
+  it('without a subnetwork the network is sent', () => {
+    expect(instanceResource(spec, placement, 'gce', 3128).networkInterfaces?.[0]).toMatchObject({
+      network: 'global/networks/default',
+    });
   });
 });

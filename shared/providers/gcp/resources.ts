@@ -140,8 +140,10 @@ export function instanceResource(
     ],
     networkInterfaces: [
       {
-        network: placement.network,
-        ...(placement.subnetwork ? { subnetwork: placement.subnetwork } : {}),
+        // A subnetwork implies its network; naming `network` too sends `default`, which a Shared-VPC
+        // or custom-VPC project may not have (instances.insert: networkInterfaces[].network is
+        // optional when subnetwork is given, https://cloud.google.com/compute/docs/reference/rest/v1/instances/insert).
+        ...(placement.subnetwork ? { subnetwork: placement.subnetwork } : { network: placement.network }),
         accessConfigs: [{ name: 'External NAT', type: 'ONE_TO_ONE_NAT' }],
       },
     ],

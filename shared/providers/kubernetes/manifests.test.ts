@@ -77,3 +77,10 @@ describe('manifests', () => {
     );
   });
 });
+
+describe('manifests: Pod Security', () => {
+  it('the Pod sets seccompProfile RuntimeDefault, as the restricted level requires', () => {
+    const pod = podManifest(spec, 'k8s', { namespace: 'default' }, options, 8888);
+    expect(pod.spec?.securityContext?.seccompProfile).toEqual({ type: 'RuntimeDefault' });
+  });
+});

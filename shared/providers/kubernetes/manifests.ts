@@ -90,7 +90,15 @@ export function podManifest(
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       terminationGracePeriodSeconds: options.terminationGracePeriodSeconds,
-      securityContext: { runAsNonRoot: true, runAsUser: RUN_AS, runAsGroup: RUN_AS, fsGroup: RUN_AS },
+      // The `restricted` Pod Security level requires a seccomp profile (RuntimeDefault or Localhost):
+      // https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: RUN_AS,
+        runAsGroup: RUN_AS,
+        fsGroup: RUN_AS,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
       ...(placement.hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
       ...(placement.nodeSelector ? { nodeSelector: placement.nodeSelector } : {}),
       ...(tolerations.length > 0 ? { tolerations } : {}),
