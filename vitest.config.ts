@@ -1,5 +1,8 @@
-/** Test projects: `unit` (beside the sources), `integration` (real emulators), `e2e` (the local stack). */
+/** Test projects: `unit` (beside the sources), `integration` (real emulators), `e2e` (the local stack), `guests` (real qemu guests, last). */
 import { defineConfig } from 'vitest/config';
+
+/** The tests that boot real guests under libvirt's qemu driver (test/support/qemu-host.ts). */
+const GUEST_TESTS = ['test/integration/kvm-guest.test.ts', 'test/providers/kvm.test.ts'];
 
 export default defineConfig({
   test: {
@@ -16,10 +19,23 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/providers/**/*.test.ts', 'test/guarantees/**/*.test.ts'],
+          exclude: GUEST_TESTS,
           // Starts the Firestore and Pub/Sub emulators once; each test file uses its own project id.
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'guests',
+          include: GUEST_TESTS,
+          globalSetup: ['test/support/global-setup.ts'],
+          // Real qemu guests emulate their CPUs (TCG): they run after every other project, so their
+          // load neither slows nor is slowed by the timing-sensitive tests.
+          sequence: { groupOrder: 1 },
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
         },
       },
       {

@@ -4,7 +4,7 @@
  * `shared/providers/contract.ts`.
  */
 import { request } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Instance, InstanceSpec, Provider } from '../../shared/providers/contract.js';
 import { EgressError, NotFoundError } from '../../shared/errors.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
@@ -113,6 +113,11 @@ export function runProviderContract(c: ContractCase): void {
     beforeAll(async () => {
       h = await c.setup();
       echo = await startEchoServer(h.echoHost ? { host: h.echoHost } : {});
+    }, 120_000);
+    // Each test's instances go when it ends: emulated guests left running would slow every later test.
+    afterEach(async () => {
+      await Promise.all([...created].map((name) => h?.provider.delete(name).catch(() => undefined)));
+      created.clear();
     }, 120_000);
     afterAll(async () => {
       for (const name of created) await h?.provider.delete(name).catch(() => undefined);

@@ -17,7 +17,7 @@ runProviderContract({
   // A guest serves 30–55 s after its start under TCG on an idle 2-core machine; five at once take longer.
   timeoutMs: 240_000,
   // Each guest is a qemu process emulating its CPU: five at once on two cores would only measure the machine.
-  concurrentCreates: 3,
+  concurrentCreates: 2,
   async setup() {
     const host: QemuHost = await startQemuHost();
     const h = await startRelayHarness(
