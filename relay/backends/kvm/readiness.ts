@@ -3,6 +3,7 @@
  * once tinyproxy listens with the instance's configuration, and the backend reads it through the
  * QEMU guest agent (`guest-file-open`/`read`/`close`), as the gcp provider reads a guest attribute.
  */
+import { posix } from 'node:path';
 import { z } from 'zod';
 import { isLibvirtError, type DomainRef, type LibvirtConnection } from '../../libvirt/index.js';
 
@@ -26,12 +27,8 @@ export function readyMarkerCommand(instance: string, port: number): string[] {
     'sh',
     '-c',
     `for i in $(seq 120); do ss -Htln "sport = :${port}" | grep -q . && break; sleep 1; done; ` +
-      `mkdir -p ${dirname(READY_MARKER)} && printf '%s\\n' '${line}' > ${READY_MARKER}.tmp && mv ${READY_MARKER}.tmp ${READY_MARKER}`,
+      `mkdir -p ${posix.dirname(READY_MARKER)} && printf '%s\\n' '${line}' > ${READY_MARKER}.tmp && mv ${READY_MARKER}.tmp ${READY_MARKER}`,
   ];
-}
-
-function dirname(path: string): string {
-  return path.slice(0, path.lastIndexOf('/'));
 }
 
 /**
