@@ -1,10 +1,13 @@
 /** Handling messages on `proxy-requests`: validate, record desired state, kick a check. */
 import type { Bus } from './bus/pubsub.js';
 import type { BusMessage } from './bus/message.js';
+import type { Config } from './config/schema.js';
+import { checkPoolProviders, isPoolRequest, parsePoolRequest, type PoolRequest } from './domain/pool.js';
 import { parseProxyRequest } from './domain/proxy.js';
 import { EgressError, ValidationError } from './errors.js';
 import type { Logger } from './logger.js';
-import { kickChecks } from './reconcile/check.js';
+import { kickChecks, kickPools } from './reconcile/check.js';
+import type { PoolStore } from './store/pools.js';
 import type { ProxyStore } from './store/proxies.js';
 
 export const PROXY_REQUESTS_TOPIC = 'proxy-requests';
@@ -15,6 +18,10 @@ export interface RequestDeps {
   logger: Logger;
   maxEvents: number;
   now?: () => number;
+  /** Pools (`kind: ProxyPool`); without it a pool request is rejected. */
+  pools?: PoolStore;
+  /** The configured providers a pool's spread is checked against. */
+  config?: Pick<Config, 'providers'>;
 }
 
 /**
@@ -37,6 +44,11 @@ export async function handleRequest(
     if (message.decodeError) throw new ValidationError(message.decodeField ?? '(message)', message.decodeError);
     if (message.json === undefined)
       throw new ValidationError('(message)', 'message has no data; expected a Proxy request as JSON');
+    if (isPoolRequest(message.json)) {
+      const pool = parsePoolRequest(message.json);
+      if (pool.action !== handles) return 'ignored';
+      return await handlePoolRequest(deps, pool, message);
+    }
     request = parseProxyRequest(message.json);
   } catch (err) {
     if (!(err instanceof ValidationError)) throw err;
@@ -87,6 +99,38 @@ export async function handleRequest(
     }
     throw err;
   }
+}
+
+/** Records a pool request in `pools/{name}` and kicks the pool's reconcile. */
+async function handlePoolRequest(deps: RequestDeps, request: PoolRequest, message: BusMessage): Promise<string> {
+  const now = deps.now ?? Date.now;
+  const name = request.metadata.name;
+  if (!deps.pools) throw new ValidationError('kind', 'pools are not enabled in this deployment');
+  let outcome: string;
+  if (request.action === 'apply') {
+    if (deps.config)
+      checkPoolProviders(
+        request.spec,
+        deps.config.providers.map((p) => p.name),
+      );
+    outcome = await deps.pools.apply(request, message.publishTime, now());
+  } else {
+    outcome = await deps.pools.requestDelete(name, message.publishTime, now());
+  }
+  deps.logger.info(`pool ${request.action} ${outcome}`, { pool: name, messageId: message.id });
+  const reasons: Record<string, string> = { created: 'Accepted', updated: 'Updated', marked: 'DeletionRequested' };
+  const reason = reasons[outcome];
+  if (reason) {
+    const event = {
+      at: new Date(now()).toISOString(),
+      type: 'Normal' as const,
+      reason,
+      message: `request ${message.id}: ${request.action}`,
+    };
+    await deps.pools.addEvent(name, event, deps.maxEvents);
+  }
+  if (outcome !== 'stale' && outcome !== 'absent') await kickPools(deps.bus, [name]);
+  return outcome;
 }
 
 async function reject(deps: RequestDeps, message: BusMessage, err: EgressError, now: number): Promise<void> {

@@ -7,6 +7,7 @@ import { createLogger, type Logger } from './logger.js';
 import { createRegistry, type Registry } from './providers/registry.js';
 import { createFirestore } from './store/firestore.js';
 import { ProxyStore } from './store/proxies.js';
+import { PoolStore } from './store/pools.js';
 import { ProviderStore } from './store/providers.js';
 import { RelayStore } from './store/relays.js';
 
@@ -18,6 +19,7 @@ export interface Runtime {
   relays: RelayStore;
   registry: Registry;
   providerStatus: ProviderStore;
+  pools: PoolStore;
   maxEvents: number;
   countReplacing: (provider: string) => Promise<number>;
 }
@@ -42,6 +44,7 @@ export function createRuntime(
     relays,
     registry,
     providerStatus: new ProviderStore(db),
+    pools: new PoolStore(db, logger),
     maxEvents: config.maxEvents,
     countReplacing: (p) => proxies.countReplacing(p),
   };

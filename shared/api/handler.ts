@@ -8,10 +8,13 @@ import { unsafeJson } from '../domain/text.js';
 import { EgressError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { PROXY_REQUESTS_TOPIC } from '../requests.js';
+import { POOL_LABEL } from '../domain/pool.js';
+import type { PoolStore } from '../store/pools.js';
 import type { ProviderStore } from '../store/providers.js';
 import type { ProxyStore } from '../store/proxies.js';
 import type { RelayStore } from '../store/relays.js';
 import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
+import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
 import { ApiError, authorised, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
 
 export interface ApiDeps {
@@ -19,6 +22,8 @@ export interface ApiDeps {
   proxies: ProxyStore;
   relays: RelayStore;
   providerStatus: ProviderStore;
+  /** Pools; without it the pool routes answer 404. */
+  pools?: PoolStore;
   bus: Bus;
   logger: Logger;
   /** The dashboard page served at `GET /`. */
@@ -87,7 +92,10 @@ async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<Api
     throw new ValidationError('metadata.name', `must equal the name in the path ("${name}")`);
   const parsed = applyRequestSchema.safeParse({ ...given, action: 'apply', metadata: { ...metadata, name } });
   if (!parsed.success) throw toValidationError(parsed.error);
+  if (parsed.data.metadata.labels[POOL_LABEL] !== undefined)
+    throw new ValidationError(`metadata.labels.${POOL_LABEL}`, 'is set only by a pool on its members');
   const existing = await deps.proxies.get(name);
+  refuseMemberRequest(existing);
   if (existing && existing.spec.provider !== parsed.data.spec.provider) {
     throw new ApiError(
       'Conflict',
@@ -100,7 +108,9 @@ async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<Api
 }
 
 async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
-  if (!(await deps.proxies.get(name))) throw new ApiError('NotFound', `proxy "${name}" not found`);
+  const existing = await deps.proxies.get(name);
+  if (!existing) throw new ApiError('NotFound', `proxy "${name}" not found`);
+  refuseMemberRequest(existing);
   const request = { apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name } };
   const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, request, { action: 'delete' });
   return { status: 202, body: { accepted: true, name, messageId } };
@@ -195,10 +205,19 @@ async function route(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
     if (method === 'PUT') return putProxy(deps, name, req.body);
     return deleteProxy(deps, name);
   }
+  const pool = /^\/v1\/pools\/([^/]+)$/.exec(path);
+  if (pool?.[1]) {
+    only(['GET', 'PUT', 'DELETE']);
+    const name = nameFrom(pool[1]);
+    if (method === 'GET') return getPool(deps, name);
+    if (method === 'PUT') return putPool(deps, name, req.body);
+    return deletePool(deps, name);
+  }
   const collections: Record<string, () => Promise<ApiResponse>> = {
     '/v1/proxies': () => listProxies(deps, req.query),
     '/v1/discovery': () => discovery(deps, req.query),
     '/v1/providers': () => providers(deps),
+    '/v1/pools': () => listPools(deps),
     '/v1/relays': () => relays(deps),
   };
   const collection = collections[path];

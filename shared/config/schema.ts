@@ -55,6 +55,11 @@ export const configSchema = z.strictObject({
   healthIntervalSeconds: seconds.default(60),
   /** Bearer tokens the HTTP API accepts (also `EGRESS_API_TOKENS`, comma-separated). */
   apiTokens: z.array(z.string().min(16, 'API tokens must be at least 16 characters')).default([]),
+  /**
+   * A pool's spread entry that went out (provider unhealthy, QuotaExceeded) gets its share back
+   * only after staying good this long; the delay doubles each time it relapses soon after (max 16×).
+   */
+  poolRecoverSeconds: seconds.default(60),
   /** Events kept per proxy. */
   maxEvents: z.number().int().min(1).default(50),
   providers: z

@@ -6,6 +6,8 @@ import { dnsLabel } from '../domain/names.js';
 import { toValidationError } from '../domain/proxy.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { RetryableError, ValidationError } from '../errors.js';
+import { reconcilePool } from '../pools/reconcile.js';
+import type { PoolStore } from '../store/pools.js';
 import { inSpan } from '../telemetry/spans.js';
 import {
   reconcileProxy,
@@ -21,6 +23,8 @@ export const PROXY_CHECKS_TOPIC = 'proxy-checks';
 export const checkMessageSchema = z.union([
   z.strictObject({ sweep: z.literal(true), after: z.string().max(63).nullable().optional() }),
   z.strictObject({ names: z.array(dnsLabel).min(1).max(500), verifyEgress: z.boolean().optional() }),
+  /** Pools to reconcile (after a pool request, a member's phase change, or a sweep). */
+  z.strictObject({ pools: z.array(dnsLabel).min(1).max(100) }),
 ]);
 export type CheckMessage = z.infer<typeof checkMessageSchema>;
 
@@ -33,6 +37,8 @@ export function parseCheckMessage(input: unknown): CheckMessage {
 
 export interface CheckDeps extends ReconcileDeps {
   bus: Bus;
+  /** The pools' store; without it pool kicks are acknowledged and nothing else is done for pools. */
+  pools?: PoolStore;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
@@ -65,9 +71,12 @@ export async function runCheck(
   message: CheckMessage,
 ): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
   const cache: HealthCache = new Map();
+  if ('pools' in message) return runPools(deps, message.pools);
   if ('sweep' in message) {
     const page = await deps.proxies.page(message.after ?? null, deps.config.checkBatchSize);
     if (page.next) await deps.bus.publish(PROXY_CHECKS_TOPIC, { sweep: true, after: page.next });
+    // The first page of a sweep also looks at every pool (a lost kick is found here).
+    if (!message.after && deps.pools) await kickPools(deps.bus, await deps.pools.names());
     // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
     const results = await pool(page.docs, 10, (doc) =>
       reconcileTraced(deps, doc, cache, { reuseObservation: true }).catch((err: unknown) => {
@@ -77,6 +86,10 @@ export async function runCheck(
     );
     const done = results.filter((r): r is ReconcileResult => r !== undefined);
     await kickEgressChecks(deps.bus, done);
+    await kickPools(
+      deps.bus,
+      done.flatMap((r) => (r.pool ? [r.pool] : [])),
+    );
     return { results: done };
   }
   const results = await pool([...new Set(message.names)], 10, async (name) => {
@@ -85,6 +98,10 @@ export async function runCheck(
   });
   const done = results.filter((r): r is ReconcileResult => r !== undefined);
   await kickEgressChecks(deps.bus, done);
+  await kickPools(
+    deps.bus,
+    done.flatMap((r) => (r.pool ? [r.pool] : [])),
+  );
   const delays = done.flatMap((r) => (r.recheckAfterMs !== undefined ? [r.recheckAfterMs] : []));
   return delays.length > 0 ? { results: done, recheckAfterMs: Math.min(...delays) } : { results: done };
 }
@@ -134,6 +151,29 @@ function reconcileTraced(
 async function kickEgressChecks(bus: Bus, results: ReconcileResult[]): Promise<void> {
   const names = [...new Set(results.flatMap((r) => r.verifyEgressOf ?? []))];
   if (names.length > 0) await kickChecks(bus, names, { verifyEgress: true });
+}
+
+/** Reconciles the named pools; members they create or drain are kicked. */
+async function runPools(
+  deps: CheckDeps,
+  names: string[],
+): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
+  const { pools } = deps;
+  if (!pools) return { results: [] };
+  const delays: number[] = [];
+  for (const name of new Set(names)) {
+    const result = await inSpan('reconcile-pool', { attributes: { 'pool.name': name } }, () =>
+      reconcilePool({ ...deps, pools, kick: (members) => kickChecks(deps.bus, members) }, name),
+    );
+    if (result.recheckAfterMs !== undefined) delays.push(result.recheckAfterMs);
+  }
+  return delays.length > 0 ? { results: [], recheckAfterMs: Math.min(...delays) } : { results: [] };
+}
+
+/** Asks for a reconcile of these pools soon. */
+export async function kickPools(bus: Bus, names: string[]): Promise<void> {
+  const valid = [...new Set(names)].filter((n) => dnsLabel.safeParse(n).success);
+  for (let i = 0; i < valid.length; i += 100) await bus.publish(PROXY_CHECKS_TOPIC, { pools: valid.slice(i, i + 100) });
 }
 
 /** Asks for a check of these proxies soon (after a request, or when their instances changed). */

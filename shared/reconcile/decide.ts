@@ -39,6 +39,11 @@ export interface DecideInput {
   policy: Policy;
   /** False when the provider's rollout budget is used up: drift and rotation wait. */
   replacementBudget: boolean;
+  /**
+   * A pool member: its pool replaces it (surging, within minAvailable) when it is due for
+   * rotation, stopped or unhealthy, so those are not done in place here.
+   */
+  poolMember?: boolean;
 }
 
 export type Action = 'none' | 'create' | 'delete' | 'finalise';
@@ -160,6 +165,9 @@ function decideLiving(input: DecideInput): Decision {
   if (instance.state === 'Pending') {
     return waiting('Provisioning', 'InstancePending', `instance ${instance.name} is starting`, policy.pollMs);
   }
+  if ((instance.state === 'Stopped' || instance.state === 'Terminated') && input.poolMember) {
+    return poolReplaces(instance, `instance ${instance.name} is ${instance.state}; its pool replaces it`);
+  }
   if (instance.state === 'Stopped' || instance.state === 'Terminated') {
     // Rule 4: Stopped and Terminated both lead to delete-and-recreate.
     return replace('stopped', `instance ${instance.name} is ${instance.state}; replacing it`, policy);
@@ -172,10 +180,18 @@ function decideLiving(input: DecideInput): Decision {
   }
   if (input.maxAgeMs !== undefined && instance.createdAt > 0 && age > input.maxAgeMs) {
     const message = `instance is older than maxAge (${Math.round(age / 1000)}s); rotating`;
+    if (input.poolMember)
+      return ready(input, instance, 'older than maxAge; its pool replaces it once a new member is Ready');
     if (input.replacementBudget) return replace('rotation', message, policy);
     return ready(input, instance, 'due for rotation; waiting for the provider rollout budget');
   }
   const health = instance.health;
+  if (health && health.consecutiveFailures >= policy.unhealthyAfter && input.poolMember) {
+    return poolReplaces(
+      instance,
+      `probe failed ${health.consecutiveFailures} times in a row (${health.error ?? 'no detail'}); its pool replaces it`,
+    );
+  }
   if (health && health.consecutiveFailures >= policy.unhealthyAfter) {
     return replace(
       'unhealthy',
@@ -290,6 +306,20 @@ function ready(_input: DecideInput, instance: Instance, message: string): Decisi
       // No latency in the message: it changes every probe and would force a write per check.
       Healthy: cond('True', 'ProbeSucceeded', 'the last probe through the proxy succeeded'),
       Ready: cond('True', 'Ready', message),
+    },
+  };
+}
+
+/** A pool member that would be replaced in place: Unhealthy, left for its pool to surge past. */
+function poolReplaces(instance: Instance, message: string): Decision {
+  return {
+    action: 'none',
+    phase: 'Unhealthy',
+    message,
+    conditions: {
+      Provisioned: running(instance),
+      Healthy: cond('False', 'ProbeFailed', message),
+      Ready: cond('False', 'PoolReplaces', message),
     },
   };
 }

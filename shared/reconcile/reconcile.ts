@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { instanceName } from '../domain/names.js';
+import { POOL_LABEL } from '../domain/pool.js';
 import { specHash } from '../domain/spec-hash.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { asEgressError, ValidationError, type ErrorInfo } from '../errors.js';
@@ -40,6 +41,8 @@ export interface ReconcileResult {
   recheckAfterMs?: number;
   /** Other proxies found sharing this one's egress IP: they should verify theirs too. */
   verifyEgressOf?: string[];
+  /** The pool of a member whose phase changed (or that was removed): it reconciles again. */
+  pool?: string;
 }
 
 /** Per-batch memo of provider health, so a batch checks each provider once. */
@@ -179,6 +182,7 @@ export async function reconcileProxy(
     observation,
     policy,
     replacementBudget: true,
+    poolMember: doc.metadata.labels[POOL_LABEL] !== undefined,
   };
   let decision = decide(input);
   if (reused) {
@@ -212,7 +216,8 @@ export async function reconcileProxy(
       }
     }
     if (await proxies.finalise(name, doc.generation)) log.info('proxy deleted', { instance: iname });
-    return { name, action: 'finalise', phase: 'Deleting' };
+    const pool = doc.metadata.labels[POOL_LABEL];
+    return { name, action: 'finalise', phase: 'Deleting', ...(pool ? { pool } : {}) };
   }
 
   let status = nextStatus(doc.status, decision, observation, doc.generation, now(), policy);
@@ -293,6 +298,8 @@ export async function reconcileProxy(
   const result: ReconcileResult = { name, action: decision.action, phase: status.phase };
   if (decision.recheckAfterMs !== undefined) result.recheckAfterMs = decision.recheckAfterMs;
   if (egress.kick.length > 0) result.verifyEgressOf = egress.kick;
+  const pool = doc.metadata.labels[POOL_LABEL];
+  if (pool && phaseChanged) result.pool = pool;
   return result;
 }
 

@@ -9,6 +9,7 @@ export const COLLECTIONS = {
   rejections: 'rejections',
   relays: 'relays',
   providers: 'providers',
+  pools: 'pools',
 } as const;
 
 export function createFirestore(projectId: string): Firestore {

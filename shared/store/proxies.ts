@@ -9,11 +9,13 @@ import {
   type Transaction,
   type WriteBatch,
 } from '@google-cloud/firestore';
+import { POOL_LABEL } from '../domain/pool.js';
 import type { ApplyRequest } from '../domain/proxy.js';
 import { initialStatus, PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
 import { clip } from '../domain/text.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { appendEvent, EVENT_RETENTION_MS, readEvents, type ProxyEvent } from './events.js';
 import { COLLECTIONS } from './firestore.js';
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged' | 'stale';
@@ -24,28 +26,33 @@ export interface Credentials {
   password: string;
 }
 
-/** An entry of a proxy's audit trail. */
-export interface ProxyEvent {
-  at: string;
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
+export type { ProxyEvent } from './events.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const FieldValueDelete = FieldValue.delete();
 /** At most this many proxies' credentials are remembered per process (about 100 bytes each). */
 const MAX_KNOWN_CREDENTIALS = 50_000;
-/**
- * Events and rejections carry `expireAt` (a timestamp this long after they were written); the
- * Firestore TTL policies in infra/terraform/firestore.tf delete them some time after it passes.
- */
-export const EVENT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+export { EVENT_RETENTION_MS };
+/** Rejections carry `expireAt` too (see EVENT_RETENTION_MS). */
 export const REJECTION_RETENTION_MS = 30 * 24 * 3600 * 1000;
 
 /** Fresh per-proxy credentials from a secure random source. */
 export function generateCredentials(proxy: string): Credentials {
   return { username: `u-${proxy.slice(0, 20)}`, password: randomBytes(18).toString('base64url') };
+}
+
+/**
+ * A pool's members are created and deleted only by their pool.
+ *
+ * @throws ValidationError on `metadata.name`, naming the pool
+ */
+export function refuseMember(doc: ProxyDoc): void {
+  const pool = doc.metadata.labels[POOL_LABEL];
+  if (pool !== undefined)
+    throw new ValidationError(
+      'metadata.name',
+      `proxy "${doc.metadata.name}" is a member of pool "${pool}"; scale or change the pool instead`,
+    );
 }
 
 export class ProxyStore {
@@ -156,6 +163,8 @@ export class ProxyStore {
    */
   async apply(request: ApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome> {
     const name = request.metadata.name;
+    if (request.metadata.labels[POOL_LABEL] !== undefined)
+      throw new ValidationError(`metadata.labels.${POOL_LABEL}`, 'is set only by a pool on its members');
     return this.db.runTransaction(async (tx) => {
       const [snap, tomb, creds] = await Promise.all([
         tx.get(this.ref(name)),
@@ -165,6 +174,7 @@ export class ProxyStore {
       const tombAt = Number(tomb.get('requestTime') ?? 0);
       if (!snap.exists && publishTime <= tombAt) return 'stale';
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
+      if (existing) refuseMember(existing);
       if (existing && publishTime < existing.requestTime) return 'stale';
       if (existing && existing.spec.provider !== request.spec.provider) {
         throw new ValidationError(
@@ -222,6 +232,7 @@ export class ProxyStore {
         tx.delete(this.ref(name));
         return 'absent';
       }
+      refuseMember(existing);
       if (publishTime < existing.requestTime) return 'stale';
       if (existing.deletionRequestedAt) {
         // Still the newest request: an apply published before it, arriving later, is stale.
@@ -380,25 +391,12 @@ export class ProxyStore {
   }
 
   /** Appends to the proxy's audit trail and keeps only the newest `keep` events. */
-  async addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
-    const events = this.ref(name).collection('events');
-    await events.add({ ...event, expireAt: new Date(Date.parse(event.at) + EVENT_RETENTION_MS) });
-    const old = await events.orderBy('at', 'desc').offset(keep).select().get();
-    if (!old.empty) {
-      const batch = this.db.batch();
-      for (const d of old.docs) batch.delete(d.ref);
-      await batch.commit();
-    }
+  addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
+    return appendEvent(this.db, this.ref(name).collection('events'), event, keep);
   }
 
-  async events(name: string, limit = 20): Promise<ProxyEvent[]> {
-    const snap = await this.ref(name).collection('events').orderBy('at', 'desc').limit(limit).get();
-    return snap.docs.map((d) => ({
-      at: String(d.get('at')),
-      type: d.get('type') === 'Warning' ? 'Warning' : 'Normal',
-      reason: String(d.get('reason')),
-      message: String(d.get('message')),
-    }));
+  events(name: string, limit = 20): Promise<ProxyEvent[]> {
+    return readEvents(this.ref(name).collection('events'), limit);
   }
 
   /** Records a request that failed validation, for its sender (`rejections/{messageId}`). */

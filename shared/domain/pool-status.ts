@@ -1,0 +1,77 @@
+/** Pool state as stored in Firestore `pools/{name}` (interfaces.md §1 "Pools"). */
+import { z } from 'zod';
+import { labelsSchema } from './proxy.js';
+import { poolSpecSchema, spreadEntrySchema } from './pool.js';
+
+/** One spread entry as the controller last saw it: its share, its members, and its availability. */
+export const entryStatusSchema = spreadEntrySchema.extend({
+  /** Members this entry should have now (its even share, or more while another entry is out). */
+  desired: z.number().int(),
+  /** Live members on this entry, and how many of them are Ready. */
+  members: z.number().int(),
+  ready: z.number().int(),
+  available: z.boolean(),
+  /** Why it is out (`ProviderUnhealthy`, `QuotaExceeded`), while it is. */
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  /** When it was last seen unavailable (epoch ms); recovery waits a delay after it. */
+  lastBadAt: z.number().optional(),
+  /** How many times in a row it went out soon after recovering (the recovery delay doubles). */
+  failures: z.number().int().default(0),
+  recoveredAt: z.number().optional(),
+});
+export type EntryStatus = z.infer<typeof entryStatusSchema>;
+
+export const POOL_CONDITION_TYPES = ['Available', 'Progressing', 'Degraded'] as const;
+export const poolConditionSchema = z.object({
+  type: z.enum(POOL_CONDITION_TYPES),
+  status: z.enum(['True', 'False', 'Unknown']),
+  reason: z.string(),
+  message: z.string(),
+  lastTransitionTime: z.string(),
+});
+export type PoolCondition = z.infer<typeof poolConditionSchema>;
+
+export const poolStatusSchema = z.object({
+  observedGeneration: z.number().int(),
+  /** Live members (not being deleted). */
+  replicas: z.number().int(),
+  readyReplicas: z.number().int(),
+  /** Live members made from the current template. */
+  updatedReplicas: z.number().int(),
+  /** Members being drained and deleted. */
+  terminating: z.number().int(),
+  entries: z.array(entryStatusSchema),
+  conditions: z.array(poolConditionSchema),
+  /** Bumped by every reconcile that changed something (the transaction's write on this document). */
+  revision: z.number().int(),
+  lastReconcileAt: z.string().optional(),
+});
+export type PoolStatus = z.infer<typeof poolStatusSchema>;
+
+export const poolDocSchema = z.object({
+  apiVersion: z.literal('egress.dev/v1'),
+  kind: z.literal('ProxyPool'),
+  metadata: z.object({ name: z.string(), labels: labelsSchema }),
+  spec: poolSpecSchema,
+  generation: z.number().int(),
+  /** Publish time (epoch ms) of the newest request applied; older requests are stale. */
+  requestTime: z.number(),
+  createdAt: z.string(),
+  deletionRequestedAt: z.string().optional(),
+  status: poolStatusSchema,
+});
+export type PoolDoc = z.infer<typeof poolDocSchema>;
+
+export function initialPoolStatus(): PoolStatus {
+  return {
+    observedGeneration: 0,
+    replicas: 0,
+    readyReplicas: 0,
+    updatedReplicas: 0,
+    terminating: 0,
+    entries: [],
+    conditions: [],
+    revision: 0,
+  };
+}

@@ -1,0 +1,252 @@
+/**
+ * The pool decision: given a pool, its members and the providers' health, which members to create
+ * and which to drain. A pure function (plan.test.ts); the controller runs it inside a transaction
+ * on the pool document, so concurrent reconciles decide one after the other.
+ */
+import type { ProxyDoc } from '../domain/status.js';
+import { parseDuration } from '../domain/duration.js';
+import { entryKey, memberSpec, spreadOf, templateHash, type SpreadEntry } from '../domain/pool.js';
+import type { EntryStatus, PoolDoc } from '../domain/pool-status.js';
+
+/** The label carrying the hash of the template a member was made from. */
+export const TEMPLATE_LABEL = 'egress.dev/pool-template';
+
+/** Why a live member is to be replaced or removed. */
+export type OutdatedReason = 'template' | 'maxAge' | 'dead' | 'banned' | 'entry' | 'surplus';
+
+export interface PlanInput {
+  pool: PoolDoc;
+  members: ProxyDoc[];
+  /** Provider name → whether the provider-health monitor's fresh verdict says it is down. */
+  providerDown: (provider: string) => string | undefined;
+  now: number;
+  /** The first recovery delay of an entry that went out; it doubles on each relapse. */
+  recoverAfterMs: number;
+  /** Consecutive failed probes that make a member dead (the per-proxy `unhealthyAfter`). */
+  unhealthyAfter: number;
+  /** Whether a member is marked banned (feedback from traffic); none when absent. */
+  banned?: (member: ProxyDoc) => boolean;
+}
+
+export interface PlannedCreate {
+  entry: SpreadEntry;
+  spec: ReturnType<typeof memberSpec>;
+}
+
+export interface Plan {
+  creates: PlannedCreate[];
+  /** Members to drain now (deletion requested: discovery stops handing them out at once). */
+  drains: { name: string; reason: OutdatedReason }[];
+  entries: EntryStatus[];
+  /** Members that wait for replacement (outdated, not yet drainable). */
+  waiting: { name: string; reason: OutdatedReason }[];
+  live: number;
+  ready: number;
+  updated: number;
+  terminating: number;
+  /** Whether the pool is at rest: exactly `replicas` current members, none outdated. */
+  settled: boolean;
+  /** The pool is being deleted and no member is left: remove its document. */
+  finalise: boolean;
+}
+
+const isReady = (m: ProxyDoc) => m.status.phase === 'Ready' && !m.deletionRequestedAt;
+const memberKey = (m: ProxyDoc) => entryKey({ provider: m.spec.provider, placement: m.spec.placement });
+const createdMs = (m: ProxyDoc) => Date.parse(m.createdAt) || 0;
+
+/**
+ * Failed, or stopped or failing its probes long enough that a lone proxy would be replaced in
+ * place (the per-proxy reconcile leaves that to the pool: reason `PoolReplaces`).
+ */
+function isDead(m: ProxyDoc, unhealthyAfter: number): boolean {
+  const phase = m.status.phase;
+  if (phase === 'Failed' || phase === 'Replacing') return true;
+  if (m.status.conditions.some((c) => c.type === 'Ready' && c.reason === 'PoolReplaces')) return true;
+  return phase === 'Unhealthy' && (m.status.health?.consecutiveFailures ?? 0) >= unhealthyAfter;
+}
+
+/** How healthy a member is, for choosing which to remove first (lower goes first). */
+function healthRank(m: ProxyDoc): number {
+  switch (m.status.phase) {
+    case 'Failed':
+      return 0;
+    case 'Unhealthy':
+    case 'Replacing':
+      return 1;
+    case 'Pending':
+    case 'Provisioning':
+      return 2;
+    case 'Ready':
+      return 3;
+    default:
+      return 0;
+  }
+}
+
+/** Least healthy first, then newest first: the order members leave in (see docs/architecture.md). */
+export function removalOrder(a: ProxyDoc, b: ProxyDoc): number {
+  return healthRank(a) - healthRank(b) || createdMs(b) - createdMs(a) || b.metadata.name.localeCompare(a.metadata.name);
+}
+
+function intrinsicReason(
+  m: ProxyDoc,
+  input: PlanInput,
+  hash: string,
+  maxAgeMs: number | undefined,
+): OutdatedReason | undefined {
+  if (input.banned?.(m)) return 'banned';
+  if (m.metadata.labels[TEMPLATE_LABEL] !== hash) return 'template';
+  if (isDead(m, input.unhealthyAfter)) return 'dead';
+  const born = m.status.instance ? Date.parse(m.status.instance.createdAt) : NaN;
+  if (maxAgeMs !== undefined && Number.isFinite(born) && born > 0 && input.now - born > maxAgeMs) return 'maxAge';
+  return undefined;
+}
+
+/** Delay before an entry that went out `failures` times in a row is tried again. */
+function recoverDelay(failures: number, baseMs: number): number {
+  return Math.min(baseMs * 2 ** Math.max(0, failures - 1), baseMs * 16);
+}
+
+/** Availability of each entry with hysteresis: out at once, back only after staying good for a while. */
+function availability(input: PlanInput, entries: SpreadEntry[], keys: string[], live: ProxyDoc[]): EntryStatus[] {
+  const previous = new Map(input.pool.status.entries.map((e) => [entryKey(e), e]));
+  return entries.map((entry, i) => {
+    const key = keys[i];
+    const prev = previous.get(entryKey(entry));
+    const onEntry = live.filter((m) => memberKey(m) === key);
+    const down = input.providerDown(entry.provider);
+    const quota = onEntry.find((m) => m.status.retry?.reason === 'QuotaExceeded');
+    const base = { provider: entry.provider, placement: entry.placement, desired: 0, members: onEntry.length };
+    const counts = { ...base, ready: onEntry.filter(isReady).length };
+    const bad = down
+      ? { reason: 'ProviderUnhealthy', message: `provider "${entry.provider}" is unhealthy: ${down}` }
+      : quota
+        ? { reason: 'QuotaExceeded', message: `member ${quota.metadata.name} is out of quota` }
+        : undefined;
+    const wasAvailable = prev?.available ?? true;
+    if (bad) {
+      const relapse =
+        wasAvailable &&
+        prev?.recoveredAt !== undefined &&
+        input.now - prev.recoveredAt < recoverDelay(16, input.recoverAfterMs);
+      const failures = wasAvailable ? (relapse ? (prev?.failures ?? 0) + 1 : 1) : (prev?.failures ?? 1);
+      return { ...counts, available: false, ...bad, lastBadAt: input.now, failures };
+    }
+    if (!wasAvailable && prev) {
+      const wait = recoverDelay(prev.failures, input.recoverAfterMs);
+      if (input.now - (prev.lastBadAt ?? 0) < wait) {
+        const { desired: _d, members: _m, ready: _r, provider: _p, placement: _pl, ...kept } = prev;
+        return { ...counts, ...kept, available: false };
+      }
+      return { ...counts, available: true, failures: prev.failures, recoveredAt: input.now };
+    }
+    const kept = prev?.recoveredAt !== undefined ? { recoveredAt: prev.recoveredAt } : {};
+    return { ...counts, available: true, failures: prev?.failures ?? 0, ...kept };
+  });
+}
+
+/** Splits `replicas` evenly over the available entries (all of them when none is). */
+function shares(replicas: number, entries: EntryStatus[], good: number[]): number[] {
+  const open = entries.map((e, i) => (e.available ? i : -1)).filter((i) => i >= 0);
+  const over = open.length > 0 ? open : entries.map((_, i) => i);
+  const desired = entries.map(() => 0);
+  const base = Math.floor(replicas / over.length);
+  for (const i of over) desired[i] = base;
+  // The remainder goes to the entries that already have the most members: no churn to even it out.
+  const byHolding = [...over].sort((a, b) => (good[b] ?? 0) - (good[a] ?? 0) || a - b);
+  for (let k = 0; k < replicas - base * over.length; k++) desired[byHolding[k] as number]! += 1;
+  return desired;
+}
+
+export function planPool(input: PlanInput): Plan {
+  const { pool } = input;
+  const spec = pool.spec;
+  const live = input.members.filter((m) => !m.deletionRequestedAt);
+  const terminating = input.members.length - live.length;
+  const ready = live.filter(isReady).length;
+  const entries = spreadOf(spec);
+  const hash = templateHash(spec.template);
+  const maxAgeMs = spec.template.spec.maxAge ? parseDuration(spec.template.spec.maxAge) : undefined;
+  const keys = entries.map((e) =>
+    entryKey({ provider: e.provider, placement: memberSpec(spec.template, e).placement }),
+  );
+  const statuses = availability(input, entries, keys, live);
+  const base = { entries: statuses, live: live.length, ready, terminating };
+
+  if (pool.deletionRequestedAt) {
+    const drains = live.map((m) => ({ name: m.metadata.name, reason: 'surplus' as const }));
+    return {
+      ...base,
+      creates: [],
+      drains,
+      waiting: [],
+      updated: 0,
+      settled: false,
+      finalise: input.members.length === 0,
+    };
+  }
+
+  const outdated = new Map<string, OutdatedReason>();
+  const good: ProxyDoc[][] = entries.map(() => []);
+  for (const m of live) {
+    const why = intrinsicReason(m, input, hash, maxAgeMs);
+    const at = keys.indexOf(memberKey(m));
+    if (why) outdated.set(m.metadata.name, why);
+    else if (at < 0) outdated.set(m.metadata.name, 'entry');
+    else good[at]!.push(m);
+  }
+  const desired = shares(
+    spec.replicas,
+    statuses,
+    good.map((g) => g.length),
+  );
+  const current: ProxyDoc[][] = good.map((members, i) => {
+    const keep = desired[i] ?? 0;
+    if (members.length <= keep) return members;
+    const leaving = [...members].sort(removalOrder).slice(0, members.length - keep);
+    for (const m of leaving) outdated.set(m.metadata.name, 'surplus');
+    return members.filter((m) => !leaving.includes(m));
+  });
+  statuses.forEach((s, i) => (s.desired = desired[i] ?? 0));
+  const currentCount = current.reduce((n, c) => n + c.length, 0);
+  const currentReady = current.reduce((n, c) => n + c.filter(isReady).length, 0);
+
+  // Creates: fill each entry's deficit, never above replicas + maxSurge live members.
+  const creates: PlannedCreate[] = [];
+  let room = spec.replicas + spec.maxSurge - live.length;
+  const deficits = current.map((c, i) => Math.max(0, (desired[i] ?? 0) - c.length));
+  // No room to surge (maxSurge 0, or every extra slot taken): replace in place, within minAvailable.
+  const blocked = room <= 0 && deficits.some((d) => d > 0);
+  while (room > 0 && deficits.some((d) => d > 0)) {
+    for (let i = 0; i < entries.length && room > 0; i++) {
+      if ((deficits[i] ?? 0) <= 0) continue;
+      deficits[i]!--;
+      room--;
+      const entry = entries[i] as SpreadEntry;
+      creates.push({ entry, spec: memberSpec(spec.template, entry) });
+    }
+  }
+
+  // Drains: an outdated member goes once what replaces it is Ready (the current Ready members and
+  // the outdated ones left still cover `replicas`), and never below minAvailable Ready members.
+  const minAvailable = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
+  const candidates = live.filter((m) => outdated.has(m.metadata.name)).sort(removalOrder);
+  const drains: Plan['drains'] = [];
+  const waiting: Plan['waiting'] = [];
+  let left = candidates.length;
+  let readyLeft = ready;
+  for (const m of candidates) {
+    const reason = outdated.get(m.metadata.name) as OutdatedReason;
+    const wasReady = isReady(m);
+    const covered = currentReady + (left - 1) >= spec.replicas;
+    const keepsMin = !wasReady || readyLeft - 1 >= minAvailable;
+    if ((covered || blocked) && keepsMin) {
+      drains.push({ name: m.metadata.name, reason });
+      left--;
+      if (wasReady) readyLeft--;
+    } else waiting.push({ name: m.metadata.name, reason });
+  }
+  const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
+  const settled = creates.length === 0 && candidates.length === 0 && currentCount === spec.replicas;
+  return { ...base, creates, drains, waiting, updated, settled, finalise: false };
+}

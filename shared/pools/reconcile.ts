@@ -1,0 +1,215 @@
+/** The pool controller: one pool reconcile, planned and committed in one transaction on `pools/{name}`. */
+import type { Bus } from '../bus/pubsub.js';
+import type { Config } from '../config/schema.js';
+import { spreadOf, templateHash } from '../domain/pool.js';
+import type { PoolCondition, PoolDoc, PoolStatus } from '../domain/pool-status.js';
+import type { ProxyDoc } from '../domain/status.js';
+import { freshVerdict } from '../health.js';
+import type { Logger } from '../logger.js';
+import type { PoolStore, PoolWrites } from '../store/pools.js';
+import type { ProviderStore } from '../store/providers.js';
+import type { ProxyStore } from '../store/proxies.js';
+import { planPool, TEMPLATE_LABEL, type Plan } from './plan.js';
+
+export interface PoolDeps {
+  config: Config;
+  pools: PoolStore;
+  proxies: ProxyStore;
+  bus: Bus;
+  logger: Logger;
+  providerStatus?: ProviderStore | undefined;
+  now?: () => number;
+  /** Whether a member is marked banned (feedback from traffic). */
+  banned?: (member: ProxyDoc) => boolean;
+  /** Asks for checks of these members (kicks on `proxy-checks`). */
+  kick: (names: string[]) => Promise<void>;
+}
+
+export interface PoolResult {
+  name: string;
+  /** Members created and drained by this reconcile. */
+  created: string[];
+  drained: string[];
+  settled: boolean;
+  recheckAfterMs?: number;
+}
+
+const POLL_MS = 2000;
+
+function condition(
+  previous: PoolCondition[],
+  type: PoolCondition['type'],
+  status: PoolCondition['status'],
+  reason: string,
+  message: string,
+  now: number,
+): PoolCondition {
+  const before = previous.find((c) => c.type === type);
+  const same = before && before.status === status;
+  return {
+    type,
+    status,
+    reason,
+    message,
+    lastTransitionTime: same ? before.lastTransitionTime : new Date(now).toISOString(),
+  };
+}
+
+/** The pool's status after `plan`, with its conditions. */
+function statusOf(pool: PoolDoc, plan: Plan, now: number): Omit<PoolStatus, 'revision' | 'lastReconcileAt'> {
+  const spec = pool.spec;
+  const min = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
+  const prev = pool.status.conditions;
+  const out = plan.entries.filter((e) => !e.available);
+  const progressing = plan.settled
+    ? condition(prev, 'Progressing', 'False', 'Settled', `${spec.replicas} members, all current`, now)
+    : condition(
+        prev,
+        'Progressing',
+        'True',
+        plan.waiting.length + plan.drains.length > 0 ? 'Replacing' : 'Scaling',
+        `${plan.live} live of ${spec.replicas}; ${plan.waiting.length + plan.drains.length} to replace or remove`,
+        now,
+      );
+  return {
+    observedGeneration: pool.generation,
+    replicas: plan.live,
+    readyReplicas: plan.ready,
+    updatedReplicas: plan.updated,
+    terminating: plan.terminating,
+    entries: plan.entries,
+    conditions: [
+      plan.ready >= min
+        ? condition(prev, 'Available', 'True', 'MinimumAvailable', `${plan.ready} Ready (minAvailable ${min})`, now)
+        : condition(
+            prev,
+            'Available',
+            'False',
+            'BelowMinimum',
+            `${plan.ready} Ready, fewer than minAvailable ${min}`,
+            now,
+          ),
+      progressing,
+      out.length > 0
+        ? condition(
+            prev,
+            'Degraded',
+            'True',
+            out[0]?.reason ?? 'EntryUnavailable',
+            out.map((e) => e.message).join('; '),
+            now,
+          )
+        : condition(prev, 'Degraded', 'False', 'AllEntriesAvailable', 'every spread entry is available', now),
+    ],
+  };
+}
+
+/** Provider name → why it is down, from the provider-health monitor's fresh verdicts. */
+async function downProviders(deps: PoolDeps, now: number): Promise<Map<string, string>> {
+  const down = new Map<string, string>();
+  for (const status of (await deps.providerStatus?.all()) ?? []) {
+    const verdict = freshVerdict(status, deps.config.healthIntervalSeconds * 1000, now);
+    if (verdict?.status === 'Unhealthy') down.set(status.name, verdict.message);
+  }
+  return down;
+}
+
+/**
+ * Brings one pool one step closer to `replicas` current members. Safe to run concurrently and
+ * repeatedly (every kick may be delivered twice, late, or to two workers at once): the plan is
+ * made and committed in one transaction with what it read, and members are created under fresh
+ * names only inside it, so no two reconciles can both act on one view of the pool.
+ */
+export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolResult> {
+  const now = (deps.now ?? Date.now)();
+  const down = await downProviders(deps, now);
+  const log = deps.logger.child({ pool: name });
+  type Decided = { plan: Plan; pool: PoolDoc } | undefined;
+  const { result, created } = await deps.pools.reconcile<Decided>(name, now, (pool, members) => {
+    if (!pool) return { writes: { create: [], drain: [] }, result: undefined };
+    const plan = planPool({
+      pool,
+      members,
+      now,
+      providerDown: (p) => down.get(p),
+      recoverAfterMs: deps.config.poolRecoverSeconds * 1000,
+      unhealthyAfter: deps.config.unhealthyAfter,
+      ...(deps.banned ? { banned: deps.banned } : {}),
+    });
+    const hash = templateHash(pool.spec.template);
+    const labels = { ...pool.spec.template.metadata.labels, [TEMPLATE_LABEL]: hash };
+    const writes: PoolWrites = {
+      create: plan.creates.map((c) => ({ spec: c.spec, labels })),
+      drain: plan.drains.map((d) => d.name),
+      finalise: plan.finalise,
+    };
+    const next = statusOf(pool, plan, now);
+    const { revision, lastReconcileAt: _at, ...before } = pool.status;
+    const acting = writes.create.length + writes.drain.length > 0;
+    if (acting || JSON.stringify(before) !== JSON.stringify(next))
+      writes.status = { ...next, revision: revision + 1, lastReconcileAt: new Date(now).toISOString() };
+    return { writes, result: { plan, pool } };
+  });
+  if (!result) return { name, created: [], drained: [], settled: true };
+  const { plan, pool } = result;
+  const drained = plan.drains.map((d) => d.name);
+  await events(deps, pool, plan, created, now);
+  if (created.length + drained.length > 0) {
+    log.info('pool reconciled', { created, drained: plan.drains, live: plan.live, ready: plan.ready });
+    await deps.kick([...created, ...drained]);
+  }
+  if (plan.finalise) {
+    await deps.pools.removeEvents(name);
+    log.info('pool deleted');
+    return { name, created, drained, settled: true };
+  }
+  const out: PoolResult = { name, created, drained, settled: plan.settled };
+  if (!plan.settled || pool.deletionRequestedAt) out.recheckAfterMs = POLL_MS;
+  const recovering = plan.entries.filter((e) => !e.available && e.lastBadAt !== undefined);
+  if (out.recheckAfterMs === undefined && recovering.length > 0)
+    out.recheckAfterMs = deps.config.poolRecoverSeconds * 1000;
+  return out;
+}
+
+async function events(deps: PoolDeps, pool: PoolDoc, plan: Plan, created: string[], now: number): Promise<void> {
+  const name = pool.metadata.name;
+  const at = new Date(now).toISOString();
+  const keep = deps.config.maxEvents;
+  const entries = spreadOf(pool.spec);
+  for (const [i, member] of created.entries()) {
+    const entry = plan.creates[i]?.entry ?? entries[0];
+    const message = `created member ${member} on ${entry?.provider ?? '?'} (${plan.live + i + 1} live, ${pool.spec.replicas} wanted)`;
+    await deps.pools.addEvent(name, { at, type: 'Normal', reason: 'MemberCreated', message }, keep);
+    await deps.proxies.addEvent(
+      member,
+      { at, type: 'Normal', reason: 'Accepted', message: `created by pool ${name}` },
+      keep,
+    );
+  }
+  for (const { name: member, reason } of plan.drains) {
+    const message = `draining member ${member} (${reason}); discovery no longer hands it out`;
+    await deps.pools.addEvent(name, { at, type: 'Normal', reason: 'MemberDrained', message }, keep);
+    await deps.proxies.addEvent(
+      member,
+      { at, type: 'Normal', reason: 'DeletionRequested', message: `pool ${name}: ${reason}` },
+      keep,
+    );
+  }
+  const before = new Map(pool.status.entries.map((e) => [`${e.provider}/${JSON.stringify(e.placement)}`, e.available]));
+  for (const e of plan.entries) {
+    const was = before.get(`${e.provider}/${JSON.stringify(e.placement)}`) ?? true;
+    if (was === e.available) continue;
+    const event = e.available
+      ? {
+          type: 'Normal' as const,
+          reason: 'EntryRecovered',
+          message: `${e.provider} is available again; its share moves back`,
+        }
+      : {
+          type: 'Warning' as const,
+          reason: 'EntryUnavailable',
+          message: `${e.message ?? e.provider}; its share moves to the other entries`,
+        };
+    await deps.pools.addEvent(name, { at, ...event }, keep);
+  }
+}

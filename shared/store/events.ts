@@ -1,0 +1,43 @@
+/** Audit trails (`proxies/{name}/events`, `pools/{name}/events`): append with retention, read newest first. */
+import type { CollectionReference, Firestore } from '@google-cloud/firestore';
+
+/** An entry of an audit trail. */
+export interface ProxyEvent {
+  at: string;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+/**
+ * Events carry `expireAt` (a timestamp this long after they were written); the Firestore TTL
+ * policies in infra/terraform/firestore.tf delete them some time after it passes.
+ */
+export const EVENT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+
+/** Appends an event and keeps only the newest `keep`. */
+export async function appendEvent(
+  db: Firestore,
+  events: CollectionReference,
+  event: ProxyEvent,
+  keep: number,
+): Promise<void> {
+  await events.add({ ...event, expireAt: new Date(Date.parse(event.at) + EVENT_RETENTION_MS) });
+  const old = await events.orderBy('at', 'desc').offset(keep).select().get();
+  if (!old.empty) {
+    const batch = db.batch();
+    for (const d of old.docs) batch.delete(d.ref);
+    await batch.commit();
+  }
+}
+
+/** The newest `limit` events, newest first. */
+export async function readEvents(events: CollectionReference, limit: number): Promise<ProxyEvent[]> {
+  const snap = await events.orderBy('at', 'desc').limit(limit).get();
+  return snap.docs.map((d) => ({
+    at: String(d.get('at')),
+    type: d.get('type') === 'Warning' ? 'Warning' : 'Normal',
+    reason: String(d.get('reason')),
+    message: String(d.get('message')),
+  }));
+}
