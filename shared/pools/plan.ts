@@ -97,8 +97,8 @@ function intrinsicReason(
   if (input.banned?.(m)) return 'banned';
   if (m.metadata.labels[TEMPLATE_LABEL] !== hash) return 'template';
   if (isDead(m, input.unhealthyAfter)) return 'dead';
-  const born = m.status.instance ? Date.parse(m.status.instance.createdAt) : NaN;
-  if (maxAgeMs !== undefined && Number.isFinite(born) && born > 0 && input.now - born > maxAgeMs) return 'maxAge';
+  // A member's age is its document's (the pool creates it, and it is never recreated in place).
+  if (maxAgeMs !== undefined && input.now - createdMs(m) > maxAgeMs) return 'maxAge';
   return undefined;
 }
 
@@ -209,14 +209,15 @@ export function planPool(input: PlanInput): Plan {
   });
   statuses.forEach((s, i) => (s.desired = desired[i] ?? 0));
   const currentCount = current.reduce((n, c) => n + c.length, 0);
-  const currentReady = current.reduce((n, c) => n + c.filter(isReady).length, 0);
 
   // Creates: fill each entry's deficit, never above replicas + maxSurge live members.
   const creates: PlannedCreate[] = [];
   let room = spec.replicas + spec.maxSurge - live.length;
   const deficits = current.map((c, i) => Math.max(0, (desired[i] ?? 0) - c.length));
-  // No room to surge (maxSurge 0, or every extra slot taken): replace in place, within minAvailable.
-  const blocked = room <= 0 && deficits.some((d) => d > 0);
+  // No room to surge (maxSurge 0, or every extra slot taken) and no new member coming up that
+  // could cover: replace in place, within minAvailable.
+  const currentReadyCount = current.reduce((n, c) => n + c.filter(isReady).length, 0);
+  const blocked = room <= 0 && deficits.some((d) => d > 0) && currentReadyCount === currentCount;
   while (room > 0 && deficits.some((d) => d > 0)) {
     for (let i = 0; i < entries.length && room > 0; i++) {
       if ((deficits[i] ?? 0) <= 0) continue;
@@ -231,21 +232,29 @@ export function planPool(input: PlanInput): Plan {
   // the outdated ones left still cover `replicas`), and never below minAvailable Ready members.
   const minAvailable = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
   const candidates = live.filter((m) => outdated.has(m.metadata.name)).sort(removalOrder);
-  const drains: Plan['drains'] = [];
-  const waiting: Plan['waiting'] = [];
+  const drained = new Set<string>();
   let left = candidates.length;
   let readyLeft = ready;
-  for (const m of candidates) {
-    const reason = outdated.get(m.metadata.name) as OutdatedReason;
-    const wasReady = isReady(m);
-    const covered = currentReady + (left - 1) >= spec.replicas;
-    const keepsMin = !wasReady || readyLeft - 1 >= minAvailable;
-    if ((covered || blocked) && keepsMin) {
-      drains.push({ name: m.metadata.name, reason });
+  const pass = (allowed: () => boolean) => {
+    for (const m of candidates) {
+      if (drained.has(m.metadata.name)) continue;
+      const wasReady = isReady(m);
+      if (!allowed() || (wasReady && readyLeft - 1 < minAvailable)) continue;
+      drained.add(m.metadata.name);
       left--;
       if (wasReady) readyLeft--;
-    } else waiting.push({ name: m.metadata.name, reason });
-  }
+    }
+  };
+  pass(() => currentReadyCount + (left - 1) >= spec.replicas);
+  // Nothing could go and nothing can come (no room to surge, no new member coming up): replace in
+  // place, within minAvailable (what maxSurge 0 asks for).
+  if (drained.size === 0 && blocked) pass(() => true);
+  const drains = candidates
+    .filter((m) => drained.has(m.metadata.name))
+    .map((m) => ({ name: m.metadata.name, reason: outdated.get(m.metadata.name) as OutdatedReason }));
+  const waiting = candidates
+    .filter((m) => !drained.has(m.metadata.name))
+    .map((m) => ({ name: m.metadata.name, reason: outdated.get(m.metadata.name) as OutdatedReason }));
   const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
   const settled = creates.length === 0 && candidates.length === 0 && currentCount === spec.replicas;
   return { ...base, creates, drains, waiting, updated, settled, finalise: false };

@@ -307,3 +307,33 @@ describe('status after an asynchronous permanent failure', () => {
     expect(decide(input({ status: s, desiredHash: 'h2', observation: { kind: 'notFound' } })).action).toBe('create');
   });
 });
+
+describe('decide: pool members are replaced by their pool, not in place', () => {
+  const failing = { ok: false, consecutiveFailures: 3, lastProbeAt: new Date(NOW).toISOString(), error: 'refused' };
+  table([
+    [
+      'older than maxAge stays Ready (the pool surges past it)',
+      { poolMember: true, maxAgeMs: 30_000, observation: found() },
+      { action: 'none', phase: 'Ready' },
+    ],
+    [
+      'failing its probes is Unhealthy, not replaced',
+      { poolMember: true, observation: found({ health: failing }) },
+      { action: 'none', phase: 'Unhealthy', reason: 'Running' },
+    ],
+    [
+      'a stopped instance is Unhealthy, not replaced',
+      { poolMember: true, observation: found({ state: 'Stopped' }) },
+      { action: 'none', phase: 'Unhealthy' },
+    ],
+    [
+      'spec drift still rolls in place (a pool never changes a member spec; a catalogue edit does)',
+      { poolMember: true, observation: found({ specHash: 'old' }) },
+      { action: 'delete', replace: 'drift' },
+    ],
+  ]);
+  it('says why in the Ready condition (the pool reads PoolReplaces as dead)', () => {
+    const d = decide(input({ poolMember: true, observation: found({ health: failing }) }));
+    expect(d.conditions.Ready?.reason).toBe('PoolReplaces');
+  });
+});

@@ -1,0 +1,224 @@
+import { describe, expect, it } from 'vitest';
+import { POOL_LABEL, templateHash, type PoolSpec } from '../domain/pool.js';
+import { initialPoolStatus, type PoolDoc } from '../domain/pool-status.js';
+import { initialStatus, type ProxyDoc } from '../domain/status.js';
+import { planPool, TEMPLATE_LABEL, type PlanInput } from './plan.js';
+
+const T0 = Date.parse('2026-12-01T00:00:00Z');
+
+function pool(spec: Partial<PoolSpec> = {}): PoolDoc {
+  return {
+    apiVersion: 'egress.dev/v1',
+    kind: 'ProxyPool',
+    metadata: { name: 'p', labels: {} },
+    spec: {
+      replicas: 6,
+      minAvailable: 5,
+      maxSurge: 1,
+      template: { metadata: { labels: {} }, spec: { provider: 'a', placement: {}, port: 0 } },
+      spread: [
+        { provider: 'a', placement: {} },
+        { provider: 'b', placement: {} },
+      ],
+      ...spec,
+    },
+    generation: 1,
+    requestTime: 0,
+    createdAt: new Date(T0).toISOString(),
+    status: initialPoolStatus(),
+  };
+}
+
+let serial = 0;
+function member(p: PoolDoc, provider: string, phase: ProxyDoc['status']['phase'] = 'Ready', at = T0): ProxyDoc {
+  serial++;
+  return {
+    apiVersion: 'egress.dev/v1',
+    kind: 'Proxy',
+    metadata: {
+      name: `p-m${String(serial).padStart(3, '0')}`,
+      labels: { [POOL_LABEL]: 'p', [TEMPLATE_LABEL]: templateHash(p.spec.template) },
+    },
+    spec: { provider, placement: {}, port: 0 },
+    generation: 1,
+    requestTime: 0,
+    createdAt: new Date(at).toISOString(),
+    status: {
+      ...initialStatus(),
+      phase,
+      instance: {
+        name: 'i',
+        ip: '127.0.0.1',
+        port: 1,
+        state: 'Running',
+        createdAt: new Date(at).toISOString(),
+        specHash: 'h',
+      },
+    },
+  };
+}
+
+const input = (p: PoolDoc, members: ProxyDoc[], extra: Partial<PlanInput> = {}): PlanInput => ({
+  pool: p,
+  members,
+  providerDown: () => undefined,
+  now: T0 + 1000,
+  recoverAfterMs: 60_000,
+  unhealthyAfter: 3,
+  ...extra,
+});
+
+const providers = (creates: { entry: { provider: string } }[]) => creates.map((c) => c.entry.provider).sort();
+
+describe('planPool', () => {
+  it('a new pool of 6 over two entries creates 3 + 3', () => {
+    const plan = planPool(input(pool(), []));
+    expect(providers(plan.creates)).toEqual(['a', 'a', 'a', 'b', 'b', 'b']);
+    expect(plan.drains).toEqual([]);
+    expect(plan.entries.map((e) => e.desired)).toEqual([3, 3]);
+  });
+
+  it('a settled pool does nothing', () => {
+    const p = pool();
+    const members = [...['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x))];
+    const plan = planPool(input(p, members));
+    expect(plan).toMatchObject({ creates: [], drains: [], settled: true, ready: 6 });
+  });
+
+  it('a template change surges: one new member, and an old one drained only once the new one is Ready', () => {
+    const p = pool();
+    const old = ['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x));
+    const changed = pool({ template: { metadata: { labels: { v: '2' } }, spec: p.spec.template.spec } });
+    let plan = planPool(input(changed, old));
+    expect(plan.creates).toHaveLength(1);
+    expect(plan.drains).toEqual([]);
+    const fresh = member(changed, plan.creates[0]?.entry.provider ?? 'a', 'Provisioning');
+    plan = planPool(input(changed, [...old, fresh]));
+    expect(plan).toMatchObject({ creates: [], drains: [] });
+    fresh.status.phase = 'Ready';
+    plan = planPool(input(changed, [...old, fresh]));
+    expect(plan.drains).toHaveLength(1);
+    expect(plan.drains[0]?.reason).toBe('template');
+  });
+
+  it('scale-down removes the least healthy first, then the newest', () => {
+    const p = pool({ replicas: 2, minAvailable: 2 });
+    const members = [
+      member(p, 'a', 'Ready', T0),
+      member(p, 'a', 'Ready', T0 + 10),
+      member(p, 'a', 'Unhealthy', T0),
+      member(p, 'b', 'Ready', T0),
+      member(p, 'b', 'Ready', T0 + 20),
+      member(p, 'b', 'Ready', T0 + 5),
+    ];
+    const plan = planPool(input(p, members));
+    const names = (i: number[]) => i.map((k) => members[k]?.metadata.name).sort();
+    expect(plan.drains.map((d) => d.name).sort()).toEqual(names([1, 2, 4, 5]));
+    expect(plan.creates).toEqual([]);
+  });
+
+  it('maxSurge 0 replaces in place, one Ready member at a time within minAvailable', () => {
+    const p = pool({ maxSurge: 0 });
+    const old = ['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x));
+    const changed = pool({ maxSurge: 0, template: { metadata: { labels: { v: '2' } }, spec: p.spec.template.spec } });
+    const plan = planPool(input(changed, old));
+    expect(plan.creates).toEqual([]);
+    expect(plan.drains).toHaveLength(1);
+  });
+
+  it('scale to 0 drains every member and keeps the pool', () => {
+    const p = pool({ replicas: 0, minAvailable: 0 });
+    const members = ['a', 'b'].map((x) => member(p, x));
+    const plan = planPool(input(p, members));
+    expect(plan.drains).toHaveLength(2);
+    expect(plan.finalise).toBe(false);
+  });
+
+  it('an unhealthy provider moves its share, and it moves back only after the recovery delay', () => {
+    const p = pool();
+    const members = ['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x));
+    const down = planPool(input(p, members, { providerDown: (x) => (x === 'b' ? 'no heartbeat' : undefined) }));
+    expect(down.entries.map((e) => [e.available, e.desired])).toEqual([
+      [true, 6],
+      [false, 0],
+    ]);
+    expect(providers(down.creates)).toEqual(['a']);
+    expect(down.drains).toEqual([]);
+    p.status.entries = down.entries;
+    // b is healthy again 30 s later: too soon (60 s), the share stays on a.
+    const soon = planPool(input(p, members, { now: T0 + 31_000 }));
+    expect(soon.entries[1]?.available).toBe(false);
+    const later = planPool(input(p, members, { now: T0 + 62_000 }));
+    expect(later.entries.map((e) => [e.available, e.desired])).toEqual([
+      [true, 3],
+      [true, 3],
+    ]);
+  });
+
+  it('a relapse soon after recovering doubles the delay', () => {
+    const p = pool();
+    const members = ['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x));
+    const bDown = { providerDown: (x: string) => (x === 'b' ? 'down' : undefined) };
+    p.status.entries = planPool(input(p, members, bDown)).entries;
+    p.status.entries = planPool(input(p, members, { now: T0 + 62_000 })).entries;
+    p.status.entries = planPool(input(p, members, { ...bDown, now: T0 + 70_000 })).entries;
+    expect(p.status.entries[1]?.failures).toBe(2);
+    expect(planPool(input(p, members, { now: T0 + 70_000 + 90_000 })).entries[1]?.available).toBe(false);
+    expect(planPool(input(p, members, { now: T0 + 70_000 + 121_000 })).entries[1]?.available).toBe(true);
+  });
+
+  it('QuotaExceeded on an entry moves its share like an unhealthy provider', () => {
+    const p = pool();
+    const members = ['a', 'a', 'a', 'b', 'b'].map((x) => member(p, x));
+    const stuck = member(p, 'b', 'Provisioning');
+    stuck.status.retry = { attempts: 1, notBefore: new Date(T0 + 60_000).toISOString(), reason: 'QuotaExceeded' };
+    const plan = planPool(input(p, [...members, stuck]));
+    expect(plan.entries[1]).toMatchObject({ available: false, reason: 'QuotaExceeded' });
+    expect(providers(plan.creates)).toEqual(['a']);
+    // The stuck member leaves like any other: once its replacement is Ready.
+    expect(plan.drains).toEqual([]);
+    expect(plan.waiting.map((d) => d.name)).toContain(stuck.metadata.name);
+  });
+
+  it('a deleted pool drains everything and finalises once no member is left', () => {
+    const p = pool();
+    p.deletionRequestedAt = new Date(T0).toISOString();
+    expect(planPool(input(p, [member(p, 'a')])).drains).toHaveLength(1);
+    expect(planPool(input(p, [])).finalise).toBe(true);
+  });
+
+  it('maxAge: members past it surge-replaced; never fewer than minAvailable Ready, never above replicas + maxSurge', () => {
+    // A simulated world: created members take two reconciles to be Ready; drained ones vanish.
+    const p = pool({
+      replicas: 20,
+      minAvailable: 18,
+      maxSurge: 2,
+      template: { metadata: { labels: {} }, spec: { provider: 'a', placement: {}, port: 0, maxAge: '1h' } },
+      spread: undefined,
+    });
+    let members = Array.from({ length: 20 }, () => member(p, 'a', 'Ready', T0));
+    const born = new Map<string, number>();
+    let now = T0 + 3_600_000 + 1000;
+    let minReady = Infinity;
+    let maxLive = 0;
+    for (let step = 0; step < 200; step++) {
+      for (const m of members) if ((born.get(m.metadata.name) ?? -9) <= step - 2) m.status.phase = 'Ready';
+      const plan = planPool(input(p, members, { now }));
+      const drained = new Set(plan.drains.map((d) => d.name));
+      members = members.filter((m) => !drained.has(m.metadata.name));
+      for (const c of plan.creates) {
+        const m = member(p, c.entry.provider, 'Provisioning', now);
+        born.set(m.metadata.name, step);
+        members.push(m);
+      }
+      minReady = Math.min(minReady, members.filter((m) => m.status.phase === 'Ready').length);
+      maxLive = Math.max(maxLive, members.length);
+      now += 1000;
+      if (plan.settled) break;
+    }
+    expect(members.every((m) => Date.parse(m.createdAt) > T0)).toBe(true);
+    expect(members).toHaveLength(20);
+    expect(minReady).toBeGreaterThanOrEqual(18);
+    expect(maxLive).toBeLessThanOrEqual(22);
+  });
+});

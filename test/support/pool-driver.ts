@@ -1,0 +1,78 @@
+/**
+ * Drives pools on the emulators as the deployed functions would, with parallel workers: two
+ * pool reconciles of the same pool at once (redelivered kicks, two check instances) and checks of
+ * every member, in a loop; and a sampler of the pool's Ready members every 250 ms.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { POOL_LABEL } from '../../shared/domain/pool.js';
+import type { ProxyDoc } from '../../shared/domain/status.js';
+import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
+import { reconcilePool, type PoolDeps } from '../../shared/pools/reconcile.js';
+import type { PoolStore } from '../../shared/store/pools.js';
+
+/** Members that serve: Ready and not being drained (what discovery hands out). */
+export const readyMembers = (members: ProxyDoc[]) =>
+  members.filter((m) => m.status.phase === 'Ready' && !m.deletionRequestedAt).length;
+
+export interface PoolDriver {
+  /** Pool reconciles that failed (transaction contention beyond the client's retries): redelivered. */
+  failures: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * @param clock - the pool controller's clock (a test moves it forward to make members due for maxAge)
+ */
+export function drivePool(
+  deps: CheckDeps & { pools: PoolStore },
+  pool: string,
+  clock: () => number = Date.now,
+): PoolDriver {
+  let running = true;
+  const driver = { failures: 0, stop: async () => {} };
+  const poolDeps: PoolDeps = { ...deps, now: clock, kick: () => Promise.resolve() };
+  const reconciler = async () => {
+    while (running) {
+      await reconcilePool(poolDeps, pool).catch(() => driver.failures++);
+      await sleep(150);
+    }
+  };
+  const checker = async () => {
+    while (running) {
+      const names = (await deps.pools.members(pool)).map((m) => m.metadata.name);
+      if (names.length > 0) await runCheck(deps, { names }).catch(() => undefined);
+      await sleep(200);
+    }
+  };
+  const loops = [reconciler(), reconciler(), checker()];
+  driver.stop = async () => {
+    running = false;
+    await Promise.all(loops);
+  };
+  return driver;
+}
+
+export interface Sampler {
+  samples: { at: number; ready: number; live: number }[];
+  stop(): Promise<void>;
+}
+
+/** Samples the pool's Ready and live members every `everyMs`. */
+export function samplePool(pools: PoolStore, pool: string, everyMs = 250): Sampler {
+  let running = true;
+  const sampler: Sampler = { samples: [], stop: async () => {} };
+  const loop = (async () => {
+    while (running) {
+      const started = Date.now();
+      const members = await pools.members(pool);
+      const live = members.filter((m) => !m.deletionRequestedAt && m.metadata.labels[POOL_LABEL] === pool);
+      sampler.samples.push({ at: started, ready: readyMembers(members), live: live.length });
+      await sleep(Math.max(0, everyMs - (Date.now() - started)));
+    }
+  })();
+  sampler.stop = async () => {
+    running = false;
+    await loop;
+  };
+  return sampler;
+}
