@@ -1,15 +1,19 @@
 /** A small client of the HTTP API (docs/api.md) over global fetch; every answer is checked with zod. */
 import type { z } from 'zod';
+import type { PoolApplyRequest } from '../shared/domain/pool.js';
 import type { ApplyRequest } from '../shared/domain/proxy.js';
 import {
   acceptedSchema,
   apiErrorBodySchema,
   discoveryListSchema,
   discoveryUrlsSchema,
+  poolListSchema,
+  poolSchema,
   providerListSchema,
   proxyListSchema,
   proxyWithEventsSchema,
   type ApiDiscovered,
+  type ApiPool,
   type ApiProvider,
   type ApiProxy,
   type ApiProxyWithEvents,
@@ -65,6 +69,11 @@ export interface ApiClient {
   discover(filters: DiscoveryFilters): Promise<ApiDiscovered[]>;
   /** @returns the `text/plain` URL list, one `http://user:pass@ip:port` per line */
   discoverUrls(filters: DiscoveryFilters): Promise<string[]>;
+  listPools(): Promise<ApiPool[]>;
+  /** @returns the pool with its members and events, or undefined on 404 */
+  getPool(name: string): Promise<ApiPool | undefined>;
+  applyPool(request: PoolApplyRequest | Omit<PoolApplyRequest, 'action'>): Promise<void>;
+  deletePool(name: string): Promise<void>;
 }
 
 function query(pairs: [string, string | number | boolean | undefined][]): string {
@@ -147,6 +156,7 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
   };
 
   const proxyPath = (name: string) => `/v1/proxies/${encodeURIComponent(name)}`;
+  const poolPath = (name: string) => `/v1/pools/${encodeURIComponent(name)}`;
 
   return {
     async listProxies(f = {}) {
@@ -174,6 +184,24 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
     },
     async listProviders() {
       return (await json(providerListSchema, await call('GET', '/v1/providers'), 'GET /v1/providers')).items;
+    },
+    async listPools() {
+      return (await json(poolListSchema, await call('GET', '/v1/pools'), 'GET /v1/pools')).items;
+    },
+    async getPool(name) {
+      try {
+        return await json(poolSchema, await call('GET', poolPath(name)), `GET ${poolPath(name)}`);
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) return undefined;
+        throw err;
+      }
+    },
+    async applyPool(request) {
+      const { action: _action, ...body } = request as PoolApplyRequest;
+      await json(acceptedSchema, await call('PUT', poolPath(request.metadata.name), body), 'PUT');
+    },
+    async deletePool(name) {
+      await json(acceptedSchema, await call('DELETE', poolPath(name)), 'DELETE');
     },
     async discover(f) {
       return json(discoveryListSchema, await call('GET', `/v1/discovery${discoveryQuery(f, 'json')}`), 'discovery');

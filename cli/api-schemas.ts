@@ -111,3 +111,63 @@ export const discoveryListSchema = z.array(discoveredSchema);
 
 /** `format=urls`: one `http://user:pass@ip:port` per line. */
 export const discoveryUrlsSchema = z.array(z.url({ protocol: /^https?$/ }));
+
+/** A member as `GET /v1/pools[/{name}]` lists it. */
+export const poolMemberSchema = z.looseObject({
+  name: z.string(),
+  provider: z.string(),
+  entry: z.number(),
+  phase: z.string(),
+  address: z.string().nullish(),
+  egressIp: z.string().nullish(),
+  createdAt: z.string().optional(),
+  draining: z.boolean().default(false),
+});
+export type ApiPoolMember = z.infer<typeof poolMemberSchema>;
+
+/** A ProxyPool with its members (and, from `GET /v1/pools/{name}`, its recent events). */
+export const poolSchema = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  metadata: z.looseObject({
+    name: z.string(),
+    labels: z.record(z.string(), z.string()).default({}),
+    generation: z.number().optional(),
+    createdAt: z.string().optional(),
+    deletionRequestedAt: z.string().optional(),
+  }),
+  spec: z.looseObject({
+    replicas: z.number(),
+    minAvailable: z.number().optional(),
+    maxSurge: z.number().optional(),
+    template: z.looseObject({ spec: z.looseObject({ provider: z.string() }) }),
+    spread: z
+      .array(z.looseObject({ provider: z.string(), placement: z.record(z.string(), z.unknown()).default({}) }))
+      .optional(),
+  }),
+  status: z.looseObject({
+    observedGeneration: z.number().default(0),
+    replicas: z.number().default(0),
+    readyReplicas: z.number().default(0),
+    updatedReplicas: z.number().default(0),
+    entries: z
+      .array(
+        z.looseObject({
+          provider: z.string(),
+          desired: z.number(),
+          members: z.number(),
+          ready: z.number(),
+          available: z.boolean(),
+          message: z.string().optional(),
+        }),
+      )
+      .default([]),
+    conditions: z.array(conditionSchema).default([]),
+  }),
+  members: z.array(poolMemberSchema).default([]),
+  events: z.array(eventSchema).default([]),
+});
+export type ApiPool = z.infer<typeof poolSchema>;
+
+/** `GET /v1/pools`. */
+export const poolListSchema = z.object({ items: z.array(poolSchema) });

@@ -80,3 +80,29 @@ describe('parseCommand', () => {
     expect(() => parseCommand(split(line))).toThrow(message);
   });
 });
+
+describe('pool verbs', () => {
+  it.each([
+    ['get pools', { verb: 'get-pools', output: 'table' }],
+    ['get pool crawl -o json', { verb: 'get-pool', name: 'crawl', output: 'json' }],
+    ['describe pool crawl', { verb: 'describe-pool', name: 'crawl' }],
+    ['delete pool crawl --wait', { verb: 'delete-pool', name: 'crawl', wait: true, timeoutMs: 300_000 }],
+    [
+      'scale pool crawl --replicas 0 --wait',
+      { verb: 'scale-pool', name: 'crawl', replicas: 0, wait: true, timeoutMs: 300_000 },
+    ],
+  ])('%s', (line, want) => {
+    expect(parseCommand(line.split(' '))).toEqual(want);
+  });
+
+  it.each([
+    ['scale pool crawl', /missing --replicas/],
+    ['scale pool crawl --replicas -1', /--replicas/],
+    ['scale pool crawl --replicas two', /whole number/],
+    ['scale proxy x --replicas 2', /egress scale pool NAME/],
+    ['describe pool', /missing pool name/],
+    ['get pools --replicas 2', /unknown flag --replicas/],
+  ])('%s is a usage error', (line, want) => {
+    expect(() => parseCommand(line.split(' '))).toThrow(want);
+  });
+});

@@ -25,6 +25,11 @@ export type Command =
   | { verb: 'get-providers'; output: GetOutput }
   | { verb: 'describe-proxy'; name: string }
   | { verb: 'delete-proxy'; names: string[]; wait: boolean; timeoutMs: number }
+  | { verb: 'get-pools'; output: GetOutput }
+  | { verb: 'get-pool'; name: string; output: GetOutput }
+  | { verb: 'describe-pool'; name: string }
+  | { verb: 'delete-pool'; name: string; wait: boolean; timeoutMs: number }
+  | { verb: 'scale-pool'; name: string; replicas: number; wait: boolean; timeoutMs: number }
   | {
       verb: 'discover';
       output: DiscoverOutput;
@@ -50,6 +55,7 @@ const OPTIONS = {
   distinct: { type: 'boolean' },
   limit: { type: 'string' },
   random: { type: 'boolean' },
+  replicas: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 type Flag = keyof typeof OPTIONS;
@@ -61,6 +67,11 @@ const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   'get providers': ['output'],
   'describe proxy': [],
   'delete proxy': ['wait', 'timeout'],
+  'get pools': ['output'],
+  'get pool': ['output'],
+  'describe pool': [],
+  'delete pool': ['wait', 'timeout'],
+  'scale pool': ['replicas', 'wait', 'timeout'],
   discover: ['output', 'provider', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
 };
 
@@ -76,6 +87,12 @@ Commands:
   delete proxy NAME... [--wait] [--timeout 5m]
                                              delete proxies; --wait returns when they are gone
   get providers [-o table|wide|json|yaml]    provider health
+  get pools [-o table|json|yaml]             list pools: members, Ready, spread
+  get pool NAME [-o table|json|yaml]         show one pool
+  describe pool NAME                         a pool's members by spread entry, conditions and events
+  delete pool NAME [--wait] [--timeout 5m]   delete a pool and its members; --wait returns when gone
+  scale pool NAME --replicas N [--wait] [--timeout 5m]
+                                             set a pool's replicas; --wait returns when N are Ready
   discover [-o urls|json] [--provider P] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]
                                              Ready proxies as URLs usable with curl -x
 
@@ -84,11 +101,13 @@ local.env in EGRESS_HOME, or in .egress/ of the current directory or a parent (w
 Exit codes: 0 success, 1 failure, 2 usage error.
 `;
 
-const RESOURCES: Record<string, 'proxy' | 'provider'> = {
+const RESOURCES: Record<string, 'proxy' | 'provider' | 'pool'> = {
   proxy: 'proxy',
   proxies: 'proxy',
   provider: 'provider',
   providers: 'provider',
+  pool: 'pool',
+  pools: 'pool',
 };
 
 /** Node's parseArgs messages are long; keep the part that names the flag. */
@@ -131,10 +150,10 @@ function labels(values: string[] | undefined): string[] {
   return values ?? [];
 }
 
-function proxyName(value: string | undefined, usage: string): string {
-  if (value === undefined) throw new UsageError(`missing proxy name: ${usage}`);
+function proxyName(value: string | undefined, usage: string, what = 'proxy'): string {
+  if (value === undefined) throw new UsageError(`missing ${what} name: ${usage}`);
   const parsed = dnsLabel.safeParse(value);
-  if (!parsed.success) throw new UsageError(`invalid proxy name "${value}": ${parsed.error.issues[0]?.message}`);
+  if (!parsed.success) throw new UsageError(`invalid ${what} name "${value}": ${parsed.error.issues[0]?.message}`);
   return value;
 }
 
@@ -163,11 +182,20 @@ export function parseCommand(argv: readonly string[]): Command {
     if (resourceWord !== undefined) throw new UsageError(`unexpected argument "${resourceWord}" for ${verb}`);
     key = verb;
   } else if (verb === 'get' || verb === 'describe' || verb === 'delete') {
-    if (resourceWord === undefined) throw new UsageError(`missing resource: egress ${verb} proxy|proxies|providers`);
+    if (resourceWord === undefined)
+      throw new UsageError(`missing resource: egress ${verb} proxy|proxies|providers|pool|pools`);
     if (!resource || (resource === 'provider' && verb !== 'get'))
       throw new UsageError(`unknown resource "${resourceWord}" for ${verb}`);
+    const plural = resource === 'pool' ? 'pools' : 'proxies';
     key =
-      resource === 'provider' ? 'get providers' : verb === 'get' && rest.length === 0 ? 'get proxies' : `${verb} proxy`;
+      resource === 'provider'
+        ? 'get providers'
+        : verb === 'get' && rest.length === 0
+          ? `get ${plural}`
+          : `${verb} ${resource}`;
+  } else if (verb === 'scale') {
+    if (resource !== 'pool') throw new UsageError('usage: egress scale pool NAME --replicas N');
+    key = 'scale pool';
   } else {
     throw new UsageError(`unknown command "${verb}"`);
   }
@@ -176,7 +204,8 @@ export function parseCommand(argv: readonly string[]): Command {
   for (const flag of Object.keys(values)) {
     if (!allowed.some((a) => a === flag)) throw new UsageError(`unknown flag --${flag} for "egress ${key}"`);
   }
-  const maxArgs = key === 'delete proxy' ? Infinity : key === 'get proxy' || key === 'describe proxy' ? 1 : 0;
+  const single = ['get proxy', 'describe proxy', 'get pool', 'describe pool', 'delete pool', 'scale pool'];
+  const maxArgs = key === 'delete proxy' ? Infinity : single.includes(key) ? 1 : 0;
   if (rest.length > maxArgs) throw new UsageError(`unexpected argument "${String(rest[maxArgs])}"`);
 
   switch (key) {
@@ -208,6 +237,36 @@ export function parseCommand(argv: readonly string[]): Command {
       if (rest.length === 0) throw new UsageError('missing proxy name: egress delete proxy NAME');
       const names = rest.map((n) => proxyName(n, 'egress delete proxy NAME'));
       return { verb: 'delete-proxy', names, wait: values.wait ?? false, timeoutMs: timeout(values.timeout) };
+    }
+    case 'get pools':
+      return { verb: 'get-pools', output: oneOf('output', values.output, GET_OUTPUTS, 'table') };
+    case 'get pool':
+      return {
+        verb: 'get-pool',
+        name: proxyName(rest[0], 'egress get pool NAME', 'pool'),
+        output: oneOf('output', values.output, GET_OUTPUTS, 'table'),
+      };
+    case 'describe pool':
+      return { verb: 'describe-pool', name: proxyName(rest[0], 'egress describe pool NAME', 'pool') };
+    case 'delete pool':
+      return {
+        verb: 'delete-pool',
+        name: proxyName(rest[0], 'egress delete pool NAME', 'pool'),
+        wait: values.wait ?? false,
+        timeoutMs: timeout(values.timeout),
+      };
+    case 'scale pool': {
+      const name = proxyName(rest[0], 'egress scale pool NAME --replicas N', 'pool');
+      const raw = values.replicas;
+      if (raw === undefined) throw new UsageError('missing --replicas N');
+      if (!/^\d+$/.test(raw)) throw new UsageError('--replicas must be a whole number (0 or more)');
+      return {
+        verb: 'scale-pool',
+        name,
+        replicas: Number(raw),
+        wait: values.wait ?? false,
+        timeoutMs: timeout(values.timeout),
+      };
     }
     default: {
       const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);

@@ -1,12 +1,12 @@
 /** What each verb does against the API: apply, get, describe, delete, discover. */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseProxyDocuments } from '../shared/domain/documents.js';
-import type { ApplyRequest } from '../shared/domain/proxy.js';
+import { parseDocuments, type ApplyDocument } from '../shared/domain/documents.js';
 import { ValidationError } from '../shared/errors.js';
 import { ApiError, type ApiClient } from './api-client.js';
 import type { Command } from './args.js';
 import { describeProxy } from './describe.js';
+import { describePool, formatPools, scalePool, waitForPool } from './pools.js';
 import { formatProviders, formatProxies, toJson } from './format.js';
 import { waitFor, type ProgressOutput, type WaitTarget } from './wait.js';
 import { watchProxies } from './watch.js';
@@ -25,6 +25,11 @@ export interface Io {
   /** Poll interval of `--wait` (default 1 s) and `-w` (default 2 s); tests shorten it. */
   pollIntervalMs?: number;
 }
+
+type PoolCommand = Extract<
+  Command,
+  { verb: 'get-pools' | 'get-pool' | 'describe-pool' | 'delete-pool' | 'scale-pool' }
+>;
 
 /** A command failed; its message has been printed already (exit 1). */
 export class ReportedFailure extends Error {
@@ -46,8 +51,8 @@ function read(io: Io, path: string): string {
  *
  * @throws Error naming the file, the document and the field (`f.yaml: documents[1].metadata.name: …`)
  */
-export function loadDocuments(io: Io, files: readonly string[]): ApplyRequest[] {
-  const requests: ApplyRequest[] = [];
+export function loadDocuments(io: Io, files: readonly string[]): ApplyDocument[] {
+  const requests: ApplyDocument[] = [];
   for (const file of files) {
     const label = file === '-' ? '(stdin)' : file;
     let text: string;
@@ -57,8 +62,8 @@ export function loadDocuments(io: Io, files: readonly string[]): ApplyRequest[] 
       throw new Error(`cannot read ${label}: ${err instanceof Error ? err.message : String(err)}`);
     }
     try {
-      const docs = parseProxyDocuments(text);
-      if (docs.length === 0) throw new Error(`${label}: no Proxy documents`);
+      const docs = parseDocuments(text);
+      if (docs.length === 0) throw new Error(`${label}: no Proxy or ProxyPool documents`);
       requests.push(...docs);
     } catch (err) {
       if (err instanceof ValidationError) throw new Error(`${label}: ${err.message}`);
@@ -72,22 +77,73 @@ async function apply(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'a
   const requests = loadDocuments(io, cmd.files);
   // The last document for a name wins, as it does in the queue.
   const targets = new Map<string, WaitTarget>();
+  const pools = new Map<string, number>();
   let failed = 0;
   for (const request of requests) {
     const name = request.metadata.name;
+    const kind = request.kind === 'ProxyPool' ? 'pool' : 'proxy';
     try {
-      await client.applyProxy(request);
-      io.stdout.write(`proxy/${name} accepted\n`);
-      targets.set(name, { name, until: 'ready', request });
+      if (request.kind === 'ProxyPool') {
+        await client.applyPool(request);
+        pools.set(name, request.spec.replicas);
+      } else {
+        await client.applyProxy(request);
+        targets.set(name, { name, until: 'ready', request });
+      }
+      io.stdout.write(`${kind}/${name} accepted\n`);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      io.stderr.write(`error: proxy/${name}: ${apiErrorText(err)}\n`);
-      targets.delete(name);
+      io.stderr.write(`error: ${kind}/${name}: ${apiErrorText(err)}\n`);
+      if (kind === 'pool') pools.delete(name);
+      else targets.delete(name);
       failed++;
     }
   }
   if (cmd.wait && targets.size > 0) await wait(client, io, [...targets.values()], cmd.timeoutMs);
-  if (failed > 0) throw new ReportedFailure(`${failed} of ${requests.length} proxies were not accepted`);
+  if (cmd.wait) for (const [name, replicas] of pools) await waitPool(client, io, name, replicas, cmd.timeoutMs);
+  if (failed > 0) throw new ReportedFailure(`${failed} of ${requests.length} documents were not accepted`);
+}
+
+function waitPool(client: ApiClient, io: Io, name: string, replicas: number | undefined, timeoutMs: number) {
+  return waitForPool(client, io.stdout, name, replicas, {
+    timeoutMs,
+    intervalMs: io.pollIntervalMs ?? 1000,
+    signal: io.signal,
+    now: io.now ?? Date.now,
+  });
+}
+
+/** The pool verbs. */
+async function poolVerb(client: ApiClient, io: Io, cmd: PoolCommand, now: number): Promise<void> {
+  switch (cmd.verb) {
+    case 'get-pools': {
+      const items = await client.listPools();
+      if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
+        io.stderr.write('No pools found.\n');
+        return;
+      }
+      io.stdout.write(formatPools(items, cmd.output, now));
+      return;
+    }
+    case 'get-pool':
+    case 'describe-pool': {
+      const pool = await client.getPool(cmd.name);
+      if (!pool) throw new Error(`pool "${cmd.name}" not found`);
+      io.stdout.write(
+        cmd.verb === 'describe-pool' ? describePool(pool, now) : formatPools([pool], cmd.output, now, true),
+      );
+      return;
+    }
+    case 'delete-pool':
+      await client.deletePool(cmd.name);
+      io.stdout.write(`pool/${cmd.name} deletion accepted\n`);
+      if (cmd.wait) await waitPool(client, io, cmd.name, undefined, cmd.timeoutMs);
+      return;
+    case 'scale-pool':
+      io.stdout.write(await scalePool(client, cmd.name, cmd.replicas));
+      if (cmd.wait) await waitPool(client, io, cmd.name, cmd.replicas, cmd.timeoutMs);
+      return;
+  }
 }
 
 async function remove(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'delete-proxy' }>): Promise<void> {
@@ -143,6 +199,12 @@ async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb:
 export async function execute(client: ApiClient, io: Io, cmd: Exclude<Command, { verb: 'help' }>): Promise<void> {
   const now = io.now ?? Date.now;
   switch (cmd.verb) {
+    case 'get-pools':
+    case 'get-pool':
+    case 'describe-pool':
+    case 'delete-pool':
+    case 'scale-pool':
+      return poolVerb(client, io, cmd, now());
     case 'apply':
       return apply(client, io, cmd);
     case 'delete-proxy':

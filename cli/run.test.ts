@@ -100,7 +100,7 @@ describe('egress', () => {
     writeFileSync(join(dir, 'empty.yaml'), '# nothing\n');
     expect(await egress('apply -f empty.yaml')).toMatchObject({
       code: 1,
-      stderr: 'error: empty.yaml: no Proxy documents\n',
+      stderr: 'error: empty.yaml: no Proxy or ProxyPool documents\n',
     });
   });
 

@@ -34,7 +34,7 @@ resource "google_firestore_index" "proxies_provider_phase" {
   }
 }
 
-# proxies/{name}/events/*: deleted some time after expireAt (EVENT_RETENTION_MS after the event).
+# proxies/{name}/events/* and pools/{name}/events/*: deleted some time after expireAt (EVENT_RETENTION_MS after the event).
 resource "google_firestore_field" "events_ttl" {
   project    = var.project
   database   = google_firestore_database.default.name

@@ -32,7 +32,6 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const FieldValueDelete = FieldValue.delete();
 /** At most this many proxies' credentials are remembered per process (about 100 bytes each). */
 const MAX_KNOWN_CREDENTIALS = 50_000;
-export { EVENT_RETENTION_MS };
 /** Rejections carry `expireAt` too (see EVENT_RETENTION_MS). */
 export const REJECTION_RETENTION_MS = 30 * 24 * 3600 * 1000;
 

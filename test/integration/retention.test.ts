@@ -3,7 +3,8 @@ import { Timestamp } from '@google-cloud/firestore';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logger.js';
 import { COLLECTIONS, createFirestore } from '../../shared/store/firestore.js';
-import { EVENT_RETENTION_MS, ProxyStore, REJECTION_RETENTION_MS } from '../../shared/store/proxies.js';
+import { EVENT_RETENTION_MS } from '../../shared/store/events.js';
+import { ProxyStore, REJECTION_RETENTION_MS } from '../../shared/store/proxies.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
 const emu = emulatorEnv('retention');

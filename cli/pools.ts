@@ -1,0 +1,147 @@
+/** The pool verbs: `get pools`, `describe pool`, `delete pool [--wait]`, `scale pool --replicas N [--wait]`. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ApiClient } from './api-client.js';
+import type { ApiPool } from './api-schemas.js';
+import type { GetOutput } from './args.js';
+import { NONE, age, alignRows, toJson, toYaml } from './format.js';
+import { WaitError, type ProgressOutput } from './wait.js';
+
+const POOL_HEADER = ['NAME', 'REPLICAS', 'READY', 'UP-TO-DATE', 'SPREAD', 'AGE'];
+
+/** `local 3/3, local-b 3/3`: each entry's Ready members over its share ("out" when unavailable). */
+function spreadCell(p: ApiPool): string {
+  if (p.status.entries.length === 0) return NONE;
+  return p.status.entries.map((e) => `${e.provider} ${e.ready}/${e.desired}${e.available ? '' : ' (out)'}`).join(', ');
+}
+
+/** Pools in one of the `get` formats (JSON and YAML as the API answers them). */
+export function formatPools(pools: readonly ApiPool[], output: GetOutput, now: number, single = false): string {
+  const plain = pools.map(({ events: _e, ...p }) => p);
+  if (output === 'json') return toJson(single ? plain[0] : { items: plain });
+  if (output === 'yaml') return toYaml(single ? plain[0] : { items: plain });
+  const rows = pools.map((p) => [
+    p.metadata.name,
+    `${p.status.replicas}/${p.spec.replicas}`,
+    String(p.status.readyReplicas),
+    String(p.status.updatedReplicas),
+    spreadCell(p),
+    age(p.metadata.createdAt, now),
+  ]);
+  return `${alignRows([POOL_HEADER, ...rows]).join('\n')}\n`;
+}
+
+function indented(title: string, header: string[], rows: string[][]): string[] {
+  if (rows.length === 0) return [`${title}: ${NONE}`];
+  return [`${title}:`, ...alignRows([header, header.map((h) => '-'.repeat(h.length)), ...rows]).map((l) => `  ${l}`)];
+}
+
+/** One pool for people: its spec, its members by spread entry, conditions and events (oldest first). */
+export function describePool(p: ApiPool, now: number): string {
+  const spec = p.spec;
+  const lines = [
+    `Name:          ${p.metadata.name}`,
+    `Replicas:      ${spec.replicas} wanted, ${p.status.replicas} live, ${p.status.readyReplicas} Ready, ${p.status.updatedReplicas} up to date`,
+    `Min Available: ${spec.minAvailable ?? spec.replicas}`,
+    `Max Surge:     ${spec.maxSurge ?? 1}`,
+    `Template:      provider ${spec.template.spec.provider}`,
+    `Created:       ${p.metadata.createdAt ?? NONE} (${age(p.metadata.createdAt, now)} ago)`,
+  ];
+  if (p.metadata.deletionRequestedAt) lines.push(`Deleting:      ${p.metadata.deletionRequestedAt}`);
+  const entries =
+    p.status.entries.length > 0
+      ? p.status.entries
+      : (spec.spread ?? []).map((e) => ({ ...e, desired: 0, ready: 0, members: 0, available: true }));
+  lines.push('Spread:');
+  entries.forEach((e, i) => {
+    const state = e.available ? 'available' : `out: ${'message' in e ? (e.message ?? '') : ''}`;
+    lines.push(`  [${i}] ${e.provider}: ${e.ready} Ready of ${e.members} live, share ${e.desired} (${state})`);
+    const members = p.members.filter((m) => m.entry === i);
+    for (const m of members)
+      lines.push(
+        `      ${m.name}   ${m.draining ? 'Draining' : m.phase}   ${m.address ?? NONE}   ${m.egressIp ?? NONE}   ${age(m.createdAt, now)}`,
+      );
+  });
+  const stray = p.members.filter((m) => m.entry < 0);
+  if (stray.length > 0) {
+    lines.push('  (entries no longer in spread):');
+    for (const m of stray) lines.push(`      ${m.name}   ${m.draining ? 'Draining' : m.phase}   ${m.provider}`);
+  }
+  lines.push(
+    ...indented(
+      'Conditions',
+      ['Type', 'Status', 'Reason', 'Age', 'Message'],
+      p.status.conditions.map((c) => [c.type, c.status, c.reason || NONE, age(c.lastTransitionTime, now), c.message]),
+    ),
+    ...indented(
+      'Events',
+      ['Type', 'Reason', 'Age', 'Message'],
+      [...p.events].reverse().map((e) => [e.type, e.reason, age(e.at, now), e.message]),
+    ),
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+/** Whether a pool is at rest with `replicas` members, all Ready and current, none being drained. */
+export function poolSettled(p: ApiPool, replicas: number): boolean {
+  return (
+    p.spec.replicas === replicas &&
+    p.status.observedGeneration >= (p.metadata.generation ?? 0) &&
+    p.members.length === replicas &&
+    p.members.every((m) => m.phase === 'Ready' && !m.draining) &&
+    p.status.conditions.some((c) => c.type === 'Progressing' && c.status === 'False')
+  );
+}
+
+export interface PoolWaitOptions {
+  timeoutMs: number;
+  intervalMs: number;
+  signal?: AbortSignal | undefined;
+  now: () => number;
+}
+
+/**
+ * Polls until the pool is settled with `replicas` members (or gone, for `undefined`), printing a
+ * line each time its state changes.
+ *
+ * @throws WaitError on timeout, naming what the pool still lacks
+ */
+export async function waitForPool(
+  client: ApiClient,
+  out: ProgressOutput,
+  name: string,
+  replicas: number | undefined,
+  options: PoolWaitOptions,
+): Promise<void> {
+  const deadline = options.now() + options.timeoutMs;
+  let last = '';
+  for (;;) {
+    const pool = await client.getPool(name);
+    const state = !pool
+      ? 'gone'
+      : `${pool.status.readyReplicas} Ready, ${pool.members.length} members (${pool.members.filter((m) => m.draining).length} draining), ${replicas ?? 0} wanted`;
+    if (state !== last) out.write(`pool/${name}: ${state}\n`);
+    last = state;
+    if (replicas === undefined ? !pool : pool !== undefined && poolSettled(pool, replicas)) return;
+    if (replicas !== undefined && !pool) throw new WaitError(`pool/${name} is gone`);
+    if (options.now() >= deadline) throw new WaitError(`pool/${name}: timed out: ${state}`);
+    await sleep(options.intervalMs, undefined, options.signal ? { signal: options.signal } : {});
+  }
+}
+
+/**
+ * `egress scale pool NAME --replicas N`: applies the pool as stored with `replicas` N (and
+ * `minAvailable` lowered to N when it was above).
+ *
+ * @returns the note to print
+ */
+export async function scalePool(client: ApiClient, name: string, replicas: number): Promise<string> {
+  const pool = await client.getPool(name);
+  if (!pool) throw new Error(`pool "${name}" not found`);
+  const { members: _m, events: _e, status: _s, ...rest } = pool;
+  const spec = { ...rest.spec, replicas };
+  const lowered = spec.minAvailable !== undefined && spec.minAvailable > replicas;
+  if (lowered) spec.minAvailable = replicas;
+  const body = { apiVersion: rest.apiVersion, kind: rest.kind, metadata: { name, labels: rest.metadata.labels }, spec };
+  await client.applyPool(body as unknown as Parameters<ApiClient['applyPool']>[0]);
+  return `pool/${name} scaled to ${replicas}${lowered ? ` (minAvailable lowered to ${replicas})` : ''}\n`;
+}
