@@ -15,7 +15,7 @@ import { initialStatus, PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus 
 import { clip } from '../domain/text.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { appendEvent, EVENT_RETENTION_MS, readEvents, type ProxyEvent } from './events.js';
+import { appendEvent, readEvents, type ProxyEvent } from './events.js';
 import { COLLECTIONS } from './firestore.js';
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged' | 'stale';
