@@ -6,7 +6,8 @@ import { parse as parseYaml } from 'yaml';
 import { parseRelayConfig } from '../../relay/config.js';
 import { parseConfig } from '../../shared/config/load.js';
 import { LOCAL_DEFAULT_CONFIG } from '../../shared/config/local-default.js';
-import { parseProxyDocuments } from '../../shared/domain/documents.js';
+import { parseDocuments } from '../../shared/domain/documents.js';
+import { spreadOf } from '../../shared/domain/pool.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const samples = join(root, 'docs', 'samples');
@@ -18,7 +19,7 @@ function files(dir: string): string[] {
 }
 
 const all = files(samples).map((f) => relative(samples, f));
-/** config/relay/*: relay configs; config/*: functions configs; the rest: Proxy documents. */
+/** config/relay/*: relay configs; config/*: functions configs; the rest: Proxy and ProxyPool documents. */
 const kind = (f: string) => (f.startsWith('config/relay/') ? 'relay' : f.startsWith('config/') ? 'config' : 'proxies');
 
 describe('docs/samples', () => {
@@ -45,9 +46,12 @@ describe('docs/samples', () => {
           parseConfig(parseYaml(readFileSync(join(samples, c), 'utf8'))).providers.map((p) => p.name),
         ),
       ]);
-      const docs = parseProxyDocuments(readFileSync(join(samples, f), 'utf8'));
+      const docs = parseDocuments(readFileSync(join(samples, f), 'utf8'));
       expect(docs.length).toBeGreaterThan(0);
-      for (const d of docs) expect(providers, `${f}: ${d.metadata.name}`).toContain(d.spec.provider);
+      for (const d of docs) {
+        const named = d.kind === 'ProxyPool' ? spreadOf(d.spec).map((e) => e.provider) : [d.spec.provider];
+        for (const p of named) expect(providers, `${f}: ${d.metadata.name}`).toContain(p);
+      }
     },
   );
 });
