@@ -1,11 +1,8 @@
 /** Discovery: which Ready proxies a client may use, filtered, de-duplicated by egress IP, ordered. */
 import { ValidationError } from '../errors.js';
-import { dnsLabel } from '../domain/names.js';
+import { dnsLabel, POOL_LABEL } from '../domain/names.js';
 import { banApplies, excludedFor, normaliseTarget } from '../domain/reports.js';
 import type { ProxyDoc } from '../domain/status.js';
-
-/** The label a pool puts on its members (interfaces.md §1 "Pools"). */
-export const POOL_LABEL = 'egress.dev/pool';
 
 export interface DiscoveryQuery {
   provider?: string | undefined;
