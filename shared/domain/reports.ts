@@ -116,7 +116,7 @@ export function banApplies(ban: Ban | undefined, createdAt: number | undefined):
 
 /** Whether `domain` is `target` or one of its subdomains (`www.example.com` under `example.com`). */
 export function coversDomain(target: string, domain: string): boolean {
-  return domain === target || (isIP(target) === 0 && domain.endsWith(`.${target}`));
+  return domain === target || (isIP(target) === 0 && isIP(domain) === 0 && domain.endsWith(`.${target}`));
 }
 
 /**
