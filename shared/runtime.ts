@@ -10,6 +10,7 @@ import { ProxyStore } from './store/proxies.js';
 import { PoolStore } from './store/pools.js';
 import { ProviderStore } from './store/providers.js';
 import { RelayStore } from './store/relays.js';
+import { ReportStore } from './store/reports.js';
 
 export interface Runtime {
   config: Config;
@@ -17,6 +18,7 @@ export interface Runtime {
   bus: Bus;
   proxies: ProxyStore;
   relays: RelayStore;
+  reports: ReportStore;
   registry: Registry;
   providerStatus: ProviderStore;
   pools: PoolStore;
@@ -42,6 +44,7 @@ export function createRuntime(
     bus,
     proxies,
     relays,
+    reports: new ReportStore(db),
     registry,
     providerStatus: new ProviderStore(db),
     pools: new PoolStore(db, logger),

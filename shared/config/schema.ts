@@ -60,6 +60,18 @@ export const configSchema = z.strictObject({
    * only after staying good this long; the delay doubles each time it relapses soon after (max 16×).
    */
   poolRecoverSeconds: seconds.default(60),
+  /** Feedback from traffic (`POST /v1/proxies/{name}/reports`, docs/api.md). */
+  reports: z
+    .strictObject({
+      /** Reports one caller (one API token) may send per minute, over all proxies; more answer 429. */
+      perCallerPerMinute: z.number().int().min(1).default(60),
+      /** How long a report with a target hides the proxy from `discovery?for=<target>`. */
+      excludeSeconds: seconds.default(3600),
+      /** "banned" for this many distinct targets within `banWindowSeconds` bans the proxy (it is replaced). */
+      banTargets: z.number().int().min(1).default(3),
+      banWindowSeconds: seconds.default(3600),
+    })
+    .prefault({}),
   /** Events kept per proxy. */
   maxEvents: z.number().int().min(1).default(50),
   providers: z

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseConfig } from '../config/load.js';
 import { LOCAL_DEFAULT_CONFIG } from '../config/local-default.js';
-import { parseProxyDocuments } from './documents.js';
+import { parseDocuments, parseProxyDocuments } from './documents.js';
+import { spreadOf } from './pool.js';
 
 describe('parseProxyDocuments', () => {
   it('reads several documents and defaults the action to apply', () => {
@@ -41,8 +42,9 @@ describe('parseProxyDocuments', () => {
       ),
     ]);
     for (const file of files) {
-      for (const doc of parseProxyDocuments(readFileSync(join(dir, file), 'utf8')))
-        expect(providers).toContain(doc.spec.provider);
+      for (const doc of parseDocuments(readFileSync(join(dir, file), 'utf8')))
+        for (const p of doc.kind === 'ProxyPool' ? spreadOf(doc.spec).map((e) => e.provider) : [doc.spec.provider])
+          expect(providers).toContain(p);
     }
   });
 });

@@ -1,13 +1,13 @@
 /** The ProxyPool request on the wire (interfaces.md §1 "Pools"): zod schemas and validation naming the field. */
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { dnsLabel } from './names.js';
+import { dnsLabel, POOL_LABEL } from './names.js';
 import { labelsSchema, metadataSchema, placementSchema, specSchema, toValidationError } from './proxy.js';
 import { canonicalJson } from './spec-hash.js';
 import { createHash } from 'node:crypto';
 
-/** The label every member carries: the name of its pool. Reserved: only the pool controller sets it. */
-export const POOL_LABEL = 'egress.dev/pool';
+/** The label every member carries (reserved: only the pool controller sets it). */
+export { POOL_LABEL } from './names.js';
 /** A member name is `<pool>-<suffix>`: the suffix is this long, so a pool name leaves room for it. */
 export const MEMBER_SUFFIX_LENGTH = 5;
 export const MAX_POOL_NAME = 63 - 1 - MEMBER_SUFFIX_LENGTH;

@@ -50,7 +50,9 @@ export interface Plan {
   finalise: boolean;
 }
 
-const isReady = (m: ProxyDoc) => m.status.phase === 'Ready' && !m.deletionRequestedAt;
+/** Serving: Ready, not being drained, not banned (what discovery hands out). */
+const serving = (input: PlanInput) => (m: ProxyDoc) =>
+  m.status.phase === 'Ready' && !m.deletionRequestedAt && !input.banned?.(m);
 const memberKey = (m: ProxyDoc) => entryKey({ provider: m.spec.provider, placement: m.spec.placement });
 const createdMs = (m: ProxyDoc) => Date.parse(m.createdAt) || 0;
 
@@ -117,7 +119,7 @@ function availability(input: PlanInput, entries: SpreadEntry[], keys: string[], 
     const down = input.providerDown(entry.provider);
     const quota = onEntry.find((m) => m.status.retry?.reason === 'QuotaExceeded');
     const base = { provider: entry.provider, placement: entry.placement, desired: 0, members: onEntry.length };
-    const counts = { ...base, ready: onEntry.filter(isReady).length };
+    const counts = { ...base, ready: onEntry.filter(serving(input)).length };
     const bad = down
       ? { reason: 'ProviderUnhealthy', message: `provider "${entry.provider}" is unhealthy: ${down}` }
       : quota
@@ -163,6 +165,7 @@ export function planPool(input: PlanInput): Plan {
   const spec = pool.spec;
   const live = input.members.filter((m) => !m.deletionRequestedAt);
   const terminating = input.members.length - live.length;
+  const isReady = serving(input);
   const ready = live.filter(isReady).length;
   const entries = spreadOf(spec);
   const hash = templateHash(spec.template);

@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import { spreadOf, templateHash } from '../domain/pool.js';
 import type { PoolCondition, PoolDoc, PoolStatus } from '../domain/pool-status.js';
 import type { ProxyDoc } from '../domain/status.js';
+import { banApplies } from '../domain/reports.js';
 import { freshVerdict } from '../health.js';
 import type { Logger } from '../logger.js';
 import type { PoolStore, PoolWrites } from '../store/pools.js';
@@ -104,6 +105,12 @@ function statusOf(pool: PoolDoc, plan: Plan, now: number): Omit<PoolStatus, 'rev
   };
 }
 
+/** A member whose current instance was reported banned (`status.ban`): its pool surges past it. */
+export function isBanned(m: ProxyDoc): boolean {
+  const born = m.status.instance ? Date.parse(m.status.instance.createdAt) : undefined;
+  return banApplies(m.status.ban, born);
+}
+
 /** Provider name → why it is down, from the provider-health monitor's fresh verdicts. */
 async function downProviders(deps: PoolDeps, now: number): Promise<Map<string, string>> {
   const down = new Map<string, string>();
@@ -134,7 +141,7 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       providerDown: (p) => down.get(p),
       recoverAfterMs: deps.config.poolRecoverSeconds * 1000,
       unhealthyAfter: deps.config.unhealthyAfter,
-      ...(deps.banned ? { banned: deps.banned } : {}),
+      banned: deps.banned ?? isBanned,
     });
     const hash = templateHash(pool.spec.template);
     const labels = { ...pool.spec.template.metadata.labels, [TEMPLATE_LABEL]: hash };

@@ -2,6 +2,7 @@
  * The reconcile decision: given desired state and an observation, what next? A pure function;
  * `decide.test.ts` has a table per MUST rule of the provider contract.
  */
+import { banApplies } from '../domain/reports.js';
 import type { ConditionType, Phase, ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
 import type { Instance } from '../providers/contract.js';
@@ -40,15 +41,15 @@ export interface DecideInput {
   /** False when the provider's rollout budget is used up: drift and rotation wait. */
   replacementBudget: boolean;
   /**
-   * A pool member: its pool replaces it (surging, within minAvailable) when it is due for
-   * rotation, stopped or unhealthy, so those are not done in place here.
+   * A pool member (label `egress.dev/pool`): its pool replaces it (surging, within minAvailable)
+   * when it is banned, due for rotation, stopped or unhealthy, so those are not done in place here.
    */
-  poolMember?: boolean;
+  pooled?: boolean | undefined;
 }
 
 export type Action = 'none' | 'create' | 'delete' | 'finalise';
 /** Why an existing instance is being deleted while the proxy lives on. */
-export type ReplaceReason = 'stopped' | 'drift' | 'rotation' | 'unhealthy' | 'failed';
+export type ReplaceReason = 'stopped' | 'drift' | 'rotation' | 'unhealthy' | 'failed' | 'banned';
 
 type ConditionSet = Partial<
   Record<ConditionType, { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }>
@@ -165,12 +166,20 @@ function decideLiving(input: DecideInput): Decision {
   if (instance.state === 'Pending') {
     return waiting('Provisioning', 'InstancePending', `instance ${instance.name} is starting`, policy.pollMs);
   }
-  if ((instance.state === 'Stopped' || instance.state === 'Terminated') && input.poolMember) {
+  if ((instance.state === 'Stopped' || instance.state === 'Terminated') && input.pooled) {
     return poolReplaces(instance, `instance ${instance.name} is ${instance.state}; its pool replaces it`);
   }
   if (instance.state === 'Stopped' || instance.state === 'Terminated') {
     // Rule 4: Stopped and Terminated both lead to delete-and-recreate.
     return replace('stopped', `instance ${instance.name} is ${instance.state}; replacing it`, policy);
+  }
+  const ban = status.ban;
+  const banned = banApplies(ban, instance.createdAt);
+  // A lone proxy is replaced in place (same name, a fresh instance). A pool member is not: its pool
+  // surges a replacement first (minAvailable) and then drains and deletes this one.
+  if (banned && ban && !input.pooled) {
+    const targets = ban.targets.length > 0 ? ` (${ban.targets.join(', ')})` : '';
+    return replace('banned', `${ban.reason}${targets}; replacing it with a fresh instance`, policy);
   }
   const age = now - instance.createdAt;
   if (instance.specHash !== input.desiredHash) {
@@ -180,13 +189,13 @@ function decideLiving(input: DecideInput): Decision {
   }
   if (input.maxAgeMs !== undefined && instance.createdAt > 0 && age > input.maxAgeMs) {
     const message = `instance is older than maxAge (${Math.round(age / 1000)}s); rotating`;
-    if (input.poolMember)
+    if (input.pooled)
       return ready(input, instance, 'older than maxAge; its pool replaces it once a new member is Ready');
     if (input.replacementBudget) return replace('rotation', message, policy);
     return ready(input, instance, 'due for rotation; waiting for the provider rollout budget');
   }
   const health = instance.health;
-  if (health && health.consecutiveFailures >= policy.unhealthyAfter && input.poolMember) {
+  if (health && health.consecutiveFailures >= policy.unhealthyAfter && input.pooled) {
     return poolReplaces(
       instance,
       `probe failed ${health.consecutiveFailures} times in a row (${health.error ?? 'no detail'}); its pool replaces it`,
@@ -226,7 +235,11 @@ function decideLiving(input: DecideInput): Decision {
       recheckAfterMs: policy.pollMs,
     };
   }
-  return ready(input, instance, 'proxy is ready');
+  return ready(
+    input,
+    instance,
+    banned ? 'reported banned (status.ban); left to its pool to replace' : 'proxy is ready',
+  );
 }
 
 function decideCreate({ status, now, policy }: DecideInput, desiredHash: string): Decision {

@@ -23,6 +23,11 @@ export async function appendEvent(
   keep: number,
 ): Promise<void> {
   await events.add({ ...event, expireAt: new Date(Date.parse(event.at) + EVENT_RETENTION_MS) });
+  await trimEvents(db, events, keep);
+}
+
+/** Keeps only the newest `keep` events. */
+export async function trimEvents(db: Firestore, events: CollectionReference, keep: number): Promise<void> {
   const old = await events.orderBy('at', 'desc').offset(keep).select().get();
   if (!old.empty) {
     const batch = db.batch();

@@ -10,6 +10,8 @@ export const COLLECTIONS = {
   relays: 'relays',
   providers: 'providers',
   pools: 'pools',
+  /** One document per API caller (a token digest): its report budget for the current minute. */
+  reportLimits: 'reportLimits',
 } as const;
 
 export function createFirestore(projectId: string): Firestore {

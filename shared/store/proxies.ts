@@ -11,11 +11,18 @@ import {
 } from '@google-cloud/firestore';
 import { POOL_LABEL } from '../domain/pool.js';
 import type { ApplyRequest } from '../domain/proxy.js';
-import { initialStatus, PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
+import {
+  initialStatus,
+  PHASES,
+  proxyDocSchema,
+  REPORT_OWNED_FIELDS,
+  type ProxyDoc,
+  type ProxyStatus,
+} from '../domain/status.js';
 import { clip } from '../domain/text.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { appendEvent, readEvents, type ProxyEvent } from './events.js';
+import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
 import { COLLECTIONS } from './firestore.js';
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged' | 'stale';
@@ -298,7 +305,13 @@ export class ProxyStore {
       // A holder writes only while the lease is still its own: one that lost it (or was paused past
       // it while another took and released it) must not overwrite what was written since.
       if (holder !== undefined ? doc.lease?.holder !== holder : doc.lease && doc.lease.until > now) return undefined;
-      const update: Record<string, unknown> = { status };
+      // The report-owned fields are the stored ones: a report counted since the status was computed stays.
+      const merged: Record<string, unknown> = { ...status };
+      for (const field of REPORT_OWNED_FIELDS) {
+        if (doc.status[field] === undefined) delete merged[field];
+        else merged[field] = doc.status[field];
+      }
+      const update: Record<string, unknown> = { status: merged };
       if (doc.lease && (doc.lease.holder === holder || doc.lease.until <= now)) update['lease'] = FieldValueDelete;
       return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
     });
@@ -392,6 +405,11 @@ export class ProxyStore {
   /** Appends to the proxy's audit trail and keeps only the newest `keep` events. */
   addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
     return appendEvent(this.db, this.ref(name).collection('events'), event, keep);
+  }
+
+  /** Keeps only the newest `keep` events of a proxy. */
+  trimEvents(name: string, keep: number): Promise<void> {
+    return trimEvents(this.db, this.ref(name).collection('events'), keep);
   }
 
   events(name: string, limit = 20): Promise<ProxyEvent[]> {
