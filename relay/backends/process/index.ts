@@ -9,7 +9,7 @@ import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
 import { PortAllocator } from './ports.js';
-import { findByMarkers, isOurs, PortInUseError, spawnProxy, terminate } from './processes.js';
+import { awaitExit, findByMarkers, isOurs, PortInUseError, spawnProxy, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
 import { StateStore, type InstanceRecord, type ReadResult } from './state.js';
 
@@ -114,6 +114,8 @@ class ProcessBackend implements RelayBackend {
   ): Promise<Instance> {
     // No live process on record: make sure no unrecorded one of this name is left behind.
     for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
+    // A process killed out of band may still be exiting, holding the port it is restarted on.
+    if (existing.kind === 'ok') await awaitExit(existing.record.pid, markers);
     const preferred = existing.kind === 'ok' ? existing.record.port : undefined;
     const exclude = new Set<number>();
     for (let attempt = 1; ; attempt++) {
