@@ -101,6 +101,21 @@ describe('planPool', () => {
     expect(plan.drains[0]?.reason).toBe('template');
   });
 
+  it('a banned member surges: it no longer counts as Ready, and is drained once its replacement is Ready', () => {
+    const p = pool();
+    const members = ['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x));
+    const banned = members[3]!;
+    const ban = { banned: (m: ProxyDoc) => m === banned };
+    let plan = planPool(input(p, members, ban));
+    expect(plan.ready).toBe(5);
+    expect(providers(plan.creates)).toEqual(['b']);
+    expect(plan.drains).toEqual([]);
+    expect(plan.waiting).toEqual([{ name: banned.metadata.name, reason: 'banned' }]);
+    const fresh = member(p, 'b', 'Ready');
+    plan = planPool(input(p, [...members, fresh], ban));
+    expect(plan.drains).toEqual([{ name: banned.metadata.name, reason: 'banned' }]);
+  });
+
   it('scale-down removes the least healthy first, then the newest', () => {
     const p = pool({ replicas: 2, minAvailable: 2 });
     const members = [
