@@ -1,4 +1,5 @@
 /** The dashboard's client for the JSON API (docs/api.md): bearer token, typed answers, JSON errors as ApiFailure. */
+import type { Pool } from './pools.js';
 
 export interface Condition {
   type: string;
@@ -167,8 +168,32 @@ export class Api {
     return this.request('GET', 'v1/discovery?format=json');
   }
 
+  /** `PUT /v1/pools/{name}` for a `kind: ProxyPool` document, `PUT /v1/proxies/{name}` otherwise. */
   apply(name: string, document: unknown): Promise<Accepted> {
-    return this.request('PUT', `v1/proxies/${encodeURIComponent(name)}`, document);
+    const kind = (document as { kind?: unknown } | null)?.kind;
+    const collection = kind === 'ProxyPool' ? 'pools' : 'proxies';
+    return this.request('PUT', `v1/${collection}/${encodeURIComponent(name)}`, document);
+  }
+
+  async pools(): Promise<Pool[]> {
+    return (await this.request<{ items: Pool[] }>('GET', 'v1/pools')).items;
+  }
+
+  /** Applies the pool as stored with `replicas` N (minAvailable lowered to N when above it). */
+  async scalePool(name: string, replicas: number): Promise<Accepted> {
+    const pool = await this.request<Pool & { apiVersion: string; kind: string; metadata: { labels?: unknown } }>(
+      'GET',
+      `v1/pools/${encodeURIComponent(name)}`,
+    );
+    const spec = { ...pool.spec, replicas };
+    if (spec.minAvailable !== undefined && spec.minAvailable > replicas) spec.minAvailable = replicas;
+    const body = {
+      apiVersion: pool.apiVersion,
+      kind: pool.kind,
+      metadata: { name, labels: pool.metadata.labels ?? {} },
+      spec,
+    };
+    return this.request('PUT', `v1/pools/${encodeURIComponent(name)}`, body);
   }
 
   remove(name: string): Promise<Accepted> {

@@ -3,6 +3,7 @@ import { offerSample, setupActions } from './actions.js';
 import { Api, ApiFailure, describeError } from './api-client.js';
 import { renderDetail, renderGone, renderNoSelection } from './detail.js';
 import { byId } from './dom.js';
+import { renderPools } from './pools.js';
 import { renderCounts, renderProviders, renderProxies, renderRelays } from './render.js';
 
 const TOKEN_KEY = 'egress.dashboard.token';
@@ -48,7 +49,12 @@ function unauthorised(err: ApiFailure): void {
 }
 
 async function poll(client: Api, mine: number): Promise<void> {
-  const [proxies, providers, relays] = await Promise.all([client.proxies(), client.providers(), client.relays()]);
+  const [proxies, providers, relays, pools] = await Promise.all([
+    client.proxies(),
+    client.providers(),
+    client.relays(),
+    client.pools(),
+  ]);
   const name = selected;
   let detail;
   let gone: string | undefined;
@@ -66,6 +72,7 @@ async function poll(client: Api, mine: number): Promise<void> {
   renderProxies(proxies, now, selected, { select, copy: actions.copy, remove: actions.remove });
   renderProviders(providers, now);
   renderRelays(relays);
+  renderPools(pools, { api: () => api, unauthorised, refresh });
   offerSample(providers[0]?.name);
   if (name && name === selected) {
     if (detail) renderDetail(detail, now);
