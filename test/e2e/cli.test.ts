@@ -75,11 +75,16 @@ describe('e2e: egress CLI', () => {
     expect(r.code).toBe(0);
     const urls = r.stdout.trimEnd().split('\n');
     expect(urls).toHaveLength(FLEET.length);
+    const seen = new Set<string>();
     for (const url of urls) {
       expect(url).toMatch(/^http:\/\/[^:@]+:[^@]+@127\.0\.0\.1:\d+$/);
       const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
-      expect(JSON.parse(stdout)).toHaveProperty('ip', '127.0.0.1');
+      // Each local proxy leaves from its own loopback address (the `local` provider's 127.1.0.0/16).
+      const { ip } = JSON.parse(stdout) as { ip: string };
+      expect(ip).toMatch(/^127\.1\.\d+\.\d+$/);
+      seen.add(ip);
     }
+    expect(seen.size).toBe(urls.length);
     const json = await egress('discover', '-o', 'json', '--label', 'rotation=hourly');
     expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ name: 'local-rotating', provider: 'local' })]);
   });
