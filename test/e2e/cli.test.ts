@@ -66,7 +66,7 @@ describe('e2e: egress CLI', () => {
     const [header, ...rows] = table.stdout.trimEnd().split('\n');
     expect(header).toMatch(/^NAME +PROVIDER +PHASE +ADDRESS +AGE +EGRESS-IP +LATENCY +INSTANCE$/);
     for (const row of rows)
-      expect(row).toMatch(/^local-\S+ +local +Ready +127\.0\.0\.1:\d+ +\d+s +127\.0\.0\.1 +\d+ms +ep-/);
+      expect(row).toMatch(/^local-\S+ +local +Ready +127\.0\.0\.1:\d+ +\d+s +127\.1\.\d+\.\d+ +\d+ms +ep-/);
     expect(rows.map((r) => r.indexOf('Ready'))).toEqual(rows.map(() => header?.indexOf('PHASE')));
   });
 
