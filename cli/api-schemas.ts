@@ -16,17 +16,20 @@ export const conditionSchema = z.looseObject({
 });
 export type ApiCondition = z.infer<typeof conditionSchema>;
 
+/** `metadata` of a Proxy or a ProxyPool as the API shows it. */
+const metadataSchema = z.looseObject({
+  name: z.string(),
+  labels: z.record(z.string(), z.string()).default({}),
+  generation: z.number().optional(),
+  createdAt: z.string().optional(),
+  deletionRequestedAt: z.string().optional(),
+});
+
 /** A Proxy object: the stored document without internals. Unknown fields pass through to `-o json`. */
 export const proxySchema = z.looseObject({
   apiVersion: z.string(),
   kind: z.string(),
-  metadata: z.looseObject({
-    name: z.string(),
-    labels: z.record(z.string(), z.string()).default({}),
-    generation: z.number().optional(),
-    createdAt: z.string().optional(),
-    deletionRequestedAt: z.string().optional(),
-  }),
+  metadata: metadataSchema,
   spec: z.looseObject({
     provider: z.string(),
     placement: z.record(z.string(), z.unknown()).default({}),
@@ -139,13 +142,7 @@ export type ApiPoolMember = z.infer<typeof poolMemberSchema>;
 export const poolSchema = z.looseObject({
   apiVersion: z.string(),
   kind: z.string(),
-  metadata: z.looseObject({
-    name: z.string(),
-    labels: z.record(z.string(), z.string()).default({}),
-    generation: z.number().optional(),
-    createdAt: z.string().optional(),
-    deletionRequestedAt: z.string().optional(),
-  }),
+  metadata: metadataSchema,
   spec: z.looseObject({
     replicas: z.number(),
     minAvailable: z.number().optional(),

@@ -15,6 +15,7 @@ import type { ProxyStore } from '../store/proxies.js';
 import type { RelayStore } from '../store/relays.js';
 import type { ReportStore } from '../store/reports.js';
 import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
+import { documentView } from './views.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
 import { ApiError, authorised, callerId, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
 import { postReport } from './reports.js';
@@ -36,19 +37,7 @@ export interface ApiDeps {
 
 /** A Proxy as the API shows it: the stored document without its lease and bookkeeping. */
 export function proxyView(doc: ProxyDoc) {
-  return {
-    apiVersion: doc.apiVersion,
-    kind: doc.kind,
-    metadata: {
-      name: doc.metadata.name,
-      labels: doc.metadata.labels,
-      generation: doc.generation,
-      createdAt: doc.createdAt,
-      ...(doc.deletionRequestedAt ? { deletionRequestedAt: doc.deletionRequestedAt } : {}),
-    },
-    spec: doc.spec,
-    status: doc.status,
-  };
+  return documentView(doc);
 }
 
 /** A proxy name from the path; 400 naming `metadata.name` when it is not a DNS-1123 label. */

@@ -8,24 +8,11 @@ import { ValidationError } from '../errors.js';
 import { PROXY_REQUESTS_TOPIC } from '../requests.js';
 import { refuseMember } from '../store/proxies.js';
 import type { ApiDeps } from './handler.js';
+import { documentView } from './views.js';
 import { ApiError, type ApiResponse } from './http.js';
 
 /** A pool as the API shows it. */
-export function poolView(doc: PoolDoc) {
-  return {
-    apiVersion: doc.apiVersion,
-    kind: doc.kind,
-    metadata: {
-      name: doc.metadata.name,
-      labels: doc.metadata.labels,
-      generation: doc.generation,
-      createdAt: doc.createdAt,
-      ...(doc.deletionRequestedAt ? { deletionRequestedAt: doc.deletionRequestedAt } : {}),
-    },
-    spec: doc.spec,
-    status: doc.status,
-  };
-}
+export const poolView = (doc: PoolDoc) => documentView(doc);
 
 /** A member as a pool shows it: enough to see where it runs and whether it serves. */
 function memberView(pool: PoolDoc, m: ProxyDoc) {

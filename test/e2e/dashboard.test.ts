@@ -131,4 +131,31 @@ describe('e2e: dashboard in a browser', () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(existsSync(SCREENSHOT)).toBe(true);
   });
+
+  it('applies a pool from the form, shows its members spread over local and local-b, and scales it', async () => {
+    const pool = [
+      'apiVersion: egress.dev/v1',
+      'kind: ProxyPool',
+      'metadata: { name: dash }',
+      'spec:',
+      '  replicas: 2',
+      '  minAvailable: 1',
+      '  template: { spec: { provider: local } }',
+      '  spread: [{ provider: local }, { provider: local-b }]',
+      '',
+    ].join('\n');
+    await page.getByLabel(/Proxy documents/).fill(pool);
+    await page.getByRole('button', { name: 'Apply', exact: true }).click();
+    await expect.poll(() => text('#apply-results')).toMatch(/dash: accepted/);
+    const poolRow = page.getByTestId('pool-row-dash');
+    await expect.poll(() => poolRow.locator('[data-col="ready"]').textContent(), { timeout: 90_000 }).toBe('2/2');
+    expect(await poolRow.locator('[data-col="spread"]').textContent()).toBe('local 1/1 · local-b 1/1');
+    expect(await poolRow.locator('li').count()).toBe(2);
+    await page.getByTestId('pool-replicas-dash').fill('1');
+    await page.getByTestId('pool-scale-dash').click();
+    await expect.poll(() => text('#pools-status')).toMatch(/scaling to 1 accepted/);
+    await expect.poll(() => poolRow.locator('li').count(), { timeout: 60_000 }).toBe(1);
+    await expect.poll(() => poolRow.locator('[data-col="ready"]').textContent(), { timeout: 30_000 }).toBe('1/1');
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  });
 });
