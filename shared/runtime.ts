@@ -10,6 +10,7 @@ import { createFirestore } from './store/firestore.js';
 import { ProxyStore } from './store/proxies.js';
 import { ProviderStore } from './store/providers.js';
 import { RelayStore } from './store/relays.js';
+import { ReportStore } from './store/reports.js';
 
 export interface Runtime {
   config: Config;
@@ -19,6 +20,7 @@ export interface Runtime {
   relays: RelayStore;
   /** From `EGRESS_RELAY_KEYS`; when set, relay reports and commands are signed and checked. */
   relayKeys: RelayKeyring | undefined;
+  reports: ReportStore;
   registry: Registry;
   providerStatus: ProviderStore;
   maxEvents: number;
@@ -46,6 +48,7 @@ export function createRuntime(
     proxies,
     relays,
     relayKeys,
+    reports: new ReportStore(db),
     registry,
     providerStatus: new ProviderStore(db),
     maxEvents: config.maxEvents,
