@@ -120,12 +120,19 @@ describe('pools', () => {
   it('a pool of 6 over two providers comes up 3 + 3, a duplicated apply changing nothing', async () => {
     expect(await send(pool(6), 2)).toEqual(['created', 'ignored', 'unchanged', 'ignored']);
     await converge({ proc: 3, procB: 3, ready: 6, all: 6 });
-    const doc = await deps.pools.get('crawl');
-    expect(doc?.status.entries.map((e) => [e.provider, e.desired, e.ready])).toEqual([
-      ['proc', 3, 3],
-      ['proc-b', 3, 3],
-    ]);
-    expect(doc?.status.conditions.find((c) => c.type === 'Available')?.status).toBe('True');
+    // The pool's status follows its members by one reconcile.
+    await eventually(
+      async () => {
+        const doc = await deps.pools.get('crawl');
+        expect(doc?.status.entries.map((e) => [e.provider, e.desired, e.ready])).toEqual([
+          ['proc', 3, 3],
+          ['proc-b', 3, 3],
+        ]);
+        expect(doc?.status.conditions.find((c) => c.type === 'Available')?.status).toBe('True');
+      },
+      20_000,
+      500,
+    );
   }, 90_000);
 
   it('refuses a request naming a member, naming the pool; a spread entry must be a configured provider', async () => {
@@ -170,9 +177,15 @@ describe('pools', () => {
     try {
       // Drained members on the down provider wait in Deleting until it answers again.
       await converge({ proc: 6, procB: 0, ready: 6, all: 9 }, 90_000);
-      const doc = await deps.pools.get('crawl');
-      expect(doc?.status.entries[1]).toMatchObject({ available: false, reason: 'ProviderUnhealthy', desired: 0 });
-      expect(doc?.status.conditions.find((c) => c.type === 'Degraded')?.status).toBe('True');
+      await eventually(
+        async () => {
+          const doc = await deps.pools.get('crawl');
+          expect(doc?.status.entries[1]).toMatchObject({ available: false, reason: 'ProviderUnhealthy', desired: 0 });
+          expect(doc?.status.conditions.find((c) => c.type === 'Degraded')?.status).toBe('True');
+        },
+        20_000,
+        500,
+      );
     } finally {
       clearInterval(writer);
     }
