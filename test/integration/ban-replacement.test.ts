@@ -46,7 +46,7 @@ const createdAt = async (name: string) => (await doc(name)).status.instance?.cre
 beforeAll(async () => {
   h = await startRelayHarness(
     'ban',
-    [24400, 24405],
+    [24500, 24505],
     { apiTokens: [TOKEN] },
     {
       backends: (stateDir) => [
@@ -55,7 +55,7 @@ beforeAll(async () => {
           type: 'process',
           stateDir,
           bindAddresses: ['127.0.0.1'],
-          portRange: [24400, 24405],
+          portRange: [24500, 24505],
           egressAddresses: '127.5.0.0/24',
         },
       ],

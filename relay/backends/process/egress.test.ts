@@ -111,8 +111,8 @@ describe('egress address rules', () => {
 
 describe('process proxies leave from their own address', { timeout: 30_000 }, () => {
   it('each proxy of each provider has its own egress IP, as the echo endpoint sees it (HTTP and CONNECT)', async () => {
-    const a = backendFor('pa', '127.3.0.0/24', [23000, 23019]);
-    const b = backendFor('pb', '127.4.0.0/24', [23020, 23039]);
+    const a = backendFor('pa', '127.3.0.0/24', [23400, 23419]);
+    const b = backendFor('pb', '127.4.0.0/24', [23420, 23439]);
     const one = await a.create(spec('ep-one'));
     const two = await a.create(spec('ep-two'));
     const three = await b.create(spec('ep-three'));
@@ -126,7 +126,7 @@ describe('process proxies leave from their own address', { timeout: 30_000 }, ()
   });
 
   it('a relay restart adopts each proxy with its address; a fresh instance gets a new one', async () => {
-    const restarted = backendFor('pa', '127.3.0.0/24', [23000, 23019]);
+    const restarted = backendFor('pa', '127.3.0.0/24', [23400, 23419]);
     const adopted = await restarted.create(spec('ep-one'));
     expect((await recordOf('ep-one')).egressAddress).toBe('127.3.0.1');
     expect(await tunnelledIp(adopted.port)).toBe('127.3.0.1');
