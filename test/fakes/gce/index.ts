@@ -38,6 +38,8 @@ export interface FakeGce {
   setDown(down: boolean): void;
   /** Zones whose scope aggregated lists report as UNREACHABLE. */
   unreachableZones: Set<string>;
+  /** Organisation-policy constraints set to deny all (`compute.vmExternalIpAccess`). */
+  deniedConstraints: Set<string>;
   /** The VMs now known, in every project. */
   instances(): Vm[];
   find(name: string): Vm | undefined;
@@ -83,6 +85,7 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
   const faults: Fault[] = [];
   const requests: FakeGce['requests'] = [];
   const unreachableZones = new Set<string>();
+  const deniedConstraints = new Set<string>();
   let down = false;
 
   const takeFault = (method: Method, name: string | undefined): Fault | undefined => {
@@ -111,6 +114,7 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       waitMaxMs: options.waitMaxMs ?? 120_000,
       pageSize: Math.min(options.pageSize ?? 500, 500),
       unreachableZones,
+      deniedConstraints,
     };
     if (fault?.kind === 'slow') await sleep(fault.delayMs);
     if (fault?.kind === 'drop') return void req.socket.destroy();
@@ -147,6 +151,7 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       if (value) server.closeAllConnections();
     },
     unreachableZones,
+    deniedConstraints,
     instances: () => [...world.vms.values()],
     find: (name) => [...world.vms.values()].find((vm) => vm.name === name),
     stopInstance: (name) => {

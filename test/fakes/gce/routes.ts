@@ -1,6 +1,6 @@
 /** The fake's REST routes: exactly the Compute v1 methods the gcp provider calls, with Compute's validations. */
 import { ALL_ZONES, MACHINE_TYPES, regionOfZone, resolveImage } from './catalog.js';
-import { ApiError, invalidField, notFound, type Method } from './errors.js';
+import { ApiError, invalidField, notFound, policyViolated, type Method } from './errors.js';
 import { matches, parseFilter } from './filter.js';
 import {
   guestAttributes,
@@ -33,6 +33,8 @@ export interface RouteContext {
   /** Items per aggregated-list page when the client asks for more (Compute: at most 500). */
   pageSize: number;
   unreachableZones: Set<string>;
+  /** Organisation-policy constraints enforced as "deny all" (`compute.vmExternalIpAccess`). */
+  deniedConstraints: Set<string>;
   /** A pending `operationError` fault for this insert, if one was injected. */
   insertFailure?: { code: string; location?: string | undefined; afterMs?: number | undefined } | undefined;
 }
@@ -173,6 +175,17 @@ function insert(ctx: RouteContext, project: string, zone: string, call: Call): O
       'resource.networkInterfaces[0].subnetwork',
       nic?.subnetwork ?? '',
       'Subnetwork must be in the region of the instance.',
+    );
+  // Org policies are checked after the request is valid: an external IP under a deny-all
+  // vmExternalIpAccess is refused 412 conditionNotMet (never an operation error).
+  const external = (body.networkInterfaces ?? []).some(
+    (n) => Array.isArray(n['accessConfigs']) && n['accessConfigs'].length > 0,
+  );
+  if (external && ctx.deniedConstraints.has('compute.vmExternalIpAccess'))
+    throw policyViolated(
+      'compute.vmExternalIpAccess',
+      project,
+      `projects/${project}/zones/${zone}/instances/${body.name}`,
     );
   return ctx.world.insert(project, zone, body, call.query.get('requestId') ?? undefined, ctx.insertFailure);
 }
