@@ -15,7 +15,7 @@ import { rejectionOf } from '../support/rejection.js';
 const logger = createLogger({ write: () => undefined, level: 'ERROR' });
 let fake: FakeGce;
 
-const provider = (over: Record<string, unknown> = {}): Provider =>
+const provider = (over: Record<string, unknown> = {}, on: FakeGce = fake): Provider =>
   createGcpProvider({
     config: {
       name: 'gce',
@@ -26,7 +26,7 @@ const provider = (over: Record<string, unknown> = {}): Provider =>
         project: 'refusals-project',
         zone: 'us-central1-a',
         operationWaitSeconds: 3,
-        ...fake.endpoint,
+        ...on.endpoint,
         ...over,
       },
     },
@@ -66,5 +66,22 @@ describe('gcp provider: refusals a real project answers with', () => {
     const disabled = await failure(provider().create(spec()));
     expect(disabled).toBeInstanceOf(RetryableError);
     expect(disabled.message).toMatch(/Compute Engine API is disabled.*accessNotConfigured/);
+  });
+});
+
+describe('gcp provider: a loaded Compute API', () => {
+  it('a zoneOperations.wait that answers at once is called again after a growing pause, not in a tight loop', async () => {
+    const loaded = await startFakeGce({ waitMaxMs: 0, timing: { provisioningMs: 2000 } });
+    try {
+      const p = provider({ operationWaitSeconds: 4 }, loaded);
+      const started = Date.now();
+      await p.create(spec());
+      // 2 s of PROVISIONING behind answers that return after zero seconds: pauses of
+      // 0.25, 0.5, 1 and 2 s make about five calls where a loop without pause makes hundreds.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+      expect(loaded.count('zoneOperations.wait')).toBeLessThanOrEqual(8);
+    } finally {
+      await loaded.close();
+    }
   });
 });

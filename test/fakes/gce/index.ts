@@ -17,7 +17,11 @@ export { parseTinyproxyConfig, parseUserData } from './guest.js';
 
 export interface FakeGceOptions {
   timing?: Partial<Timing>;
-  /** How long `zoneOperations.wait` holds a request before answering "not DONE yet" (Compute: 2 min). */
+  /**
+   * How long `zoneOperations.wait` holds a request before answering "not DONE yet" (Compute: 2 min).
+   * 0 models an overloaded server: the method "might return after zero seconds"
+   * (https://cloud.google.com/compute/docs/reference/rest/v1/zoneOperations/wait).
+   */
   waitMaxMs?: number;
   /** Items per aggregated-list page (default and Compute's maximum: 500). */
   pageSize?: number;
