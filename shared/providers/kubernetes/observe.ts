@@ -18,6 +18,7 @@ export const podSchema = z.object({
   metadata: z.object({
     name: z.string(),
     namespace: absent(z.string()),
+    uid: absent(z.string()),
     labels: absent(z.record(z.string(), z.string())),
     creationTimestamp: timestamp,
     deletionTimestamp: absent(timestamp),

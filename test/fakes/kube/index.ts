@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { buildProxyServer, type ProxyServerBundle } from '../../support/proxy-server-bundle.js';
+import type { NamespaceRules } from './admission.js';
 import { Kubelet } from './kubelet.js';
 import type { FakeNode } from './scheduling.js';
 import {
@@ -19,7 +20,7 @@ import {
 } from './server.js';
 import { ObjectStore, type StoredPod, type StoredSecret } from './store.js';
 
-export type { Fault, FakeNode, RequestRecord, StoredPod };
+export type { Fault, FakeNode, NamespaceRules, RequestRecord, StoredPod };
 
 export interface FakeKubeOptions {
   /** Namespaces that exist (default `['default']`). */
@@ -31,6 +32,8 @@ export interface FakeKubeOptions {
   timing?: Partial<{ scheduleMs: number; startMs: number; probeMs: number; terminateMs: number }>;
   /** Pod count quota per namespace. */
   podQuota?: Record<string, number>;
+  /** Pod Security level, LimitRange and lifecycle per namespace. */
+  namespaceRules?: Record<string, NamespaceRules>;
 }
 
 export interface FakeKube {
@@ -51,6 +54,8 @@ export interface FakeKube {
   deny(verb: Verb, resource: Resource, namespace?: string): void;
   allowAll(): void;
   setPodQuota(namespace: string, pods: number | undefined): void;
+  /** Replaces what a namespace enforces (Pod Security level, LimitRange, terminating). */
+  setNamespaceRules(namespace: string, rules: NamespaceRules | undefined): void;
   pod(namespace: string, name: string): StoredPod | undefined;
   pods(namespace?: string): StoredPod[];
   secret(namespace: string, name: string): StoredSecret | undefined;
@@ -97,6 +102,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     tokens: new Map([[token, user]]),
     denied: new Set(),
     podQuota: new Map(Object.entries(options.podQuota ?? {})),
+    namespaceRules: new Map(Object.entries(options.namespaceRules ?? {})),
     faults: [],
     log: [],
   };
@@ -147,6 +153,10 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     setPodQuota(namespace, pods) {
       if (pods === undefined) state.podQuota.delete(namespace);
       else state.podQuota.set(namespace, pods);
+    },
+    setNamespaceRules(namespace, rules) {
+      if (rules === undefined) state.namespaceRules.delete(namespace);
+      else state.namespaceRules.set(namespace, rules);
     },
     pod,
     pods: (ns) => store.listPods(ns),
