@@ -99,3 +99,47 @@ describe('kubernetes provider: the Secret of a Pod', () => {
     await eventually(() => expect(fake.secret('default', secretName(s.name))).toBeUndefined(), 10_000);
   });
 });
+
+describe('kubernetes provider: an Unschedulable Pod', () => {
+  const build = (unschedulableSeconds: number) =>
+    createKubernetesProvider({
+      provider: {
+        name: 'k8s',
+        type: 'kubernetes',
+        catalogue: {},
+        options: { ...fake.access(), namespace: 'default', unschedulableSeconds },
+        rolloutBudget: 2,
+      },
+      path: 'config.providers.0',
+      config: { installationId: 'it' },
+      logger,
+    });
+
+  it('stays Pending while the autoscaler may add a node, and runs on the node that arrives', async () => {
+    const p = build(60);
+    const s = spec({ nodeSelector: { pool: 'later' } });
+    await p.create(s);
+    await eventually(
+      () =>
+        expect(fake.pod('default', s.name)?.status.conditions).toContainEqual(
+          expect.objectContaining({ type: 'PodScheduled', status: 'False' }),
+        ),
+      10_000,
+    );
+    expect((await p.get(s.name)).state).toBe('Pending');
+    fake.addNode({ name: 'later-1', labels: { pool: 'later' } });
+    await eventually(async () => expect((await p.get(s.name)).state).toBe('Running'), 15_000);
+  });
+
+  it('past the grace, a selector no node matches is Permanent on spec.placement.nodeSelector', async () => {
+    const p = build(0);
+    const s = spec({ nodeSelector: { pool: 'never' } });
+    await p.create(s);
+    const failed = await eventually(async () => {
+      const i = await p.get(s.name);
+      expect(i.state).toBe('Failed');
+      return i;
+    }, 10_000);
+    expect(failed.error).toMatchObject({ code: 'Permanent', field: 'spec.placement.nodeSelector' });
+  });
+});

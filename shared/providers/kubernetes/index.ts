@@ -221,7 +221,8 @@ class KubernetesProvider implements Provider {
   }
 
   private instance(pod: PodView): Instance {
-    return podToInstance(pod, `${this.optionsPath}.image`);
+    const graceMs = this.options.unschedulableSeconds * 1000;
+    return podToInstance(pod, `${this.optionsPath}.image`, { graceMs, now: Date.now() });
   }
 }
 

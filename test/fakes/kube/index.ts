@@ -60,6 +60,11 @@ export interface FakeKube {
   pods(namespace?: string): StoredPod[];
   secret(namespace: string, name: string): StoredSecret | undefined;
   secrets(namespace?: string): StoredSecret[];
+  /**
+   * A node joins the cluster (the cluster autoscaler or GKE Autopilot answering Unschedulable
+   * Pods); the scheduler retries pending Pods every 500 ms, so they land on it.
+   */
+  addNode(node: { name: string; labels?: Record<string, string>; taints?: FakeNode['taints'] }): void;
   /** Someone else deletes the Pod (like `kubectl delete pod`): graceful, as through the API. */
   deletePodOutOfBand(namespace: string, name: string): void;
   /** The node evicts the Pod: phase Failed, its process killed. */
@@ -75,12 +80,14 @@ export interface FakeKube {
 export async function startFakeKube(options: FakeKubeOptions = {}): Promise<FakeKube> {
   const block = await claimIpBlock(options.ipPrefix);
   const ipPrefix = block.prefix;
-  const nodes: FakeNode[] = (options.nodes ?? [{ name: 'fake-node-1' }]).map((n, i) => ({
+  type NodeSpec = NonNullable<FakeKubeOptions['nodes']>[number];
+  const toNode = (n: NodeSpec, i: number): FakeNode => ({
     name: n.name,
     ip: `${ipPrefix}.255.${i + 1}`,
     labels: { 'kubernetes.io/hostname': n.name, ...(n.labels ?? {}) },
     taints: n.taints ?? [],
-  }));
+  });
+  const nodes: FakeNode[] = (options.nodes ?? [{ name: 'fake-node-1' }]).map(toNode);
   const store = new ObjectStore(options.namespaces ?? ['default']);
   const faults = { stuckTerminating: false, imagePullFails: false };
   const id = randomBytes(4).toString('hex');
@@ -158,6 +165,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
       if (rules === undefined) state.namespaceRules.delete(namespace);
       else state.namespaceRules.set(namespace, rules);
     },
+    addNode: (n) => void nodes.push(toNode(n, nodes.length)),
     pod,
     pods: (ns) => store.listPods(ns),
     secret: (ns, name) => store.findSecret(ns, name),
