@@ -130,16 +130,4 @@ describe('kubernetes provider: an Unschedulable Pod', () => {
     fake.addNode({ name: 'later-1', labels: { pool: 'later' } });
     await eventually(async () => expect((await p.get(s.name)).state).toBe('Running'), 15_000);
   });
-
-  it('past the grace, a selector no node matches is Permanent on spec.placement.nodeSelector', async () => {
-    const p = build(0);
-    const s = spec({ nodeSelector: { pool: 'never' } });
-    await p.create(s);
-    const failed = await eventually(async () => {
-      const i = await p.get(s.name);
-      expect(i.state).toBe('Failed');
-      return i;
-    }, 10_000);
-    expect(failed.error).toMatchObject({ code: 'Permanent', field: 'spec.placement.nodeSelector' });
-  });
 });

@@ -157,15 +157,16 @@ function stateOf(
  * Why no node fits, from the scheduler's message ("0/3 nodes are available: 1 Insufficient cpu,
  * 2 node(s) didn't match Pod's node affinity/selector."): a node short of room or ports may free
  * up (QuotaExceeded); when none is short of room, the placement excludes every node (Permanent on
- * the placement key that did it).
+ * the tolerations when a taint kept a node out, else on the node selector).
  */
 function unschedulableError(scheduler: string): ErrorInfo {
   const message = `no node can run the proxy Pod: ${scheduler}`;
   if (/Insufficient |free ports/.test(scheduler)) return { code: 'QuotaExceeded', message };
-  const field = /node affinity\/selector/.test(scheduler)
-    ? 'spec.placement.nodeSelector'
-    : /untolerated taint/.test(scheduler)
-      ? 'spec.placement.tolerations'
+  // A taint names the nodes the selector did let through: tolerating it is the fix.
+  const field = /untolerated taint/.test(scheduler)
+    ? 'spec.placement.tolerations'
+    : /node affinity\/selector/.test(scheduler)
+      ? 'spec.placement.nodeSelector'
       : undefined;
   if (!field) return { code: 'QuotaExceeded', message };
   return { code: 'Permanent', message: `${field}: ${message}`, field };
