@@ -54,6 +54,12 @@ describe('podToInstance', () => {
       'QuotaExceeded',
     ],
     [
+      'a first failed pull (ErrImagePull) may still succeed',
+      { status: { phase: 'Pending', containerStatuses: waiting('ErrImagePull') } },
+      'Pending',
+      undefined,
+    ],
+    [
       'image cannot be pulled',
       { status: { phase: 'Pending', containerStatuses: waiting('ImagePullBackOff') } },
       'Failed',

@@ -60,7 +60,8 @@ export type PodView = z.infer<typeof podSchema>;
 
 /** Container waiting reasons that mean the Pod will not start by itself. */
 const STUCK_WAITING = new Set([
-  'ErrImagePull',
+  // Not ErrImagePull: the kubelet's first failed pull, often a registry blip; a repeated failure
+  // is ImagePullBackOff (https://kubernetes.io/docs/concepts/containers/images/#imagepullbackoff).
   'ImagePullBackOff',
   'InvalidImageName',
   'CreateContainerConfigError',
