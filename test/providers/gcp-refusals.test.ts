@@ -85,3 +85,28 @@ describe('gcp provider: a loaded Compute API', () => {
     }
   });
 });
+
+describe('gcp provider: aggregated lists', () => {
+  it('a list filter the API refuses (400) falls back to the whole list, filtered here', async () => {
+    const p = provider();
+    const s = spec();
+    await p.create(s);
+    fake.inject({ method: 'instances.aggregatedList', kind: 'invalidField', field: 'filter' });
+    expect((await p.list()).map((i) => i.name)).toContain(s.name);
+    await p.delete(s.name);
+  });
+
+  it('one unreachable zone does not fail a get of an instance in another zone (returnPartialSuccess)', async () => {
+    const s = spec();
+    await provider().create(s);
+    fake.unreachableZones.add('europe-west1-b');
+    try {
+      // A fresh provider knows no zone for the name: it searches the aggregated list.
+      expect((await provider().get(s.name)).name).toBe(s.name);
+      await expect(provider().list()).rejects.toBeInstanceOf(RetryableError);
+    } finally {
+      fake.unreachableZones.clear();
+    }
+    await provider().delete(s.name);
+  });
+});

@@ -196,6 +196,12 @@ function aggregated(ctx: RouteContext, project: string, query: URLSearchParams, 
   const max = Math.min(Number(query.get('maxResults') ?? 500) || 500, ctx.pageSize);
   const start = Number(query.get('pageToken') ?? 0) || 0;
   const reachable = (zone: string) => !ctx.unreachableZones.has(zone);
+  // "returnPartialSuccess: Opt-in for partial success behavior which provides partial results in
+  // case of failure" (instances/aggregatedList): without it, one unreachable zone fails the list.
+  const partial = query.get('returnPartialSuccess') === 'true';
+  const down = ALL_ZONES.find((z) => !reachable(z));
+  if (down && !partial)
+    throw new ApiError(503, 'backendError', `Scope zones/${down} is unreachable; retry, or set returnPartialSuccess.`);
   const all: [string, Record<string, unknown>][] =
     what === 'instances'
       ? [...ctx.world.vms.values()]
@@ -223,6 +229,6 @@ function aggregated(ctx: RouteContext, project: string, query: URLSearchParams, 
     items,
     selfLink: `https://www.googleapis.com/compute/v1/projects/${project}/aggregated/${what}`,
     ...(start + max < matched.length ? { nextPageToken: String(start + max) } : {}),
-    ...(query.get('returnPartialSuccess') === 'true' && unreachables.length > 0 ? { unreachables } : {}),
+    ...(partial && unreachables.length > 0 ? { unreachables } : {}),
   };
 }
