@@ -12,7 +12,8 @@ locals {
   # Topics each function publishes to (and may publish to nothing else):
   # create, delete: kickChecks (shared/requests.ts); check: the next sweep page and peer kicks
   # (shared/reconcile/check.ts) and relay commands (shared/providers/relay/index.ts); gc: relay
-  # deletes; relay-report: kickChecks (shared/relay-report.ts); api: requests (shared/api/handler.ts).
+  # deletes; relay-report: kickChecks (shared/relay-report.ts); api: requests (shared/api/handler.ts)
+  # and a check of a proxy reported banned (shared/api/reports.ts).
   function_publishes = {
     create         = ["proxy-checks"]
     delete         = ["proxy-checks"]
@@ -20,7 +21,7 @@ locals {
     gc             = ["relay-commands"]
     "relay-report" = ["proxy-checks"]
     health         = []
-    api            = ["proxy-requests"]
+    api            = ["proxy-requests", "proxy-checks"]
   }
 
   function_publish_grants = merge([
@@ -206,6 +207,16 @@ resource "google_cloudfunctions2_function" "fn" {
         version    = secret_environment_variables.value.version
       }
     }
+
+    dynamic "secret_environment_variables" {
+      for_each = contains(local.relay_key_functions, each.key) ? [google_secret_manager_secret_version.relay_keys] : []
+      content {
+        key        = "EGRESS_RELAY_KEYS"
+        project_id = var.project
+        secret     = google_secret_manager_secret.relay_keys.secret_id
+        version    = secret_environment_variables.value.version
+      }
+    }
   }
 
   depends_on = [
@@ -214,5 +225,6 @@ resource "google_cloudfunctions2_function" "fn" {
     google_secret_manager_secret_iam_member.config,
     google_secret_manager_secret_iam_member.provider,
     google_secret_manager_secret_iam_member.api_tokens,
+    google_secret_manager_secret_iam_member.relay_keys,
   ]
 }
