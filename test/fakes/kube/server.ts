@@ -229,8 +229,7 @@ function pods(
       // ResourceQuota is admission, which runs before storage: a create of a name that exists in
       // a full namespace is refused 403 before it could be 409 AlreadyExists
       // (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#resourcequota).
-      if (hard !== undefined && used >= hard)
-        throw status.quotaExceeded('pods', pod.metadata.name, used, hard);
+      if (hard !== undefined && used >= hard) throw status.quotaExceeded('pods', pod.metadata.name, used, hard);
       const created = store.createPod(namespace, pod);
       state.kubelet.admit(created);
       return { code: 201, body: created };
