@@ -131,3 +131,40 @@ describe('kubernetes provider: an Unschedulable Pod', () => {
     await eventually(async () => expect((await p.get(s.name)).state).toBe('Running'), 15_000);
   });
 });
+
+describe('kubernetes provider: a Pod its node never confirms stopped', () => {
+  it('is force-deleted once deletionTimestamp + forceDeleteAfterSeconds has passed', async () => {
+    const p = createKubernetesProvider({
+      provider: {
+        name: 'k8s',
+        type: 'kubernetes',
+        catalogue: {},
+        options: {
+          ...fake.access(),
+          namespace: 'default',
+          terminationGracePeriodSeconds: 1,
+          forceDeleteAfterSeconds: 1,
+        },
+        rolloutBudget: 2,
+      },
+      path: 'config.providers.0',
+      config: { installationId: 'it' },
+      logger,
+    });
+    const s = spec();
+    await p.create(s);
+    await eventually(async () => expect((await p.get(s.name)).state).toBe('Running'), 15_000);
+    fake.faults.stuckTerminating = true;
+    try {
+      await p.delete(s.name);
+      expect((await p.get(s.name)).state).toBe('Terminated');
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect(fake.pod('default', s.name)).toBeDefined();
+      await p.delete(s.name);
+      expect(fake.pod('default', s.name)).toBeUndefined();
+      await expect(p.get(s.name)).rejects.toMatchObject({ code: 'NotFound' });
+    } finally {
+      fake.faults.stuckTerminating = false;
+    }
+  });
+});

@@ -144,9 +144,21 @@ class KubernetesProvider implements Provider {
         if (!(e instanceof NotFoundError)) throw e;
       };
       // The Pod first: a terminating Pod stays visible to `get` until the kubelet confirms it stopped.
-      await this.api.deletePod(ns, name).catch(gone('pods', name));
+      await this.api.deletePod(ns, name, await this.graceFor(ns, name)).catch(gone('pods', name));
       await this.api.deleteSecret(ns, secretName(name)).catch(gone('secrets', secretName(name)));
     }
+  }
+
+  /** 0 (forced) for a Pod past deletionTimestamp + forceDeleteAfterSeconds, else the Pod's own grace. */
+  private async graceFor(ns: string, name: string): Promise<number | undefined> {
+    const pod = await this.api.readPod(ns, name).catch(() => undefined);
+    const due = pod?.metadata.deletionTimestamp;
+    if (due === undefined || Date.now() < due + this.options.forceDeleteAfterSeconds * 1000) return undefined;
+    this.deps.logger.warn('forcing the delete of a Pod its node never confirmed stopped', {
+      instance: name,
+      namespace: ns,
+    });
+    return 0;
   }
 
   async list(): Promise<Instance[]> {

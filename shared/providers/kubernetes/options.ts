@@ -56,6 +56,11 @@ export const kubernetesOptionsSchema = accessSchema
      * Failed: the cluster autoscaler and GKE Autopilot add a node on that very signal.
      */
     unschedulableSeconds: z.number().int().min(0).max(3600).default(600),
+    /**
+     * A Pod still there this long after its deletionTimestamp (its node lost, the kubelet never
+     * confirming) is deleted with grace 0, the forced delete.
+     */
+    forceDeleteAfterSeconds: z.number().int().min(0).max(3600).default(60),
     /** Each API call gives up after this long (a RetryableError). */
     requestTimeoutSeconds: z.number().positive().max(300).default(10),
   })

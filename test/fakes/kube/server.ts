@@ -70,6 +70,12 @@ export function allowed(state: ServerState, user: string, verb: string, resource
 
 /** Graceful deletion as the API server does it for Pods: unscheduled or terminal Pods go at once. */
 export function deletePod(state: ServerState, pod: StoredPod, graceSeconds?: number): StoredPod {
+  // A delete with gracePeriodSeconds=0 of a Pod already terminating is the forced delete: the
+  // object goes at once, whatever its node says (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination-forced).
+  if (pod.metadata.deletionTimestamp && graceSeconds === 0) {
+    state.kubelet.kill(pod);
+    return pod;
+  }
   if (pod.metadata.deletionTimestamp) return pod;
   const grace = graceSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30;
   const terminal = pod.status.phase === 'Failed' || pod.status.phase === 'Succeeded';
