@@ -3,7 +3,6 @@
  * reason, placement errors naming their field, asynchronous insert failures, unreachable zones,
  * ownership, several providers side by side, and one child span per Compute call.
  */
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EgressError, NotFoundError, QuotaExceededError, RetryableError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
@@ -12,6 +11,7 @@ import { createGcpProvider } from '../../shared/providers/gcp/index.js';
 import { instrument } from '../../shared/providers/instrument.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
 import { eventually } from '../support/eventually.js';
+import { instanceSpec } from '../support/instance-spec.js';
 import { rejectionOf } from '../support/rejection.js';
 import { recordSpans } from '../support/span-recorder.js';
 import { inSpan } from '../../shared/telemetry/spans.js';
@@ -43,19 +43,8 @@ const build = (fakeGce: FakeGce, over: Record<string, unknown> = {}, installatio
     }),
     logger,
   );
-const spec = (placement: Record<string, unknown> = {}, over: Partial<InstanceSpec> = {}): InstanceSpec => {
-  const proxy = `gp-${Date.now().toString(36)}-${n++}`;
-  return {
-    name: `ep-${proxy}`,
-    proxy,
-    installationId: 'it',
-    specHash: randomBytes(8).toString('hex'),
-    port: 0,
-    placement,
-    credentials: { username: 'u-gp', password: randomBytes(18).toString('base64url') },
-    ...over,
-  };
-};
+const spec = (placement: Record<string, unknown> = {}, over: Partial<InstanceSpec> = {}): InstanceSpec =>
+  instanceSpec('gp', placement, over);
 const failure = (p: Promise<unknown>) => rejectionOf(p, EgressError);
 const running = (p: Provider, name: string) =>
   eventually(async () => {
@@ -70,14 +59,14 @@ beforeAll(async () => {
 afterAll(() => fake?.close());
 
 describe('gcp provider: errors by code and reason', () => {
-  it('a quota refusal of the insert is QuotaExceeded; a rate limit too', async () => {
+  it('a quota refusal of the insert is QuotaExceeded; a rate limit is Retryable', async () => {
     const p = build(fake);
     fake.inject({ method: 'instances.insert', kind: 'quota' });
     const quota = await failure(p.create(spec()));
     expect(quota).toBeInstanceOf(QuotaExceededError);
     expect(quota.message).toContain('quotaExceeded');
     fake.inject({ method: 'instances.insert', kind: 'rateLimit' });
-    expect(await failure(p.create(spec()))).toBeInstanceOf(QuotaExceededError);
+    expect(await failure(p.create(spec()))).toBeInstanceOf(RetryableError);
   });
 
   it('5xx, a dropped connection, a slow answer and an API that is down are Retryable', async () => {

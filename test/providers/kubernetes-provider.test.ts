@@ -137,8 +137,8 @@ describe('kubernetes provider: placement on the scheduler’s rules', () => {
     await p.delete(s.name);
   });
 
-  it('a node selector no node matches is Failed with QuotaExceeded (the reconciler backs off)', async () => {
-    const p = build(fake.access());
+  it('past unschedulableSeconds, a node selector no node matches is Failed, Permanent on the selector', async () => {
+    const p = build({ ...fake.access(), unschedulableSeconds: 0 });
     const s = spec({ nodeSelector: { pool: 'gpu' } });
     await p.create(s);
     const i = await eventually(async () => {
@@ -146,19 +146,20 @@ describe('kubernetes provider: placement on the scheduler’s rules', () => {
       expect(got.state).toBe('Failed');
       return got;
     });
-    expect(i.error).toMatchObject({ code: 'QuotaExceeded' });
+    expect(i.error).toMatchObject({ code: 'Permanent', field: 'spec.placement.nodeSelector' });
     expect(i.error?.message).toMatch(/didn't match Pod's node affinity\/selector/);
     await p.delete(s.name);
   });
 
   it('tolerations let a Pod onto a tainted node; without them it cannot schedule there', async () => {
-    const p = build(fake.access());
+    const p = build({ ...fake.access(), unschedulableSeconds: 0 });
     const without = spec({ nodeSelector: { pool: 'egress' } });
     const tolerated = spec({ nodeSelector: { pool: 'egress' }, tolerations: ['dedicated=egress:NoSchedule'] });
     await Promise.all([p.create(without), p.create(tolerated)]);
     await eventually(async () => expect((await p.get(tolerated.name)).state).toBe('Running'));
     expect(fake.pod('default', tolerated.name)?.spec.nodeName).toBe('egress-1');
     await eventually(async () => expect((await p.get(without.name)).error?.message).toMatch(/untolerated taint/));
+    expect((await p.get(without.name)).error).toMatchObject({ code: 'Permanent', field: 'spec.placement.tolerations' });
     await Promise.all([p.delete(without.name), p.delete(tolerated.name)]);
   });
 });

@@ -71,7 +71,10 @@ export interface ComputeApi {
   ): Promise<GceOperation>;
   getInstance(zone: string, name: string): Promise<GceInstance>;
   deleteInstance(zone: string, name: string): Promise<GceOperation>;
-  /** Every zone's instances matching `filter`, and the zones that could not be read. */
+  /**
+   * Every zone's instances matching `filter` (empty: all), and the zones that could not be read.
+   * Sent with `returnPartialSuccess`, so an unreachable zone is reported, not the whole list failed.
+   */
   listInstances(filter: string): Promise<{ instances: GceInstance[]; unreachable: string[] }>;
   waitOperation(zone: string, name: string, timeoutMs: number): Promise<GceOperation>;
   getOperation(zone: string, name: string): Promise<GceOperation>;
@@ -231,7 +234,10 @@ function createSdkApi(project: string, c: Clients, timeout: number): ComputeApi 
       traced('instances.aggregatedList', { 'gcp.project': project }, async () => {
         const instances: GceInstance[] = [];
         const unreachable: string[] = [];
-        for await (const [scope, list] of c.instances.aggregatedListAsync({ project, filter }, pages)) {
+        for await (const [scope, list] of c.instances.aggregatedListAsync(
+          { project, returnPartialSuccess: true, ...(filter ? { filter } : {}) },
+          pages,
+        )) {
           if (list.warning?.code === 'UNREACHABLE') unreachable.push(scope);
           for (const i of list.instances ?? []) instances.push(gceInstanceSchema.parse(i));
         }
@@ -256,7 +262,10 @@ function createSdkApi(project: string, c: Clients, timeout: number): ComputeApi 
       traced('globalOperations.aggregatedList', { 'gcp.project': project }, async () => {
         const operations: GceOperation[] = [];
         const unreachable: string[] = [];
-        for await (const [scope, list] of c.globalOperations.aggregatedListAsync({ project, filter }, pages)) {
+        for await (const [scope, list] of c.globalOperations.aggregatedListAsync(
+          { project, returnPartialSuccess: true, filter },
+          pages,
+        )) {
           if (list.warning?.code === 'UNREACHABLE') unreachable.push(scope);
           for (const o of list.operations ?? []) operations.push(toOperation(o));
         }

@@ -62,8 +62,15 @@ describe('decodeFailure', () => {
 describe('typedError', () => {
   const cases: [string, ApiFailure, string][] = [
     ['403 quotaExceeded', { status: 403, reasons: ['quotaExceeded'], message: 'q' }, 'QuotaExceeded'],
-    ['403 rateLimitExceeded', { status: 403, reasons: ['rateLimitExceeded'], message: 'r' }, 'QuotaExceeded'],
-    ['429 without reason', { status: 429, reasons: [], message: 'r' }, 'QuotaExceeded'],
+    [
+      '403 rateLimitExceeded (a request rate)',
+      { status: 403, reasons: ['rateLimitExceeded'], message: 'r' },
+      'Retryable',
+    ],
+    ['429 without reason', { status: 429, reasons: [], message: 'r' }, 'Retryable'],
+    ['429 RESOURCE_EXHAUSTED', { status: 429, reasons: ['RESOURCE_EXHAUSTED'], message: 'r' }, 'QuotaExceeded'],
+    ['412 conditionNotMet (org policy)', { status: 412, reasons: ['conditionNotMet'], message: 'c' }, 'Permanent'],
+    ['403 accessNotConfigured', { status: 403, reasons: ['accessNotConfigured'], message: 'd' }, 'Retryable'],
     ['403 forbidden', { status: 403, reasons: ['forbidden'], message: 'f' }, 'Retryable'],
     ['401', { status: 401, reasons: ['authError'], message: 'a' }, 'Retryable'],
     ['400 invalid', { status: 400, reasons: ['invalid'], message: 'i' }, 'Permanent'],
@@ -96,6 +103,7 @@ describe('operationError', () => {
     ['RESOURCE_OPERATION_RATE_EXCEEDED', 'QuotaExceeded'],
     ['INVALID_FIELD_VALUE', 'Permanent'],
     ['RESOURCE_NOT_FOUND', 'Permanent'],
+    ['CONDITION_NOT_MET', 'Permanent'],
     ['INTERNAL_ERROR', 'Retryable'],
   ])('%s → %s', (code, expected) => {
     expect(operationError({ errors: [{ code, message: 'm' }] }, 'insert').code).toBe(expected);

@@ -98,14 +98,40 @@ function causeCode(cause: unknown, depth = 0): string | undefined {
   return c.data.code ?? causeCode(c.data.cause, depth + 1);
 }
 
-const QUOTA_REASONS = new Set([
-  'quotaExceeded',
-  'rateLimitExceeded',
-  'userRateLimitExceeded',
-  'QUOTA_EXCEEDED',
-  'RATE_LIMIT_EXCEEDED',
-  'RESOURCE_EXHAUSTED',
-]);
+const QUOTA_REASONS = new Set(['quotaExceeded', 'QUOTA_EXCEEDED', 'RESOURCE_EXHAUSTED']);
+/**
+ * A request-rate limit (calls per minute), not a resource quota: waiting a little is the cure.
+ * https://cloud.google.com/compute/api-quota ("rate quotas": 403 rateLimitExceeded, refilled per minute).
+ */
+const RATE_REASONS = new Set(['rateLimitExceeded', 'userRateLimitExceeded', 'RATE_LIMIT_EXCEEDED']);
+/** The Compute API is not enabled in the project (403 accessNotConfigured; ErrorInfo SERVICE_DISABLED). */
+const DISABLED_REASONS = new Set(['accessNotConfigured', 'SERVICE_DISABLED']);
+
+/**
+ * Organisation-policy constraints an insert can violate (412 conditionNotMet, "Constraint
+ * constraints/compute.vmExternalIpAccess violated for project N ..."), and the request field each
+ * one refuses. https://cloud.google.com/resource-manager/docs/organization-policy/org-policy-constraints
+ */
+const CONSTRAINT_FIELDS: [RegExp, string, string][] = [
+  [
+    /constraints\/compute\.vmExternalIpAccess/,
+    'networkInterfaces[0].accessConfigs',
+    'the organisation policy forbids the external IP every proxy VM needs',
+  ],
+  [
+    /constraints\/compute\.requireShieldedVm/,
+    'spec.placement.image',
+    'the organisation policy requires a Shielded VM image',
+  ],
+  [/constraints\/gcp\.resourceLocations/, 'spec.placement.zone', 'the organisation policy forbids this location'],
+];
+
+/** An organisation-policy refusal: the same request is refused until an administrator changes the policy. */
+function policyError(f: ApiFailure, detail: string): PermanentError {
+  const found = CONSTRAINT_FIELDS.find(([re]) => re.test(f.message));
+  if (!found) return new PermanentError(`an organisation policy refuses the request: ${detail}`);
+  return new PermanentError(`${found[2]}: ${detail}`, found[1]);
+}
 const INVALID_REASONS = new Set(['invalid', 'invalidParameter', 'badRequest', 'required', 'conflict']);
 
 /** True when the failure says the resource does not exist. */
@@ -127,7 +153,15 @@ export const isInvalid = (f: ApiFailure) =>
  */
 export function typedError(f: ApiFailure, what: string, permission: string): EgressError {
   const detail = `${what}: ${f.message}${f.reasons.length ? ` (${f.reasons.join(', ')})` : ''}`;
-  if (f.status === 429 || f.reasons.some((r) => QUOTA_REASONS.has(r))) return new QuotaExceededError(detail);
+  if (f.reasons.some((r) => RATE_REASONS.has(r)) || (f.status === 429 && !f.reasons.some((r) => QUOTA_REASONS.has(r))))
+    return new RetryableError(`${what}: request rate limit of the Compute API reached: ${f.message}`, 10_000);
+  if (f.reasons.some((r) => QUOTA_REASONS.has(r))) return new QuotaExceededError(detail);
+  if (f.status === 412 || f.reasons.includes('conditionNotMet')) return policyError(f, detail);
+  if (f.reasons.some((r) => DISABLED_REASONS.has(r)))
+    return new RetryableError(
+      `${what}: the Compute Engine API is disabled in the project (accessNotConfigured); enable compute.googleapis.com: ${f.message}`,
+      300_000,
+    );
   if (f.network) return new RetryableError(`${what}: Compute API not reachable (${f.network})`, 2000);
   if (f.status === 401) return new RetryableError(`${what}: the credentials were rejected (401)`, 60_000);
   if (f.status === 403) return new RetryableError(`${what}: permission ${permission} denied (403)`, 60_000);
@@ -181,6 +215,9 @@ export function operationError(op: OperationFailure, what: string): EgressError 
   const codes = op.errors.map((e) => e.code);
   const detail = `${what} failed: ${first?.message ?? 'no detail'} (${codes.join(', ') || `HTTP ${op.httpErrorStatusCode ?? '?'}`})`;
   if (codes.some((c) => OPERATION_QUOTA.has(c))) return new QuotaExceededError(detail);
+  // An organisation policy checked after the insert was accepted (seen from instance groups).
+  if (codes.includes('CONDITION_NOT_MET'))
+    return policyError({ status: 412, reasons: codes, message: op.errors.map((e) => e.message).join('; ') }, detail);
   if (codes.some((c) => OPERATION_PERMANENT.has(c))) {
     const field = op.errors.map((e) => fieldOfLocation(e.location)).find(Boolean);
     return new PermanentError(detail, field);

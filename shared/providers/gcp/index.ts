@@ -180,12 +180,7 @@ class GcpProvider implements Provider {
       `(labels.${LABELS.installation} = "${this.deps.installationId}")`,
       `(labels.${LABELS.provider} = "${this.name}")`,
     ].join(' ');
-    let result: Awaited<ReturnType<ComputeApi['listInstances']>>;
-    try {
-      result = await api.listInstances(filter);
-    } catch (err) {
-      throw typedError(decodeFailure(err), 'listing instances', 'compute.instances.list');
-    }
+    const result = await listFiltered(api, filter, 'listing instances');
     if (result.unreachable.length > 0)
       throw new RetryableError(`listing is incomplete: ${result.unreachable.join(', ')} could not be read`, 10_000);
     // The filter is the API's; ownership is checked here again before anything is reported as ours.
@@ -269,12 +264,7 @@ class GcpProvider implements Provider {
         this.zones.delete(name);
       }
     }
-    let result: Awaited<ReturnType<ComputeApi['listInstances']>>;
-    try {
-      result = await api.listInstances(`name = "${name}"`);
-    } catch (err) {
-      throw typedError(decodeFailure(err), `search for instance ${name}`, 'compute.instances.list');
-    }
+    const result = await listFiltered(api, `name = "${name}"`, `search for instance ${name}`);
     const hit = result.instances.find((i) => i.name === name);
     if (hit) {
       this.zones.set(name, lastSegment(hit.zone));
@@ -284,6 +274,24 @@ class GcpProvider implements Provider {
     if (result.unreachable.length > 0)
       throw new RetryableError(`instance ${name} not seen, but ${result.unreachable.join(', ')} could not be read`);
     return undefined;
+  }
+}
+
+/**
+ * An aggregated list with a server-side filter; when the API refuses the filter (400), the whole
+ * list without one: every caller filters the items again itself.
+ */
+async function listFiltered(api: ComputeApi, filter: string, what: string) {
+  try {
+    return await api.listInstances(filter);
+  } catch (err) {
+    const failure = decodeFailure(err);
+    if (failure.status !== 400) throw typedError(failure, what, 'compute.instances.list');
+  }
+  try {
+    return await api.listInstances('');
+  } catch (err) {
+    throw typedError(decodeFailure(err), `${what} (without a filter)`, 'compute.instances.list');
   }
 }
 

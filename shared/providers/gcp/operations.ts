@@ -2,6 +2,7 @@
  * Zone operations: waiting on them (bounded), the insert operations that still say why a create
  * failed after `create` returned, and the lookups that name a refused placement field.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PermanentError, RetryableError, type EgressError } from '../../errors.js';
 import type { ComputeApi, GceOperation } from './compute.js';
 import { decodeFailure, isNotFound, typedError } from './errors.js';
@@ -17,9 +18,17 @@ export interface InsertRecord {
   placement: GcpPlacement;
 }
 
+/** The first pause after a `wait` that answered early, doubled up to MAX_PAUSE_MS. */
+const FIRST_PAUSE_MS = 250;
+const MAX_PAUSE_MS = 4000;
+/** A `wait` that answered not-DONE sooner than this did not really wait. */
+const EARLY_MS = 1000;
+
 /**
- * Waits on an operation until it is DONE or `waitMs` have passed (`zoneOperations.wait` answers
- * after at most two minutes, DONE or not).
+ * Waits on an operation until it is DONE or `waitMs` have passed. `zoneOperations.wait` answers
+ * after at most two minutes, DONE or not, and on an overloaded server "might return after zero seconds"
+ * (https://cloud.google.com/compute/docs/reference/rest/v1/zoneOperations/wait):
+ * after such an early answer the next call waits a growing pause, so no loop burns read quota.
  */
 export async function settle(
   api: ComputeApi,
@@ -30,9 +39,11 @@ export async function settle(
 ): Promise<GceOperation> {
   const deadline = now() + waitMs;
   let current = op;
+  let pause = FIRST_PAUSE_MS;
   while (current.status !== 'DONE') {
     const left = deadline - now();
     if (left <= 0) break;
+    const started = now();
     try {
       current = await api.waitOperation(zone, current.name, left);
     } catch (err) {
@@ -40,6 +51,9 @@ export async function settle(
       if (failure.network === 'timeout') break;
       throw typedError(failure, `waiting on operation ${current.name}`, 'compute.zoneOperations.get');
     }
+    if (current.status === 'DONE' || now() - started >= EARLY_MS) continue;
+    await sleep(Math.min(pause, Math.max(0, deadline - now())));
+    pause = Math.min(pause * 2, MAX_PAUSE_MS);
   }
   return current;
 }

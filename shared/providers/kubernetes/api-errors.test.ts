@@ -1,4 +1,7 @@
-/** API failures by HTTP status and Status reason/details (never by message), and Pod fields to our fields. */
+/**
+ * API failures by HTTP status and Status reason/details, and Pod fields to our fields. A 403 on
+ * create is the one case the message decides: RBAC and every admission plugin answer reason Forbidden.
+ */
 import { describe, expect, it } from 'vitest';
 import { KubeApiError, kubeApiError, podFieldOf, toEgressError, type ApiCall } from './api-errors.js';
 
@@ -32,7 +35,47 @@ describe('toEgressError', () => {
       'Permanent',
       'spec.placement.namespace',
     ],
-    ['403 on create (quota admission)', status(403, 'Forbidden', { kind: 'pods' }), create, 'QuotaExceeded', undefined],
+    [
+      '403 on create (ResourceQuota)',
+      status(403, 'Forbidden', { kind: 'pods' }, 'pods "ep-1" is forbidden: exceeded quota: q, requested: pods=1'),
+      create,
+      'QuotaExceeded',
+      undefined,
+    ],
+    [
+      '403 on create (PodSecurity, hostPort)',
+      status(
+        403,
+        'Forbidden',
+        { kind: 'pods' },
+        'pods "ep-1" is forbidden: violates PodSecurity "baseline:latest": hostPort (container "proxy" uses hostPort 8888)',
+      ),
+      create,
+      'Permanent',
+      'spec.placement.hostPort',
+    ],
+    [
+      '403 on create (LimitRanger)',
+      status(
+        403,
+        'Forbidden',
+        { kind: 'pods' },
+        'pods "ep-1" is forbidden: maximum cpu usage per Container is 100m, but limit is 500m',
+      ),
+      create,
+      'Permanent',
+      `${OPTIONS}.resources`,
+    ],
+    [
+      '403 on create (terminating namespace)',
+      status(403, 'Forbidden', {
+        causes: [{ reason: 'NamespaceTerminating', field: 'metadata.namespace', message: 'm' }],
+      }),
+      create,
+      'Retryable',
+      undefined,
+    ],
+    ['403 on create (RBAC)', status(403, 'Forbidden', { kind: 'pods' }), create, 'Retryable', undefined],
     ['403 on get (RBAC)', status(403, 'Forbidden', { kind: 'pods' }), get, 'Retryable', undefined],
     ['401', kubeApiError(401, undefined), get, 'Retryable', undefined],
     [

@@ -1,6 +1,7 @@
 /**
  * Kubernetes API failures as typed errors, decided by the HTTP status and the Status object's
- * `reason`/`details` fields, never by message text.
+ * `reason`/`details` fields; only a 403 on create is told apart by its message, since RBAC and
+ * every admission plugin answer it with reason Forbidden.
  */
 import { z } from 'zod';
 import { NotFoundError, PermanentError, QuotaExceededError, RetryableError, type EgressError } from '../../errors.js';
@@ -76,7 +77,7 @@ const describe = (c: ApiCall) => `${c.verb} ${c.resource}${c.name ? ` ${c.name}`
 /**
  * The typed error for a failed call.
  * 404 → NotFound (a create that misses its namespace → Permanent naming `spec.placement.namespace`);
- * 403 on create → QuotaExceeded (admission refused it: RBAC gaps are caught by `check` first);
+ * 403 on create → by the admission plugin that refused it (see `forbiddenOnCreate`);
  * 403 otherwise, 401 → Retryable (access can be granted without changing the proxy);
  * 422 Invalid, 400 → Permanent naming the field; 409, 429, 5xx, anything else → Retryable.
  */
@@ -98,7 +99,7 @@ export function toEgressError(err: unknown, call: ApiCall): EgressError {
     return new NotFoundError(text);
   }
   if (status === 403 && call.verb === 'create' && call.resource !== 'selfsubjectaccessreviews')
-    return new QuotaExceededError(text);
+    return forbiddenOnCreate(body, text, call);
   if (status === 401 || status === 403) return new RetryableError(text, 30_000);
   if (status === 422 || status === 400) {
     const kubeField = body.details?.causes?.find((c) => c.field)?.field;
@@ -127,4 +128,40 @@ export function podFieldOf(kubeField: string, optionsPath: string): string {
     [/^spec\.containers\[\d+\]\.resources/, `${optionsPath}.resources`],
   ];
   return rules.find(([re]) => re.test(kubeField))?.[1] ?? `pod.${kubeField}`;
+}
+
+/**
+ * A 403 on create comes from RBAC or from an admission plugin, all with reason `Forbidden`; only
+ * the message (and NamespaceLifecycle's cause) says which:
+ * - ResourceQuota "exceeded quota" → QuotaExceeded (room may free up);
+ * - NamespaceLifecycle, cause `NamespaceTerminating` ("because it is being terminated") → Retryable;
+ * - PodSecurity "violates PodSecurity" → Permanent on the placement key that asked for the host
+ *   network or host port, else on the Pod's security context;
+ * - LimitRanger "maximum|minimum … usage per Container/Pod" → Permanent on the resources option;
+ * - anything else (RBAC: "cannot create resource") → Retryable: access can be granted.
+ * https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/
+ */
+function forbiddenOnCreate(body: KubeStatus, text: string, call: ApiCall): EgressError {
+  const message = body.message ?? '';
+  const fieldOf = (kubeField: string) => call.fieldOf?.(kubeField) ?? `${call.resource}.${kubeField}`;
+  if (/exceeded quota/.test(message)) return new QuotaExceededError(text);
+  if (
+    body.details?.causes?.some((c) => c.reason === 'NamespaceTerminating') ||
+    /because it is being terminated/.test(message)
+  )
+    return new RetryableError(`${text} (the namespace is being deleted)`, 30_000);
+  if (/violates PodSecurity/.test(message)) {
+    const field = /hostNetwork=true/.test(message)
+      ? fieldOf('spec.hostNetwork')
+      : /hostPort/.test(message)
+        ? fieldOf('spec.containers[0].ports[0].hostPort')
+        : fieldOf('spec.securityContext');
+    return new PermanentError(`the namespace's Pod Security level refuses the Pod: ${message}`, field);
+  }
+  if (/(maximum|minimum) \S+ usage per (Container|Pod)|must be (less|greater) than or equal to/.test(message))
+    return new PermanentError(
+      `a LimitRange of the namespace refuses the Pod: ${message}`,
+      fieldOf('spec.containers[0].resources'),
+    );
+  return new RetryableError(text, 30_000);
 }

@@ -28,7 +28,8 @@ export interface KubeApi {
   deleteSecret(namespace: string, name: string): Promise<void>;
   createPod(namespace: string, body: V1Pod): Promise<PodView>;
   readPod(namespace: string, name: string): Promise<PodView>;
-  deletePod(namespace: string, name: string): Promise<void>;
+  /** With `graceSeconds` 0, the forced delete (the object goes whatever its node says). */
+  deletePod(namespace: string, name: string, graceSeconds?: number): Promise<void>;
   listPods(namespace: string, labelSelector: string): Promise<PodView[]>;
   /** A SelfSubjectAccessReview: may this identity `verb` `resource` (core group) in `namespace`? */
   canI(namespace: string, verb: string, resource: string): Promise<boolean>;
@@ -200,9 +201,13 @@ export function createKubeApi(options: KubernetesOptions, optionsPath: string, t
       call('pods.get', attrs('get', 'pods', namespace, name), async (c) =>
         pod(await c.core.readNamespacedPod({ name, namespace })),
       ),
-    deletePod: (namespace, name) =>
+    deletePod: (namespace, name, graceSeconds) =>
       call('pods.delete', attrs('delete', 'pods', namespace, name), async (c) => {
-        await c.core.deleteNamespacedPod({ name, namespace });
+        await c.core.deleteNamespacedPod({
+          name,
+          namespace,
+          ...(graceSeconds === undefined ? {} : { gracePeriodSeconds: graceSeconds }),
+        });
       }),
     listPods: (namespace, labelSelector) =>
       call('pods.list', attrs('list', 'pods', namespace), async (c) => {

@@ -2,6 +2,7 @@
  * The `kubernetes` provider: one Pod per proxy running tinyproxy, its config (port, credentials) in
  * a Secret the Pod mounts, labelled for ownership; the check function probes it through itself.
  */
+import type { V1Secret } from '@kubernetes/client-node';
 import type { ProviderConfig } from '../../config/schema.js';
 import { EgressError, NotFoundError, PermanentError, RetryableError, ValidationError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
@@ -72,31 +73,55 @@ class KubernetesProvider implements Provider {
     const secret = secretManifest(spec, this.name, ns, port);
     const pod = podManifest(spec, this.name, placement, this.options, port);
     const fieldOf = (f: string) => podFieldOf(f, this.optionsPath);
-    const secretCall: ApiCall = { verb: 'create', resource: 'secrets', namespace: ns, name: secretName(spec.name) };
+    const podCall: ApiCall = { verb: 'create', resource: 'pods', namespace: ns, name: spec.name, fieldOf };
+    // The Pod first, then its Secret owned by it: a Pod removed out of band takes its credentials
+    // with it (garbage collection of dependents), and a refused create leaves no Secret behind.
+    let created: PodView;
     try {
-      await this.api.createSecret(ns, secret);
+      created = await this.api.createPod(ns, pod);
     } catch (err) {
-      const e = toEgressError(err, secretCall);
-      if (!isAlreadyExists(err)) throw e;
-      // A leftover or a concurrent create: make its content this spec's (the Pod reads it at start).
-      await this.api.replaceSecret(ns, secretName(spec.name), secret).catch((u: unknown) => {
-        throw toEgressError(u, { ...secretCall, verb: 'update' });
-      });
-    }
-    try {
-      return this.instance(await this.api.createPod(ns, pod));
-    } catch (err) {
-      if (isAlreadyExists(err)) return this.adopt(ns, spec);
-      const e = toEgressError(err, { verb: 'create', resource: 'pods', namespace: ns, name: spec.name, fieldOf });
-      // No Pod will use this Secret: do not leave it behind (delete would find no Pod to follow).
-      await this.api.deleteSecret(ns, secretName(spec.name)).catch((d: unknown) => {
-        this.deps.logger.warn('could not remove the Secret of a Pod that was not created', {
-          instance: spec.name,
-          error: toEgressError(d, { ...secretCall, verb: 'delete' }).message,
-        });
-      });
+      if (isAlreadyExists(err)) return this.adopt(ns, spec, secret);
+      const e = toEgressError(err, podCall);
+      // Admission (quota, Pod Security) runs before storage: a duplicate create in a full
+      // namespace gets 403, not 409. Look for the Pod before calling the create failed.
+      if (err instanceof KubeApiError && err.status === 403 && (await this.exists(ns, spec.name)))
+        return this.adopt(ns, spec, secret);
       throw e;
     }
+    await this.writeSecret(ns, withOwner(secret, created), spec.name);
+    return this.instance(created);
+  }
+
+  /** Creates the Pod's Secret (or replaces a leftover of an earlier Pod of this name); on failure removes the Pod. */
+  private async writeSecret(ns: string, secret: V1Secret, instance: string): Promise<void> {
+    const call: ApiCall = { verb: 'create', resource: 'secrets', namespace: ns, name: secretName(instance) };
+    try {
+      await this.api.createSecret(ns, secret);
+      return;
+    } catch (err) {
+      if (!isAlreadyExists(err)) {
+        const e = toEgressError(err, call);
+        // A Pod without its Secret never starts: do not leave it behind.
+        await this.api.deletePod(ns, instance).catch((d: unknown) => {
+          this.deps.logger.warn('could not remove a Pod whose Secret was refused', {
+            instance,
+            error: toEgressError(d, { ...call, resource: 'pods', verb: 'delete', name: instance }).message,
+          });
+        });
+        throw e;
+      }
+    }
+    // The Pod was just created, so no other Pod mounts a Secret of this name: it is a leftover.
+    await this.api.replaceSecret(ns, secretName(instance), secret).catch((u: unknown) => {
+      throw toEgressError(u, { ...call, verb: 'update' });
+    });
+  }
+
+  private async exists(ns: string, name: string): Promise<boolean> {
+    return this.api.readPod(ns, name).then(
+      () => true,
+      () => false,
+    );
   }
 
   async get(name: string): Promise<Instance> {
@@ -119,9 +144,21 @@ class KubernetesProvider implements Provider {
         if (!(e instanceof NotFoundError)) throw e;
       };
       // The Pod first: a terminating Pod stays visible to `get` until the kubelet confirms it stopped.
-      await this.api.deletePod(ns, name).catch(gone('pods', name));
+      await this.api.deletePod(ns, name, await this.graceFor(ns, name)).catch(gone('pods', name));
       await this.api.deleteSecret(ns, secretName(name)).catch(gone('secrets', secretName(name)));
     }
+  }
+
+  /** 0 (forced) for a Pod past deletionTimestamp + forceDeleteAfterSeconds, else the Pod's own grace. */
+  private async graceFor(ns: string, name: string): Promise<number | undefined> {
+    const pod = await this.api.readPod(ns, name).catch(() => undefined);
+    const due = pod?.metadata.deletionTimestamp;
+    if (due === undefined || Date.now() < due + this.options.forceDeleteAfterSeconds * 1000) return undefined;
+    this.deps.logger.warn('forcing the delete of a Pod its node never confirmed stopped', {
+      instance: name,
+      namespace: ns,
+    });
+    return 0;
   }
 
   async list(): Promise<Instance[]> {
@@ -173,7 +210,11 @@ class KubernetesProvider implements Provider {
   }
 
   /** An existing Pod of this name: ours (same installation and provider) is adopted as it is. */
-  private async adopt(ns: string, spec: InstanceSpec): Promise<Instance> {
+  /**
+   * Adopts this proxy's Pod that already exists. Its Secret is never replaced or deleted (the Pod
+   * mounts it); it is only created when an earlier create stopped between the Pod and the Secret.
+   */
+  private async adopt(ns: string, spec: InstanceSpec, secret: V1Secret): Promise<Instance> {
     const pod = await this.api.readPod(ns, spec.name).catch((err: unknown) => {
       throw toEgressError(err, { verb: 'get', resource: 'pods', namespace: ns, name: spec.name });
     });
@@ -183,13 +224,26 @@ class KubernetesProvider implements Provider {
         `a Pod named ${spec.name} exists in namespace ${ns} and is not this proxy's`,
         'metadata.name',
       );
+    await this.api.createSecret(ns, withOwner(secret, pod)).catch((err: unknown) => {
+      if (!isAlreadyExists(err))
+        throw toEgressError(err, { verb: 'create', resource: 'secrets', namespace: ns, name: secretName(spec.name) });
+    });
     this.deps.logger.debug('adopted an existing Pod', { provider: this.name, instance: spec.name, namespace: ns });
     return this.instance(pod);
   }
 
   private instance(pod: PodView): Instance {
-    return podToInstance(pod, `${this.optionsPath}.image`);
+    const graceMs = this.options.unschedulableSeconds * 1000;
+    return podToInstance(pod, `${this.optionsPath}.image`, { graceMs, now: Date.now() });
   }
+}
+
+/** The Secret owned by its Pod (https://kubernetes.io/docs/concepts/architecture/garbage-collection/#owners-dependents). */
+function withOwner(secret: V1Secret, pod: PodView): V1Secret {
+  const uid = pod.metadata.uid;
+  if (!uid) return secret;
+  const owner = { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid };
+  return { ...secret, metadata: { ...secret.metadata, ownerReferences: [owner] } };
 }
 
 function isAlreadyExists(err: unknown): boolean {

@@ -84,3 +84,21 @@ describe('manifests: Pod Security', () => {
     expect(pod.spec?.securityContext?.seccompProfile).toEqual({ type: 'RuntimeDefault' });
   });
 });
+
+describe('manifests: on a real cluster', () => {
+  const pod = podManifest(spec, 'k8s', { namespace: 'default' }, options, 8888);
+  const container = pod.spec?.containers[0];
+
+  it('the image is pulled if not present, and the root filesystem is read-only', () => {
+    expect(container?.imagePullPolicy).toBe('IfNotPresent');
+    expect(container?.securityContext?.readOnlyRootFilesystem).toBe(true);
+  });
+
+  it('the cluster autoscaler may evict the Pod (the reconciler replaces it)', () => {
+    expect(pod.metadata?.annotations).toEqual({ 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'true' });
+  });
+
+  it('tinyproxy binds no single address family (no Listen 0.0.0.0: IPv6-only clusters)', () => {
+    expect(tinyproxyConfig(8888, spec.credentials)).not.toMatch(/^Listen /m);
+  });
+});

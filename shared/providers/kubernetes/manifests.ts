@@ -43,11 +43,11 @@ function labelsOf(spec: InstanceSpec, provider: string): Record<string, string> 
   };
 }
 
-/** tinyproxy's configuration in the Pod: listen on `port` on every interface, credentials required. */
+/** tinyproxy's configuration in the Pod: `port` on every address (IPv4 and IPv6), credentials required. */
 export function tinyproxyConfig(port: number, credentials: InstanceSpec['credentials']): string {
   return [
     `Port ${port}`,
-    'Listen 0.0.0.0',
+    // No `Listen`: tinyproxy then binds every address of the Pod, IPv6-only clusters included.
     'Timeout 600',
     'MaxClients 256',
     'DisableViaHeader Yes',
@@ -84,7 +84,14 @@ export function podManifest(
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: spec.name, namespace: placement.namespace, labels: labelsOf(spec, provider) },
+    metadata: {
+      name: spec.name,
+      namespace: placement.namespace,
+      labels: labelsOf(spec, provider),
+      // A bare Pod blocks the cluster autoscaler's scale-down unless marked evictable; the
+      // reconciler replaces an evicted proxy (https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md).
+      annotations: { 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'true' },
+    },
     spec: {
       restartPolicy: 'Always',
       automountServiceAccountToken: false,
@@ -106,11 +113,17 @@ export function podManifest(
         {
           name: CONTAINER,
           image: options.image,
+          // Pulled once per node, not on every start (Docker Hub rate-limits anonymous pulls).
+          imagePullPolicy: 'IfNotPresent',
           command: ['tinyproxy', '-d', '-c', `${CONFIG_DIR}/${CONFIG_KEY}`],
           ports: [{ name: CONTAINER, containerPort: port, protocol: 'TCP', ...(onHost ? { hostPort: port } : {}) }],
           readinessProbe: { tcpSocket: { port }, initialDelaySeconds: 1, periodSeconds: 5, failureThreshold: 3 },
           resources: options.resources,
-          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          },
           volumeMounts: [{ name: VOLUME, mountPath: CONFIG_DIR, readOnly: true }],
         },
       ],

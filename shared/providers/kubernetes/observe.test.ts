@@ -54,6 +54,12 @@ describe('podToInstance', () => {
       'QuotaExceeded',
     ],
     [
+      'a first failed pull (ErrImagePull) may still succeed',
+      { status: { phase: 'Pending', containerStatuses: waiting('ErrImagePull') } },
+      'Pending',
+      undefined,
+    ],
+    [
       'image cannot be pulled',
       { status: { phase: 'Pending', containerStatuses: waiting('ImagePullBackOff') } },
       'Failed',
@@ -123,5 +129,53 @@ describe('podToInstance', () => {
 
   it('refuses a Pod without creationTimestamp rather than reporting createdAt 0', () => {
     expect(podSchema.safeParse({ metadata: { name: 'x' } }).success).toBe(false);
+  });
+});
+
+describe('podToInstance: Unschedulable', () => {
+  const since = '2026-01-02T03:04:05Z';
+  const unschedulable = (message: string) =>
+    pod({
+      status: {
+        phase: 'Pending',
+        conditions: [
+          { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastTransitionTime: since },
+        ],
+      },
+    });
+  const at = (seconds: number) => ({ graceMs: 60_000, now: Date.parse(since) + seconds * 1000 });
+
+  it('is Pending within the grace after lastTransitionTime', () => {
+    expect(podToInstance(unschedulable('0/1 nodes are available: 1 Insufficient cpu.'), IMAGE, at(59)).state).toBe(
+      'Pending',
+    );
+  });
+
+  it.each([
+    ['0/2 nodes are available: 2 Insufficient memory.', 'QuotaExceeded', undefined],
+    [
+      "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.",
+      'QuotaExceeded',
+      undefined,
+    ],
+    [
+      "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector.",
+      'QuotaExceeded',
+      undefined,
+    ],
+    [
+      "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
+      'Permanent',
+      'spec.placement.nodeSelector',
+    ],
+    [
+      '0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: egress}.',
+      'Permanent',
+      'spec.placement.tolerations',
+    ],
+  ])('past the grace, %s → %s', (message, code, field) => {
+    const i = podToInstance(unschedulable(message), IMAGE, at(61));
+    expect(i.state).toBe('Failed');
+    expect(i.error).toMatchObject({ code, ...(field ? { field } : {}) });
   });
 });

@@ -18,6 +18,7 @@ export const podSchema = z.object({
   metadata: z.object({
     name: z.string(),
     namespace: absent(z.string()),
+    uid: absent(z.string()),
     labels: absent(z.record(z.string(), z.string())),
     creationTimestamp: timestamp,
     deletionTimestamp: absent(timestamp),
@@ -42,7 +43,13 @@ export const podSchema = z.object({
       hostIP: absent(z.string()),
       conditions: absent(
         z.array(
-          z.object({ type: z.string(), status: z.string(), reason: absent(z.string()), message: absent(z.string()) }),
+          z.object({
+            type: z.string(),
+            status: z.string(),
+            reason: absent(z.string()),
+            message: absent(z.string()),
+            lastTransitionTime: absent(timestamp),
+          }),
         ),
       ),
       containerStatuses: absent(z.array(z.object({ name: z.string(), state: absent(containerState) }))),
@@ -53,7 +60,8 @@ export type PodView = z.infer<typeof podSchema>;
 
 /** Container waiting reasons that mean the Pod will not start by itself. */
 const STUCK_WAITING = new Set([
-  'ErrImagePull',
+  // Not ErrImagePull: the kubelet's first failed pull, often a registry blip; a repeated failure
+  // is ImagePullBackOff (https://kubernetes.io/docs/concepts/containers/images/#imagepullbackoff).
   'ImagePullBackOff',
   'InvalidImageName',
   'CreateContainerConfigError',
@@ -79,8 +87,13 @@ export function ownerOf(pod: PodView): { installationId: string; provider: strin
  * looping); `Succeeded`/`Failed` → `Terminated`; `Unknown` (node lost) → `Stopped`.
  *
  * @param imageField - the config field that names the image (for an invalid image name)
+ * @param unschedulable - how long Unschedulable stays Pending, and the time now
  */
-export function podToInstance(pod: PodView, imageField: string): Instance {
+export function podToInstance(
+  pod: PodView,
+  imageField: string,
+  unschedulable: { graceMs: number; now: number } = { graceMs: 0, now: Date.now() },
+): Instance {
   const labels = pod.metadata.labels ?? {};
   const status = pod.status;
   const container = pod.spec?.containers.find((c) => c.name === CONTAINER) ?? pod.spec?.containers[0];
@@ -96,13 +109,17 @@ export function podToInstance(pod: PodView, imageField: string): Instance {
     port: port?.hostPort ?? port?.containerPort ?? 0,
     createdAt: pod.metadata.creationTimestamp,
   };
-  const { state, error } = stateOf(pod, imageField);
+  const { state, error } = stateOf(pod, imageField, unschedulable);
   instance.state = state;
   if (error) instance.error = error;
   return instance;
 }
 
-function stateOf(pod: PodView, imageField: string): { state: InstanceState; error?: ErrorInfo } {
+function stateOf(
+  pod: PodView,
+  imageField: string,
+  unschedulable: { graceMs: number; now: number },
+): { state: InstanceState; error?: ErrorInfo } {
   if (pod.metadata.deletionTimestamp !== undefined) return { state: 'Terminated' };
   const status = pod.status;
   const condition = (type: string) => status?.conditions?.find((c) => c.type === type);
@@ -128,10 +145,30 @@ function stateOf(pod: PodView, imageField: string): { state: InstanceState; erro
     default: {
       const scheduled = condition('PodScheduled');
       if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
-        const message = `no node can run the proxy Pod: ${scheduled.message ?? 'Unschedulable'}`;
-        return { state: 'Failed', error: { code: 'QuotaExceeded', message } };
+        const since = scheduled.lastTransitionTime ?? Number.NaN;
+        if (Number.isFinite(since) && unschedulable.now - since < unschedulable.graceMs) return { state: 'Pending' };
+        return { state: 'Failed', error: unschedulableError(scheduled.message ?? 'Unschedulable') };
       }
       return stuck() ?? { state: 'Pending' };
     }
   }
+}
+
+/**
+ * Why no node fits, from the scheduler's message ("0/3 nodes are available: 1 Insufficient cpu,
+ * 2 node(s) didn't match Pod's node affinity/selector."): a node short of room or ports may free
+ * up (QuotaExceeded); when none is short of room, the placement excludes every node (Permanent on
+ * the tolerations when a taint kept a node out, else on the node selector).
+ */
+function unschedulableError(scheduler: string): ErrorInfo {
+  const message = `no node can run the proxy Pod: ${scheduler}`;
+  if (/Insufficient |free ports/.test(scheduler)) return { code: 'QuotaExceeded', message };
+  // A taint names the nodes the selector did let through: tolerating it is the fix.
+  const field = /untolerated taint/.test(scheduler)
+    ? 'spec.placement.tolerations'
+    : /node affinity\/selector/.test(scheduler)
+      ? 'spec.placement.nodeSelector'
+      : undefined;
+  if (!field) return { code: 'QuotaExceeded', message };
+  return { code: 'Permanent', message: `${field}: ${message}`, field };
 }

@@ -51,6 +51,16 @@ export const kubernetesOptionsSchema = accessSchema
       .strictObject({ requests: resourceList.optional(), limits: resourceList.optional() })
       .default({ requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '500m', memory: '64Mi' } }),
     terminationGracePeriodSeconds: z.number().int().min(0).max(3600).default(5),
+    /**
+     * How long a Pod may stay Unschedulable (after the condition's lastTransitionTime) before it is
+     * Failed: the cluster autoscaler and GKE Autopilot add a node on that very signal.
+     */
+    unschedulableSeconds: z.number().int().min(0).max(3600).default(600),
+    /**
+     * A Pod still there this long after its deletionTimestamp (its node lost, the kubelet never
+     * confirming) is deleted with grace 0, the forced delete.
+     */
+    forceDeleteAfterSeconds: z.number().int().min(0).max(3600).default(60),
     /** Each API call gives up after this long (a RetryableError). */
     requestTimeoutSeconds: z.number().positive().max(300).default(10),
   })

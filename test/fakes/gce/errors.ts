@@ -44,12 +44,25 @@ export const alreadyExists = (resource: string) =>
   new ApiError(409, 'alreadyExists', `The resource '${resource}' already exists`);
 export const invalidField = (field: string, value: string, why: string) =>
   new ApiError(400, 'invalid', `Invalid value for field '${field}': '${value}'. ${why}`);
+/**
+ * An organisation-policy refusal of an insert, as Compute writes it (HTTP 412, reason
+ * conditionNotMet; constraints listed in
+ * https://cloud.google.com/resource-manager/docs/organization-policy/org-policy-constraints).
+ */
+export const policyViolated = (constraint: string, project: string, instance: string) =>
+  new ApiError(
+    412,
+    'conditionNotMet',
+    constraint === 'compute.vmExternalIpAccess'
+      ? `Constraint constraints/${constraint} violated for project ${project}. Add instance ${instance} to the constraint to use external IP with it.`
+      : `Constraint constraints/${constraint} violated for project ${project}.`,
+  );
 export const notReady = (resource: string) =>
   new ApiError(400, 'resourceNotReady', `The resource '${resource}' is not ready`);
 
 /** A fault to inject into the next matching calls (`times`, default 1; `Infinity` for all). */
 export type Fault = { method: Method; times?: number; instance?: string } & (
-  | { kind: 'quota' | 'rateLimit' | 'serverError' | 'forbidden' | 'drop' }
+  | { kind: 'quota' | 'rateLimit' | 'apiDisabled' | 'serverError' | 'forbidden' | 'drop' }
   | { kind: 'invalidField'; field: string }
   | { kind: 'slow'; delayMs: number }
   /** instances.insert only: the insert is accepted and its operation fails `afterMs` later. */
@@ -62,7 +75,17 @@ export function faultError(fault: Fault, resource: string, permission: string): 
     case 'quota':
       return new ApiError(403, 'quotaExceeded', "Quota 'CPUS' exceeded.  Limit: 8.0 in region.", 'usageLimits');
     case 'rateLimit':
+      // A rate quota (requests per minute), https://cloud.google.com/compute/api-quota
       return new ApiError(403, 'rateLimitExceeded', 'Rate Limit Exceeded', 'usageLimits');
+    case 'apiDisabled':
+      // The Compute API not enabled in the project: 403 accessNotConfigured, as
+      // https://cloud.google.com/apis/design/errors (SERVICE_DISABLED) and the API's own answer say.
+      return new ApiError(
+        403,
+        'accessNotConfigured',
+        'Compute Engine API has not been used in project 123456789 before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/api/compute.googleapis.com/overview?project=123456789 then retry.',
+        'usageLimits',
+      );
     case 'serverError':
       return new ApiError(503, 'backendError', 'Internal error. Please try again or contact Google Support.');
     case 'forbidden':

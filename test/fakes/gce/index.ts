@@ -17,7 +17,11 @@ export { parseTinyproxyConfig, parseUserData } from './guest.js';
 
 export interface FakeGceOptions {
   timing?: Partial<Timing>;
-  /** How long `zoneOperations.wait` holds a request before answering "not DONE yet" (Compute: 2 min). */
+  /**
+   * How long `zoneOperations.wait` holds a request before answering "not DONE yet" (Compute: 2 min).
+   * 0 models an overloaded server: the method "might return after zero seconds"
+   * (https://cloud.google.com/compute/docs/reference/rest/v1/zoneOperations/wait).
+   */
   waitMaxMs?: number;
   /** Items per aggregated-list page (default and Compute's maximum: 500). */
   pageSize?: number;
@@ -38,6 +42,8 @@ export interface FakeGce {
   setDown(down: boolean): void;
   /** Zones whose scope aggregated lists report as UNREACHABLE. */
   unreachableZones: Set<string>;
+  /** Organisation-policy constraints set to deny all (`compute.vmExternalIpAccess`). */
+  deniedConstraints: Set<string>;
   /** The VMs now known, in every project. */
   instances(): Vm[];
   find(name: string): Vm | undefined;
@@ -83,6 +89,7 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
   const faults: Fault[] = [];
   const requests: FakeGce['requests'] = [];
   const unreachableZones = new Set<string>();
+  const deniedConstraints = new Set<string>();
   let down = false;
 
   const takeFault = (method: Method, name: string | undefined): Fault | undefined => {
@@ -111,6 +118,7 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       waitMaxMs: options.waitMaxMs ?? 120_000,
       pageSize: Math.min(options.pageSize ?? 500, 500),
       unreachableZones,
+      deniedConstraints,
     };
     if (fault?.kind === 'slow') await sleep(fault.delayMs);
     if (fault?.kind === 'drop') return void req.socket.destroy();
@@ -147,6 +155,7 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       if (value) server.closeAllConnections();
     },
     unreachableZones,
+    deniedConstraints,
     instances: () => [...world.vms.values()],
     find: (name) => [...world.vms.values()].find((vm) => vm.name === name),
     stopInstance: (name) => {

@@ -1,6 +1,6 @@
 /** The fake's REST routes: exactly the Compute v1 methods the gcp provider calls, with Compute's validations. */
 import { ALL_ZONES, MACHINE_TYPES, regionOfZone, resolveImage } from './catalog.js';
-import { ApiError, invalidField, notFound, type Method } from './errors.js';
+import { ApiError, invalidField, notFound, policyViolated, type Method } from './errors.js';
 import { matches, parseFilter } from './filter.js';
 import {
   guestAttributes,
@@ -33,6 +33,8 @@ export interface RouteContext {
   /** Items per aggregated-list page when the client asks for more (Compute: at most 500). */
   pageSize: number;
   unreachableZones: Set<string>;
+  /** Organisation-policy constraints enforced as "deny all" (`compute.vmExternalIpAccess`). */
+  deniedConstraints: Set<string>;
   /** A pending `operationError` fault for this insert, if one was injected. */
   insertFailure?: { code: string; location?: string | undefined; afterMs?: number | undefined } | undefined;
 }
@@ -174,6 +176,17 @@ function insert(ctx: RouteContext, project: string, zone: string, call: Call): O
       nic?.subnetwork ?? '',
       'Subnetwork must be in the region of the instance.',
     );
+  // Org policies are checked after the request is valid: an external IP under a deny-all
+  // vmExternalIpAccess is refused 412 conditionNotMet (never an operation error).
+  const external = (body.networkInterfaces ?? []).some(
+    (n) => Array.isArray(n['accessConfigs']) && n['accessConfigs'].length > 0,
+  );
+  if (external && ctx.deniedConstraints.has('compute.vmExternalIpAccess'))
+    throw policyViolated(
+      'compute.vmExternalIpAccess',
+      project,
+      `projects/${project}/zones/${zone}/instances/${body.name}`,
+    );
   return ctx.world.insert(project, zone, body, call.query.get('requestId') ?? undefined, ctx.insertFailure);
 }
 
@@ -183,6 +196,12 @@ function aggregated(ctx: RouteContext, project: string, query: URLSearchParams, 
   const max = Math.min(Number(query.get('maxResults') ?? 500) || 500, ctx.pageSize);
   const start = Number(query.get('pageToken') ?? 0) || 0;
   const reachable = (zone: string) => !ctx.unreachableZones.has(zone);
+  // "returnPartialSuccess: Opt-in for partial success behavior which provides partial results in
+  // case of failure" (instances/aggregatedList): without it, one unreachable zone fails the list.
+  const partial = query.get('returnPartialSuccess') === 'true';
+  const down = ALL_ZONES.find((z) => !reachable(z));
+  if (down && !partial)
+    throw new ApiError(503, 'backendError', `Scope zones/${down} is unreachable; retry, or set returnPartialSuccess.`);
   const all: [string, Record<string, unknown>][] =
     what === 'instances'
       ? [...ctx.world.vms.values()]
@@ -210,6 +229,6 @@ function aggregated(ctx: RouteContext, project: string, query: URLSearchParams, 
     items,
     selfLink: `https://www.googleapis.com/compute/v1/projects/${project}/aggregated/${what}`,
     ...(start + max < matched.length ? { nextPageToken: String(start + max) } : {}),
-    ...(query.get('returnPartialSuccess') === 'true' && unreachables.length > 0 ? { unreachables } : {}),
+    ...(partial && unreachables.length > 0 ? { unreachables } : {}),
   };
 }

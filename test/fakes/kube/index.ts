@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { buildProxyServer, type ProxyServerBundle } from '../../support/proxy-server-bundle.js';
+import type { NamespaceRules } from './admission.js';
 import { Kubelet } from './kubelet.js';
 import type { FakeNode } from './scheduling.js';
 import {
@@ -19,7 +20,7 @@ import {
 } from './server.js';
 import { ObjectStore, type StoredPod, type StoredSecret } from './store.js';
 
-export type { Fault, FakeNode, RequestRecord, StoredPod };
+export type { Fault, FakeNode, NamespaceRules, RequestRecord, StoredPod };
 
 export interface FakeKubeOptions {
   /** Namespaces that exist (default `['default']`). */
@@ -31,6 +32,8 @@ export interface FakeKubeOptions {
   timing?: Partial<{ scheduleMs: number; startMs: number; probeMs: number; terminateMs: number }>;
   /** Pod count quota per namespace. */
   podQuota?: Record<string, number>;
+  /** Pod Security level, LimitRange and lifecycle per namespace. */
+  namespaceRules?: Record<string, NamespaceRules>;
 }
 
 export interface FakeKube {
@@ -51,10 +54,17 @@ export interface FakeKube {
   deny(verb: Verb, resource: Resource, namespace?: string): void;
   allowAll(): void;
   setPodQuota(namespace: string, pods: number | undefined): void;
+  /** Replaces what a namespace enforces (Pod Security level, LimitRange, terminating). */
+  setNamespaceRules(namespace: string, rules: NamespaceRules | undefined): void;
   pod(namespace: string, name: string): StoredPod | undefined;
   pods(namespace?: string): StoredPod[];
   secret(namespace: string, name: string): StoredSecret | undefined;
   secrets(namespace?: string): StoredSecret[];
+  /**
+   * A node joins the cluster (the cluster autoscaler or GKE Autopilot answering Unschedulable
+   * Pods); the scheduler retries pending Pods every 500 ms, so they land on it.
+   */
+  addNode(node: { name: string; labels?: Record<string, string>; taints?: FakeNode['taints'] }): void;
   /** Someone else deletes the Pod (like `kubectl delete pod`): graceful, as through the API. */
   deletePodOutOfBand(namespace: string, name: string): void;
   /** The node evicts the Pod: phase Failed, its process killed. */
@@ -70,12 +80,14 @@ export interface FakeKube {
 export async function startFakeKube(options: FakeKubeOptions = {}): Promise<FakeKube> {
   const block = await claimIpBlock(options.ipPrefix);
   const ipPrefix = block.prefix;
-  const nodes: FakeNode[] = (options.nodes ?? [{ name: 'fake-node-1' }]).map((n, i) => ({
+  type NodeSpec = NonNullable<FakeKubeOptions['nodes']>[number];
+  const toNode = (n: NodeSpec, i: number): FakeNode => ({
     name: n.name,
     ip: `${ipPrefix}.255.${i + 1}`,
     labels: { 'kubernetes.io/hostname': n.name, ...(n.labels ?? {}) },
     taints: n.taints ?? [],
-  }));
+  });
+  const nodes: FakeNode[] = (options.nodes ?? [{ name: 'fake-node-1' }]).map(toNode);
   const store = new ObjectStore(options.namespaces ?? ['default']);
   const faults = { stuckTerminating: false, imagePullFails: false };
   const id = randomBytes(4).toString('hex');
@@ -97,6 +109,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     tokens: new Map([[token, user]]),
     denied: new Set(),
     podQuota: new Map(Object.entries(options.podQuota ?? {})),
+    namespaceRules: new Map(Object.entries(options.namespaceRules ?? {})),
     faults: [],
     log: [],
   };
@@ -148,6 +161,11 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
       if (pods === undefined) state.podQuota.delete(namespace);
       else state.podQuota.set(namespace, pods);
     },
+    setNamespaceRules(namespace, rules) {
+      if (rules === undefined) state.namespaceRules.delete(namespace);
+      else state.namespaceRules.set(namespace, rules);
+    },
+    addNode: (n) => void nodes.push(toNode(n, nodes.length)),
     pod,
     pods: (ns) => store.listPods(ns),
     secret: (ns, name) => store.findSecret(ns, name),

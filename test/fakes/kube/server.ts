@@ -4,6 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { IncomingMessage } from 'node:http';
+import { admitLimits, admitNamespace, admitPodSecurity, type NamespaceRules } from './admission.js';
 import type { Kubelet } from './kubelet.js';
 import { accessReviewSchema, decode, podBodySchema, secretBodySchema, validatePod, validateSecret } from './schemas.js';
 import { parseSelector } from './selector.js';
@@ -46,6 +47,8 @@ export interface ServerState {
   denied: Set<string>;
   /** Most Pods a namespace may hold (a ResourceQuota on `count/pods`). */
   podQuota: Map<string, number>;
+  /** Pod Security level, LimitRange and lifecycle per namespace (admission.ts). */
+  namespaceRules: Map<string, NamespaceRules>;
   faults: Fault[];
   log: RequestRecord[];
 }
@@ -67,6 +70,12 @@ export function allowed(state: ServerState, user: string, verb: string, resource
 
 /** Graceful deletion as the API server does it for Pods: unscheduled or terminal Pods go at once. */
 export function deletePod(state: ServerState, pod: StoredPod, graceSeconds?: number): StoredPod {
+  // A delete with gracePeriodSeconds=0 of a Pod already terminating is the forced delete: the
+  // object goes at once, whatever its node says (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination-forced).
+  if (pod.metadata.deletionTimestamp && graceSeconds === 0) {
+    state.kubelet.kill(pod);
+    return pod;
+  }
   if (pod.metadata.deletionTimestamp) return pod;
   const grace = graceSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30;
   const terminal = pod.status.phase === 'Failed' || pod.status.phase === 'Succeeded';
@@ -215,12 +224,18 @@ function pods(
           'the namespace of the provided object does not match the namespace sent on the request',
         );
       validatePod(pod);
+      const rules = state.namespaceRules.get(namespace);
+      admitNamespace(rules, 'pods', pod.metadata.name, namespace);
+      admitLimits(rules, pod);
+      admitPodSecurity(rules, pod);
       const hard = state.podQuota.get(namespace);
       const used = store
         .listPods(namespace)
         .filter((p) => p.status.phase !== 'Failed' && p.status.phase !== 'Succeeded').length;
-      if (hard !== undefined && !store.findPod(namespace, pod.metadata.name) && used >= hard)
-        throw status.quotaExceeded('pods', pod.metadata.name, used, hard);
+      // ResourceQuota is admission, which runs before storage: a create of a name that exists in
+      // a full namespace is refused 403 before it could be 409 AlreadyExists
+      // (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#resourcequota).
+      if (hard !== undefined && used >= hard) throw status.quotaExceeded('pods', pod.metadata.name, used, hard);
       const created = store.createPod(namespace, pod);
       state.kubelet.admit(created);
       return { code: 201, body: created };
@@ -255,6 +270,7 @@ function secrets(
       if (!store.namespaces.has(namespace)) throw status.notFound('namespaces', namespace);
       const secret = decode(secretBodySchema, body(), 'Secret');
       validateSecret(secret);
+      admitNamespace(state.namespaceRules.get(namespace), 'secrets', secret.metadata.name, namespace);
       return { code: 201, body: store.createSecret(namespace, secret) };
     }
     case 'update': {

@@ -119,9 +119,22 @@ export class ObjectStore {
     pod.metadata.resourceVersion = this.nextVersion();
   }
 
+  /**
+   * Removes a Pod, and as the garbage collector does, the objects it owns: Secrets whose
+   * `metadata.ownerReferences` name its uid
+   * (https://kubernetes.io/docs/concepts/architecture/garbage-collection/#owners-dependents).
+   * The real collector acts shortly after, in the background; the fake at once.
+   */
   removePod(pod: StoredPod): void {
     const k = key(pod.metadata.namespace, pod.metadata.name);
-    if (this.pods.get(k) === pod) this.pods.delete(k);
+    if (this.pods.get(k) !== pod) return;
+    this.pods.delete(k);
+    for (const [sk, secret] of this.secrets) {
+      const owners: unknown = Reflect.get(secret.metadata, 'ownerReferences');
+      const owned =
+        Array.isArray(owners) && owners.some((o: unknown) => Reflect.get(Object(o), 'uid') === pod.metadata.uid);
+      if (owned && secret.metadata.namespace === pod.metadata.namespace) this.secrets.delete(sk);
+    }
   }
 
   createSecret(namespace: string, body: SecretBody): StoredSecret {
