@@ -12,6 +12,7 @@ import { ReportStore } from '../../shared/store/reports.js';
 import { callApi } from '../support/api-call.js';
 import { applyRequest, settle } from '../support/reconcile-steps.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+import { markPoolMember } from '../support/pool-member.js';
 
 const TOKEN = 'ban-test-token-0123456789';
 let h: RelayHarness;
@@ -63,9 +64,9 @@ beforeAll(async () => {
   );
   deps = { config: h.config, proxies: h.proxies, registry: h.registry, logger: h.logger, bus: h.bus };
   api = { ...deps, relays: h.relays, reports: new ReportStore(h.db), providerStatus: h.providerStatus };
-  const pooled = { ...applyRequest('p-1', 'proc'), metadata: { name: 'p-1', labels: { 'egress.dev/pool': 'p' } } };
   await h.proxies.apply(applyRequest('b-1', 'proc'), Date.now(), Date.now());
-  await h.proxies.apply(pooled, Date.now(), Date.now());
+  await h.proxies.apply(applyRequest('p-1', 'proc'), Date.now(), Date.now());
+  await markPoolMember(h.db, 'p-1', 'p');
   await settle(deps, 'b-1', (p) => p === 'Ready', 30_000, 300);
   await settle(deps, 'p-1', (p) => p === 'Ready', 30_000, 300);
 }, 90_000);

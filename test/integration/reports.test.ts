@@ -14,6 +14,8 @@ import { ReportStore } from '../../shared/store/reports.js';
 import { callApi } from '../support/api-call.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { eventually } from '../support/eventually.js';
+import { POOL_LABEL } from '../../shared/domain/pool.js';
+import { markPoolMember } from '../support/pool-member.js';
 
 const TOKEN = 'reports-token-0123456789abcdef';
 /** A second caller with a budget of its own. */
@@ -35,17 +37,19 @@ const names = async (query: string) =>
 /** A Ready proxy whose instance was created a minute ago. */
 async function seed(name: string, egressIp: string, labels: Record<string, string> = {}) {
   const now = Date.now();
+  const { [POOL_LABEL]: pool, ...plain } = labels;
   await proxies.apply(
     {
       apiVersion: 'egress.dev/v1',
       kind: 'Proxy',
       action: 'apply',
-      metadata: { name, labels },
+      metadata: { name, labels: plain },
       spec: { provider: 'local', placement: {}, port: 0 },
     },
     now,
     now,
   );
+  if (pool !== undefined) await markPoolMember(db, name, pool);
   const status: ProxyStatus = {
     phase: 'Ready',
     observedGeneration: 1,
