@@ -1,0 +1,154 @@
+/** Test and bench helpers: an in-memory twin of the fleet API, and real `proxy` servers standing in for fleet proxies. */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createProxy } from 'proxy';
+import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
+import type { Upstream } from './selection.js';
+
+/** The fleet API's twin: the Ready list is whatever the test sets; reports and discoveries are recorded. */
+export interface MemoryFleet {
+  api: FleetApi;
+  set(list: Upstream[]): void;
+  /** Leaves `name` out of `?for=domain` answers (what a report with a target does in the real API). */
+  exclude(name: string, domain: string): void;
+  reports: { name: string; report: ProxyReport }[];
+  /** Every discovery request: its filters and domain. */
+  discoveries: { filters: FleetFilters; forDomain: string | undefined }[];
+}
+
+export function createMemoryFleet(initial: Upstream[] = []): MemoryFleet {
+  let list = initial;
+  const excluded = new Set<string>();
+  const fleet: MemoryFleet = {
+    reports: [],
+    discoveries: [],
+    set: (l) => (list = l),
+    exclude: (name, domain) => excluded.add(`${name}\n${domain}`),
+    api: {
+      discover(filters, forDomain) {
+        fleet.discoveries.push({ filters, forDomain });
+        return Promise.resolve(list.filter((u) => !forDomain || !excluded.has(`${u.name}\n${forDomain}`)));
+      },
+      report(name, report) {
+        fleet.reports.push({ name, report });
+        return Promise.resolve();
+      },
+    },
+  };
+  return fleet;
+}
+
+/** One stand-in fleet proxy: the same `proxy` package the process backend runs, with Basic auth. */
+export interface TestProxy {
+  upstream: Upstream;
+  /** `Proxy-Authorization` of every request and CONNECT it received. */
+  authorizations: (string | undefined)[];
+  close(): Promise<void>;
+}
+
+/**
+ * @param name - the proxy's name in the fleet
+ * @param localAddress - the address it dials targets from (a loopback address: a distinct "egress IP")
+ */
+export async function startTestProxy(name: string, localAddress = '127.0.0.1'): Promise<TestProxy> {
+  const user = `u-${name}`;
+  const pass = `p-${name}-secret`;
+  const expected = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+  const authorizations: (string | undefined)[] = [];
+  const server = createProxy(http.createServer());
+  server.authenticate = (req) => {
+    authorizations.push(req.headers['proxy-authorization']);
+    return req.headers['proxy-authorization'] === expected;
+  };
+  server.localAddress = localAddress;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    upstream: { name, provider: 'test', host: '127.0.0.1', port, authorization: expected, egressIp: localAddress },
+    authorizations,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A target that answers `{ip, headers}` and can play a domain that bans some egress addresses. */
+export interface TestTarget {
+  url: string;
+  /** Headers of every request it received, lower-cased names. */
+  seen: http.IncomingHttpHeaders[];
+  /** Caller addresses answered with `status` (default 403). */
+  banned: Set<string>;
+  close(): Promise<void>;
+}
+
+export async function startTestTarget(host = '127.0.0.1', status = 403): Promise<TestTarget> {
+  const seen: http.IncomingHttpHeaders[] = [];
+  const banned = new Set<string>();
+  const server = http.createServer((req, res) => {
+    seen.push(req.headers);
+    const ip = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (banned.has(ip)) return void res.writeHead(status, { 'content-type': 'text/plain' }).end('banned\n');
+      const body = JSON.stringify({ ip, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host}:${port}/`,
+    seen,
+    banned,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost, made with openssl (as the libvirt TLS
+ * test does): `key` and `cert` as PEM text, and the cert's path for `curl --cacert`.
+ */
+export async function selfSignedCert(dir: string): Promise<{ key: string; cert: string; certFile: string }> {
+  const keyFile = join(dir, 'target-key.pem');
+  const certFile = join(dir, 'target-cert.pem');
+  await promisify(execFile)('openssl', [
+    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1',
+    '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+  ]); // prettier-ignore
+  return { key: await readFile(keyFile, 'utf8'), cert: await readFile(certFile, 'utf8'), certFile };
+}
+
+/** An HTTPS target answering `{ip, headers}` (reached through CONNECT tunnels). */
+export async function startTlsTarget(tls: { key: string; cert: string }): Promise<TestTarget> {
+  const seen: http.IncomingHttpHeaders[] = [];
+  const server = https.createServer(tls, (req, res) => {
+    seen.push(req.headers);
+    const ip = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ip, headers: req.headers }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    seen,
+    banned: new Set(),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
