@@ -1,7 +1,10 @@
 /** The gateway end to end in one process: real `proxy` servers as the fleet, a real target, an in-memory discovery. */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './server.js';
@@ -9,6 +12,7 @@ import {
   createMemoryFleet,
   startTestProxy,
   startTestTarget,
+  startTinyproxy,
   type MemoryFleet,
   type TestProxy,
   type TestTarget,
@@ -241,5 +245,42 @@ describe('gateway (in process)', () => {
     fleet.exclude('p1', '127.0.0.1');
     await gw.router.refresh();
     for (let i = 0; i < 4; i++) expect(ipOf((await through(target.url)).body)).not.toBe('127.0.0.2');
+  });
+});
+
+describe('gateway in front of a real tinyproxy', () => {
+  it('keeps a session on it across keep-alive requests although tinyproxy closes each connection', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gateway-tinyproxy-'));
+    const tiny = await startTinyproxy('a-tiny', dir);
+    fleet = createMemoryFleet([tiny.upstream, proxies[0]!.upstream]);
+    gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
+    try {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });
+      const user = `${gw.credentials.username}-session-t`;
+      const auth = `Basic ${Buffer.from(`${user}:${gw.credentials.password}`).toString('base64')}`;
+      const one = () =>
+        new Promise<number>((resolve, reject) => {
+          const options = {
+            host: '127.0.0.1',
+            port: gw.address.port,
+            path: target.url,
+            agent,
+            headers: { 'proxy-authorization': auth },
+          };
+          http
+            .get(options, (res) => res.resume().once('end', () => resolve(res.statusCode ?? 0)))
+            .once('error', reject);
+        });
+      // Rounds of parallel requests: the gateway's kept-alive sockets to tinyproxy are reused at once.
+      const statuses: number[] = [];
+      for (let round = 0; round < 5; round++) statuses.push(...(await Promise.all(Array.from({ length: 10 }, one))));
+      agent.destroy();
+      expect(statuses).toEqual(new Array(50).fill(200));
+      expect(gw.router.selector.sessionProxy('t')).toBe('a-tiny');
+      expect(gw.router.metrics.proxy('a-tiny')).toMatchObject({ requests: 50, errors: 0 });
+    } finally {
+      await tiny.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

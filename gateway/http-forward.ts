@@ -81,7 +81,7 @@ function attemptOnce(
   req: http.IncomingMessage,
   headers: http.OutgoingHttpHeaders,
   body: Buffer | undefined,
-  agent: http.Agent,
+  agent: http.Agent | undefined,
   options: ForwardOptions,
 ): Promise<Attempt<{ response: http.IncomingMessage; startedAt: number }>> {
   const startedAt = performance.now();
@@ -101,7 +101,7 @@ function attemptOnce(
       method: req.method,
       path: req.url,
       headers: { ...headers, 'Proxy-Authorization': upstream.authorization },
-      agent,
+      agent: agent ?? false,
     });
     let connected = false;
     const onConnected = () => {
@@ -139,6 +139,15 @@ function attemptOnce(
     });
     upstreamReq.on('error', (err: NodeJS.ErrnoException) => {
       const stale = upstreamReq.reusedSocket && err.code === 'ECONNRESET';
+      if (stale && agent !== undefined && !settled) {
+        // A kept-alive socket the proxy had closed (tinyproxy answers HTTP/1.1 without
+        // `Connection: close`, then closes): nothing was answered, so send it again on a fresh
+        // connection to the same proxy rather than counting it against the proxy.
+        settled = true;
+        clearTimeout(timer);
+        resolve(attemptOnce(upstream, req, headers, body, undefined, options));
+        return;
+      }
       const resend = stale || NOT_SENT.has(err.code ?? '') || !connected || IDEMPOTENT.has(req.method ?? '');
       done({ ok: false, reason: `${err.code ?? 'error'}: ${err.message}`, penalize: !stale, retry: resend });
     });

@@ -1,9 +1,9 @@
 /** Test and bench helpers: an in-memory twin of the fleet API, and real `proxy` servers standing in for fleet proxies. */
-import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createConnection, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createProxy } from 'proxy';
@@ -149,6 +149,53 @@ export async function startTlsTarget(tls: { key: string; cert: string }): Promis
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * A real tinyproxy (the proxy of the gcp, kubernetes and kvm guests) on loopback with Basic auth:
+ * it answers HTTP/1.1 without `Connection: close` and then closes, which keep-alive clients trip on.
+ */
+export async function startTinyproxy(name: string, dir: string): Promise<TestProxy> {
+  const probe = http.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const conf = join(dir, `${name}.conf`);
+  await writeFile(
+    conf,
+    [
+      `Port ${port}`,
+      'Listen 127.0.0.1',
+      'Timeout 30',
+      'MaxClients 64',
+      'LogLevel Error',
+      `BasicAuth u-${name} p-${name}`,
+      '',
+    ].join('\n'),
+  );
+  const child = spawn('/usr/bin/tinyproxy', ['-d', '-c', conf], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const authorization = `Basic ${Buffer.from(`u-${name}:p-${name}`).toString('base64')}`;
+  return {
+    upstream: { name, provider: 'tinyproxy', host: '127.0.0.1', port, authorization, egressIp: '127.0.0.1' },
+    authorizations: [],
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        if (child.pid) process.kill(child.pid, 'SIGTERM');
       }),
   };
 }
