@@ -9,10 +9,12 @@ import {
   providerListSchema,
   proxyListSchema,
   proxyWithEventsSchema,
+  reportAcceptedSchema,
   type ApiDiscovered,
   type ApiProvider,
   type ApiProxy,
   type ApiProxyWithEvents,
+  type ApiReportAccepted,
 } from './api-schemas.js';
 import type { CliConfig } from './config.js';
 
@@ -61,6 +63,8 @@ export interface ApiClient {
   getProxy(name: string): Promise<ApiProxyWithEvents | undefined>;
   applyProxy(request: ApplyRequest): Promise<void>;
   deleteProxy(name: string): Promise<void>;
+  /** `POST /v1/proxies/{name}/reports`: feedback from traffic. */
+  reportProxy(name: string, report: { reason: string; target?: string; detail?: string }): Promise<ApiReportAccepted>;
   listProviders(): Promise<ApiProvider[]>;
   discover(filters: DiscoveryFilters): Promise<ApiDiscovered[]>;
   /** @returns the `text/plain` URL list, one `http://user:pass@ip:port` per line */
@@ -171,6 +175,10 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
     },
     async deleteProxy(name) {
       await json(acceptedSchema, await call('DELETE', proxyPath(name)), 'DELETE');
+    },
+    async reportProxy(name, report) {
+      const path = `${proxyPath(name)}/reports`;
+      return json(reportAcceptedSchema, await call('POST', path, report), `POST ${path}`);
     },
     async listProviders() {
       return (await json(providerListSchema, await call('GET', '/v1/providers'), 'GET /v1/providers')).items;

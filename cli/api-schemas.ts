@@ -81,6 +81,16 @@ export const proxyListSchema = z.object({ items: z.array(proxySchema) });
 /** `202` from PUT and DELETE. */
 export const acceptedSchema = z.object({ accepted: z.literal(true), name: z.string(), messageId: z.string() });
 
+/** `202` from `POST /v1/proxies/{name}/reports`. */
+export const reportAcceptedSchema = z.looseObject({
+  accepted: z.literal(true),
+  name: z.string(),
+  duplicate: z.boolean().default(false),
+  banned: z.boolean().default(false),
+  stale: z.boolean().default(false),
+});
+export type ApiReportAccepted = z.infer<typeof reportAcceptedSchema>;
+
 /** One provider's health as `GET /v1/providers` lists it. */
 export const providerSchema = z.looseObject({
   name: z.string(),

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../shared/domain/duration.js';
 import { dnsLabel } from '../shared/domain/names.js';
+import { normaliseTarget, REPORT_REASONS, type ReportReason } from '../shared/domain/reports.js';
 import { PHASES, type Phase } from '../shared/domain/status.js';
 
 /** A mistake on the command line: unknown verb or flag, missing argument, bad flag value (exit 2). */
@@ -25,6 +26,7 @@ export type Command =
   | { verb: 'get-providers'; output: GetOutput }
   | { verb: 'describe-proxy'; name: string }
   | { verb: 'delete-proxy'; names: string[]; wait: boolean; timeoutMs: number }
+  | { verb: 'report-proxy'; name: string; reason: ReportReason; target?: string; detail?: string }
   | {
       verb: 'discover';
       output: DiscoverOutput;
@@ -69,6 +71,9 @@ const OPTIONS = {
   pool: { type: 'string' },
   'ban-on': { type: 'string' },
   metrics: { type: 'string' },
+  reason: { type: 'string' },
+  target: { type: 'string' },
+  detail: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 type Flag = keyof typeof OPTIONS;
@@ -80,6 +85,7 @@ const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   'get providers': ['output'],
   'describe proxy': [],
   'delete proxy': ['wait', 'timeout'],
+  'report proxy': ['reason', 'target', 'detail'],
   discover: ['output', 'provider', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
   gateway: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics'],
 };
@@ -95,6 +101,9 @@ Commands:
   describe proxy NAME                        a proxy's status, conditions and recent events
   delete proxy NAME... [--wait] [--timeout 5m]
                                              delete proxies; --wait returns when they are gone
+  report proxy NAME --reason banned|blocked|error [--target example.com] [--detail TEXT]
+                                             feedback from traffic: banned without a target replaces the proxy;
+                                             with a target, discovery for that domain leaves it out for a while
   get providers [-o table|wide|json|yaml]    provider health
   discover [-o urls|json] [--provider P] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]
                                              Ready proxies as URLs usable with curl -x
@@ -205,6 +214,10 @@ export function parseCommand(argv: readonly string[]): Command {
   if (verb === 'apply' || verb === 'discover' || verb === 'gateway') {
     if (resourceWord !== undefined) throw new UsageError(`unexpected argument "${resourceWord}" for ${verb}`);
     key = verb;
+  } else if (verb === 'report') {
+    if (resourceWord === undefined) throw new UsageError('missing resource: egress report proxy NAME --reason R');
+    if (resource !== 'proxy') throw new UsageError(`unknown resource "${resourceWord}" for report`);
+    key = 'report proxy';
   } else if (verb === 'get' || verb === 'describe' || verb === 'delete') {
     if (resourceWord === undefined) throw new UsageError(`missing resource: egress ${verb} proxy|proxies|providers`);
     if (!resource || (resource === 'provider' && verb !== 'get'))
@@ -219,7 +232,12 @@ export function parseCommand(argv: readonly string[]): Command {
   for (const flag of Object.keys(values)) {
     if (!allowed.some((a) => a === flag)) throw new UsageError(`unknown flag --${flag} for "egress ${key}"`);
   }
-  const maxArgs = key === 'delete proxy' ? Infinity : key === 'get proxy' || key === 'describe proxy' ? 1 : 0;
+  const maxArgs =
+    key === 'delete proxy'
+      ? Infinity
+      : key === 'get proxy' || key === 'describe proxy' || key === 'report proxy'
+        ? 1
+        : 0;
   if (rest.length > maxArgs) throw new UsageError(`unexpected argument "${String(rest[maxArgs])}"`);
 
   switch (key) {
@@ -264,6 +282,8 @@ export function parseCommand(argv: readonly string[]): Command {
         ...(metrics && { metrics }),
       };
     }
+    case 'report proxy':
+      return reportCommand(rest[0], values);
     default: {
       const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);
       const limit = positiveInt('limit', values.limit);
@@ -279,4 +299,29 @@ export function parseCommand(argv: readonly string[]): Command {
       };
     }
   }
+}
+
+/** `egress report proxy NAME --reason R [--target D] [--detail T]`. */
+function reportCommand(
+  name: string | undefined,
+  values: { reason?: string | undefined; target?: string | undefined; detail?: string | undefined },
+): Command {
+  const usage = 'egress report proxy NAME --reason banned|blocked|error';
+  const proxy = proxyName(name, usage);
+  if (values.reason === undefined) throw new UsageError(`missing --reason: ${usage}`);
+  const reason = oneOf('reason', values.reason, REPORT_REASONS, 'banned');
+  const target = values.target === undefined ? undefined : normaliseTarget(values.target);
+  if (values.target !== undefined && target === undefined)
+    throw new UsageError(
+      `--target must be a host name like example.com, without scheme, port or path (got "${values.target}")`,
+    );
+  if (values.detail !== undefined && values.detail.length > 1024)
+    throw new UsageError('--detail must be at most 1024 characters');
+  return {
+    verb: 'report-proxy',
+    name: proxy,
+    reason,
+    ...(target !== undefined && { target }),
+    ...(values.detail !== undefined && { detail: values.detail }),
+  };
 }

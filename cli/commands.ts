@@ -1,4 +1,4 @@
-/** What each verb does against the API: apply, get, describe, delete, discover. */
+/** What each verb does against the API: apply, get, describe, delete, discover, report. */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseProxyDocuments } from '../shared/domain/documents.js';
@@ -153,6 +153,16 @@ export async function execute(
       return remove(client, io, cmd);
     case 'discover':
       return discover(client, io, cmd);
+    case 'report-proxy': {
+      const { verb: _verb, name, ...report } = cmd;
+      const answer = await client.reportProxy(name, report);
+      const what = `proxy/${name} ${cmd.reason}${cmd.target ? ` for ${cmd.target}` : ''}`;
+      if (answer.duplicate) io.stdout.write(`${what}: already reported (counted once)\n`);
+      else if (answer.banned) io.stdout.write(`${what}: reported; the instance is banned and will be replaced\n`);
+      else if (answer.stale) io.stdout.write(`${what}: reported; about an earlier instance, counted only\n`);
+      else io.stdout.write(`${what}: reported\n`);
+      return;
+    }
     case 'get-proxies': {
       const filters = { provider: cmd.provider, phase: cmd.phase, labels: cmd.labels };
       if (cmd.watch) {

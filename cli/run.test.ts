@@ -191,6 +191,50 @@ describe('egress', () => {
     );
   });
 
+  it('report proxy sends the report and says what it did; bad flags exit 2, a missing proxy exits 1', async () => {
+    await applied();
+    const banned = await egress('report proxy r-1 --reason banned');
+    expect(banned).toEqual({
+      code: 0,
+      stdout: 'proxy/r-1 banned: reported; the instance is banned and will be replaced\n',
+      stderr: '',
+    });
+    const targeted = await egress([
+      'report',
+      'proxy',
+      'r-2',
+      '--reason',
+      'blocked',
+      '--target',
+      'Shop.Example.com',
+      '--detail',
+      'a block page',
+    ]);
+    expect(targeted).toMatchObject({ code: 0, stdout: 'proxy/r-2 blocked for shop.example.com: reported\n' });
+    expect(api.reports.get('r-2')).toEqual([{ reason: 'blocked', target: 'shop.example.com', detail: 'a block page' }]);
+    expect(api.requests.filter((q) => q.method === 'POST').map((q) => q.url)).toEqual([
+      '/v1/proxies/r-1/reports',
+      '/v1/proxies/r-2/reports',
+    ]);
+    for (const line of [
+      'report proxy r-1',
+      'report proxy r-1 --reason slow',
+      'report proxy r-1 --reason banned --target https://x.example/',
+      'report proxy --reason banned',
+      'report proxy r-1 --reason banned --wait',
+      'report provider local --reason banned',
+    ]) {
+      const r = await egress(line);
+      expect(r.code, line).toBe(2);
+      expect(r.stderr, line).toMatch(/^error: /);
+    }
+    expect(api.requests.filter((q) => q.method === 'POST')).toHaveLength(2);
+    expect(await egress('report proxy nope --reason error')).toMatchObject({
+      code: 1,
+      stderr: 'error: proxy "nope" not found\n',
+    });
+  });
+
   it('get providers prints their health', async () => {
     const r = await egress('get providers');
     expect(r.stdout).toMatch(

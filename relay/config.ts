@@ -8,6 +8,7 @@ import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
 import { ValidationError } from '../shared/errors.js';
+import { parseIpv4Range, type Ipv4Range } from './backends/process/egress.js';
 import { parseLibvirtUri } from './libvirt/index.js';
 
 type Env = Record<string, string | undefined>;
@@ -20,6 +21,11 @@ const absolutePath = z
   .refine((s) => path.isAbsolute(s), 'must be an absolute path on the host');
 const ipAddress = z.string().refine((s) => isIP(s) !== 0, 'must be an IPv4 or IPv6 address');
 const UNSPECIFIED = new Set(['0.0.0.0', '::']);
+/** An IPv4 range in CIDR notation (`127.1.0.0/16`). */
+const ipv4Range = z.string().superRefine((cidr, ctx) => {
+  const range = parseIpv4Range(cidr);
+  if (typeof range === 'string') ctx.addIssue({ code: 'custom', message: range });
+});
 
 /** A `process` backend: proxies are processes on the relay's own host. */
 export const processBackendSchema = z
@@ -33,6 +39,12 @@ export const processBackendSchema = z
     portRange: z.tuple([port, port]).refine(([lo, hi]) => lo <= hi, 'must be [low, high] with low <= high'),
     /** The IP clients and the prober use; required when a bind address is a wildcard. */
     advertiseHost: z.string().min(1).optional(),
+    /**
+     * Each proxy's own outgoing source address (its egress IP) comes from this IPv4 range; every
+     * address must be local to the host (all of 127.0.0.0/8 is, on Linux). Absent: a routable bind
+     * address is the source, else the OS picks.
+     */
+    egressAddresses: ipv4Range.optional(),
   })
   .refine((b) => b.advertiseHost !== undefined || !b.bindAddresses.some((a) => UNSPECIFIED.has(a)), {
     message: 'a wildcard bind address (0.0.0.0 or ::) is not reachable: set advertiseHost',
@@ -168,12 +180,32 @@ export const relayConfigSchema = z
   .refine((c) => new Set(c.backends.map((b) => b.provider)).size === c.backends.length, {
     message: 'provider names must be unique',
     path: ['backends'],
+  })
+  .superRefine((c, ctx) => {
+    // Two providers handing out one address would give two proxies one egress IP.
+    const ranges: [number, Ipv4Range][] = [];
+    c.backends.forEach((b, i) => {
+      const range = b.type === 'process' && b.egressAddresses ? parseIpv4Range(b.egressAddresses) : undefined;
+      if (range !== undefined && typeof range !== 'string') ranges.push([i, range]);
+    });
+    for (const [i, a] of ranges) {
+      const other = ranges.find(([j, b]) => j < i && a.base < b.base + b.size && b.base < a.base + a.size);
+      if (other)
+        ctx.addIssue({
+          code: 'custom',
+          message: `overlaps the egressAddresses of backends.${other[0]}`,
+          path: ['backends', i, 'egressAddresses'],
+        });
+    }
   });
 
 /** The validated, frozen relay configuration. */
 export type RelayConfig = Readonly<z.infer<typeof relayConfigSchema>>;
 
-/** The embedded default: relay `local` running the `local` process provider on 127.0.0.1. */
+/**
+ * The embedded default: relay `local` running two process providers on 127.0.0.1, `local` and
+ * `local-b`, each proxy leaving from its own loopback address (127.1.x.y and 127.2.x.y).
+ */
 export const LOCAL_RELAY_CONFIG = {
   relay: 'local',
   project: 'demo-egress',
@@ -191,6 +223,15 @@ export const LOCAL_RELAY_CONFIG = {
       stateDir: '.egress/relay-state',
       bindAddresses: ['127.0.0.1'],
       portRange: [20000, 20999],
+      egressAddresses: '127.1.0.0/16',
+    },
+    {
+      provider: 'local-b',
+      type: 'process',
+      stateDir: '.egress/relay-state',
+      bindAddresses: ['127.0.0.1'],
+      portRange: [22000, 22999],
+      egressAddresses: '127.2.0.0/16',
     },
   ],
 };

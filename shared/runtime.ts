@@ -9,6 +9,7 @@ import { createFirestore } from './store/firestore.js';
 import { ProxyStore } from './store/proxies.js';
 import { ProviderStore } from './store/providers.js';
 import { RelayStore } from './store/relays.js';
+import { ReportStore } from './store/reports.js';
 
 export interface Runtime {
   config: Config;
@@ -16,6 +17,7 @@ export interface Runtime {
   bus: Bus;
   proxies: ProxyStore;
   relays: RelayStore;
+  reports: ReportStore;
   registry: Registry;
   providerStatus: ProviderStore;
   maxEvents: number;
@@ -40,6 +42,7 @@ export function createRuntime(
     bus,
     proxies,
     relays,
+    reports: new ReportStore(db),
     registry,
     providerStatus: new ProviderStore(db),
     maxEvents: config.maxEvents,

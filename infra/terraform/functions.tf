@@ -12,7 +12,8 @@ locals {
   # Topics each function publishes to (and may publish to nothing else):
   # create, delete: kickChecks (shared/requests.ts); check: the next sweep page and peer kicks
   # (shared/reconcile/check.ts) and relay commands (shared/providers/relay/index.ts); gc: relay
-  # deletes; relay-report: kickChecks (shared/relay-report.ts); api: requests (shared/api/handler.ts).
+  # deletes; relay-report: kickChecks (shared/relay-report.ts); api: requests (shared/api/handler.ts)
+  # and a check of a proxy reported banned (shared/api/reports.ts).
   function_publishes = {
     create         = ["proxy-checks"]
     delete         = ["proxy-checks"]
@@ -20,7 +21,7 @@ locals {
     gc             = ["relay-commands"]
     "relay-report" = ["proxy-checks"]
     health         = []
-    api            = ["proxy-requests"]
+    api            = ["proxy-requests", "proxy-checks"]
   }
 
   function_publish_grants = merge([

@@ -28,6 +28,7 @@ export function createBackends(config: RelayConfig, deps: BackendDeps): Map<stri
             portRange: backend.portRange,
             proxyServerPath: deps.proxyServerPath,
             advertiseHost: backend.advertiseHost,
+            egressAddresses: backend.egressAddresses,
             logger: deps.logger,
           }),
         );

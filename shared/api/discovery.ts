@@ -1,5 +1,7 @@
 /** Discovery: which Ready proxies a client may use, filtered, de-duplicated by egress IP, ordered. */
 import { ValidationError } from '../errors.js';
+import { dnsLabel, POOL_LABEL } from '../domain/names.js';
+import { banApplies, excludedFor, normaliseTarget } from '../domain/reports.js';
 import type { ProxyDoc } from '../domain/status.js';
 
 export interface DiscoveryQuery {
@@ -13,6 +15,8 @@ export interface DiscoveryQuery {
   /** Random order (spreads load across clients); otherwise by name. */
   random: boolean;
   format: 'json' | 'urls';
+  /** Skip proxies a targeted report excludes for this domain (normalised). */
+  for?: string | undefined;
 }
 
 /** Parses query parameters, naming the parameter of an error. */
@@ -28,11 +32,25 @@ export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
   if (format !== 'json' && format !== 'urls') throw new ValidationError('format', 'must be "json" or "urls"');
   const order = params.get('order') ?? 'name';
   if (order !== 'name' && order !== 'random') throw new ValidationError('order', 'must be "name" or "random"');
+  const pool = params.get('pool');
+  if (pool !== null && !dnsLabel.safeParse(pool).success)
+    throw new ValidationError('pool', 'must be a pool name (a DNS-1123 label)');
+  const forRaw = params.get('for');
+  const forDomain = forRaw === null ? undefined : normaliseTarget(forRaw);
+  if (forRaw !== null && forDomain === undefined)
+    throw new ValidationError(
+      'for',
+      'must be a host name like example.com (or an IP address), without scheme, port or path',
+    );
   const distinct = params.get('distinct') ?? 'false';
   if (distinct !== 'true' && distinct !== 'false') throw new ValidationError('distinct', 'must be "true" or "false"');
   return {
     provider: params.get('provider') ?? undefined,
-    labels: parseLabelFilters(params.getAll('label')),
+    labels: [
+      ...parseLabelFilters(params.getAll('label')),
+      ...(pool !== null ? [[POOL_LABEL, pool] as [string, string]] : []),
+    ],
+    for: forDomain,
     maxLatencyMs: number('maxLatencyMs'),
     distinct: distinct === 'true',
     limit: number('limit'),
@@ -54,19 +72,29 @@ export function matchesLabels(doc: ProxyDoc, labels: [string, string][]): boolea
   return labels.every(([k, v]) => doc.metadata.labels[k] === v);
 }
 
+/** Whether traffic reports keep this proxy out: its instance is banned, or excluded for the domain asked for. */
+function reportedAway(doc: ProxyDoc, domain: string | undefined, now: number): boolean {
+  const created = doc.status.instance ? Date.parse(doc.status.instance.createdAt) : undefined;
+  if (banApplies(doc.status.ban, created)) return true;
+  return domain !== undefined && excludedFor(doc.status.reports, domain, created, now);
+}
+
 /**
  * Selects the proxies to hand out.
  *
  * @param random - a source of randomness in [0, 1) (injected for tests)
+ * @param now - the time targeted exclusions are compared with
  */
 export function selectForDiscovery(
   docs: ProxyDoc[],
   q: DiscoveryQuery,
   random: () => number = Math.random,
+  now: number = Date.now(),
 ): ProxyDoc[] {
   let picked = docs.filter(
     (d) =>
       d.status.phase === 'Ready' &&
+      !reportedAway(d, q.for, now) &&
       d.status.address !== undefined &&
       !d.deletionRequestedAt &&
       (q.provider === undefined || d.spec.provider === q.provider) &&

@@ -1,4 +1,4 @@
-/** The HTTP API's routes (docs/api.md): proxies, discovery, providers, relays, the dashboard. */
+/** The HTTP API's routes (docs/api.md): proxies, reports, discovery, providers, relays, the dashboard. */
 import type { Bus } from '../bus/pubsub.js';
 import type { Config } from '../config/schema.js';
 import { applyRequestSchema, toValidationError } from '../domain/proxy.js';
@@ -11,13 +11,16 @@ import { PROXY_REQUESTS_TOPIC } from '../requests.js';
 import type { ProviderStore } from '../store/providers.js';
 import type { ProxyStore } from '../store/proxies.js';
 import type { RelayStore } from '../store/relays.js';
+import type { ReportStore } from '../store/reports.js';
 import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
-import { ApiError, authorised, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
+import { ApiError, authorised, callerId, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
+import { postReport } from './reports.js';
 
 export interface ApiDeps {
   config: Config;
   proxies: ProxyStore;
   relays: RelayStore;
+  reports: ReportStore;
   providerStatus: ProviderStore;
   bus: Bus;
   logger: Logger;
@@ -43,6 +46,7 @@ export function proxyView(doc: ProxyDoc) {
   };
 }
 
+/** A proxy name from the path; 400 naming `metadata.name` when it is not a DNS-1123 label. */
 function nameFrom(raw: string): string {
   const name = decodeURIComponent(raw);
   const parsed = dnsLabel.safeParse(name);
@@ -108,7 +112,7 @@ async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
 
 async function discovery(deps: ApiDeps, params: URLSearchParams): Promise<ApiResponse> {
   const q = parseDiscoveryQuery(params);
-  const picked = selectForDiscovery(await deps.proxies.list(), q);
+  const picked = selectForDiscovery(await deps.proxies.list(), q, Math.random, (deps.now ?? Date.now)());
   const entries = [];
   for (const d of picked) {
     const creds = await deps.proxies.credentials(d.metadata.name);
@@ -183,11 +187,16 @@ async function route(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
   if (!authorised(req.headers['authorization'], deps.config.apiTokens))
     throw new ApiError('Unauthorized', 'missing or invalid bearer token');
   const one = /^\/v1\/proxies\/([^/]+)$/.exec(path);
+  const reports = /^\/v1\/proxies\/([^/]+)\/reports$/.exec(path);
   const only = (methods: string[]) => {
     if (!methods.includes(method)) {
       throw new ApiError('MethodNotAllowed', `${method} is not allowed on ${path} (allowed: ${methods.join(', ')})`);
     }
   };
+  if (reports?.[1]) {
+    only(['POST']);
+    return postReport(deps, nameFrom(reports[1]), callerId(req.headers['authorization']), req.body);
+  }
   if (one?.[1]) {
     only(['GET', 'PUT', 'DELETE']);
     const name = nameFrom(one[1]);
@@ -214,7 +223,11 @@ export async function handleApi(deps: ApiDeps, req: ApiRequest): Promise<ApiResp
   try {
     return await route(deps, req);
   } catch (err) {
-    if (err instanceof ApiError) return errorResponse(err.code, err.message, err.field);
+    if (err instanceof ApiError) {
+      const response = errorResponse(err.code, err.message, err.field);
+      if (err.retryAfterSeconds === undefined) return response;
+      return { ...response, headers: { 'retry-after': String(err.retryAfterSeconds) } };
+    }
     if (err instanceof ValidationError) return errorResponse('Validation', err.message, err.field);
     if (err instanceof EgressError) return errorResponse('Unavailable', err.message);
     const code = (err as { code?: unknown }).code;

@@ -20,7 +20,14 @@ export interface ApiResponse {
 }
 
 export type ApiErrorCode =
-  'Unauthorized' | 'NotFound' | 'Validation' | 'Conflict' | 'Unavailable' | 'Internal' | 'MethodNotAllowed';
+  | 'Unauthorized'
+  | 'NotFound'
+  | 'Validation'
+  | 'Conflict'
+  | 'Unavailable'
+  | 'Internal'
+  | 'MethodNotAllowed'
+  | 'TooManyRequests';
 
 const STATUS: Record<ApiErrorCode, number> = {
   Unauthorized: 401,
@@ -28,6 +35,7 @@ const STATUS: Record<ApiErrorCode, number> = {
   Validation: 400,
   Conflict: 409,
   MethodNotAllowed: 405,
+  TooManyRequests: 429,
   Unavailable: 503,
   Internal: 500,
 };
@@ -38,6 +46,8 @@ export class ApiError extends Error {
     readonly code: ApiErrorCode,
     message: string,
     readonly field?: string,
+    /** For `TooManyRequests`: the `Retry-After` header, in seconds. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -56,6 +66,16 @@ export function fromErrorInfo(info: ErrorInfo): ApiResponse {
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/**
+ * Who is calling, for per-caller limits: a digest of the bearer token (never the token itself).
+ * Call only after {@link authorised} said yes.
+ */
+export function callerId(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  const token = /^Bearer\s+(\S+)$/i.exec(value ?? '')?.[1] ?? '';
+  return digest(`egress-caller\n${token}`).toString('hex').slice(0, 32);
+}
 
 /**
  * True when the `Authorization: Bearer` token is one of `tokens`. Digests of equal length are

@@ -1,4 +1,4 @@
-/** The embedded local configuration: one `process` provider run by the relay `local`. */
+/** The embedded local configuration: two `process` providers, `local` and `local-b`, run by the relay `local`. */
 
 export const LOCAL_DEFAULT_CONFIG = {
   project: 'demo-egress',
@@ -23,6 +23,15 @@ export const LOCAL_DEFAULT_CONFIG = {
       relay: 'local',
       catalogue: { loopback: { bindAddress: '127.0.0.1' } },
       // The local relay reports every 2 s: notice silence and lost commands quickly.
+      options: { heartbeatTimeoutSeconds: 15, commandResendSeconds: 10 },
+    },
+    {
+      // A second provider on the same relay (its own ports and egress addresses: relay/config.ts),
+      // so spread over providers and failover can be seen on one machine.
+      name: 'local-b',
+      type: 'process',
+      relay: 'local',
+      catalogue: { loopback: { bindAddress: '127.0.0.1' } },
       options: { heartbeatTimeoutSeconds: 15, commandResendSeconds: 10 },
     },
   ],

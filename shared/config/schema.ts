@@ -55,6 +55,18 @@ export const configSchema = z.strictObject({
   healthIntervalSeconds: seconds.default(60),
   /** Bearer tokens the HTTP API accepts (also `EGRESS_API_TOKENS`, comma-separated). */
   apiTokens: z.array(z.string().min(16, 'API tokens must be at least 16 characters')).default([]),
+  /** Feedback from traffic (`POST /v1/proxies/{name}/reports`, docs/api.md). */
+  reports: z
+    .strictObject({
+      /** Reports one caller (one API token) may send per minute, over all proxies; more answer 429. */
+      perCallerPerMinute: z.number().int().min(1).default(60),
+      /** How long a report with a target hides the proxy from `discovery?for=<target>`. */
+      excludeSeconds: seconds.default(3600),
+      /** "banned" for this many distinct targets within `banWindowSeconds` bans the proxy (it is replaced). */
+      banTargets: z.number().int().min(1).default(3),
+      banWindowSeconds: seconds.default(3600),
+    })
+    .prefault({}),
   /** Events kept per proxy. */
   maxEvents: z.number().int().min(1).default(50),
   providers: z

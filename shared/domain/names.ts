@@ -14,6 +14,9 @@ export const dnsLabel = z
     'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit',
   );
 
+/** The label a pool puts on its members (interfaces.md §1 "Pools"). */
+export const POOL_LABEL = 'egress.dev/pool';
+
 /**
  * The backend instance name for a proxy: deterministic, so a duplicated create meets
  * AlreadyExists and adopts; unique per installation, so two installations in one project never

@@ -1,6 +1,7 @@
 /** Proxy state as stored in Firestore `proxies/{name}` (interfaces.md §2): phases, conditions, status. */
 import { z } from 'zod';
 import { labelsSchema, specSchema } from './proxy.js';
+import { banSchema, reportTallySchema } from './reports.js';
 
 export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -57,6 +58,10 @@ export const statusSchema = z.object({
   egress: z.object({ ip: z.string(), checkedAt: z.string(), sharedWith: z.array(z.string()) }).optional(),
   /** True once any create was attempted: a delete may then only finalise after NotFound. */
   everCreated: z.boolean().optional(),
+  /** Feedback from traffic: counts by reason and the targeted reports in force (written by the API only). */
+  reports: reportTallySchema.optional(),
+  /** The proxy's instance was reported banned: replace it (docs/architecture.md; written by the API only). */
+  ban: banSchema.optional(),
 });
 export type ProxyStatus = z.infer<typeof statusSchema>;
 
@@ -78,6 +83,9 @@ export const proxyDocSchema = z.object({
   status: statusSchema,
 });
 export type ProxyDoc = z.infer<typeof proxyDocSchema>;
+
+/** Status fields only the reports route writes: a reconcile's status write keeps what is stored. */
+export const REPORT_OWNED_FIELDS = ['reports', 'ban'] as const;
 
 /** The initial status of a freshly accepted proxy. */
 export function initialStatus(): ProxyStatus {

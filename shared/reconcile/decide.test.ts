@@ -181,6 +181,92 @@ describe('decide: spec hash (resolved placement), maxAge rotation, probes', () =
   ]);
 });
 
+const ban = (at: number, over: Partial<NonNullable<ProxyStatus['ban']>> = {}): ProxyStatus['ban'] => ({
+  at: new Date(at).toISOString(),
+  reason: 'reported banned',
+  targets: [],
+  instanceCreatedAt: new Date(NOW - 60_000).toISOString(),
+  egressIp: '127.1.0.7',
+  ...over,
+});
+
+describe('decide: a ban replaces a lone proxy in place, once; a pool member is left to its pool', () => {
+  table([
+    [
+      'banned instance → replace (banned)',
+      { status: status({ phase: 'Ready', ban: ban(NOW - 1000) }), observation: found() },
+      { action: 'delete', phase: 'Replacing', replace: 'banned', reason: 'Replacing' },
+    ],
+    [
+      'banned for distinct targets → replace',
+      {
+        status: status({
+          phase: 'Ready',
+          ban: ban(NOW - 1000, { reason: 'banned by 3 targets', targets: ['a', 'b', 'c'] }),
+        }),
+        observation: found(),
+      },
+      { action: 'delete', replace: 'banned' },
+    ],
+    [
+      'banned, the rollout budget used up → still replaced (a ban does not wait)',
+      { replacementBudget: false, status: status({ phase: 'Ready', ban: ban(NOW - 1000) }), observation: found() },
+      { action: 'delete', replace: 'banned' },
+    ],
+    [
+      'banned instance still there while replacing → delete again, no create',
+      { status: status({ phase: 'Replacing', ban: ban(NOW - 1000) }), observation: found() },
+      { action: 'delete', replace: 'banned' },
+    ],
+    [
+      'banned instance gone → create the fresh one',
+      {
+        status: status({ phase: 'Replacing', everCreated: true, ban: ban(NOW - 1000) }),
+        observation: { kind: 'notFound' },
+      },
+      { action: 'create', phase: 'Provisioning' },
+    ],
+    [
+      'the replacement (created after the ban) → not replaced again',
+      { status: status({ phase: 'Ready', ban: ban(NOW - 120_000) }), observation: found({ createdAt: NOW - 60_000 }) },
+      { action: 'none', phase: 'Ready' },
+    ],
+    [
+      'the replacement still starting → wait, no delete',
+      {
+        status: status({ phase: 'Provisioning', ban: ban(NOW - 120_000) }),
+        observation: found({ createdAt: NOW - 1000, state: 'Pending', health: undefined }),
+      },
+      { action: 'none', phase: 'Provisioning' },
+    ],
+    [
+      'a pool member banned → left to the pool (Ready, no delete)',
+      { pooled: true, status: status({ phase: 'Ready', ban: ban(NOW - 1000) }), observation: found() },
+      { action: 'none', phase: 'Ready' },
+    ],
+    [
+      'a pool member banned and dead → still replaced as dead (stopped), not as banned',
+      {
+        pooled: true,
+        status: status({ phase: 'Ready', ban: ban(NOW - 1000) }),
+        observation: found({ state: 'Terminated' }),
+      },
+      { action: 'delete', replace: 'stopped' },
+    ],
+  ]);
+  it('says why in the message, with the targets', () => {
+    const d = decide(
+      input({
+        status: status({
+          ban: ban(NOW, { reason: 'banned by 2 targets within 60m', targets: ['a.example', 'b.example'] }),
+        }),
+        observation: found(),
+      }),
+    );
+    expect(d.message).toMatch(/banned by 2 targets within 60m \(a\.example, b\.example\); replacing/);
+  });
+});
+
 describe('decide: quota backs off, permanent does not retry (rule 8)', () => {
   const retry = {
     attempts: 2,

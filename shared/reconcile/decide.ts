@@ -2,6 +2,7 @@
  * The reconcile decision: given desired state and an observation, what next? A pure function;
  * `decide.test.ts` has a table per MUST rule of the provider contract.
  */
+import { banApplies } from '../domain/reports.js';
 import type { ConditionType, Phase, ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
 import type { Instance } from '../providers/contract.js';
@@ -39,11 +40,13 @@ export interface DecideInput {
   policy: Policy;
   /** False when the provider's rollout budget is used up: drift and rotation wait. */
   replacementBudget: boolean;
+  /** A pool member (label `egress.dev/pool`): its pool replaces it when banned, not the reconcile. */
+  pooled?: boolean | undefined;
 }
 
 export type Action = 'none' | 'create' | 'delete' | 'finalise';
 /** Why an existing instance is being deleted while the proxy lives on. */
-export type ReplaceReason = 'stopped' | 'drift' | 'rotation' | 'unhealthy' | 'failed';
+export type ReplaceReason = 'stopped' | 'drift' | 'rotation' | 'unhealthy' | 'failed' | 'banned';
 
 type ConditionSet = Partial<
   Record<ConditionType, { status: 'True' | 'False' | 'Unknown'; reason: string; message: string }>
@@ -164,6 +167,14 @@ function decideLiving(input: DecideInput): Decision {
     // Rule 4: Stopped and Terminated both lead to delete-and-recreate.
     return replace('stopped', `instance ${instance.name} is ${instance.state}; replacing it`, policy);
   }
+  const ban = status.ban;
+  const banned = banApplies(ban, instance.createdAt);
+  // A lone proxy is replaced in place (same name, a fresh instance). A pool member is not: its pool
+  // surges a replacement first (minAvailable) and then drains and deletes this one.
+  if (banned && ban && !input.pooled) {
+    const targets = ban.targets.length > 0 ? ` (${ban.targets.join(', ')})` : '';
+    return replace('banned', `${ban.reason}${targets}; replacing it with a fresh instance`, policy);
+  }
   const age = now - instance.createdAt;
   if (instance.specHash !== input.desiredHash) {
     const message = `spec changed (instance ${instance.specHash}, desired ${input.desiredHash}); replacing`;
@@ -210,7 +221,11 @@ function decideLiving(input: DecideInput): Decision {
       recheckAfterMs: policy.pollMs,
     };
   }
-  return ready(input, instance, 'proxy is ready');
+  return ready(
+    input,
+    instance,
+    banned ? 'reported banned (status.ban); left to its pool to replace' : 'proxy is ready',
+  );
 }
 
 function decideCreate({ status, now, policy }: DecideInput, desiredHash: string): Decision {

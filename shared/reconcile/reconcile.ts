@@ -1,7 +1,7 @@
 /** Reconciles one proxy: observe, probe, decide (pure), act under a lease, write status fenced. */
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/schema.js';
-import { instanceName } from '../domain/names.js';
+import { instanceName, POOL_LABEL } from '../domain/names.js';
 import { specHash } from '../domain/spec-hash.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { asEgressError, ValidationError, type ErrorInfo } from '../errors.js';
@@ -179,6 +179,7 @@ export async function reconcileProxy(
     observation,
     policy,
     replacementBudget: true,
+    pooled: doc.metadata.labels[POOL_LABEL] !== undefined,
   };
   let decision = decide(input);
   if (reused) {

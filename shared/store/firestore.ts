@@ -9,6 +9,8 @@ export const COLLECTIONS = {
   rejections: 'rejections',
   relays: 'relays',
   providers: 'providers',
+  /** One document per API caller (a token digest): its report budget for the current minute. */
+  reportLimits: 'reportLimits',
 } as const;
 
 export function createFirestore(projectId: string): Firestore {

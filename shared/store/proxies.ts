@@ -10,7 +10,14 @@ import {
   type WriteBatch,
 } from '@google-cloud/firestore';
 import type { ApplyRequest } from '../domain/proxy.js';
-import { initialStatus, PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
+import {
+  initialStatus,
+  PHASES,
+  proxyDocSchema,
+  REPORT_OWNED_FIELDS,
+  type ProxyDoc,
+  type ProxyStatus,
+} from '../domain/status.js';
 import { clip } from '../domain/text.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -288,7 +295,13 @@ export class ProxyStore {
       // A holder writes only while the lease is still its own: one that lost it (or was paused past
       // it while another took and released it) must not overwrite what was written since.
       if (holder !== undefined ? doc.lease?.holder !== holder : doc.lease && doc.lease.until > now) return undefined;
-      const update: Record<string, unknown> = { status };
+      // The report-owned fields are the stored ones: a report counted since the status was computed stays.
+      const merged: Record<string, unknown> = { ...status };
+      for (const field of REPORT_OWNED_FIELDS) {
+        if (doc.status[field] === undefined) delete merged[field];
+        else merged[field] = doc.status[field];
+      }
+      const update: Record<string, unknown> = { status: merged };
       if (doc.lease && (doc.lease.holder === holder || doc.lease.until <= now)) update['lease'] = FieldValueDelete;
       return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
     });
@@ -383,6 +396,12 @@ export class ProxyStore {
   async addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
     const events = this.ref(name).collection('events');
     await events.add({ ...event, expireAt: new Date(Date.parse(event.at) + EVENT_RETENTION_MS) });
+    await this.trimEvents(name, keep);
+  }
+
+  /** Keeps only the newest `keep` events of a proxy. */
+  async trimEvents(name: string, keep: number): Promise<void> {
+    const events = this.ref(name).collection('events');
     const old = await events.orderBy('at', 'desc').offset(keep).select().get();
     if (!old.empty) {
       const batch = this.db.batch();

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseProxyRequest } from '../../shared/domain/proxy.js';
+import { reportRequestSchema } from '../../shared/domain/reports.js';
 import { ValidationError } from '../../shared/errors.js';
 
 type Json = Record<string, unknown>;
@@ -49,6 +50,8 @@ export interface FakeApi {
   url: string;
   proxies: Map<string, FakeProxy>;
   events: Map<string, FakeEvent[]>;
+  /** Reports received, by proxy (the validated bodies). */
+  reports: Map<string, Json[]>;
   /** Every request received: method, path with query, and whether it carried the right token. */
   requests: { method: string; url: string; authorized: boolean }[];
   /** Processes the published messages, then moves every proxy one step along its lifecycle. */
@@ -91,6 +94,7 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
     { action: 'apply'; body: ReturnType<typeof parseProxyRequest> } | { action: 'delete'; name: string }
   )[] = [];
   const requests: FakeApi['requests'] = [];
+  const reports: FakeApi['reports'] = new Map();
   const lifecycle = opts.lifecycle ?? (() => ['Pending', 'Provisioning', 'Ready']);
   let port = 20000;
 
@@ -230,6 +234,19 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
       }
       return send(res, 202, { accepted: true, name, messageId: randomUUID() });
     }
+    const reportsOf = /^\/v1\/proxies\/([^/]+)\/reports$/.exec(url.pathname);
+    if (req.method === 'POST' && reportsOf) {
+      const target = decodeURIComponent(reportsOf[1] ?? '');
+      const parsed = reportRequestSchema.safeParse(JSON.parse((await readBody(req)) || 'null'));
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        return error(res, 400, 'Validation', issue?.message ?? 'invalid', issue?.path.join('.') || '(body)');
+      }
+      if (!proxies.has(target)) return error(res, 404, 'NotFound', `proxy "${target}" not found`);
+      reports.set(target, [...(reports.get(target) ?? []), parsed.data]);
+      const banned = parsed.data.reason === 'banned' && parsed.data.target === undefined;
+      return send(res, 202, { accepted: true, name: target, duplicate: false, banned, stale: false });
+    }
     if (req.method === 'DELETE' && one) {
       if (!proxies.has(name)) return error(res, 404, 'NotFound', `proxy "${name}" not found`);
       queue.push({ action: 'delete', name });
@@ -276,6 +293,7 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
     url: `http://127.0.0.1:${listening}`,
     proxies,
     events,
+    reports,
     requests,
     step,
     autoStep(ms) {

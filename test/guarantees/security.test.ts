@@ -16,6 +16,7 @@ import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { generateCredentials } from '../../shared/store/proxies.js';
 import { ProviderStore } from '../../shared/store/providers.js';
+import { ReportStore } from '../../shared/store/reports.js';
 import { startKubeHarness } from '../support/kube-harness.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { Figures } from './support/figures.js';
@@ -161,7 +162,7 @@ describe('guarantee: the API gives credentials only to the right token', () => {
     await h.proxies.apply(apply('sec-2'), Date.now(), Date.now());
     await settle('sec-2', async () => (await h.proxies.get('sec-2'))?.status.phase === 'Ready');
     const password = (await h.proxies.credentials('sec-2'))?.password ?? 'unset';
-    const api = { ...deps, relays: h.relays, providerStatus: new ProviderStore(h.db) };
+    const api = { ...deps, relays: h.relays, reports: new ReportStore(h.db), providerStatus: new ProviderStore(h.db) };
     const call = (path: string, authorization?: string) =>
       handleApi(api, {
         method: 'GET',

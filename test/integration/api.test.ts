@@ -11,6 +11,7 @@ import { createFirestore } from '../../shared/store/firestore.js';
 import { ProviderStore } from '../../shared/store/providers.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { RelayStore } from '../../shared/store/relays.js';
+import { ReportStore } from '../../shared/store/reports.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { eventually } from '../support/eventually.js';
 
@@ -79,6 +80,7 @@ beforeAll(async () => {
     config,
     proxies,
     relays: new RelayStore(db, logger),
+    reports: new ReportStore(db),
     providerStatus: new ProviderStore(db),
     bus: createPubSubBus(pubsub),
     logger,

@@ -8,6 +8,7 @@ import type { Instance, InstanceSpec, InstanceState, ProviderHealth } from '../.
 import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
+import { cursorPath, EgressAllocator, parseIpv4Range } from './egress.js';
 import { PortAllocator } from './ports.js';
 import { findByMarkers, isOurs, PortInUseError, spawnProxy, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
@@ -35,6 +36,11 @@ export interface ProcessBackendOptions {
   proxyServerPath: string;
   /** The IP reported to clients and the prober; defaults to the bind address. */
   advertiseHost?: string | undefined;
+  /**
+   * An IPv4 range (`127.1.0.0/16`) each proxy takes its own outgoing source address from, so each
+   * has an egress IP of its own; absent: a routable bind address is the source, else the OS picks.
+   */
+  egressAddresses?: string | undefined;
   logger: Logger;
   /** How long a new process may take to print its ready line (default 10 s). */
   startTimeoutMs?: number;
@@ -50,6 +56,7 @@ class ProcessBackend implements RelayBackend {
   /** Instances whose process is starting (reported Pending until its ready line). */
   private readonly starting = new Set<string>();
   private readonly ports: PortAllocator;
+  private readonly egress: EgressAllocator | undefined;
   private readonly log: Logger;
   private readonly reportedCorrupt = new Set<string>();
   private store: Promise<StateStore> | undefined;
@@ -58,6 +65,11 @@ class ProcessBackend implements RelayBackend {
   constructor(private readonly opts: ProcessBackendOptions) {
     this.name = opts.provider;
     this.ports = new PortAllocator(opts.portRange);
+    if (opts.egressAddresses !== undefined) {
+      const range = parseIpv4Range(opts.egressAddresses);
+      if (typeof range === 'string') throw new ValidationError('egressAddresses', range);
+      this.egress = new EgressAllocator(range, cursorPath(path.resolve(opts.stateDir), opts.provider));
+    }
     this.log = opts.logger.child({ provider: opts.provider, backend: 'process' });
   }
 
@@ -116,6 +128,27 @@ class ProcessBackend implements RelayBackend {
     for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
     const preferred = existing.kind === 'ok' ? existing.record.port : undefined;
     const exclude = new Set<number>();
+    // Its own source address: kept by a restarted instance, fresh for a new one.
+    const source = await this.egress?.reserve(
+      () => this.takenEgress(store, spec.name),
+      existing.kind === 'ok' ? existing.record.egressAddress : undefined,
+    );
+    try {
+      return await this.startOn(spec, host, store, markers, preferred, exclude, source);
+    } finally {
+      if (source !== undefined) this.egress?.release(source);
+    }
+  }
+
+  private async startOn(
+    spec: InstanceSpec,
+    host: string,
+    store: StateStore,
+    markers: [string, string],
+    preferred: number | undefined,
+    exclude: Set<number>,
+    source: string | undefined,
+  ): Promise<Instance> {
     for (let attempt = 1; ; attempt++) {
       const port = await this.ports.reserve({
         host,
@@ -135,9 +168,10 @@ class ProcessBackend implements RelayBackend {
         pid: 1,
         createdAt: Date.now(),
         credentials: spec.credentials,
+        ...(source !== undefined ? { egressAddress: source } : {}),
       };
       try {
-        const localAddress = egressAddress(host);
+        const localAddress = source ?? egressAddress(host);
         const pid = await backendCall(
           'process.spawn',
           { 'process.instance': spec.name, 'server.address': host, 'server.port': port },
@@ -153,7 +187,7 @@ class ProcessBackend implements RelayBackend {
               (pid) => store.write({ ...record, pid }),
             ),
         );
-        this.log.info('started proxy process', { instance: spec.name, pid, host, port });
+        this.log.info('started proxy process', { instance: spec.name, pid, host, port, egressAddress: source });
         return this.toInstance({ ...record, pid }, 'Running');
       } catch (err) {
         await store.removeRecord(spec.name);
@@ -276,6 +310,14 @@ class ProcessBackend implements RelayBackend {
     const taken = new Map<number, string>();
     for (const { name, result } of await store.readAll()) {
       if (name !== self && result.kind === 'ok') taken.set(result.record.port, name);
+    }
+    return taken;
+  }
+
+  private async takenEgress(store: StateStore, self: string): Promise<Set<string>> {
+    const taken = new Set<string>();
+    for (const { name, result } of await store.readAll()) {
+      if (name !== self && result.kind === 'ok' && result.record.egressAddress) taken.add(result.record.egressAddress);
     }
     return taken;
   }

@@ -45,3 +45,28 @@ export function egressAddress(host: string): string | undefined {
   if (host === '0.0.0.0' || host === '::' || host === '::1' || host.startsWith('127.')) return undefined;
   return host;
 }
+
+/**
+ * The source address one upstream connection uses. A routable `localAddress` is always the source;
+ * a loopback one (the local stack's 127.1.x.y) only towards this host (`localhost`, 127.0.0.0/8),
+ * since a socket bound to it cannot reach any other: other destinations leave it to the OS.
+ *
+ * @param destination - the host the client asked for (undefined when it could not be read)
+ */
+export function sourceFor(destination: string | undefined, localAddress: string | undefined): string | undefined {
+  if (localAddress === undefined || !localAddress.startsWith('127.')) return localAddress;
+  const host = destination?.toLowerCase().replace(/\.$/, '');
+  const local = host === 'localhost' || (host !== undefined && isIP(host) === 4 && host.startsWith('127.'));
+  return local ? localAddress : undefined;
+}
+
+/** The host a proxied request goes to: `host:port` of a CONNECT, the host of an absolute URI. */
+export function destinationOf(method: string | undefined, url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  if (method === 'CONNECT') return url.slice(0, Math.max(0, url.lastIndexOf(':'))).replace(/^\[|\]$/g, '');
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return undefined;
+  }
+}

@@ -1,10 +1,11 @@
 /** Entry of one proxy process: reads its config from stdin, serves an authenticating HTTP proxy. */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxy } from 'proxy';
 import { createLogger } from '../../../shared/logger.js';
 import { basicAuthMatches } from './basic-auth.js';
-import { proxyProcessConfigSchema, type ProxyProcessConfig } from './proxy-config.js';
+import { destinationOf, proxyProcessConfigSchema, sourceFor, type ProxyProcessConfig } from './proxy-config.js';
 
 const logger = createLogger({ write: (line) => process.stderr.write(`${line}\n`) });
 
@@ -43,6 +44,28 @@ function parseConfig(text: string): ProxyProcessConfig {
   return parsed.data;
 }
 
+/**
+ * Makes the proxy open its upstream sockets from `localAddress` where that can work (`sourceFor`).
+ * The library reads `server.localAddress` as it opens each upstream socket, within the async
+ * context of the request's handler: each handler runs with its request's destination at hand.
+ */
+function bindUpstream(server: ReturnType<typeof createProxy>, localAddress: string): void {
+  const destination = new AsyncLocalStorage<string | undefined>();
+  Object.defineProperty(server, 'localAddress', {
+    get: () => sourceFor(destination.getStore(), localAddress),
+    configurable: true,
+  });
+  for (const event of ['request', 'connect'] as const) {
+    const handlers = server.listeners(event) as ((req: http.IncomingMessage, ...rest: unknown[]) => unknown)[];
+    server.removeAllListeners(event);
+    for (const handler of handlers) {
+      server.on(event, (req: http.IncomingMessage, ...rest: unknown[]) =>
+        destination.run(destinationOf(req.method, req.url), () => handler.call(server, req, ...rest)),
+      );
+    }
+  }
+}
+
 async function main(): Promise<void> {
   // After the ready line the backend closes our stdout; later writes must not crash us.
   process.stdout.on('error', () => undefined);
@@ -51,7 +74,7 @@ async function main(): Promise<void> {
   const expected = Buffer.from(`${config.username}:${config.password}`);
   const server = createProxy(http.createServer());
   server.authenticate = (req) => basicAuthMatches(req.headers['proxy-authorization'], expected);
-  if (config.localAddress) server.localAddress = config.localAddress;
+  if (config.localAddress) bindUpstream(server, config.localAddress);
 
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {

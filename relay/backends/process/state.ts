@@ -19,6 +19,8 @@ export const instanceRecordSchema = z.object({
   /** Epoch ms; never zero (contract rule 1). */
   createdAt: z.number().int().positive(),
   credentials: z.object({ username: z.string().min(1), password: z.string().min(1) }),
+  /** The source address of its outgoing connections (its egress IP), when the provider has a range. */
+  egressAddress: z.string().min(1).optional(),
 });
 /** What the backend remembers about one instance. The file is mode 0600: it holds credentials. */
 export type InstanceRecord = z.infer<typeof instanceRecordSchema>;

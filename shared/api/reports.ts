@@ -1,0 +1,76 @@
+/** `POST /v1/proxies/{name}/reports`: feedback from traffic, validated, rate-limited per caller, counted once. */
+import { toValidationError } from '../domain/proxy.js';
+import { reportRequestSchema } from '../domain/reports.js';
+import { showKey, unsafeJson } from '../domain/text.js';
+import { ValidationError } from '../errors.js';
+import { kickChecks } from '../reconcile/check.js';
+import type { ApiDeps } from './handler.js';
+import { ApiError, type ApiResponse } from './http.js';
+
+/**
+ * Records one report about proxy `name` from `caller`. A ban asks for a check of the proxy at once
+ * (the reconcile replaces it, or leaves a pool member to its pool).
+ *
+ * @returns 202 `{accepted, name, duplicate, banned, stale, reports}`
+ * @throws ApiError 404 (no such proxy), 429 (the caller's budget is spent); ValidationError (400)
+ */
+export async function postReport(deps: ApiDeps, name: string, caller: string, body: unknown): Promise<ApiResponse> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ValidationError('(body)', 'must be a JSON object like {"reason": "banned", "target": "example.com"}');
+  const unsafe = unsafeJson(body);
+  if (unsafe) throw new ValidationError(unsafe.field, unsafe.reason);
+  const parsed = reportRequestSchema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined)
+      throw new ValidationError(
+        showKey(issue.keys[0]),
+        `is not a field of a report (allowed: ${Object.keys(reportRequestSchema.shape).join(', ')})`,
+      );
+    throw toValidationError(parsed.error);
+  }
+  const now = (deps.now ?? Date.now)();
+  const { reports: knobs } = deps.config;
+  const outcome = await deps.reports.record({
+    proxy: name,
+    caller,
+    report: parsed.data,
+    now,
+    policy: {
+      perCallerPerMinute: knobs.perCallerPerMinute,
+      excludeMs: knobs.excludeSeconds * 1000,
+      banTargets: knobs.banTargets,
+      banWindowMs: knobs.banWindowSeconds * 1000,
+    },
+  });
+  if (outcome.kind === 'notFound') throw new ApiError('NotFound', `proxy "${name}" not found`);
+  if (outcome.kind === 'limited') {
+    throw new ApiError(
+      'TooManyRequests',
+      `too many reports from this caller: at most ${outcome.limit} a minute (config reports.perCallerPerMinute); retry after ${outcome.retryAfterSeconds}s`,
+      undefined,
+      outcome.retryAfterSeconds,
+    );
+  }
+  if (outcome.kind === 'duplicate')
+    return { status: 202, body: { accepted: true, name, duplicate: true, banned: false, stale: false } };
+  await deps.proxies.trimEvents(name, deps.config.maxEvents).catch((err: unknown) => {
+    deps.logger.warn('trimming events after a report failed', { proxy: name, error: err });
+  });
+  if (outcome.banned) {
+    deps.logger.info('proxy reported banned; asking for a check', { proxy: name, reason: outcome.ban?.reason });
+    await kickChecks(deps.bus, [name]);
+  }
+  return {
+    status: 202,
+    body: {
+      accepted: true,
+      name,
+      duplicate: false,
+      banned: outcome.banned,
+      stale: outcome.stale,
+      reports: outcome.reports,
+      ...(outcome.ban ? { ban: outcome.ban } : {}),
+    },
+  };
+}

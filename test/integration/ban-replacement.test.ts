@@ -1,0 +1,143 @@
+/**
+ * A ban on a real local process proxy: reported through the API, the reconcile replaces it in place
+ * (same name) with a fresh instance whose egress IP, measured through the proxy against the echo
+ * endpoint, differs; late and repeated reports do not replace it again; a pool member is left alone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handleApi, type ApiDeps } from '../../shared/api/handler.js';
+import type { ProxyDoc } from '../../shared/domain/status.js';
+import { probeThroughProxy } from '../../shared/probe/probe.js';
+import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
+import { ReportStore } from '../../shared/store/reports.js';
+import { applyRequest, settle } from '../support/reconcile-steps.js';
+import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+
+const TOKEN = 'ban-test-token-0123456789';
+let h: RelayHarness;
+let deps: CheckDeps;
+let api: ApiDeps;
+
+const report = (name: string, body: Record<string, unknown>) =>
+  handleApi(api, {
+    method: 'POST',
+    path: `/v1/proxies/${name}/reports`,
+    query: new URLSearchParams(),
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body,
+  });
+const doc = async (name: string): Promise<ProxyDoc> => {
+  const found = await h.proxies.get(name);
+  if (!found) throw new Error(`no proxy ${name}`);
+  return found;
+};
+/** The egress IP as the echo endpoint sees a request through the proxy (not the stored probe result). */
+async function measuredEgress(name: string): Promise<string | undefined> {
+  const d = await doc(name);
+  const [host, port] = (d.status.address ?? ':').split(':');
+  const creds = await h.proxies.credentials(name);
+  const result = await probeThroughProxy({
+    host: host ?? '',
+    port: Number(port),
+    username: creds?.username ?? '',
+    password: creds?.password ?? '',
+    echoUrl: h.echo.url,
+    timeoutMs: 3000,
+  });
+  expect(result.ok, result.error).toBe(true);
+  return result.egressIp;
+}
+const createdAt = async (name: string) => (await doc(name)).status.instance?.createdAt;
+
+beforeAll(async () => {
+  h = await startRelayHarness(
+    'ban',
+    [24400, 24405],
+    { apiTokens: [TOKEN] },
+    {
+      backends: (stateDir) => [
+        {
+          provider: 'proc',
+          type: 'process',
+          stateDir,
+          bindAddresses: ['127.0.0.1'],
+          portRange: [24400, 24405],
+          egressAddresses: '127.5.0.0/24',
+        },
+      ],
+    },
+  );
+  deps = { config: h.config, proxies: h.proxies, registry: h.registry, logger: h.logger, bus: h.bus };
+  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db), providerStatus: h.providerStatus };
+  const pooled = { ...applyRequest('p-1', 'proc'), metadata: { name: 'p-1', labels: { 'egress.dev/pool': 'p' } } };
+  await h.proxies.apply(applyRequest('b-1', 'proc'), Date.now(), Date.now());
+  await h.proxies.apply(pooled, Date.now(), Date.now());
+  await settle(deps, 'b-1', (p) => p === 'Ready', 30_000, 300);
+  await settle(deps, 'p-1', (p) => p === 'Ready', 30_000, 300);
+}, 90_000);
+afterAll(() => h?.close(), 60_000);
+
+describe('a ban replaces a lone proxy in place with a new egress IP', { timeout: 60_000 }, () => {
+  it('each local proxy leaves from its own loopback address', async () => {
+    const a = await measuredEgress('b-1');
+    const b = await measuredEgress('p-1');
+    expect(a).toMatch(/^127\.5\.0\.\d+$/);
+    expect(b).toMatch(/^127\.5\.0\.\d+$/);
+    expect(a).not.toBe(b);
+    expect((await doc('b-1')).status.health?.egressIp).toBe(a);
+  });
+
+  it('banned without a target: same name, a fresh instance, a different egress IP; once', async () => {
+    const before = await measuredEgress('b-1');
+    const oldCreatedAt = await createdAt('b-1');
+    expect(await report('b-1', { reason: 'banned', requestId: 'ban-1' })).toMatchObject({
+      status: 202,
+      body: { banned: true, ban: { egressIp: before } },
+    });
+    const phases = new Set<string>();
+    for (const deadline = Date.now() + 40_000; ;) {
+      await runCheck(deps, { names: ['b-1'] });
+      const d = await doc('b-1');
+      phases.add(d.status.phase);
+      if (d.status.phase === 'Ready' && d.status.instance?.createdAt !== oldCreatedAt) break;
+      if (Date.now() > deadline) throw new Error(`not replaced: ${d.status.phase}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(phases).toContain('Replacing');
+    const after = await measuredEgress('b-1');
+    expect(after).toMatch(/^127\.5\.0\.\d+$/);
+    expect(after).not.toBe(before);
+    const replaced = await doc('b-1');
+    expect(replaced.metadata.name).toBe('b-1');
+    expect(replaced.status.ban?.egressIp).toBe(before);
+    const reasons = (await h.proxies.events('b-1')).map((e) => e.reason);
+    expect(reasons.filter((r) => r === 'Replace:banned').length).toBeGreaterThanOrEqual(1);
+
+    // The same report again (a retry), and one observed before the replacement arriving late: counted, no ban.
+    const fresh = await createdAt('b-1');
+    expect(await report('b-1', { reason: 'banned', requestId: 'ban-1' })).toMatchObject({ body: { duplicate: true } });
+    const late = await report('b-1', { reason: 'banned', observedAt: oldCreatedAt });
+    expect(late).toMatchObject({ status: 202, body: { banned: false, stale: true } });
+    for (let i = 0; i < 5; i++) await runCheck(deps, { names: ['b-1'] });
+    expect(await createdAt('b-1')).toBe(fresh);
+    expect((await doc('b-1')).status.phase).toBe('Ready');
+    expect((await doc('b-1')).status.reports?.banned).toBe(2);
+  });
+
+  it('a banned pool member is not replaced in place (its pool surges), and discovery leaves it out', async () => {
+    const before = await createdAt('p-1');
+    expect(await report('p-1', { reason: 'banned' })).toMatchObject({ body: { banned: true } });
+    for (let i = 0; i < 5; i++) await runCheck(deps, { names: ['p-1'] });
+    const d = await doc('p-1');
+    expect(d.status.instance?.createdAt).toBe(before);
+    expect(d.status.phase).toBe('Ready');
+    expect(d.status.ban).toBeDefined();
+    const listed = await handleApi(api, {
+      method: 'GET',
+      path: '/v1/discovery',
+      query: new URLSearchParams('pool=p'),
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: undefined,
+    });
+    expect(listed).toMatchObject({ status: 200, body: [] });
+  });
+});
