@@ -89,12 +89,22 @@ export interface TestTarget {
   close(): Promise<void>;
 }
 
-export async function startTestTarget(host = '127.0.0.1', status = 403): Promise<TestTarget> {
+/**
+ * @param options.pages - when set, `GET /` answers an HTML index linking `/page/1` … `/page/{pages}` (a site to crawl)
+ * @param options.status - what banned callers get (default 403)
+ */
+export async function startTestTarget(options: { pages?: number; status?: number } = {}): Promise<TestTarget> {
+  const { pages, status = 403 } = options;
+  const host = '127.0.0.1';
   const seen: http.IncomingHttpHeaders[] = [];
   const banned = new Set<string>();
   const server = http.createServer((req, res) => {
     seen.push(req.headers);
     const ip = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    if (pages !== undefined && req.url === '/') {
+      const links = Array.from({ length: pages }, (_, i) => `<a href="/page/${i + 1}">${i + 1}</a>`).join('\n');
+      return void res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body>${links}</body></html>`);
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
