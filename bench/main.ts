@@ -107,24 +107,29 @@ async function main(): Promise<void> {
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
   try {
-    log('starting the Firestore and Pub/Sub emulators on free ports');
-    const firestorePort = await freePort();
-    let pubsubPort = await freePort();
-    while (pubsubPort === firestorePort) pubsubPort = await freePort();
-    // 10,000 proxies with their credentials and inventory: 2 GiB was full (G1 churning) at 10,000 directly probed.
-    const logDir = join(out, 'emulators');
-    const emulators = await startEmulators({
-      host: '127.0.0.1',
-      firestorePort,
-      pubsubPort,
-      logDir,
-      firestoreHeapMb: 6144,
-    });
-    cleanup.add(() => emulators.stop());
-    process.env['FIRESTORE_EMULATOR_HOST'] = emulators.firestoreHost;
-    process.env['PUBSUB_EMULATOR_HOST'] = emulators.pubsubHost;
-    process.env['METADATA_SERVER_DETECTION'] = 'none';
-    const hosts = { firestoreHost: emulators.firestoreHost, pubsubHost: emulators.pubsubHost };
+    // Only the control-plane sections use the emulators; the libvirt and gateway ones do not.
+    const hosts = { firestoreHost: '', pubsubHost: '' };
+    if (opts.only.some((s) => s === 'cold' || s === 'orch' || s === 'fleet')) {
+      log('starting the Firestore and Pub/Sub emulators on free ports');
+      const firestorePort = await freePort();
+      let pubsubPort = await freePort();
+      while (pubsubPort === firestorePort) pubsubPort = await freePort();
+      // 10,000 proxies with their credentials and inventory: 2 GiB was full (G1 churning) at 10,000 directly probed.
+      const logDir = join(out, 'emulators');
+      const emulators = await startEmulators({
+        host: '127.0.0.1',
+        firestorePort,
+        pubsubPort,
+        logDir,
+        firestoreHeapMb: 6144,
+      });
+      cleanup.add(() => emulators.stop());
+      process.env['FIRESTORE_EMULATOR_HOST'] = emulators.firestoreHost;
+      process.env['PUBSUB_EMULATOR_HOST'] = emulators.pubsubHost;
+      process.env['METADATA_SERVER_DETECTION'] = 'none';
+      hosts.firestoreHost = emulators.firestoreHost;
+      hosts.pubsubHost = emulators.pubsubHost;
+    }
 
     if (opts.only.includes('cold')) {
       log('cold start: importing each built function in a fresh process, paired with a hello-world');
