@@ -59,10 +59,16 @@ export async function holdTunnels(
       const s = net.connect(hop.port, '127.0.0.1');
       let buffered = '';
       let established = false;
-      s.once('error', () => {
+      let settled = false;
+      const fail = () => {
+        if (settled) return;
+        settled = true;
         failed++;
+        s.destroy();
         resolve();
-      });
+      };
+      s.once('error', fail);
+      s.once('close', fail);
       s.once('connect', () =>
         s.write(
           `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${hop.authorization}\r\n\r\n`,
@@ -71,16 +77,14 @@ export async function holdTunnels(
       s.on('data', (c: Buffer) => {
         buffered += c.toString('latin1');
         if (!established && buffered.includes('\r\n\r\n')) {
-          if (!buffered.startsWith('HTTP/1.1 200')) {
-            failed++;
-            s.destroy();
-            return resolve();
-          }
+          if (!buffered.startsWith('HTTP/1.1 200')) return fail();
           established = true;
           buffered = '';
           s.write(`GET / HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
         } else if (established && buffered.includes('\r\n\r\n')) {
+          settled = true;
           s.removeAllListeners('data');
+          s.removeAllListeners('close');
           sockets.push(s);
           resolve();
         }
