@@ -3,7 +3,7 @@ import { coldStartRatio, type ColdStart } from './cold-start.js';
 import { monthlyCost, PRICE_SOURCES, PRICES_RECORDED_ON } from './cost-model.js';
 import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
-import type { GatewayResults } from './gateway-bench.js';
+import { CLIENTS, type GatewayResults } from './gateway-bench.js';
 import type { OrchestrationTrial } from './orchestration.js';
 import { fmt, markdownTable, median, ms, usd } from './stats.js';
 
@@ -184,7 +184,7 @@ export function gatewayRows(g: GatewayResults | undefined): string[][] {
       yes(added <= 1),
     ],
     [
-      'gateway throughput ÷ direct, 16 keep-alive clients',
+      `gateway throughput ÷ direct, ${CLIENTS} keep-alive clients (median of 10 alternating 1 s rounds)`,
       '≥ 80 %',
       `${fmt(ratio * 100, 1)} % (${fmt(g.gatewayRps, 0)} vs ${fmt(g.directRps, 0)} req/s)`,
       yes(ratio >= 0.8),

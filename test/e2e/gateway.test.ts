@@ -18,10 +18,10 @@ import {
   startCliGateway,
   type CliGateway,
 } from './gateway/clients.js';
+import { CHROMIUM, CHROMIUM_ARGS } from './chromium.js';
 import { startLocalStack, type RunningStack } from './stack.js';
 
 const OFFSET = 800;
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const dir = mkdtempSync(join(tmpdir(), 'egress-e2e-gateway-'));
 let stack: RunningStack;
 let site: TestTarget;
@@ -112,15 +112,7 @@ describe('e2e: the gateway with real clients', () => {
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      args: CHROMIUM_ARGS,
       proxy: {
         server: cli.url.replace(/\/\/[^@]+@/, '//'),
         username: userOf(cli.url),
