@@ -33,6 +33,36 @@ describe('loadRelayConfig', () => {
     expect(relayStatePath(config)).toBe(path.resolve('.egress/relay-state/relay-commands.json'));
   });
 
+  it('gives the local default two process providers with their own ports and egress ranges', () => {
+    const config = loadRelayConfig({});
+    expect(config.backends.map((b) => [b.provider, b.type === 'process' && b.egressAddresses])).toEqual([
+      ['local', '127.1.0.0/16'],
+      ['local-b', '127.2.0.0/16'],
+    ]);
+    expect(config.backends[1]).toMatchObject({ portRange: [22000, 22999] });
+  });
+
+  it('names egressAddresses when it is not a range, or overlaps another provider', () => {
+    const backend = (provider: string, egressAddresses: string) => ({
+      provider,
+      type: 'process',
+      stateDir: '/tmp/x',
+      bindAddresses: ['127.0.0.1'],
+      portRange: [1, 2],
+      egressAddresses,
+    });
+    const relay =
+      (...backends: unknown[]) =>
+      () =>
+        parseRelayConfig({ ...LOCAL_RELAY_CONFIG, backends });
+    expect(fieldOf(relay(backend('a', '127.1.0.0')))).toBe('relay.backends.0.egressAddresses');
+    expect(fieldOf(relay(backend('a', '127.1.0.9/16')))).toBe('relay.backends.0.egressAddresses');
+    expect(fieldOf(relay(backend('a', '127.1.0.0/16'), backend('b', '127.1.2.0/24')))).toBe(
+      'relay.backends.1.egressAddresses',
+    );
+    expect(relay(backend('a', '127.1.0.0/16'), backend('b', '127.2.0.0/16'))()).toBeDefined();
+  });
+
   it('applies the environment overrides', () => {
     const config = loadRelayConfig({
       GOOGLE_CLOUD_PROJECT: 'p1',

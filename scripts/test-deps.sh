@@ -38,18 +38,27 @@ declare -A package_of=(
   [/usr/bin/tinyproxy]=tinyproxy-bin
 )
 guest_image() { bash "$(dirname "$0")/guest-image.sh" >/dev/null; }
+# libvirtd's qemu driver looks up its built-in default user and group, libvirt-qemu, before it reads
+# the qemu.conf that says root (test/support/qemu-host.ts), and refuses to start without them.
+# libvirt-daemon-system creates them, but it also installs and starts system services: create the
+# two as system accounts instead, once.
+qemu_account() {
+  getent group libvirt-qemu >/dev/null || $sudo groupadd --system libvirt-qemu
+  getent passwd libvirt-qemu >/dev/null ||
+    $sudo useradd --system --no-create-home --home-dir /var/lib/libvirt --shell /usr/sbin/nologin -g libvirt-qemu libvirt-qemu
+}
 
 missing=()
 for tool in "${!package_of[@]}"; do
   [ -e "$tool" ] || missing+=("${package_of[$tool]}")
 done
+sudo=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo"; fi
+if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then qemu_account; fi
 if [ ${#missing[@]} -eq 0 ]; then guest_image; exit 0; fi
 
-sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-    sudo="sudo"
-  else
+  if [ -z "$sudo" ]; then
     echo "npm test needs these Debian packages: ${missing[*]}" >&2
     echo "install them with: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
     exit 1
@@ -62,4 +71,5 @@ command -v apt-get >/dev/null || {
 echo "installing what the tests need: ${missing[*]}"
 $sudo apt-get update -q
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+qemu_account
 guest_image

@@ -231,8 +231,10 @@ export async function handleApi(deps: ApiDeps, req: ApiRequest): Promise<ApiResp
     if (err instanceof ValidationError) return errorResponse('Validation', err.message, err.field);
     if (err instanceof EgressError) return errorResponse('Unavailable', err.message);
     const code = (err as { code?: unknown }).code;
-    // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down.
-    if (code === 14 || code === 4) return errorResponse('Unavailable', 'a backing service is unavailable; try again');
+    // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down; ABORTED:
+    // a transaction (a report) lost its retries to concurrent ones. Either way, trying again is right.
+    if (code === 14 || code === 4 || code === 10)
+      return errorResponse('Unavailable', 'a backing service is unavailable or busy; try again');
     deps.logger.error('api request failed', { method: req.method, path: req.path, error: err });
     return errorResponse('Internal', 'internal error');
   }

@@ -66,7 +66,7 @@ describe('e2e: egress CLI', () => {
     const [header, ...rows] = table.stdout.trimEnd().split('\n');
     expect(header).toMatch(/^NAME +PROVIDER +PHASE +ADDRESS +AGE +EGRESS-IP +LATENCY +INSTANCE$/);
     for (const row of rows)
-      expect(row).toMatch(/^local-\S+ +local +Ready +127\.0\.0\.1:\d+ +\d+s +127\.0\.0\.1 +\d+ms +ep-/);
+      expect(row).toMatch(/^local-\S+ +local +Ready +127\.0\.0\.1:\d+ +\d+s +127\.1\.\d+\.\d+ +\d+ms +ep-/);
     expect(rows.map((r) => r.indexOf('Ready'))).toEqual(rows.map(() => header?.indexOf('PHASE')));
   });
 
@@ -75,11 +75,16 @@ describe('e2e: egress CLI', () => {
     expect(r.code).toBe(0);
     const urls = r.stdout.trimEnd().split('\n');
     expect(urls).toHaveLength(FLEET.length);
+    const seen = new Set<string>();
     for (const url of urls) {
       expect(url).toMatch(/^http:\/\/[^:@]+:[^@]+@127\.0\.0\.1:\d+$/);
       const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
-      expect(JSON.parse(stdout)).toHaveProperty('ip', '127.0.0.1');
+      // Each local proxy leaves from its own loopback address (the `local` provider's 127.1.0.0/16).
+      const { ip } = JSON.parse(stdout) as { ip: string };
+      expect(ip).toMatch(/^127\.1\.\d+\.\d+$/);
+      seen.add(ip);
     }
+    expect(seen.size).toBe(urls.length);
     const json = await egress('discover', '-o', 'json', '--label', 'rotation=hourly');
     expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ name: 'local-rotating', provider: 'local' })]);
   });
@@ -113,6 +118,41 @@ describe('e2e: egress CLI', () => {
     const list = proxyListSchema.parse(JSON.parse((await egress('get', 'proxies', '-o', 'json')).stdout));
     expect(list.items.map((p) => p.metadata.name)).toEqual(['local-1', 'local-rotating']);
   });
+
+  it('a proxy on local-b leaves from its own 127.2.x.y; reported banned, it comes back under its name with a new egress IP', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'egress-e2e-cli-')), 'b.yaml');
+    writeFileSync(file, 'apiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: b-1}\nspec: {provider: local-b}\n');
+    expect((await egress('apply', '-f', file, '--wait', '--timeout', '120s')).code).toBe(0);
+    /** The egress IP the echo endpoint sees through b-1, once discovery hands it out (and its probed egressIp). */
+    const measured = async () => {
+      const found = z
+        .array(z.object({ name: z.string(), url: z.string(), egressIp: z.string().nullable() }))
+        .parse(JSON.parse((await egress('discover', '-o', 'json', '--provider', 'local-b')).stdout))
+        .find((e) => e.name === 'b-1');
+      if (!found) return undefined;
+      const echo = `http://127.0.0.1:${8088 + OFFSET}/`;
+      const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', found.url, echo]);
+      return { seen: (JSON.parse(stdout) as { ip: string }).ip, probed: found.egressIp };
+    };
+    const before = await measured();
+    expect(before?.seen).toMatch(/^127\.2\.\d+\.\d+$/);
+    expect(before?.probed).toBe(before?.seen);
+    expect(await egress('report', 'proxy', 'b-1', '--reason', 'banned', '--detail', 'e2e')).toMatchObject({
+      code: 0,
+      stdout: 'proxy/b-1 banned: reported; the instance is banned and will be replaced\n',
+    });
+    let after: Awaited<ReturnType<typeof measured>>;
+    for (const deadline = Date.now() + 90_000; Date.now() < deadline;) {
+      after = await measured().catch(() => undefined);
+      if (after && after.seen !== before?.seen && after.probed === after.seen) break;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    expect(after?.seen).toMatch(/^127\.2\.\d+\.\d+$/);
+    expect(after?.seen).not.toBe(before?.seen);
+    const described = await egress('describe', 'proxy', 'b-1');
+    expect(described.stdout).toMatch(/Report:banned/);
+    expect(described.stdout).toMatch(/Replace:banned/);
+  }, 150_000);
 
   it('a bad file exits 1 naming the document and the field, and applies nothing', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'egress-e2e-cli-')), 'bad.yaml');

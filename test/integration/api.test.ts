@@ -1,8 +1,7 @@
 /** The API's routes (docs/api.md) on the real emulators: auth, validation, publishing, discovery. */
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handleApi, type ApiDeps } from '../../shared/api/handler.js';
-import type { ApiRequest } from '../../shared/api/http.js';
+import type { ApiDeps } from '../../shared/api/handler.js';
 import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { ProxyStatus } from '../../shared/domain/status.js';
@@ -12,6 +11,7 @@ import { ProviderStore } from '../../shared/store/providers.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { RelayStore } from '../../shared/store/relays.js';
 import { ReportStore } from '../../shared/store/reports.js';
+import { callApi } from '../support/api-call.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { eventually } from '../support/eventually.js';
 
@@ -24,17 +24,8 @@ const pubsub = new PubSub({ projectId: emu.projectId });
 const published: Message[] = [];
 let deps: ApiDeps;
 
-const call = (method: string, target: string, body?: unknown, token: string | null = TOKEN) => {
-  const url = new URL(target, 'http://x');
-  const req: ApiRequest = {
-    method,
-    path: url.pathname,
-    query: url.searchParams,
-    headers: token ? { authorization: `Bearer ${token}` } : {},
-    body,
-  };
-  return handleApi(deps, req);
-};
+const call = (method: string, target: string, body?: unknown, token: string | null = TOKEN) =>
+  callApi(deps, method, target, body, token);
 const proxy = (provider = 'local', labels: Record<string, string> = {}) => ({
   apiVersion: 'egress.dev/v1',
   kind: 'Proxy',

@@ -4,11 +4,12 @@
  * endpoint, differs; late and repeated reports do not replace it again; a pool member is left alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handleApi, type ApiDeps } from '../../shared/api/handler.js';
+import type { ApiDeps } from '../../shared/api/handler.js';
 import type { ProxyDoc } from '../../shared/domain/status.js';
 import { probeThroughProxy } from '../../shared/probe/probe.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { ReportStore } from '../../shared/store/reports.js';
+import { callApi } from '../support/api-call.js';
 import { applyRequest, settle } from '../support/reconcile-steps.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
@@ -18,13 +19,7 @@ let deps: CheckDeps;
 let api: ApiDeps;
 
 const report = (name: string, body: Record<string, unknown>) =>
-  handleApi(api, {
-    method: 'POST',
-    path: `/v1/proxies/${name}/reports`,
-    query: new URLSearchParams(),
-    headers: { authorization: `Bearer ${TOKEN}` },
-    body,
-  });
+  callApi(api, 'POST', `/v1/proxies/${name}/reports`, body, TOKEN);
 const doc = async (name: string): Promise<ProxyDoc> => {
   const found = await h.proxies.get(name);
   if (!found) throw new Error(`no proxy ${name}`);
@@ -131,13 +126,7 @@ describe('a ban replaces a lone proxy in place with a new egress IP', { timeout:
     expect(d.status.instance?.createdAt).toBe(before);
     expect(d.status.phase).toBe('Ready');
     expect(d.status.ban).toBeDefined();
-    const listed = await handleApi(api, {
-      method: 'GET',
-      path: '/v1/discovery',
-      query: new URLSearchParams('pool=p'),
-      headers: { authorization: `Bearer ${TOKEN}` },
-      body: undefined,
-    });
+    const listed = await callApi(api, 'GET', '/v1/discovery?pool=p', undefined, TOKEN);
     expect(listed).toMatchObject({ status: 200, body: [] });
   });
 });

@@ -1,8 +1,7 @@
 /** `POST /v1/proxies/{name}/reports` on the real emulators: validation, 202/404/429, counting once, bans, discovery `for`/`pool`. */
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handleApi, type ApiDeps } from '../../shared/api/handler.js';
-import type { ApiRequest } from '../../shared/api/http.js';
+import type { ApiDeps } from '../../shared/api/handler.js';
 import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { ProxyStatus } from '../../shared/domain/status.js';
@@ -12,6 +11,7 @@ import { ProviderStore } from '../../shared/store/providers.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { RelayStore } from '../../shared/store/relays.js';
 import { ReportStore } from '../../shared/store/reports.js';
+import { callApi } from '../support/api-call.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { eventually } from '../support/eventually.js';
 
@@ -26,17 +26,8 @@ const pubsub = new PubSub({ projectId: emu.projectId });
 const checks: unknown[] = [];
 let deps: ApiDeps;
 
-const call = (method: string, target: string, body?: unknown, token = TOKEN) => {
-  const url = new URL(target, 'http://x');
-  const req: ApiRequest = {
-    method,
-    path: url.pathname,
-    query: url.searchParams,
-    headers: { authorization: `Bearer ${token}` },
-    body,
-  };
-  return handleApi(deps, req);
-};
+const call = (method: string, target: string, body?: unknown, token = TOKEN) =>
+  callApi(deps, method, target, body, token);
 const report = (name: string, body: unknown, token = TOKEN) => call('POST', `/v1/proxies/${name}/reports`, body, token);
 const names = async (query: string) =>
   ((await call('GET', `/v1/discovery${query}`)).body as { name: string }[]).map((e) => e.name);

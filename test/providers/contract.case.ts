@@ -51,12 +51,18 @@ export interface ContractCase {
 let counter = 0;
 const uniq = (prefix: string) => `${prefix}-${Date.now().toString(36).slice(-4)}${(counter++).toString(36)}`;
 
-/** Fetches the echo endpoint through the proxy as a plain HTTP client would (absolute-URI form). */
+/**
+ * Fetches the echo endpoint through the proxy as a plain HTTP client would (absolute-URI form), on
+ * a connection of its own: tinyproxy (the gcp, kubernetes and kvm guests) relays the target's
+ * `HTTP/1.1` status line without `Connection: close` and then closes the connection, so a
+ * keep-alive agent's next request on that socket ends in "socket hang up" before tinyproxy sees it.
+ */
 function fetchThrough(instance: Instance, auth: string | undefined, target: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { host: new URL(target).host };
     if (auth) headers['proxy-authorization'] = `Basic ${Buffer.from(auth).toString('base64')}`;
-    const req = request({ host: instance.ip, port: instance.port, path: target, headers, timeout: 5000 }, (res) => {
+    const options = { host: instance.ip, port: instance.port, path: target, headers, timeout: 5000, agent: false };
+    const req = request(options, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });

@@ -6,7 +6,7 @@
  * starts (libvirtd, dnsmasq, qemu, the namespace) is stopped by PID in `close()`.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { link, mkdir, mkdtemp, readdir, readFile, rm, writeFile, copyFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -173,9 +173,12 @@ export async function startQemuHost(): Promise<QemuHost> {
       [lv.log, '/var/log/libvirt'],
       [lv.cache, '/var/cache/libvirt'],
     ]
-      .map(([from, to]) => `mount --bind '${from}' '${to}'`)
+      // A machine with only libvirt-daemon (no libvirt-daemon-system) lacks some of the targets.
+      .map(([from, to]) => `mkdir -p '${to}' && mount --bind '${from}' '${to}'`)
       .join(' && ');
     // ip, unshare and sh each exec the next: the child's PID is libvirtd's.
+    const outputPath = join(dir, 'libvirtd.out');
+    const output = openSync(outputPath, 'a');
     const child = spawn(
       'ip',
       [
@@ -190,15 +193,16 @@ export async function startQemuHost(): Promise<QemuHost> {
         '-c',
         `${mounts} && exec /usr/sbin/libvirtd`,
       ],
-      { stdio: 'ignore', detached: true },
+      { stdio: ['ignore', output, output], detached: true },
     );
+    closeSync(output);
     daemonPid = child.pid;
     child.unref();
     const socket = join(lv.run, 'libvirt', 'libvirt-sock');
     for (let i = 0; !existsSync(socket); i++) {
       if (i > 300 || child.exitCode !== null)
         throw new Error(
-          `libvirtd did not start: ${await readFile(join(lv.log, 'libvirtd.log'), 'utf8').catch(() => '')}`,
+          `libvirtd did not start: ${await readFile(outputPath, 'utf8').catch(() => '')}${await readFile(join(lv.log, 'libvirtd.log'), 'utf8').catch(() => '')}`,
         );
       await sleep(100);
     }

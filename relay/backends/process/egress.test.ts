@@ -3,10 +3,9 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../shared/logger.js';
+import { buildProxyServer, type ProxyServerBundle } from '../../../test/support/proxy-server-bundle.js';
 import { startEchoServer, type EchoServer } from '../../../shared/probe/echo-server.js';
 import { probeThroughProxy } from '../../../shared/probe/probe.js';
 import type { InstanceSpec } from '../../../shared/providers/contract.js';
@@ -15,8 +14,7 @@ import { createProcessBackend, stopAllInstances } from './index.js';
 import { destinationOf, sourceFor } from './proxy-config.js';
 import { StateStore } from './state.js';
 
-const repo = fileURLToPath(new URL('../../../', import.meta.url));
-const proxyServerPath = path.join(repo, 'dist/test-proxy-server/egress/proxy-server.js');
+let proxyServer: ProxyServerBundle;
 const logger = createLogger({ write: () => undefined });
 const credentials = { username: 'user', password: 'egress-test-pw' };
 let echo: EchoServer;
@@ -38,7 +36,7 @@ const backendFor = (provider: string, range: string, ports: [number, number]) =>
     stateDir,
     bindAddresses: ['127.0.0.1'],
     portRange: ports,
-    proxyServerPath,
+    proxyServerPath: proxyServer.path,
     logger,
     egressAddresses: range,
   });
@@ -66,15 +64,7 @@ const recordOf = async (name: string) => {
 };
 
 beforeAll(async () => {
-  await build({
-    entryPoints: [path.join(repo, 'relay/backends/process/proxy-server.ts')],
-    outfile: proxyServerPath,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    logLevel: 'warning',
-  });
+  proxyServer = await buildProxyServer();
   echo = await startEchoServer();
   stateDir = await mkdtemp(path.join(os.tmpdir(), 'egress-process-egress-'));
 }, 30_000);
@@ -83,6 +73,7 @@ afterAll(async () => {
   await stopAllInstances(stateDir);
   await rm(stateDir, { recursive: true, force: true });
   await echo.close();
+  proxyServer.remove();
 }, 30_000);
 
 describe('egress address rules', () => {

@@ -10,7 +10,7 @@ import { KeyedSerializer } from '../../keyed-serializer.js';
 import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
 import { cursorPath, EgressAllocator, parseIpv4Range } from './egress.js';
 import { PortAllocator } from './ports.js';
-import { findByMarkers, isOurs, PortInUseError, spawnProxy, terminate } from './processes.js';
+import { awaitExit, findByMarkers, isOurs, PortInUseError, spawnProxy, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
 import { StateStore, type InstanceRecord, type ReadResult } from './state.js';
 
@@ -126,6 +126,8 @@ class ProcessBackend implements RelayBackend {
   ): Promise<Instance> {
     // No live process on record: make sure no unrecorded one of this name is left behind.
     for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
+    // A process killed out of band may still be exiting, holding the port it is restarted on.
+    if (existing.kind === 'ok') await awaitExit(existing.record.pid, markers);
     const preferred = existing.kind === 'ok' ? existing.record.port : undefined;
     const exclude = new Set<number>();
     // Its own source address: kept by a restarted instance, fresh for a new one.

@@ -59,7 +59,43 @@ export async function findByMarkers(markers: readonly string[]): Promise<number[
 }
 
 /**
- * Stops one of our processes: SIGTERM, then SIGKILL after `graceMs` if it still runs.
+ * Where a process that was ours stands: `running` (alive with our markers), `exiting`, or `gone`
+ * (no such pid, a zombie, or the pid now belongs to another program).
+ *
+ * `exiting` is the kernel's window after a kill in which the process has released its memory (so
+ * its argv reads empty and {@link isOurs} says false) but not yet its file descriptors, which go
+ * with its last thread: the main thread of a Node process shows as a zombie while its worker
+ * threads still exit, and its listening socket still holds the port. Linux only; elsewhere a
+ * process without argv counts as gone.
+ */
+export async function exitState(pid: number, markers: readonly string[]): Promise<'running' | 'exiting' | 'gone'> {
+  const argv = await readArgv(pid);
+  if (argv !== undefined) return markers.every((m) => argv.includes(m)) ? 'running' : 'gone';
+  if (!HAS_PROC) return 'gone';
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => []);
+  const states = await Promise.all(tasks.map((tid) => taskState(pid, tid)));
+  return states.some((state) => state !== undefined && state !== 'Z' && state !== 'X') ? 'exiting' : 'gone';
+}
+
+/** The state letter of one thread, or `undefined` when it is gone. */
+async function taskState(pid: number, tid: string): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => undefined);
+  // The state follows the command name, which is in parentheses and may contain any byte.
+  return stat?.charAt(stat.lastIndexOf(')') + 2);
+}
+
+/**
+ * Waits until a process that is no longer ours has finished exiting, so that its port is free
+ * again; bounded by `timeoutMs` (then the caller's bind reports the port as taken).
+ */
+export async function awaitExit(pid: number, markers: readonly string[], timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await exitState(pid, markers)) === 'exiting' && Date.now() < deadline) await sleep(10);
+}
+
+/**
+ * Stops one of our processes: SIGTERM, then SIGKILL after `graceMs` if it still runs, and waits
+ * until it has released its port.
  * Does nothing when `pid` is not ours (any more).
  *
  * @returns true when a process of ours was found and signalled
@@ -70,10 +106,14 @@ export async function terminate(pid: number, markers: readonly string[], graceMs
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
     await sleep(50);
-    if (!(await isOurs(pid, markers))) return true;
+    if (!(await isOurs(pid, markers))) {
+      await awaitExit(pid, markers);
+      return true;
+    }
   }
   signal(pid, 'SIGKILL');
   for (let i = 0; i < 40 && (await isOurs(pid, markers)); i++) await sleep(25);
+  await awaitExit(pid, markers);
   return true;
 }
 
