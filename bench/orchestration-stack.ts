@@ -23,6 +23,7 @@ import { applyTopology, loadTopology, localPushEndpoint } from '../infra/local/t
 import type { Artifacts } from './artifacts.js';
 import { benchLogger } from './check-env.js';
 import type { Cleanup } from './cleanup.js';
+import { generateRelayKeys, parseRelayKeys, RELAY_KEYS_ENV } from '../shared/relay/signature.js';
 
 export const FLOOR_TOPIC = 'bench-floor';
 const PROVIDER = LOCAL_DEFAULT_CONFIG.providers[0]?.name ?? 'local';
@@ -99,6 +100,7 @@ export async function startOrchestrationStack(
   try {
     const echo: EchoServer = await startEchoServer();
     stoppers.push(() => echo.close());
+    const relayKeysText = generateRelayKeys([LOCAL_RELAY_CONFIG.relay]);
     const env: NodeJS.ProcessEnv = {
       PATH: process.env['PATH'],
       HOME: process.env['HOME'],
@@ -108,6 +110,8 @@ export async function startOrchestrationStack(
       PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
       METADATA_SERVER_DETECTION: 'none',
       EGRESS_ECHO_URL: echo.url,
+      // Signed relay messages, as the local stack and a deployment run them.
+      [RELAY_KEYS_ENV]: relayKeysText,
     };
     const ffMain = join(
       dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')),
@@ -171,7 +175,8 @@ export async function startOrchestrationStack(
         recordReachable(b, reachableAt),
       ]),
     );
-    const agent: RelayAgent = createRelayAgent({ config: relayConfig, pubsub, backends, logger });
+    const keys = parseRelayKeys(relayKeysText).get(relayConfig.relay);
+    const agent: RelayAgent = createRelayAgent({ config: relayConfig, pubsub, backends, logger, keys });
     await agent.start();
     stoppers.push(async () => {
       await agent.stop();

@@ -13,6 +13,13 @@ import { createLogger } from '../shared/logger.js';
 import { traceIdOf } from '../shared/telemetry/propagation.js';
 import { recordSpans } from '../test/support/span-recorder.js';
 import { relayReportSchema, type RelayCommand, type RelayReport } from '../shared/relay/protocol.js';
+import {
+  generateRelayKeys,
+  parseRelayKeys,
+  signText,
+  verifySignature,
+  type SigningKey,
+} from '../shared/relay/signature.js';
 import { createRelayAgent, type RelayAgent } from './agent.js';
 import { LOCAL_RELAY_CONFIG, parseRelayConfig } from './config.js';
 import { FakeBackend } from './testing/fake-backend.js';
@@ -102,7 +109,7 @@ describe('relay agent', () => {
     await rm(dir, { recursive: true, force: true });
     expect(logLines.join('\n')).not.toContain('pw-secret');
   });
-  beforeEach(async () => {
+  const startAgent = async (keys?: readonly SigningKey[]) => {
     pubsub = new FakePubSub();
     backend = new FakeBackend('local');
     agent = createRelayAgent({
@@ -110,9 +117,13 @@ describe('relay agent', () => {
       pubsub: pubsub as unknown as PubSub,
       backends: new Map([['local', backend]]),
       logger,
+      keys,
       ledgerFile: path.join(dir, `${Math.random()}.json`),
     });
     await agent.start();
+  };
+  beforeEach(async () => {
+    await startAgent();
     return () => agent.stop();
   });
   const sub = () => {
@@ -283,5 +294,45 @@ describe('relay agent', () => {
     expect(sub().closed).toBe(true);
     expect(pubsub.reports.length).toBeGreaterThan(before);
     expect(backend.instances.has('ep-a')).toBe(true);
+  });
+  const keyring = parseRelayKeys(generateRelayKeys(['local', 'other']));
+  const keys = keyring.get('local') ?? [];
+  const otherKey = keyring.get('other')?.[0];
+  const signed = (command: RelayCommand, key = keys[0]) => {
+    const text = JSON.stringify(command);
+    return message(text, { relay: 'local', ...(key ? signText(key, 'command', text) : {}) });
+  };
+
+  it('with keys, signs every report with its first key, over the exact body', async () => {
+    await agent.stop();
+    await startAgent(keys);
+    await agent.reportNow();
+    const sent = pubsub.reports.at(-1);
+    expect(sent?.attributes).toMatchObject({ relay: 'local', keyId: 'k1' });
+    expect(verifySignature(keys, 'report', sent?.attributes ?? {}, JSON.stringify(sent?.report))).toBeUndefined();
+  });
+
+  it("with keys, applies a command signed with one; refuses, acks and logs one unsigned, signed by another relay's key or altered", async () => {
+    await agent.stop();
+    await startAgent(keys);
+    const good = signed(createCommand('ep-good', 1, 'c1'));
+    const unsigned = message(createCommand('ep-unsigned', 1, 'c2'));
+    const foreign = signed(createCommand('ep-foreign', 1, 'c3'), otherKey);
+    const altered = signed(createCommand('ep-altered', 1, 'c4'));
+    altered.data = Buffer.from(
+      JSON.stringify(createCommand('ep-altered', 1, 'c4')).replace('ep-altered', 'ep-swapped'),
+    );
+    for (const m of [good, unsigned, foreign, altered]) sub().emit('message', m);
+    for (const m of [good, unsigned, foreign, altered]) await settled(m);
+    expect([good, unsigned, foreign, altered].map((m) => m.acks)).toEqual([1, 1, 1, 1]);
+    expect([...backend.instances.keys()]).toEqual(['ep-good']);
+    const refusals = logLines
+      .map((l): Record<string, unknown> => z.record(z.string(), z.unknown()).parse(JSON.parse(l)))
+      .filter((l) => l['message'] === 'relay command refused');
+    expect(refusals.map((l) => [l['messageId'], l['field']])).toEqual([
+      [unsigned.id, 'attributes.keyId'],
+      [foreign.id, 'attributes.signature'],
+      [altered.id, 'attributes.signature'],
+    ]);
   });
 });

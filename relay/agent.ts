@@ -9,6 +9,7 @@ import type { Logger } from '../shared/logger.js';
 import type { ProbeOptions, ProbeResult } from '../shared/probe/probe.js';
 import { RELAY_COMMANDS_TOPIC } from '../shared/providers/relay/index.js';
 import { relayCommandSchema, type CommandResult } from '../shared/relay/protocol.js';
+import { signatureAttributes, verifySignature, type SigningKey } from '../shared/relay/signature.js';
 import { messagingAttributes } from '../shared/telemetry/invocation.js';
 import { contextFromAttributes, traceparentOf } from '../shared/telemetry/propagation.js';
 import { inSpan } from '../shared/telemetry/spans.js';
@@ -35,6 +36,11 @@ export interface RelayAgentDeps {
   subscribe?: (name: string, maxInFlight: number) => CommandSubscription;
   /** Probes one instance; default `probeThroughProxy` (shared/probe/probe.ts). */
   probe?: (opts: ProbeOptions) => Promise<ProbeResult>;
+  /**
+   * This relay's keys (its `EGRESS_RELAY_KEYS` entry): the first signs every report, and a command
+   * is applied only when one of them signed it. Without keys nothing is signed or checked.
+   */
+  keys?: readonly SigningKey[] | undefined;
 }
 
 /** A running relay. */
@@ -99,7 +105,9 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
         traces: traces.live(),
       });
       span.setAttributes({ 'relay.report.seq': report.seq, 'relay.report.instances': report.instances.length });
-      await bus.publish(config.reportsTopic, report, { relay: config.relay });
+      const signing = deps.keys?.[0];
+      const signature = signing ? signatureAttributes(signing, 'report', report) : {};
+      await bus.publish(config.reportsTopic, report, { relay: config.relay, ...signature });
       // Only what this report carried is cleared; results recorded meanwhile wait for the next one.
       results.splice(0, report.results.length);
       traces.settle(report, mark);
@@ -144,6 +152,12 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
     const addressedTo = decoded.attributes['relay'];
     if (addressedTo !== undefined && addressedTo !== config.relay) {
       logger.debug('ignoring a command for another relay', { messageId: decoded.id, relay: addressedTo });
+      message.ack();
+      return;
+    }
+    const refused = deps.keys && verifySignature(deps.keys, 'command', decoded.attributes, decoded.text);
+    if (refused) {
+      logger.warn('relay command refused', { messageId: decoded.id, field: refused.field, reason: refused.reason });
       message.ack();
       return;
     }

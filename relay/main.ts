@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { PubSub } from '@google-cloud/pubsub';
 import { createLogger } from '../shared/logger.js';
+import { RELAY_KEYS_ENV, relayKeysFromEnv, type SigningKey } from '../shared/relay/signature.js';
 import { loadTelemetryConfig } from '../shared/telemetry/config.js';
 import { startTelemetry, type Telemetry } from '../shared/telemetry/setup.js';
 import { createRelayAgent } from './agent.js';
@@ -17,12 +18,16 @@ function fatal(message: string): never {
 
 async function main(): Promise<void> {
   let config: RelayConfig;
+  let keys: readonly SigningKey[] | undefined;
   try {
     config = loadRelayConfig();
+    keys = relayKeysFromEnv()?.get(config.relay);
   } catch (err) {
     fatal(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`);
   }
+  if (process.env[RELAY_KEYS_ENV]?.trim() && !keys) fatal(`${RELAY_KEYS_ENV} holds no key for relay "${config.relay}"`);
   const logger = createLogger({ project: config.project, base: { component: 'relay', relay: config.relay } });
+  if (!keys) logger.warn(`reports and commands are not signed: ${RELAY_KEYS_ENV} is not set`);
   let telemetry: Telemetry | undefined;
   try {
     const telemetryConfig = { ...loadTelemetryConfig(process.env), project: config.project };
@@ -41,6 +46,7 @@ async function main(): Promise<void> {
     pubsub,
     backends,
     logger,
+    keys,
     subscribe: (name, max) => createPullSubscription(pubsub, name, max),
   });
 

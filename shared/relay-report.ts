@@ -6,6 +6,7 @@ import { toValidationError } from './domain/proxy.js';
 import type { Logger } from './logger.js';
 import { kickChecks } from './reconcile/check.js';
 import { relayReportSchema, type RelayReport } from './relay/protocol.js';
+import { RELAY_KEYS_ENV, verifySignature, type RelayKeyring } from './relay/signature.js';
 import type { RelayStore } from './store/relays.js';
 import { inTraceOf } from './telemetry/spans.js';
 
@@ -13,6 +14,8 @@ export interface RelayReportDeps {
   /** The configured providers name the relays that may report. */
   config: Pick<Config, 'providers'>;
   relays: RelayStore;
+  /** When set, every report must be signed with a key of the relay it names (shared/relay/signature.ts). */
+  relayKeys?: RelayKeyring | undefined;
   bus: Bus;
   logger: Logger;
   now?: () => number;
@@ -22,7 +25,8 @@ export interface RelayReportDeps {
  * Applies one relay report. A malformed report is logged with its field and acknowledged (never
  * retried in a loop). A report may only speak for the relay that sent it: its `relay` attribute
  * (set by the relay's publisher) must be present and name the relay in its body, and that relay
- * must run a configured provider. Anything else is rejected and changes nothing.
+ * must run a configured provider; with `relayKeys`, it must be signed by one of that relay's keys.
+ * Anything else is rejected (logged with the field and the reason) and changes nothing.
  */
 export async function handleRelayReport(deps: RelayReportDeps, message: BusMessage): Promise<string> {
   const rejected = (field: string, reason: string) => {
@@ -42,6 +46,12 @@ export async function handleRelayReport(deps: RelayReportDeps, message: BusMessa
     return rejected('relay', `attribute relay=${JSON.stringify(sender)} does not match body relay="${report.relay}"`);
   if (!deps.config.providers.some((p) => p.relay === report.relay))
     return rejected('relay', `no configured provider is run by relay "${report.relay}"`);
+  if (deps.relayKeys) {
+    const keys = deps.relayKeys.get(report.relay);
+    if (!keys) return rejected('relay', `${RELAY_KEYS_ENV} holds no key for relay "${report.relay}"`);
+    const refused = verifySignature(keys, 'report', message.attributes, message.text);
+    if (refused) return rejected(refused.field, refused.reason);
+  }
   const outcome = await deps.relays.applyReport(report, (deps.now ?? Date.now)());
   if (outcome.changedProxies.length > 0) await kickInTraces(deps.bus, outcome.changedProxies, report);
   return outcome.stale ? 'stale' : 'applied';

@@ -5,6 +5,7 @@ import { loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { createLogger, type Logger } from './logger.js';
 import { createRegistry, type Registry } from './providers/registry.js';
+import { relayKeysFromEnv, type RelayKeyring } from './relay/signature.js';
 import { createFirestore } from './store/firestore.js';
 import { ProxyStore } from './store/proxies.js';
 import { ProviderStore } from './store/providers.js';
@@ -17,6 +18,8 @@ export interface Runtime {
   bus: Bus;
   proxies: ProxyStore;
   relays: RelayStore;
+  /** From `EGRESS_RELAY_KEYS`; when set, relay reports and commands are signed and checked. */
+  relayKeys: RelayKeyring | undefined;
   reports: ReportStore;
   registry: Registry;
   providerStatus: ProviderStore;
@@ -35,13 +38,16 @@ export function createRuntime(
   const bus = createPubSubBus(new PubSub({ projectId: config.project }));
   const proxies = new ProxyStore(db, logger);
   const relays = new RelayStore(db, logger, config.heartbeatSeconds * 1000);
-  const registry = createRegistry({ config, relays, bus, logger });
+  const relayKeys = relayKeysFromEnv(env);
+  if (!relayKeys) logger.warn('relay messages are not authenticated: EGRESS_RELAY_KEYS is not set');
+  const registry = createRegistry({ config, relays, bus, logger, relayKeys });
   return {
     config,
     logger,
     bus,
     proxies,
     relays,
+    relayKeys,
     reports: new ReportStore(db),
     registry,
     providerStatus: new ProviderStore(db),

@@ -9,6 +9,7 @@ import { loadConfig } from '../../shared/config/load.js';
 import { RELAY_TYPES, type Config } from '../../shared/config/schema.js';
 import type { Logger } from '../../shared/logger.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
+import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/relay/signature.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
 import { portFree, startChild, waitForPort, type Child } from './children.js';
 import { startEmulators, type RunningEmulators } from './emulators.js';
@@ -108,6 +109,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       EGRESS_METRICS_FILE: opts.env['EGRESS_METRICS_FILE'] ?? join(home, 'telemetry', 'metrics.jsonl'),
       // A fresh API token per run unless the user brought one.
       EGRESS_API_TOKENS: opts.env['EGRESS_API_TOKENS'] ?? randomBytes(24).toString('base64url'),
+      // Fresh relay keys per run too: the functions and the relay sign and check every message.
+      [RELAY_KEYS_ENV]: opts.env[RELAY_KEYS_ENV] ?? generateRelayKeys(relayNames(base)),
     };
     const config = loadConfig(env);
     // The launcher's own clients (topology, schedules, samples) talk to the emulators it started.
@@ -159,12 +162,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
     const pubsub = new PubSub({ projectId: config.project });
     stoppers.push(() => pubsub.close());
-    const relays = [
-      ...new Set(config.providers.flatMap((p) => (RELAY_TYPES.includes(p.type) && p.relay ? [p.relay] : []))),
-    ];
     await applyTopology(pubsub, topology, {
       pushEndpoint: (fn, topic) => localPushEndpoint(`http://${host}:${functionPort.get(fn)}`, config.project, topic),
-      relays: relays.length > 0 ? relays : ['local'],
+      relays: relayNames(config),
     });
 
     logger.info('starting the relay');
@@ -239,4 +239,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 /** The stack's home directory from the environment (`EGRESS_HOME`, default `<root>/.egress`). */
 export function stackHome(root: string, env: NodeJS.ProcessEnv): string {
   return resolve(env['EGRESS_HOME'] ?? join(root, '.egress'));
+}
+
+/** The relays the configured providers name (`local`, the embedded relay, when none does). */
+function relayNames(config: Config): string[] {
+  const named = config.providers.flatMap((p) => (RELAY_TYPES.includes(p.type) && p.relay ? [p.relay] : []));
+  return named.length > 0 ? [...new Set(named)] : ['local'];
 }

@@ -207,6 +207,16 @@ resource "google_cloudfunctions2_function" "fn" {
         version    = secret_environment_variables.value.version
       }
     }
+
+    dynamic "secret_environment_variables" {
+      for_each = contains(local.relay_key_functions, each.key) ? [google_secret_manager_secret_version.relay_keys] : []
+      content {
+        key        = "EGRESS_RELAY_KEYS"
+        project_id = var.project
+        secret     = google_secret_manager_secret.relay_keys.secret_id
+        version    = secret_environment_variables.value.version
+      }
+    }
   }
 
   depends_on = [
@@ -215,5 +225,6 @@ resource "google_cloudfunctions2_function" "fn" {
     google_secret_manager_secret_iam_member.config,
     google_secret_manager_secret_iam_member.provider,
     google_secret_manager_secret_iam_member.api_tokens,
+    google_secret_manager_secret_iam_member.relay_keys,
   ]
 }

@@ -23,3 +23,9 @@ output "function_service_accounts" {
   description = "Function => service account email (bind Kubernetes RBAC and provider-project roles to these)."
   value       = { for name, sa in google_service_account.fn : name => sa.email }
 }
+
+output "relay_keys" {
+  description = "Per relay id, the EGRESS_RELAY_KEYS value for that relay's host (its own keys only)."
+  value       = { for id in local.relays : id => jsonencode({ (id) = local.relay_keys[id] }) }
+  sensitive   = true
+}

@@ -86,3 +86,45 @@ resource "google_secret_manager_secret_iam_member" "provider" {
   role      = "roles/secretmanager.secretAccessor"
   member    = "serviceAccount:${google_service_account.fn[each.value.function].email}"
 }
+
+# One HMAC key per relay (shared/relay/signature.ts): relay-report checks every report with it, and
+# the functions that call providers sign every command with it. var.relay_keys replaces the
+# generated key of a relay (to rotate: the new key first, the old one after it; docs/operations.md).
+# Each relay host gets its own entry from the relay_keys output.
+resource "random_bytes" "relay_key" {
+  for_each = local.relays
+  length   = 32
+}
+
+locals {
+  relay_keys = merge(
+    { for id in local.relays : id => [{ id = "k1", secret = random_bytes.relay_key[id].base64 }] },
+    var.relay_keys,
+  )
+  relay_key_functions = setunion(local.provider_functions, ["relay-report"])
+}
+
+resource "google_secret_manager_secret" "relay_keys" {
+  project   = var.project
+  secret_id = "${var.name_prefix}relay-keys"
+  labels    = local.labels
+
+  replication {
+    auto {}
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_secret_manager_secret_version" "relay_keys" {
+  secret      = google_secret_manager_secret.relay_keys.id
+  secret_data = jsonencode(local.relay_keys)
+}
+
+resource "google_secret_manager_secret_iam_member" "relay_keys" {
+  for_each  = local.relay_key_functions
+  project   = var.project
+  secret_id = google_secret_manager_secret.relay_keys.secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.fn[each.key].email}"
+}

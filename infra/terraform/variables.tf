@@ -86,6 +86,13 @@ variable "api_tokens" {
   }
 }
 
+variable "relay_keys" {
+  description = "Relay HMAC keys by relay id, replacing the generated one: [{id, secret (base64, >= 32 bytes)}], the signing key first (rotation: docs/operations.md)."
+  type        = map(list(object({ id = string, secret = string })))
+  default     = {}
+  sensitive   = true
+}
+
 variable "provider_secret_files" {
   description = "Provider credentials: secret name => local file. Each is stored in Secret Manager and mounted into check, gc and health at /etc/egress-secrets/<name>/value (name that path in the config, e.g. a gcp provider's options.keyFile)."
   type        = map(string)

@@ -8,7 +8,7 @@ export interface BusMessage {
   id: string;
   publishTime: number;
   attributes: Record<string, string>;
-  /** Raw text of the body, kept (truncated) for rejection records. */
+  /** Raw text of the body exactly as received: relay signatures are checked over it. */
   text: string;
   /** The JSON body; `undefined` when the body is absent or is not JSON. */
   json: unknown;

@@ -3,6 +3,7 @@ import type { Bus } from '../bus/pubsub.js';
 import type { Config, ProviderConfig, ProviderType } from '../config/schema.js';
 import { ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { RELAY_KEYS_ENV, type RelayKeyring } from '../relay/signature.js';
 import type { RelayStore } from '../store/relays.js';
 import type { Provider } from './contract.js';
 import { gcpProviderFactory } from './gcp/index.js';
@@ -17,6 +18,8 @@ export interface RegistryDeps {
   logger: Logger;
   /** The clock of providers that keep time (the relay-backed ones); default `Date.now`. */
   now?: () => number;
+  /** When set, commands to a relay are signed with its first key (shared/relay/signature.ts). */
+  relayKeys?: RelayKeyring | undefined;
 }
 
 /** What a provider factory receives: its own config entry and the shared clients. */
@@ -54,6 +57,7 @@ const relayBacked: ProviderFactory = (d) =>
     heartbeatTimeoutMs: d.seconds('heartbeatTimeoutSeconds', HEARTBEAT_TIMEOUT_MS / 1000),
     resendAfterMs: d.seconds('commandResendSeconds', 60),
     sendingMs: d.config.leaseSeconds * 1000,
+    signingKey: d.provider.relay ? d.relayKeys?.get(d.provider.relay)?.[0] : undefined,
     ...(d.now && { now: d.now }),
   });
 
@@ -80,6 +84,14 @@ export function createRegistry(deps: RegistryDeps): Registry {
         `provider "${provider.name}" has type "${provider.type}", which this build does not include`,
       );
       deps.logger.error('provider type not available', { provider: provider.name, type: provider.type });
+      return;
+    }
+    if (provider.relay && deps.relayKeys && !deps.relayKeys.has(provider.relay)) {
+      unavailable.set(
+        provider.name,
+        `provider "${provider.name}" is run by relay "${provider.relay}", which has no key in ${RELAY_KEYS_ENV}`,
+      );
+      deps.logger.error('relay has no key', { provider: provider.name, relay: provider.relay });
       return;
     }
     const seconds = (key: string, fallback: number) => {

@@ -1,9 +1,11 @@
 /**
- * Bad input on the relay-reports topic, and relay identity: seeded damage to a valid report and
- * reports that speak for another relay, delivered as CloudEvents to the real `relay-report`
+ * Bad input on the relay-reports topic, and relay identity: seeded damage to a valid report,
+ * reports that speak for another relay and reports not signed by a key of the relay they name,
+ * delivered as CloudEvents to the real `relay-report`
  * function. Each is acknowledged and rejected with a log line naming the field, and changes
  * nothing that is stored: no relay's heartbeat, inventory or commands.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +13,7 @@ import { PubSub } from '@google-cloud/pubsub';
 import { LOCAL_DEFAULT_CONFIG } from '../../shared/config/local-default.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RelayReport } from '../../shared/relay/protocol.js';
+import { parseRelayKeys, signText, type SigningKey } from '../../shared/relay/signature.js';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { Figures } from './support/figures.js';
@@ -84,8 +87,28 @@ const FIELDS: FieldSpec[] = [
   { path: 'traces', type: 'object', optional: true, keyedBy: { max: 63, value: 'x', valid: DNS_LABEL } },
 ];
 
-const deliver = async (text: string, attributes: Record<string, string> = { relay: RELAY }) => {
-  const event = cloudEvent('relay-reports', base64(text), attributes);
+// The functions check every report's signature: local has a new key and the one it replaces.
+const KEYS = JSON.stringify({
+  local: [
+    { id: 'k2', secret: randomBytes(32).toString('base64') },
+    { id: 'k1', secret: randomBytes(32).toString('base64') },
+  ],
+  far: [{ id: 'k1', secret: randomBytes(32).toString('base64') }],
+});
+const keyring = parseRelayKeys(KEYS);
+const keyOf = (relay: string, index = 0): SigningKey => {
+  const key = keyring.get(relay)?.[index];
+  if (!key) throw new Error(`no key ${index} for ${relay}`);
+  return key;
+};
+
+/** Delivers a report, signed with the first key of the relay its attribute names (when it has one). */
+const deliver = async (
+  text: string,
+  attributes: Record<string, string> = { relay: RELAY },
+  signature = keyring.has(attributes['relay'] ?? '') ? signText(keyOf(attributes['relay'] ?? ''), 'report', text) : {},
+) => {
+  const event = cloudEvent('relay-reports', base64(text), { ...attributes, ...signature });
   const before = logs.lines.length;
   let thrown: Error | undefined;
   await pubSubFunction('relay-report')(event).catch(
@@ -116,7 +139,7 @@ beforeAll(async () => {
     providers: [...LOCAL_DEFAULT_CONFIG.providers, { name: 'far-proc', type: 'process', relay: 'far' }],
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-  await loadFunctions(emu, ['relay-report'], { EGRESS_CONFIG: join(dir, 'config.json') });
+  await loadFunctions(emu, ['relay-report'], { EGRESS_CONFIG: join(dir, 'config.json'), EGRESS_RELAY_KEYS: KEYS });
   checks = await recordTopic(pubsub, 'proxy-checks');
   // Relay `local` has an inventory and a pending command: what forged and broken reports must not touch.
   await db.collection('relays').doc(RELAY).collection('commands').doc('ep-c-1').set({
@@ -210,5 +233,52 @@ describe('guarantee: a report speaks only for the relay that sent it', () => {
     ]);
     // local's provider reads relays/local only: its pending command is still pending.
     expect(after['local/commands/ep-c-1']).toMatchObject({ done: false });
+  });
+});
+
+describe('guarantee: a report counts only when signed by a key of the relay it names', () => {
+  const forged = () =>
+    JSON.stringify(
+      report({
+        instances: [],
+        results: [{ commandId: 'c-1', provider: 'local', name: 'ep-c-1', kind: 'create', ok: true }],
+      }),
+    );
+  it.each([
+    ['unsigned', () => ({}), 'attributes.keyId'],
+    [
+      "signed with relay far's key (same key id)",
+      (text: string) => signText(keyOf('far'), 'report', text),
+      'attributes.signature',
+    ],
+    [
+      'signed with a key local does not list',
+      (text: string) => signText({ ...keyOf('local'), id: 'k0' }, 'report', text),
+      'attributes.keyId',
+    ],
+    ['signed as a command', (text: string) => signText(keyOf('local'), 'command', text), 'attributes.signature'],
+    [
+      'altered after signing',
+      (text: string) => signText(keyOf('local'), 'report', text.replace('"instances":[]', '"instances":[ ]')),
+      'attributes.signature',
+    ],
+  ])('a report %s is rejected, logged naming %s, and changes nothing', async (_what, sign, field) => {
+    const stored = await storedRelays();
+    const text = forged();
+    const { thrown, rejection } = await deliver(text, { relay: RELAY }, sign(text));
+    figures.add('forgedReports');
+    figures.add('inputs');
+    expect(thrown).toBeUndefined();
+    expect(rejection?.field).toBe(field);
+    expect(await storedRelays()).toBe(stored);
+  });
+
+  it('during a rotation a report signed with the new key or the old one is applied', async () => {
+    for (const index of [0, 1]) {
+      const text = JSON.stringify(report({ results: [] }));
+      const { rejection } = await deliver(text, { relay: RELAY }, signText(keyOf('local', index), 'report', text));
+      figures.add('inputs');
+      expect(rejection, `key ${keyOf('local', index).id}`).toBeUndefined();
+    }
   });
 });

@@ -173,7 +173,13 @@ describe('gc', () => {
       ...h.config,
       providers: [{ name: 'proc', type: 'process', relay: 'reconcile', options: { heartbeatTimeoutSeconds: 1 } }],
     });
-    const registry = createRegistry({ config: strict, relays: h.relays, bus: h.bus, logger: h.logger });
+    const registry = createRegistry({
+      config: strict,
+      relays: h.relays,
+      bus: h.bus,
+      logger: h.logger,
+      relayKeys: h.relayKeys,
+    });
     const silent = await collectGarbage({ ...deps, config: strict, registry, now: () => Date.now() + 3_600_000 });
     expect(silent[0]?.skipped).toMatch(/relay/);
     expect(silent[0]?.deleted).toEqual([]);
@@ -187,7 +193,13 @@ describe('provider health', () => {
       ...h.config,
       providers: [{ name: 'proc', type: 'process', relay: 'reconcile', options: { heartbeatTimeoutSeconds: 1 } }],
     });
-    const registry = createRegistry({ config: strict, relays: h.relays, bus: h.bus, logger: h.logger });
+    const registry = createRegistry({
+      config: strict,
+      relays: h.relays,
+      bus: h.bus,
+      logger: h.logger,
+      relayKeys: h.relayKeys,
+    });
     const monitored = { ...deps, config: strict, registry, providerStatus: h.providerStatus };
     await sleep(1500);
     const [down] = await checkProviders({ registry, providerStatus: h.providerStatus, logger: h.logger });

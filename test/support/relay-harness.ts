@@ -14,6 +14,7 @@ import type { Config } from '../../shared/config/schema.js';
 import type { Firestore } from '@google-cloud/firestore';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { createRegistry, type Registry } from '../../shared/providers/registry.js';
+import { generateRelayKeys, parseRelayKeys, type RelayKeyring } from '../../shared/relay/signature.js';
 import { handleRelayReport } from '../../shared/relay-report.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { createFirestore } from '../../shared/store/firestore.js';
@@ -39,6 +40,8 @@ export interface RelayHarness {
   bus: Bus;
   logger: Logger;
   agent: RelayAgent;
+  /** The keys both sides sign and check with (forged messages are made without them). */
+  relayKeys: RelayKeyring;
   stateDir: string;
   echo: EchoServer;
   close(): Promise<void>;
@@ -114,26 +117,30 @@ export async function startRelayHarness(
   const backends = new Map(
     [...createBackends(relayConfig, { logger, proxyServerPath })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
   );
-  const agent = createRelayAgent({
-    config: relayConfig,
-    pubsub,
-    backends,
-    logger,
-    ...(options.probe && { probe: options.probe }),
-  });
-  await agent.start();
-
   const config = parseConfig({
     installationId: 'it',
     echoUrl: echo.url,
     providers: [{ name: 'proc', type: 'process', relay: name, options: { heartbeatTimeoutSeconds: 30 } }],
     ...overrides,
   });
+  // Signed both ways, as the local stack and a deployment run: a fresh key for each relay.
+  const relayNames = new Set([name, ...config.providers.flatMap((p) => (p.relay ? [p.relay] : []))]);
+  const relayKeys = parseRelayKeys(generateRelayKeys([...relayNames]));
+  const agent = createRelayAgent({
+    config: relayConfig,
+    pubsub,
+    backends,
+    logger,
+    keys: relayKeys.get(name),
+    ...(options.probe && { probe: options.probe }),
+  });
+  await agent.start();
+
   const db = createFirestore(emu.projectId);
   const relays = new RelayStore(db, logger);
   const proxies = new ProxyStore(db, logger);
   const bus = createPubSubBus(pubsub);
-  const apply = (message: BusMessage) => handleRelayReport({ config, relays, bus, logger }, message);
+  const apply = (message: BusMessage) => handleRelayReport({ config, relays, relayKeys, bus, logger }, message);
   const deliver = options.deliverReport ?? (async (message: BusMessage) => void (await apply(message)));
   reports.on('message', (m: Message) => {
     deliver(decodeBody(m.id, m.publishTime.getTime(), m.attributes, m.data.toString('utf8')), apply)
@@ -143,9 +150,10 @@ export async function startRelayHarness(
         m.nack();
       });
   });
-  const registry = createRegistry({ config, relays, bus, logger });
+  const registry = createRegistry({ config, relays, bus, logger, relayKeys });
   return {
     config,
+    relayKeys,
     db,
     registry,
     proxies,

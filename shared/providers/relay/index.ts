@@ -12,6 +12,7 @@ import { changedSince, type CommandDoc, type RelayStore } from '../../store/rela
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
+import { signatureAttributes, type SigningKey } from '../../relay/signature.js';
 
 export interface RelayProviderDeps {
   config: ProviderConfig;
@@ -28,6 +29,8 @@ export interface RelayProviderDeps {
    * flight for NotFound (a deletion would then finalise the proxy under it).
    */
   sendingMs?: number;
+  /** Signs every command (shared/relay/signature.ts); the relay refuses unsigned ones when it has keys. */
+  signingKey?: SigningKey | undefined;
   now?: () => number;
 }
 
@@ -203,7 +206,8 @@ class RelayProvider implements Provider {
 
   /** Publishes a recorded command (again) and notes when: until then it counts as never sent. */
   private async publish(name: string, command: RelayCommand): Promise<void> {
-    await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind });
+    const signature = this.deps.signingKey ? signatureAttributes(this.deps.signingKey, 'command', command) : {};
+    await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind, ...signature });
     const at = this.now();
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
   }

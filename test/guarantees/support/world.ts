@@ -99,7 +99,13 @@ export async function startWorld(options: WorldOptions): Promise<World> {
   const proxies = new FaultyProxyStore(h.db, h.logger);
   const stats = new ProviderStats();
   const commandBus = options.commandBus?.(h.bus) ?? h.bus;
-  const inner = createRegistry({ config: h.config, relays: h.relays, bus: commandBus, logger: h.logger });
+  const inner = createRegistry({
+    config: h.config,
+    relays: h.relays,
+    bus: commandBus,
+    logger: h.logger,
+    relayKeys: h.relayKeys,
+  });
   const registry = countingRegistry(inner, stats, options.hooks);
   const provider = registry.get(PROVIDER);
   if (!provider) throw new Error('no provider');
