@@ -155,8 +155,7 @@ async function main(): Promise<void> {
   console.log(`  state and clients: ${join(home, 'local.env')}   logs: ${join(home, 'logs')}`);
   if (stack.env['EGRESS_TRACE_FILE'])
     console.log(`  traces: npm run traces   (spans in ${stack.env['EGRESS_TRACE_FILE']})`);
-  if (gateway)
-    console.log(`  gateway: ${gateway.url}   (rotates over the fleet; curl -x ${gateway.url} ${stack.config.echoUrl})`);
+  if (gateway) console.log(`  gateway: ${gateway.url}   (one proxy URL for the whole fleet: docs/gateway.md)`);
   if (typeof address === 'string' && creds?.exists) {
     const user = encodeURIComponent(String(creds.get('username')));
     const pass = encodeURIComponent(String(creds.get('password')));
