@@ -9,8 +9,10 @@ const ROOT = dirname(fileURLToPath(import.meta.url));
 
 /** Top-level folders a layer must not import from (style.md §Conventions 1). */
 const LAYER_BANS = {
-  shared: ['functions', 'relay', 'cli', 'infra'],
+  shared: ['functions', 'relay', 'cli', 'infra', 'gateway'],
   functions: ['relay', 'cli'],
+  // The gateway is a library beside the client: it talks to the API over HTTP, never to the back end's code.
+  gateway: ['functions', 'relay', 'cli', 'infra'],
 };
 
 function isDirectory(path) {
@@ -49,7 +51,7 @@ const boundariesPlugin = {
         type: 'problem',
         docs: {
           description:
-            'Layer and provider boundaries: shared/ ↛ functions, relay, cli, infra; functions/ ↛ relay, cli; provider ↛ provider',
+            'Layer and provider boundaries: shared/ ↛ functions, relay, cli, infra, gateway; functions/ ↛ relay, cli; gateway/ ↛ functions, relay, cli, infra; provider ↛ provider',
         },
         schema: [],
       },

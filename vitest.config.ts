@@ -12,7 +12,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{shared,relay,functions,cli,infra,bench}/**/*.test.ts', 'test/docs/**/*.test.ts'],
+          include: ['{shared,relay,functions,cli,gateway,infra,bench}/**/*.test.ts', 'test/docs/**/*.test.ts'],
         },
       },
       {

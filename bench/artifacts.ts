@@ -16,6 +16,8 @@ export interface Artifacts {
   proxyServer: string;
   importProbe: string;
   echoPool: string;
+  /** The gateway as its own process (bench/fixtures/gateway-process.ts). */
+  gatewayProcess: string;
   close(): void;
 }
 
@@ -81,6 +83,7 @@ export async function prepareArtifacts(root: string): Promise<Artifacts> {
     proxyServer: join(dir, 'proxy-server.js'),
     importProbe: await script('import-probe'),
     echoPool: await script('echo-proxy-pool'),
+    gatewayProcess: await script('gateway-process'),
     close: () => rmSync(dir, { recursive: true, force: true }),
   };
 }

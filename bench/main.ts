@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: starts its own emulators on free ports, measures cold start, orchestration
  * overhead and the fleet's steady-state cost and scale, prints the tables, stops what it started.
- * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt`,
+ * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt,gateway`,
+ * `--gateway-soak=SECONDS` (the gateway's RSS soak; default 60, the issue's 10 minutes is 600),
  * `--out=DIR` (default test-results/bench).
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { prepareArtifacts, startNode, type Artifacts, type BenchChild } from './
 import { Cleanup } from './cleanup.js';
 import { importBreakdown, runColdStart } from './cold-start.js';
 import { steadyCycle, sweepFleet, type CycleCost, type SweepResult } from './fleet-bench.js';
+import { runGatewayBench } from './gateway-bench.js';
 import { runOrchestration } from './orchestration.js';
 import { benchLibvirt } from './libvirt.js';
 import {
@@ -41,7 +43,8 @@ function repoRoot(): string {
 const optionsSchema = z.object({
   quick: z.boolean(),
   sizes: z.array(z.number().int().min(1).max(20_000)).min(1),
-  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt'])).min(1),
+  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway'])).min(1),
+  gatewaySoak: z.number().int().min(5).max(86_400),
   out: z.string().min(1).optional(),
 });
 
@@ -49,8 +52,9 @@ function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
   const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
   const quick = argv.includes('--quick');
   const sizes = value('sizes')?.split(',').map(Number) ?? (quick ? [100, 1000] : [100, 1000, 10_000]);
-  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt'];
-  return optionsSchema.parse({ quick, sizes, only, out: value('out') });
+  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt', 'gateway'];
+  const gatewaySoak = Number(value('gateway-soak') ?? (quick ? 20 : 60));
+  return optionsSchema.parse({ quick, sizes, only, gatewaySoak, out: value('out') });
 }
 
 function machine(): string {
@@ -103,24 +107,29 @@ async function main(): Promise<void> {
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
   try {
-    log('starting the Firestore and Pub/Sub emulators on free ports');
-    const firestorePort = await freePort();
-    let pubsubPort = await freePort();
-    while (pubsubPort === firestorePort) pubsubPort = await freePort();
-    // 10,000 proxies with their credentials and inventory: 2 GiB was full (G1 churning) at 10,000 directly probed.
-    const logDir = join(out, 'emulators');
-    const emulators = await startEmulators({
-      host: '127.0.0.1',
-      firestorePort,
-      pubsubPort,
-      logDir,
-      firestoreHeapMb: 6144,
-    });
-    cleanup.add(() => emulators.stop());
-    process.env['FIRESTORE_EMULATOR_HOST'] = emulators.firestoreHost;
-    process.env['PUBSUB_EMULATOR_HOST'] = emulators.pubsubHost;
-    process.env['METADATA_SERVER_DETECTION'] = 'none';
-    const hosts = { firestoreHost: emulators.firestoreHost, pubsubHost: emulators.pubsubHost };
+    // Only the control-plane sections use the emulators; the libvirt and gateway ones do not.
+    const hosts = { firestoreHost: '', pubsubHost: '' };
+    if (opts.only.some((s) => s === 'cold' || s === 'orch' || s === 'fleet')) {
+      log('starting the Firestore and Pub/Sub emulators on free ports');
+      const firestorePort = await freePort();
+      let pubsubPort = await freePort();
+      while (pubsubPort === firestorePort) pubsubPort = await freePort();
+      // 10,000 proxies with their credentials and inventory: 2 GiB was full (G1 churning) at 10,000 directly probed.
+      const logDir = join(out, 'emulators');
+      const emulators = await startEmulators({
+        host: '127.0.0.1',
+        firestorePort,
+        pubsubPort,
+        logDir,
+        firestoreHeapMb: 6144,
+      });
+      cleanup.add(() => emulators.stop());
+      process.env['FIRESTORE_EMULATOR_HOST'] = emulators.firestoreHost;
+      process.env['PUBSUB_EMULATOR_HOST'] = emulators.pubsubHost;
+      process.env['METADATA_SERVER_DETECTION'] = 'none';
+      hosts.firestoreHost = emulators.firestoreHost;
+      hosts.pubsubHost = emulators.pubsubHost;
+    }
 
     if (opts.only.includes('cold')) {
       log('cold start: importing each built function in a fresh process, paired with a hello-world');
@@ -163,6 +172,19 @@ async function main(): Promise<void> {
           log(`  done in ${fmt((performance.now() - started) / 1000, 0)} s (seeding included)`);
           if (run.sweep.failures.length > 0) log(`  failures: ${run.sweep.failures.slice(0, 3).join('; ')}`);
         }
+      }
+    }
+    if (opts.only.includes('gateway')) {
+      log('gateway: against going straight through one fleet proxy (a real proxy-server process)');
+      try {
+        results.gateway = await runGatewayBench(
+          artifacts,
+          { soakSeconds: opts.gatewaySoak, pairs: opts.quick ? 500 : 2000, log },
+          cleanup,
+        );
+      } catch (err) {
+        results.errors.push(`gateway: ${err instanceof Error ? err.message : String(err)}`);
+        log(`gateway failed: ${results.errors.at(-1) ?? ''}`);
       }
     }
     if (opts.only.includes('libvirt')) {

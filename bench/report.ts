@@ -3,6 +3,7 @@ import { coldStartRatio, type ColdStart } from './cold-start.js';
 import { monthlyCost, PRICE_SOURCES, PRICES_RECORDED_ON } from './cost-model.js';
 import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
+import { CLIENTS, type GatewayResults } from './gateway-bench.js';
 import type { OrchestrationTrial } from './orchestration.js';
 import { fmt, markdownTable, median, ms, usd } from './stats.js';
 
@@ -17,6 +18,8 @@ export interface BenchResults {
   cycles: CycleCost[];
   /** The libvirt client bench (bench/libvirt.ts), unless left out with `--only`. */
   libvirt?: LibvirtRatio;
+  /** The gateway against one fleet proxy directly (bench/gateway-bench.ts), unless left out with `--only`. */
+  gateway?: GatewayResults;
   /** Sections that failed (their targets show as not run). */
   errors: string[];
 }
@@ -165,6 +168,42 @@ function libvirtRow(libvirt: LibvirtRatio | undefined): string[] {
   return [measure, '— (issue 6 sets none)', result, 'info'];
 }
 
+/** Issue 16's targets for the gateway, each a ratio or a figure from the same run. */
+export function gatewayRows(g: GatewayResults | undefined): string[][] {
+  if (!g) return [['gateway p50 added latency vs one fleet proxy directly', '≤ 1 ms', 'not run', '—']];
+  const added = g.gatewayP50Ms - g.directP50Ms;
+  const ratio = g.gatewayRps / g.directRps;
+  const after = g.soak.rssMb.slice(Math.floor(g.soak.rssMb.length / 4));
+  const [first, last] = [after[0] ?? Number.NaN, after.at(-1) ?? Number.NaN];
+  const growth = last / first - 1;
+  return [
+    [
+      'gateway p50 added latency vs one fleet proxy directly',
+      '≤ 1 ms',
+      `${fmt(added, 3)} ms (p50 ${fmt(g.gatewayP50Ms, 3)} vs ${fmt(g.directP50Ms, 3)} ms)`,
+      yes(added <= 1),
+    ],
+    [
+      `gateway throughput ÷ direct, ${CLIENTS} keep-alive clients (median of 10 alternating 1 s rounds)`,
+      '≥ 80 %',
+      `${fmt(ratio * 100, 1)} % (${fmt(g.gatewayRps, 0)} vs ${fmt(g.directRps, 0)} req/s)`,
+      yes(ratio >= 0.8),
+    ],
+    [
+      'gateway RSS with 1,000 concurrent CONNECT tunnels (2 cores)',
+      '≤ 200 MB, all held',
+      `${fmt(g.tunnels.rssMb, 1)} MB, ${g.tunnels.count} held, ${g.tunnels.failed} failed`,
+      yes(g.tunnels.rssMb <= 200 && g.tunnels.count === 1000),
+    ],
+    [
+      `gateway RSS over a ${g.soak.seconds} s soak, growth after the first quarter`,
+      '≤ 10 % (flat)',
+      `${fmt(growth * 100, 1)} % (${fmt(first, 1)} → ${fmt(last, 1)} MB; samples ${g.soak.rssMb.map((m) => fmt(m, 0)).join(', ')})`,
+      yes(growth <= 0.1),
+    ],
+  ];
+}
+
 /** The table of targets: every measure, its target, the result and whether it is met. */
 export function targetsTable(r: BenchResults): string {
   const rows = [
@@ -173,6 +212,7 @@ export function targetsTable(r: BenchResults): string {
     ...coldRows(r.coldStart),
     ...scaleRows(r),
     libvirtRow(r.libvirt),
+    ...gatewayRows(r.gateway),
   ];
   return markdownTable(['measure', 'target', 'result', 'met'], rows);
 }

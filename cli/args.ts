@@ -41,7 +41,22 @@ export type Command =
       distinct: boolean;
       limit?: number;
       random: boolean;
+    }
+  | {
+      verb: 'gateway';
+      listen: HostPort;
+      pool?: string;
+      provider?: string;
+      labels: string[];
+      banOn: number[];
+      metrics?: HostPort;
     };
+
+/** `--listen` / `--metrics`: where to listen. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
 
 /** Every flag of every verb; each verb then accepts only its own (see `FLAGS_BY_VERB`). */
 const OPTIONS = {
@@ -58,6 +73,10 @@ const OPTIONS = {
   limit: { type: 'string' },
   random: { type: 'boolean' },
   replicas: { type: 'string' },
+  listen: { type: 'string' },
+  pool: { type: 'string' },
+  'ban-on': { type: 'string' },
+  metrics: { type: 'string' },
   reason: { type: 'string' },
   target: { type: 'string' },
   detail: { type: 'string' },
@@ -79,6 +98,7 @@ const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   'scale pool': ['replicas', 'wait', 'timeout'],
   'report proxy': ['reason', 'target', 'detail'],
   discover: ['output', 'provider', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
+  gateway: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics'],
 };
 
 /** The help text (`egress --help`). */
@@ -104,6 +124,10 @@ Commands:
                                              set a pool's replicas; --wait returns when N are Ready
   discover [-o urls|json] [--provider P] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]
                                              Ready proxies as URLs usable with curl -x
+  gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT]
+                                             one local authenticated proxy in front of the fleet: prints its
+                                             URL, rotates, keeps USER-session-<id> sessions, retries failures;
+                                             credentials from EGRESS_GATEWAY_USER/EGRESS_GATEWAY_PASSWORD or random
 
 The API is EGRESS_API_URL with the bearer token EGRESS_TOKEN; when unset, both are read from
 local.env in EGRESS_HOME, or in .egress/ of the current directory or a parent (written by npm start).
@@ -159,6 +183,25 @@ function labels(values: string[] | undefined): string[] {
   return values ?? [];
 }
 
+/** `HOST:PORT` or `[V6]:PORT`; port 0 picks a free one. */
+function hostPort(flag: string, value: string): HostPort {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(value);
+  if (!m?.[1] || Number(m[2]) > 65535)
+    throw new UsageError(`--${flag} must be HOST:PORT, e.g. 127.0.0.1:8899 (got "${value}")`);
+  return { host: m[1].replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+/** `--ban-on 403,429`: HTTP statuses 100–599. */
+function statuses(value: string | undefined): number[] {
+  if (value === undefined) return [];
+  return value.split(',').map((s) => {
+    const n = Number(s.trim());
+    if (!/^\d{3}$/.test(s.trim()) || n < 100 || n > 599)
+      throw new UsageError(`--ban-on must be HTTP statuses separated by commas, e.g. 403,429 (got "${s}")`);
+    return n;
+  });
+}
+
 function proxyName(value: string | undefined, usage: string, what = 'proxy'): string {
   if (value === undefined) throw new UsageError(`missing ${what} name: ${usage}`);
   const parsed = dnsLabel.safeParse(value);
@@ -187,7 +230,7 @@ export function parseCommand(argv: readonly string[]): Command {
 
   const resource = resourceWord === undefined ? undefined : RESOURCES[resourceWord];
   let key: string;
-  if (verb === 'apply' || verb === 'discover') {
+  if (verb === 'apply' || verb === 'discover' || verb === 'gateway') {
     if (resourceWord !== undefined) throw new UsageError(`unexpected argument "${resourceWord}" for ${verb}`);
     key = verb;
   } else if (verb === 'report') {
@@ -287,6 +330,18 @@ export function parseCommand(argv: readonly string[]): Command {
         replicas: Number(raw),
         wait: values.wait ?? false,
         timeoutMs: timeout(values.timeout),
+      };
+    }
+    case 'gateway': {
+      const metrics = values.metrics === undefined ? undefined : hostPort('metrics', values.metrics);
+      return {
+        verb: 'gateway',
+        listen: hostPort('listen', values.listen ?? '127.0.0.1:8899'),
+        ...(values.pool !== undefined && { pool: values.pool }),
+        ...(values.provider !== undefined && { provider: values.provider }),
+        labels: labels(values.label),
+        banOn: statuses(values['ban-on']),
+        ...(metrics && { metrics }),
       };
     }
     case 'report proxy':

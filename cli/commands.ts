@@ -196,7 +196,11 @@ async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb:
  *
  * @throws ApiError, WaitError, ReportedFailure or Error on failure (exit 1)
  */
-export async function execute(client: ApiClient, io: Io, cmd: Exclude<Command, { verb: 'help' }>): Promise<void> {
+export async function execute(
+  client: ApiClient,
+  io: Io,
+  cmd: Exclude<Command, { verb: 'help' | 'gateway' }>,
+): Promise<void> {
   const now = io.now ?? Date.now;
   switch (cmd.verb) {
     case 'get-pools':

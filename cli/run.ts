@@ -3,6 +3,7 @@ import { ApiError, createApiClient, type ApiClient } from './api-client.js';
 import { USAGE, UsageError, parseCommand } from './args.js';
 import { apiErrorText, execute, ReportedFailure, type Io } from './commands.js';
 import { loadCliConfig } from './config.js';
+import { runGateway } from './gateway.js';
 
 /** Exit codes of interfaces.md §4 (130 after Ctrl-C, as shells report SIGINT). */
 export const EXIT = { ok: 0, failure: 1, usage: 2, interrupted: 130 } as const;
@@ -24,6 +25,11 @@ export async function run(argv: readonly string[], io: Io, clientFor?: () => Api
     const command = parseCommand(argv);
     if (command.verb === 'help') {
       io.stdout.write(USAGE);
+      return EXIT.ok;
+    }
+    if (command.verb === 'gateway') {
+      // Runs until Ctrl-C: the interrupt is how it ends, not a failure.
+      await runGateway(command, io, loadCliConfig(io.env, io.cwd));
       return EXIT.ok;
     }
     const client = clientFor ? clientFor() : createApiClient(loadCliConfig(io.env, io.cwd), io.signal);

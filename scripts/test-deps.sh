@@ -11,6 +11,9 @@
 #                                 the real kvm guests (test/support/qemu-host.ts: libvirtd's qemu driver in a test namespace)
 #   mmdebstrap                    builds the guest image from Debian's packages (scripts/guest-image.sh, cached)
 #   cloud-init, curl              `cloud-init schema` of the generated user-data; curl through the guests' proxies
+#   python3-requests, python3-scrapy, tinyproxy
+#                                 the gateway's tests: Python requests and a Scrapy crawl through it (/usr/bin/python3),
+#                                 and a real tinyproxy behind it (gateway/gateway.test.ts)
 # Then it builds the kvm test guest image when the cache has none for the current recipe.
 set -euo pipefail
 
@@ -30,6 +33,9 @@ declare -A package_of=(
   [/usr/bin/mmdebstrap]=mmdebstrap
   [/usr/bin/cloud-init]=cloud-init
   [/usr/bin/curl]=curl
+  [/usr/lib/python3/dist-packages/requests]=python3-requests
+  [/usr/lib/python3/dist-packages/scrapy]=python3-scrapy
+  [/usr/bin/tinyproxy]=tinyproxy-bin
 )
 guest_image() { bash "$(dirname "$0")/guest-image.sh" >/dev/null; }
 # libvirtd's qemu driver looks up its built-in default user and group, libvirt-qemu, before it reads

@@ -1,5 +1,5 @@
 /** `npm start`: runs the whole product locally, applies the sample fleet, prints how to use it; Ctrl-C stops all. */
-import { existsSync, readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -7,6 +7,7 @@ import { Firestore } from '@google-cloud/firestore';
 import { loadConfig } from '../../shared/config/load.js';
 import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import type { Logger } from '../../shared/logger.js';
+import { createFleetApi, startGateway, type Gateway } from '../../gateway/index.js';
 import { startStack, stackHome, type Stack } from './stack.js';
 
 /** Human-readable launcher output (this is a terminal program, not a function). */
@@ -86,6 +87,25 @@ function watchConfig(file: string, stack: Stack, env: NodeJS.ProcessEnv, logger:
   });
 }
 
+/**
+ * One gateway in front of the local fleet (docs/gateway.md) on 127.0.0.1:8899 (plus the port
+ * offset), or a free port when that one is taken; its URL goes to local.env as EGRESS_GATEWAY_URL.
+ */
+async function startLocalGateway(stack: Stack, home: string, portOffset: number, logger: Logger): Promise<Gateway> {
+  const fleet = createFleetApi({ apiUrl: stack.apiUrl, token: stack.config.apiTokens[0] });
+  const start = (port: number) => startGateway({ fleet, listen: { host: '127.0.0.1', port }, logger });
+  let gateway: Gateway;
+  try {
+    gateway = await start(8899 + portOffset);
+  } catch (err) {
+    if (!(err instanceof Error && 'code' in err && err.code === 'EADDRINUSE')) throw err;
+    logger.warn(`port ${8899 + portOffset} is in use; the gateway listens on a free port instead`);
+    gateway = await start(0);
+  }
+  appendFileSync(join(home, 'local.env'), `EGRESS_GATEWAY_URL=${gateway.url}\n`);
+  return gateway;
+}
+
 async function main(): Promise<void> {
   const root = repoRoot();
   const env = process.env;
@@ -96,12 +116,15 @@ async function main(): Promise<void> {
     throw new Error('EGRESS_PORT_OFFSET must be a non-negative integer');
 
   const stack = await startStack({ root, home, portOffset, env, logger });
+  /** Set once the fleet is up; the shutdown closes it first. */
+  const running: { gateway?: Gateway } = {};
   let stopping = false;
   const shutdown = async () => {
     if (stopping) return;
     stopping = true;
     logger.info('stopping everything this stack started…');
     if (env['EGRESS_CONFIG']) unwatchFile(env['EGRESS_CONFIG']);
+    await running.gateway?.close();
     await stack.stop();
     logger.info('stopped');
     process.exit(0);
@@ -116,6 +139,12 @@ async function main(): Promise<void> {
   const samples = env['EGRESS_SAMPLES'] ?? join(root, 'docs', 'samples', 'local-fleet.yaml');
   const names = samples === 'none' ? [] : await applySamples(stack, samples, logger);
   await waitForFleet(db, names, 90_000, logger);
+  // The stack is useful without its gateway: a gateway that cannot start is a warning, not a stop.
+  const gateway = await startLocalGateway(stack, home, portOffset, logger).catch((err: unknown) => {
+    logger.warn('the gateway did not start; the stack runs without it', { error: err });
+    return undefined;
+  });
+  running.gateway = gateway;
   const first = names[0] ? await db.collection('proxies').doc(names[0]).get() : undefined;
   const creds = names[0] ? await db.collection('credentials').doc(names[0]).get() : undefined;
   const address = first?.get('status.address') as unknown;
@@ -126,6 +155,7 @@ async function main(): Promise<void> {
   console.log(`  state and clients: ${join(home, 'local.env')}   logs: ${join(home, 'logs')}`);
   if (stack.env['EGRESS_TRACE_FILE'])
     console.log(`  traces: npm run traces   (spans in ${stack.env['EGRESS_TRACE_FILE']})`);
+  if (gateway) console.log(`  gateway: ${gateway.url}   (one proxy URL for the whole fleet: docs/gateway.md)`);
   if (typeof address === 'string' && creds?.exists) {
     const user = encodeURIComponent(String(creds.get('username')));
     const pass = encodeURIComponent(String(creds.get('password')));

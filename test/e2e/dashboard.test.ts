@@ -4,22 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS } from './chromium.js';
 import { startLocalStack, type RunningStack } from './stack.js';
 
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const SCREENSHOT = join('test-results', 'dashboard.png');
 const FLEET = ['local-1', 'local-2', 'local-rotating'];
-/** As the machine notes say: without the background-networking flags Chromium keeps dialling out. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 let stack: RunningStack | undefined;
 let context: BrowserContext | undefined;

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { checkProxyAuthorization, gatewayUrl, randomCredentials } from './auth.js';
+
+const creds = { username: 'crawler', password: 's3cret:with:colons' };
+const basic = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
+
+describe('gateway credentials', () => {
+  it.each([
+    ['no header', undefined],
+    ['not Basic', 'Bearer abc'],
+    ['wrong password', basic('crawler:nope')],
+    ['wrong user', basic('other:s3cret:with:colons')],
+    ['no colon', basic('crawler')],
+    ['a prefix of the password', basic('crawler:s3cret')],
+    ['session of a wrong user', basic('other-session-1:s3cret:with:colons')],
+    ['an empty header', ''],
+    ['garbage base64', 'Basic !!!'],
+  ])('refuses %s', (_what, header) => {
+    expect(checkProxyAuthorization(header, creds)).toEqual({ ok: false });
+  });
+
+  it('accepts the credentials, with and without a session', () => {
+    expect(checkProxyAuthorization(basic('crawler:s3cret:with:colons'), creds)).toEqual({
+      ok: true,
+      session: undefined,
+    });
+    expect(checkProxyAuthorization(basic('crawler-session-a.b_C-9:s3cret:with:colons'), creds)).toEqual({
+      ok: true,
+      session: 'a.b_C-9',
+    });
+    expect(checkProxyAuthorization(`basic   ${basic('crawler:s3cret:with:colons').slice(6)}`, creds).ok).toBe(true);
+  });
+
+  it('a user whose own name contains -session- still works when it is the whole configured name', () => {
+    const odd = { username: 'a-session-b', password: 'p' };
+    expect(checkProxyAuthorization(basic('a-session-b-session-7:p'), odd)).toEqual({ ok: true, session: '7' });
+    expect(checkProxyAuthorization(basic('a-session-b:p'), odd)).toEqual({ ok: true, session: undefined });
+  });
+
+  it('prints a URL with escaped credentials and makes distinct random ones', () => {
+    expect(gatewayUrl({ username: 'u', password: 'p@ss/1' }, '127.0.0.1', 8899)).toBe(
+      'http://u:p%40ss%2F1@127.0.0.1:8899',
+    );
+    expect(gatewayUrl(creds, '::1', 1)).toMatch(/^http:\/\/crawler:.*@\[::1\]:1$/);
+    const [a, b] = [randomCredentials(), randomCredentials()];
+    expect(a.password).not.toBe(b.password);
+    expect(encodeURIComponent(a.password)).toBe(a.password);
+  });
+});

@@ -1,0 +1,87 @@
+/** The gateway's API client against a real local HTTP server: the discovery query, the report body, errors. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFleetApi, upstreamOf } from './fleet-api.js';
+
+const seen: { method: string; url: string; auth: string | undefined; body: string }[] = [];
+let answer: { status: number; body: string } = { status: 200, body: '[]' };
+let server: http.Server;
+let base = '';
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', auth: req.headers.authorization, body });
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+describe('fleet API client', () => {
+  it('asks discovery once with the filters and the domain, and reads the entries', async () => {
+    answer = {
+      status: 200,
+      body: JSON.stringify([
+        { name: 'p1', provider: 'local', url: 'http://u%40x:p%3Aw@10.0.0.1:3128', egressIp: '1.2.3.4' },
+      ]),
+    };
+    const api = createFleetApi({ apiUrl: base, token: 't0k' });
+    const list = await api.discover({ pool: 'crawl', provider: 'local', labels: ['a=1', 'b=2'] }, 'shop.example');
+    const last = seen.at(-1);
+    expect(last?.auth).toBe('Bearer t0k');
+    const q = new URL(last?.url ?? '', 'http://x').searchParams;
+    expect(Object.fromEntries(q)).toMatchObject({
+      format: 'json',
+      pool: 'crawl',
+      provider: 'local',
+      for: 'shop.example',
+    });
+    expect(q.getAll('label')).toEqual(['a=1', 'b=2']);
+    expect(list).toEqual([
+      {
+        name: 'p1',
+        provider: 'local',
+        host: '10.0.0.1',
+        port: 3128,
+        authorization: `Basic ${Buffer.from('u@x:p:w').toString('base64')}`,
+        egressIp: '1.2.3.4',
+      },
+    ]);
+  });
+
+  it('posts a report to /v1/proxies/{name}/reports', async () => {
+    answer = { status: 202, body: '{"accepted":true}' };
+    await createFleetApi({ apiUrl: base }).report('p1', {
+      reason: 'banned',
+      target: 'shop.example',
+      detail: 'HTTP 403',
+    });
+    expect(seen.at(-1)).toMatchObject({ method: 'POST', url: '/v1/proxies/p1/reports' });
+    expect(JSON.parse(seen.at(-1)?.body ?? '')).toEqual({
+      reason: 'banned',
+      target: 'shop.example',
+      detail: 'HTTP 403',
+    });
+  });
+
+  it('says what is wrong with an error answer, a bad entry, or no API', async () => {
+    answer = { status: 401, body: '{"error":{"code":"Unauthorized","message":"no token"}}' };
+    await expect(createFleetApi({ apiUrl: base }).discover({})).rejects.toThrow(/GET \/v1\/discovery answered 401/);
+    answer = { status: 200, body: '[{"name":"x","provider":"p","url":"ftp://h:1"}]' };
+    await expect(createFleetApi({ apiUrl: base }).discover({})).rejects.toThrow(/unexpected discovery answer at 0.url/);
+    await expect(createFleetApi({ apiUrl: 'http://127.0.0.1:1' }).discover({})).rejects.toThrow(/cannot reach the API/);
+  });
+
+  it('parses IPv6 proxy URLs', () => {
+    expect(upstreamOf({ name: 'v6', provider: 'p', url: 'http://a:b@[::1]:8080' })).toMatchObject({
+      host: '::1',
+      port: 8080,
+    });
+  });
+});

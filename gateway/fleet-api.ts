@@ -1,0 +1,105 @@
+/** The two calls the gateway makes to the fleet's HTTP API: discovery (one request per list) and reports. */
+import { z } from 'zod';
+import type { Upstream } from './selection.js';
+
+/** Which proxies the gateway may use (interfaces.md §3, `GET /v1/discovery`). */
+export interface FleetFilters {
+  pool?: string | undefined;
+  provider?: string | undefined;
+  /** `key=value`, all must match. */
+  labels?: readonly string[] | undefined;
+}
+
+/** `POST /v1/proxies/{name}/reports` (interfaces.md §1, "Feedback from traffic"). */
+export interface ProxyReport {
+  reason: 'banned' | 'blocked' | 'error';
+  target?: string | undefined;
+  detail?: string | undefined;
+}
+
+/** The fleet as the gateway sees it; the API client below, or an in-memory twin in tests and benches. */
+export interface FleetApi {
+  /** The Ready proxies matching `filters`, and allowed for `forDomain` when given. */
+  discover(filters: FleetFilters, forDomain?: string): Promise<Upstream[]>;
+  report(name: string, report: ProxyReport): Promise<void>;
+}
+
+const discoveredSchema = z.looseObject({
+  name: z.string().min(1),
+  provider: z.string(),
+  url: z.url({ protocol: /^http$/ }),
+  egressIp: z.string().nullish(),
+});
+
+/** A discovery entry's `http://user:pass@ip:port` as the pieces the gateway dials with. */
+export function upstreamOf(entry: { name: string; provider: string; url: string; egressIp?: string | null }): Upstream {
+  const url = new URL(entry.url);
+  const user = decodeURIComponent(url.username);
+  const pass = decodeURIComponent(url.password);
+  return {
+    name: entry.name,
+    provider: entry.provider,
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port || 80),
+    authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`,
+    egressIp: entry.egressIp ?? undefined,
+  };
+}
+
+/** The API could not be reached or answered something unexpected. */
+export class FleetApiError extends Error {
+  override readonly name = 'FleetApiError';
+}
+
+/**
+ * @param options.apiUrl - the API base URL (`EGRESS_API_URL`)
+ * @param options.token - the bearer token (`EGRESS_TOKEN`)
+ * @param options.timeoutMs - per request (default 5 s)
+ */
+export function createFleetApi(options: { apiUrl: string; token?: string | undefined; timeoutMs?: number }): FleetApi {
+  const base = options.apiUrl.replace(/\/+$/, '');
+  const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (options.token) headers['authorization'] = `Bearer ${options.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(`${base}${path}`, {
+        method,
+        headers,
+        signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      });
+    } catch (err) {
+      const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
+      throw new FleetApiError(`cannot reach the API at ${base}: ${cause}`);
+    }
+    if (!res.ok) {
+      const text = (await res.text().catch(() => '')).slice(0, 200);
+      throw new FleetApiError(`${method} ${path.split('?')[0] ?? path} answered ${res.status}: ${text}`);
+    }
+    return res;
+  };
+  return {
+    async discover(filters, forDomain) {
+      const params = new URLSearchParams({ format: 'json' });
+      if (filters.pool) params.set('pool', filters.pool);
+      if (filters.provider) params.set('provider', filters.provider);
+      for (const l of filters.labels ?? []) params.append('label', l);
+      if (forDomain) params.set('for', forDomain);
+      const res = await call('GET', `/v1/discovery?${params.toString()}`);
+      const parsed = z.array(discoveredSchema).safeParse(await res.json().catch(() => undefined));
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw new FleetApiError(
+          `unexpected discovery answer at ${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''}`,
+        );
+      }
+      return parsed.data.map(upstreamOf);
+    },
+    async report(name, report) {
+      const res = await call('POST', `/v1/proxies/${encodeURIComponent(name)}/reports`, report);
+      await res.body?.cancel();
+    },
+  };
+}

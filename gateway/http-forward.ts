@@ -1,0 +1,217 @@
+/** Plain HTTP through the fleet: an absolute-URI request forwarded via a chosen proxy, retried elsewhere when that proxy fails. */
+import http from 'node:http';
+import type { Attempt, FleetRouter } from './router.js';
+import { endToEndHeaders, hasBody, toOutgoing } from './headers.js';
+import type { Upstream } from './selection.js';
+import { HOP_FAILURES } from './tunnel.js';
+
+/** Request bodies up to this size are buffered so that a failed attempt can be sent again. */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** Methods that may be sent again after the request went out (RFC 9110 §9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+/** Errors that mean the proxy was never reached: the request did not go out. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND']);
+
+export interface ForwardOptions {
+  banOn: ReadonlySet<number>;
+  connectTimeoutMs: number;
+  responseTimeoutMs: number;
+}
+
+/** Keep-alive agents, one per fleet proxy, dropped when the proxy leaves the Ready list. */
+export class UpstreamAgents {
+  private readonly agents = new Map<string, http.Agent>();
+
+  get(upstream: Upstream): http.Agent {
+    const key = `${upstream.name}@${upstream.host}:${upstream.port}`;
+    let agent = this.agents.get(key);
+    if (!agent) {
+      agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', timeout: 30_000 });
+      this.agents.set(key, agent);
+    }
+    return agent;
+  }
+
+  /** Destroys the agents of proxies not in `current`. */
+  prune(current: readonly Upstream[]): void {
+    const keep = new Set(current.map((u) => `${u.name}@${u.host}:${u.port}`));
+    for (const [key, agent] of this.agents) {
+      if (!keep.has(key)) {
+        agent.destroy();
+        this.agents.delete(key);
+      }
+    }
+  }
+
+  destroy(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
+}
+
+function readBody(req: http.IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        resolve(undefined);
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** Answers the client with an error of the gateway's own (never a proxy's or the target's). */
+export function gatewayError(res: http.ServerResponse, status: number, message: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = `egress gateway: ${message}\n`;
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function attemptOnce(
+  upstream: Upstream,
+  req: http.IncomingMessage,
+  headers: http.OutgoingHttpHeaders,
+  body: Buffer | undefined,
+  agent: http.Agent | undefined,
+  options: ForwardOptions,
+): Promise<Attempt<{ response: http.IncomingMessage; startedAt: number }>> {
+  const startedAt = performance.now();
+  return new Promise((resolve) => {
+    let settled = false;
+    const connectMs = options.connectTimeoutMs;
+    let timer = setTimeout(() => upstreamReq.destroy(new Error(`no connection within ${connectMs} ms`)), connectMs);
+    const done = (a: Attempt<{ response: http.IncomingMessage; startedAt: number }>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(a);
+    };
+    const upstreamReq = http.request({
+      host: upstream.host,
+      port: upstream.port,
+      method: req.method,
+      path: req.url,
+      headers: { ...headers, 'Proxy-Authorization': upstream.authorization },
+      agent: agent ?? false,
+    });
+    let connected = false;
+    const onConnected = () => {
+      connected = true;
+      clearTimeout(timer);
+      const ms = options.responseTimeoutMs;
+      timer = setTimeout(() => upstreamReq.destroy(new Error(`no response within ${ms} ms`)), ms);
+    };
+    upstreamReq.once('socket', (socket) => {
+      if (socket.connecting) socket.once('connect', onConnected);
+      else onConnected();
+    });
+    upstreamReq.on('response', (response) => {
+      const status = response.statusCode ?? 0;
+      const keep = { value: { response, startedAt }, discard: () => response.destroy() };
+      if (HOP_FAILURES.has(status)) {
+        if (status === 407) response.resume();
+        done({
+          ok: false,
+          reason: status === 407 ? 'the proxy refused its credentials (407)' : `${status} at the proxy hop`,
+          penalize: true,
+          retry: true,
+          ...(status !== 407 && { fallback: keep }),
+        });
+      } else if (options.banOn.has(status)) {
+        done({
+          ok: false,
+          reason: `${status} from the target (--ban-on)`,
+          penalize: false,
+          retry: true,
+          banned: { status },
+          fallback: keep,
+        });
+      } else done({ ok: true, value: { response, startedAt } });
+    });
+    upstreamReq.on('error', (err: NodeJS.ErrnoException) => {
+      const stale = upstreamReq.reusedSocket && err.code === 'ECONNRESET';
+      if (stale && agent !== undefined && !settled) {
+        // A kept-alive socket the proxy had closed (tinyproxy answers HTTP/1.1 without
+        // `Connection: close`, then closes): nothing was answered, so send it again on a fresh
+        // connection to the same proxy rather than counting it against the proxy.
+        settled = true;
+        clearTimeout(timer);
+        resolve(attemptOnce(upstream, req, headers, body, undefined, options));
+        return;
+      }
+      const resend = stale || NOT_SENT.has(err.code ?? '') || !connected || IDEMPOTENT.has(req.method ?? '');
+      done({ ok: false, reason: `${err.code ?? 'error'}: ${err.message}`, penalize: !stale, retry: resend });
+    });
+    upstreamReq.end(body && body.length > 0 ? body : undefined);
+  });
+}
+
+/**
+ * Forwards one authenticated absolute-URI request and writes the answer to `res`.
+ *
+ * @param session - the client's session id, if any
+ */
+export async function forwardHttp(
+  router: FleetRouter,
+  agents: UpstreamAgents,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  session: string | undefined,
+  options: ForwardOptions,
+): Promise<void> {
+  let target: URL;
+  try {
+    target = new URL(req.url ?? '');
+  } catch {
+    router.metrics.gatewayError();
+    return gatewayError(res, 400, 'send absolute-URI requests (http://host/path) or CONNECT, as to any HTTP proxy');
+  }
+  if (target.protocol !== 'http:') {
+    router.metrics.gatewayError();
+    return gatewayError(res, 400, `only http: URLs are forwarded as requests; use CONNECT for ${target.protocol}`);
+  }
+  const body = hasBody(req.headers) ? await readBody(req) : undefined;
+  if (hasBody(req.headers) && body === undefined) {
+    router.metrics.gatewayError();
+    return gatewayError(res, 413, `request bodies above ${MAX_BODY_BYTES} bytes are not forwarded`);
+  }
+  const pairs = endToEndHeaders(req.rawHeaders).filter(([n]) => n.toLowerCase() !== 'content-length');
+  if (body !== undefined) pairs.push(['Content-Length', String(body.length)]);
+  const headers = toOutgoing(pairs);
+  let clientGone = false;
+  res.once('close', () => (clientGone = !res.writableFinished));
+  const routed = await router.route({ session, domain: target.hostname }, (u) =>
+    clientGone
+      ? Promise.resolve({ ok: false as const, reason: 'the client went away', penalize: false, retry: false })
+      : attemptOnce(u, req, headers, body, agents.get(u), options),
+  );
+  const answer = routed.ok ? routed.value : routed.fallback;
+  const upstream = routed.upstream;
+  if (!answer || !upstream) {
+    router.metrics.gatewayError();
+    return gatewayError(
+      res,
+      502,
+      `no fleet proxy could forward this request: ${routed.ok ? '' : routed.reasons.join('; ')}`,
+    );
+  }
+  const { response, startedAt } = answer;
+  router.metrics.request(upstream.name, session, performance.now() - startedAt);
+  let received = 0;
+  response.on('data', (c: Buffer) => (received += c.length));
+  response.once('end', () => router.metrics.bytes(upstream.name, session, received, body?.length ?? 0));
+  res.writeHead(response.statusCode ?? 502, response.statusMessage, toOutgoing(endToEndHeaders(response.rawHeaders)));
+  response.pipe(res);
+  res.once('close', () => {
+    if (!response.complete) response.destroy();
+  });
+}

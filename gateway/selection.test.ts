@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_SELECTION, Selector, type Upstream } from './selection.js';
+
+const up = (name: string): Upstream => ({
+  name,
+  provider: 'p',
+  host: '127.0.0.1',
+  port: 1,
+  authorization: 'Basic x',
+  egressIp: undefined,
+});
+
+function selector(names: string[], overrides: Partial<typeof DEFAULT_SELECTION> = {}) {
+  let now = 1_000_000;
+  const s = new Selector({ ...DEFAULT_SELECTION, ...overrides, now: () => now });
+  s.setUpstreams(names.map(up));
+  return { s, advance: (ms: number) => (now += ms) };
+}
+const picks = (s: Selector, n: number, req = {}) => Array.from({ length: n }, () => s.pick(req)?.name);
+
+describe('selection', () => {
+  it('rotates over the Ready proxies in name order, one per pick', () => {
+    const { s } = selector(['c', 'a', 'b']);
+    expect(picks(s, 5)).toEqual(['a', 'b', 'c', 'a', 'b']);
+  });
+
+  it('returns nothing when no proxy is Ready, or all were tried', () => {
+    expect(selector([]).s.pick({})).toBeUndefined();
+    expect(selector(['a']).s.pick({ exclude: new Set(['a']) })).toBeUndefined();
+  });
+
+  it('keeps a session on its proxy while it stays Ready, and moves it once when it is not', () => {
+    const { s } = selector(['a', 'b', 'c']);
+    s.pick({});
+    expect(picks(s, 4, { session: 'x' })).toEqual(['b', 'b', 'b', 'b']);
+    expect(s.pick({ session: 'y' })?.name).toBe('c');
+    s.setUpstreams(['a', 'c'].map(up));
+    const moved = s.pick({ session: 'x' })?.name;
+    expect(moved).toBeDefined();
+    expect(moved).not.toBe('b');
+    expect(picks(s, 3, { session: 'x' })).toEqual([moved, moved, moved]);
+    s.setUpstreams(['a', 'b', 'c'].map(up));
+    expect(s.pick({ session: 'x' })?.name).toBe(moved);
+  });
+
+  it('moves a session whose proxy failed this request to the retry proxy, and keeps it there', () => {
+    const { s } = selector(['a', 'b']);
+    expect(s.pick({ session: 'x' })?.name).toBe('a');
+    expect(s.pick({ session: 'x', exclude: new Set(['a']) })?.name).toBe('b');
+    expect(s.pick({ session: 'x' })?.name).toBe('b');
+  });
+
+  it('forgets idle sessions and keeps at most maxSessions', () => {
+    const { s, advance } = selector(['a', 'b', 'c'], { sessionIdleMs: 1000, maxSessions: 2 });
+    s.pick({ session: 's1' });
+    s.pick({ session: 's2' });
+    s.pick({ session: 's3' });
+    expect(s.sessionCount()).toBe(2);
+    expect(s.sessionProxy('s1')).toBeUndefined();
+    advance(1001);
+    s.sweep();
+    expect(s.sessionCount()).toBe(0);
+  });
+
+  it('skips a proxy after consecutive failures for a while, and says so once', () => {
+    const { s, advance } = selector(['a', 'b'], { failuresToSkip: 2, skipMs: 5000 });
+    expect(s.recordFailure('a')).toBe(false);
+    expect(s.recordFailure('a')).toBe(true);
+    expect(s.recordFailure('a')).toBe(false);
+    expect(picks(s, 3)).toEqual(['b', 'b', 'b']);
+    advance(5001);
+    expect(picks(s, 2)).toEqual(['a', 'b']);
+  });
+
+  it('a success clears the failure count', () => {
+    const { s } = selector(['a'], { failuresToSkip: 2 });
+    s.recordFailure('a');
+    s.recordSuccess('a');
+    expect(s.recordFailure('a')).toBe(false);
+  });
+
+  it('uses skipped proxies when nothing else is left', () => {
+    const { s } = selector(['a'], { failuresToSkip: 1 });
+    s.recordFailure('a');
+    expect(s.pick({})?.name).toBe('a');
+  });
+
+  it('leaves a proxy banned by a domain out for that domain only, until the ban expires', () => {
+    const { s, advance } = selector(['a', 'b'], { banMs: 1000 });
+    s.recordBan('a', 'shop.example');
+    expect(picks(s, 3, { domain: 'shop.example' })).toEqual(['b', 'b', 'b']);
+    expect(picks(s, 2, { domain: 'other.example' }).sort()).toEqual(['a', 'b']);
+    advance(1001);
+    expect(picks(s, 2, { domain: 'shop.example' }).sort()).toEqual(['a', 'b']);
+  });
+
+  it('applies the per-domain list from discovery (?for=)', () => {
+    const { s } = selector(['a', 'b', 'c']);
+    s.setAllowedForDomain('d.example', new Set(['c']));
+    expect(picks(s, 2, { domain: 'd.example' })).toEqual(['c', 'c']);
+    s.setAllowedForDomain('d.example', undefined);
+    expect(picks(s, 3, { domain: 'd.example' }).sort()).toEqual(['a', 'b', 'c']);
+  });
+});

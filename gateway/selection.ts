@@ -1,0 +1,180 @@
+/**
+ * Which fleet proxy a request or tunnel goes through: round-robin over the Ready proxies, sticky
+ * sessions, a penalty box for proxies that keep failing, and per-domain exclusions. Pure state with
+ * an injected clock; no I/O.
+ */
+
+/** One Ready fleet proxy as the gateway uses it. */
+export interface Upstream {
+  name: string;
+  provider: string;
+  host: string;
+  port: number;
+  /** `Basic …` for this proxy's own credentials (sent upstream only). */
+  authorization: string;
+  egressIp: string | undefined;
+}
+
+export interface SelectionOptions {
+  /** Consecutive failures after which a proxy is skipped (default 3). */
+  failuresToSkip: number;
+  /** How long a skipped proxy is left out (default 30 s). */
+  skipMs: number;
+  /** How long a proxy this gateway saw banned by a domain is left out for that domain (default 10 min). */
+  banMs: number;
+  /** A session unused this long is forgotten (default 30 min). */
+  sessionIdleMs: number;
+  /** At most this many sessions are remembered; the least recently used goes first (default 10,000). */
+  maxSessions: number;
+  now: () => number;
+}
+
+export const DEFAULT_SELECTION: Omit<SelectionOptions, 'now'> = {
+  failuresToSkip: 3,
+  skipMs: 30_000,
+  banMs: 600_000,
+  sessionIdleMs: 1_800_000,
+  maxSessions: 10_000,
+};
+
+/** What one pick must respect. */
+export interface PickRequest {
+  session?: string | undefined;
+  /** The target host (for per-domain exclusions). */
+  domain?: string | undefined;
+  /** Proxies already tried for this request. */
+  exclude?: ReadonlySet<string>;
+}
+
+export class Selector {
+  private list: Upstream[] = [];
+  private readonly byName = new Map<string, Upstream>();
+  private cursor = 0;
+  private readonly failures = new Map<string, { count: number; skipUntil: number }>();
+  private readonly bans = new Map<string, number>();
+  /** Session id → proxy name; Map order is least recently used first. */
+  private readonly sessions = new Map<string, { proxy: string; usedAt: number }>();
+  /** Domain → the proxies discovery allows for it (`?for=`), when loaded. */
+  private readonly allowed = new Map<string, ReadonlySet<string>>();
+
+  constructor(private readonly options: SelectionOptions) {}
+
+  /** Replaces the Ready list (sorted by name, so rotation order is stable across refreshes). */
+  setUpstreams(list: readonly Upstream[]): void {
+    this.list = [...list].sort((a, b) => a.name.localeCompare(b.name));
+    this.byName.clear();
+    for (const u of this.list) this.byName.set(u.name, u);
+    for (const name of this.failures.keys()) if (!this.byName.has(name)) this.failures.delete(name);
+  }
+
+  /** The proxies discovery allows for `domain`, or undefined to forget the domain's list. */
+  setAllowedForDomain(domain: string, names: ReadonlySet<string> | undefined): void {
+    if (names) this.allowed.set(domain, names);
+    else this.allowed.delete(domain);
+  }
+
+  upstreams(): readonly Upstream[] {
+    return this.list;
+  }
+
+  /** The proxy a session is on now, if it has one. */
+  sessionProxy(session: string): string | undefined {
+    return this.sessions.get(session)?.proxy;
+  }
+
+  sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /**
+   * @returns the proxy to use, or undefined when none is left (none Ready, all tried or excluded)
+   */
+  pick(request: PickRequest): Upstream | undefined {
+    const now = this.options.now();
+    const { session, domain } = request;
+    const exclude = request.exclude ?? new Set<string>();
+    const usable = (u: Upstream, skipping: boolean) =>
+      !exclude.has(u.name) &&
+      !(skipping && this.skipped(u.name, now)) &&
+      !(domain !== undefined && this.bannedFor(u.name, domain, now)) &&
+      (domain === undefined || this.allowed.get(domain)?.has(u.name) !== false);
+    if (session !== undefined) {
+      const held = this.sessions.get(session);
+      const current = held && now - held.usedAt <= this.options.sessionIdleMs ? this.byName.get(held.proxy) : undefined;
+      if (current && usable(current, false)) {
+        this.remember(session, current.name, now);
+        return current;
+      }
+    }
+    // Skipped proxies are a last resort: better than no proxy at all.
+    const chosen = this.next((u) => usable(u, true)) ?? this.next((u) => usable(u, false));
+    if (chosen && session !== undefined) this.remember(session, chosen.name, now);
+    return chosen;
+  }
+
+  /**
+   * Counts a failure of `name`.
+   *
+   * @returns true when this failure put the proxy in the penalty box (report it once)
+   */
+  recordFailure(name: string): boolean {
+    const now = this.options.now();
+    const entry = this.failures.get(name) ?? { count: 0, skipUntil: 0 };
+    entry.count += 1;
+    this.failures.set(name, entry);
+    if (entry.count < this.options.failuresToSkip || entry.skipUntil > now) return false;
+    entry.skipUntil = now + this.options.skipMs;
+    entry.count = 0;
+    return true;
+  }
+
+  recordSuccess(name: string): void {
+    const entry = this.failures.get(name);
+    if (entry && entry.skipUntil <= this.options.now()) this.failures.delete(name);
+    else if (entry) entry.count = 0;
+  }
+
+  /** Leaves `name` out for `domain` for a while (this gateway saw the domain ban it). */
+  recordBan(name: string, domain: string): void {
+    this.bans.set(`${name}\n${domain}`, this.options.now() + this.options.banMs);
+  }
+
+  /** Forgets expired sessions, bans and penalties (keeps memory flat over long runs). */
+  sweep(): void {
+    const now = this.options.now();
+    for (const [id, s] of this.sessions) if (now - s.usedAt > this.options.sessionIdleMs) this.sessions.delete(id);
+    for (const [key, until] of this.bans) if (until <= now) this.bans.delete(key);
+    for (const [name, f] of this.failures) if (f.count === 0 && f.skipUntil <= now) this.failures.delete(name);
+  }
+
+  skipped(name: string, now = this.options.now()): boolean {
+    return (this.failures.get(name)?.skipUntil ?? 0) > now;
+  }
+
+  private bannedFor(name: string, domain: string, now: number): boolean {
+    return (this.bans.get(`${name}\n${domain}`) ?? 0) > now;
+  }
+
+  private next(ok: (u: Upstream) => boolean): Upstream | undefined {
+    const n = this.list.length;
+    for (let i = 0; i < n; i++) {
+      const at = (this.cursor + i) % n;
+      const u = this.list[at];
+      if (u && ok(u)) {
+        this.cursor = (at + 1) % n;
+        return u;
+      }
+    }
+    return undefined;
+  }
+
+  private remember(session: string, proxy: string, now: number): void {
+    this.sessions.delete(session);
+    this.sessions.set(session, { proxy, usedAt: now });
+    while (this.sessions.size > this.options.maxSessions) {
+      const oldest = this.sessions.keys().next();
+      if (oldest.done) break;
+      this.sessions.delete(oldest.value);
+    }
+  }
+}

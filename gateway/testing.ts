@@ -1,0 +1,211 @@
+/** Test and bench helpers: an in-memory twin of the fleet API, and real `proxy` servers standing in for fleet proxies. */
+import { execFile, spawn } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { createConnection, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createProxy } from 'proxy';
+import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
+import type { Upstream } from './selection.js';
+
+/** The fleet API's twin: the Ready list is whatever the test sets; reports and discoveries are recorded. */
+export interface MemoryFleet {
+  api: FleetApi;
+  set(list: Upstream[]): void;
+  /** Leaves `name` out of `?for=domain` answers (what a report with a target does in the real API). */
+  exclude(name: string, domain: string): void;
+  reports: { name: string; report: ProxyReport }[];
+  /** Every discovery request: its filters and domain. */
+  discoveries: { filters: FleetFilters; forDomain: string | undefined }[];
+}
+
+export function createMemoryFleet(initial: Upstream[] = []): MemoryFleet {
+  let list = initial;
+  const excluded = new Set<string>();
+  const fleet: MemoryFleet = {
+    reports: [],
+    discoveries: [],
+    set: (l) => (list = l),
+    exclude: (name, domain) => excluded.add(`${name}\n${domain}`),
+    api: {
+      discover(filters, forDomain) {
+        fleet.discoveries.push({ filters, forDomain });
+        return Promise.resolve(list.filter((u) => !forDomain || !excluded.has(`${u.name}\n${forDomain}`)));
+      },
+      report(name, report) {
+        fleet.reports.push({ name, report });
+        return Promise.resolve();
+      },
+    },
+  };
+  return fleet;
+}
+
+/** One stand-in fleet proxy: the same `proxy` package the process backend runs, with Basic auth. */
+export interface TestProxy {
+  upstream: Upstream;
+  /** `Proxy-Authorization` of every request and CONNECT it received. */
+  authorizations: (string | undefined)[];
+  close(): Promise<void>;
+}
+
+/**
+ * @param name - the proxy's name in the fleet
+ * @param localAddress - the address it dials targets from (a loopback address: a distinct "egress IP")
+ */
+export async function startTestProxy(name: string, localAddress = '127.0.0.1'): Promise<TestProxy> {
+  const user = `u-${name}`;
+  const pass = `p-${name}-secret`;
+  const expected = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+  const authorizations: (string | undefined)[] = [];
+  const server = createProxy(http.createServer());
+  server.authenticate = (req) => {
+    authorizations.push(req.headers['proxy-authorization']);
+    return req.headers['proxy-authorization'] === expected;
+  };
+  server.localAddress = localAddress;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    upstream: { name, provider: 'test', host: '127.0.0.1', port, authorization: expected, egressIp: localAddress },
+    authorizations,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A target that answers `{ip, headers}` and can play a domain that bans some egress addresses. */
+export interface TestTarget {
+  url: string;
+  /** Headers of every request it received, lower-cased names. */
+  seen: http.IncomingHttpHeaders[];
+  /** Caller addresses answered with `status` (default 403). */
+  banned: Set<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * @param options.pages - when set, `GET /` answers an HTML index linking `/page/1` … `/page/{pages}` (a site to crawl)
+ * @param options.status - what banned callers get (default 403)
+ */
+export async function startTestTarget(options: { pages?: number; status?: number } = {}): Promise<TestTarget> {
+  const { pages, status = 403 } = options;
+  const host = '127.0.0.1';
+  const seen: http.IncomingHttpHeaders[] = [];
+  const banned = new Set<string>();
+  const server = http.createServer((req, res) => {
+    seen.push(req.headers);
+    const ip = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    if (pages !== undefined && req.url === '/') {
+      const links = Array.from({ length: pages }, (_, i) => `<a href="/page/${i + 1}">${i + 1}</a>`).join('\n');
+      return void res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body>${links}</body></html>`);
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (banned.has(ip)) return void res.writeHead(status, { 'content-type': 'text/plain' }).end('banned\n');
+      const body = JSON.stringify({ ip, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host}:${port}/`,
+    seen,
+    banned,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost, made with openssl (as the libvirt TLS
+ * test does): `key` and `cert` as PEM text, and the cert's path for `curl --cacert`.
+ */
+export async function selfSignedCert(dir: string): Promise<{ key: string; cert: string; certFile: string }> {
+  const keyFile = join(dir, 'target-key.pem');
+  const certFile = join(dir, 'target-cert.pem');
+  await promisify(execFile)('openssl', [
+    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1',
+    '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+  ]); // prettier-ignore
+  return { key: await readFile(keyFile, 'utf8'), cert: await readFile(certFile, 'utf8'), certFile };
+}
+
+/** An HTTPS target answering `{ip, headers}` (reached through CONNECT tunnels). */
+export async function startTlsTarget(tls: { key: string; cert: string }): Promise<TestTarget> {
+  const seen: http.IncomingHttpHeaders[] = [];
+  const server = https.createServer(tls, (req, res) => {
+    seen.push(req.headers);
+    const ip = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ip, headers: req.headers }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    seen,
+    banned: new Set(),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * A real tinyproxy (the proxy of the gcp, kubernetes and kvm guests) on loopback with Basic auth:
+ * it answers HTTP/1.1 without `Connection: close` and then closes, which keep-alive clients trip on.
+ */
+export async function startTinyproxy(name: string, dir: string): Promise<TestProxy> {
+  const probe = http.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const conf = join(dir, `${name}.conf`);
+  await writeFile(
+    conf,
+    [
+      `Port ${port}`,
+      'Listen 127.0.0.1',
+      'Timeout 30',
+      'MaxClients 64',
+      'LogLevel Error',
+      `BasicAuth u-${name} p-${name}`,
+      '',
+    ].join('\n'),
+  );
+  const child = spawn('/usr/bin/tinyproxy', ['-d', '-c', conf], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const authorization = `Basic ${Buffer.from(`u-${name}:p-${name}`).toString('base64')}`;
+  return {
+    upstream: { name, provider: 'tinyproxy', host: '127.0.0.1', port, authorization, egressIp: '127.0.0.1' },
+    authorizations: [],
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        if (child.pid) process.kill(child.pid, 'SIGTERM');
+      }),
+  };
+}

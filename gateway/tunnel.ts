@@ -1,0 +1,80 @@
+/** One CONNECT tunnel through one fleet proxy: dial, send CONNECT with the proxy's credentials, read its answer. */
+import net from 'node:net';
+import type { Attempt } from './router.js';
+import type { Upstream } from './selection.js';
+
+/** Statuses of a proxy's answer that say the proxy hop failed, not the target: try another proxy. */
+export const HOP_FAILURES = new Set([407, 502, 503, 504]);
+const MAX_HEAD = 16 * 1024;
+
+/** An established tunnel: the socket to the target through the proxy, and any bytes read past the proxy's answer. */
+export interface Tunnel {
+  socket: net.Socket;
+  head: Buffer;
+}
+
+/** `host:port` of a CONNECT request line, or undefined when it is not one (`[v6]:port` allowed). */
+export function parseAuthority(authority: string): { host: string; port: number } | undefined {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/@[\]]+):(\d{1,5})$/.exec(authority);
+  const port = Number(m?.[2]);
+  if (!m?.[1] || !Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+  return { host: m[1].replace(/^\[|\]$/g, ''), port };
+}
+
+/**
+ * Opens a tunnel to `authority` through `upstream`.
+ *
+ * @param timeoutMs - for the dial and the proxy's answer together
+ * @returns the tunnel, or why not (refused, timed out, dropped, or the proxy's status)
+ */
+export function connectThrough(upstream: Upstream, authority: string, timeoutMs: number): Promise<Attempt<Tunnel>> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: upstream.host, port: upstream.port });
+    socket.setNoDelay(true);
+    let buffered: Buffer = Buffer.alloc(0);
+    let settled = false;
+    const fail = (reason: string, penalize: boolean, retry: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ ok: false, reason, penalize, retry });
+    };
+    const timer = setTimeout(() => fail(`no tunnel within ${timeoutMs} ms`, true, true), timeoutMs);
+    socket.once('connect', () => {
+      socket.write(
+        `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${upstream.authorization}\r\n\r\n`,
+      );
+    });
+    const onData = (chunk: Buffer) => {
+      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end < 0) {
+        if (buffered.length > MAX_HEAD) fail('the proxy answered CONNECT with an oversized head', true, true);
+        return;
+      }
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(buffered.subarray(0, end).toString('latin1'))?.[1]);
+      if (status >= 200 && status < 300) {
+        settled = true;
+        clearTimeout(timer);
+        socket.off('data', onData);
+        socket.off('error', onError);
+        socket.off('close', onClose);
+        socket.pause();
+        resolve({ ok: true, value: { socket, head: buffered.subarray(end + 4) } });
+      } else if (HOP_FAILURES.has(status)) {
+        fail(`the proxy answered CONNECT with ${status}`, true, true);
+      } else if (Number.isNaN(status)) {
+        fail('the proxy answered CONNECT with something that is not HTTP/1.x', true, true);
+      } else {
+        // 403, 404 (no such host), 500 (target refused): the target's side, the same through any proxy.
+        fail(`the proxy answered CONNECT with ${status} (the target is unreachable from it)`, false, false);
+      }
+    };
+    const onError = (err: NodeJS.ErrnoException) => fail(`${err.code ?? 'error'}: ${err.message}`, true, true);
+    const onClose = () => fail('the tunnel was dropped before it was established', true, true);
+    socket.on('data', onData);
+    socket.on('error', onError);
+    socket.on('close', onClose);
+  });
+}

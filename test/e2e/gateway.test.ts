@@ -1,0 +1,192 @@
+/**
+ * The gateway on the real local stack with the clients users bring: curl (plain and -p CONNECT to
+ * HTTPS), Python requests, a Scrapy crawl of 50 pages, headless Chromium; sticky sessions across
+ * a killed proxy process, ban → report → retry, and no gateway credential reaching the target.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selfSignedCert, startTestTarget, startTlsTarget, type TestTarget } from '../../gateway/testing.js';
+import { eventually } from '../support/eventually.js';
+import {
+  curl,
+  pythonRequests,
+  requestsPerProxy,
+  scrapyCrawl,
+  startCliGateway,
+  type CliGateway,
+} from './gateway/clients.js';
+import { CHROMIUM, CHROMIUM_ARGS } from './chromium.js';
+import { startLocalStack, type RunningStack } from './stack.js';
+
+const OFFSET = 800;
+const dir = mkdtempSync(join(tmpdir(), 'egress-e2e-gateway-'));
+let stack: RunningStack;
+let site: TestTarget;
+let tlsSite: TestTarget;
+let ca = '';
+let cli: CliGateway;
+/** The proxy whose process the session test killed (it is being replaced meanwhile). */
+let killed = '';
+
+const ipOf = (body: string) => (JSON.parse(body) as { ip: string }).ip;
+const withUser = (url: string, user: string) => url.replace(/^http:\/\/([^:]+):/, `http://${user}:`);
+const userOf = (url: string) => decodeURIComponent(/^http:\/\/([^:]+):/.exec(url)?.[1] ?? '');
+
+/** The Ready proxies as discovery lists them (the gateway's own view). */
+async function discovery(): Promise<{ name: string; egressIp?: string | null }[]> {
+  const env = stack.localEnv();
+  const res = await fetch(`${env['EGRESS_API_URL']}/v1/discovery`, {
+    headers: { authorization: `Bearer ${env['EGRESS_TOKEN']}` },
+  });
+  return (await res.json()) as { name: string; egressIp?: string | null }[];
+}
+
+/** The PID of a proxy's process, from the process backend's instance records. */
+function pidOf(proxy: string): number {
+  const instances = join(stack.home, 'relay-state', 'instances');
+  for (const file of readdirSync(instances)) {
+    const record = JSON.parse(readFileSync(join(instances, file), 'utf8')) as { proxy: string; pid: number };
+    if (record.proxy === proxy) return record.pid;
+  }
+  throw new Error(`no instance record for ${proxy} in ${instances}`);
+}
+
+beforeAll(async () => {
+  stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET) });
+  site = await startTestTarget({ pages: 50 });
+  const cert = await selfSignedCert(dir);
+  ca = cert.certFile;
+  tlsSite = await startTlsTarget(cert);
+  cli = await startCliGateway(stack.home, ['--listen', '127.0.0.1:0', '--ban-on', '403', '--metrics', '127.0.0.1:0']);
+});
+
+afterAll(async () => {
+  await cli?.stop();
+  await Promise.all([site?.close(), tlsSite?.close()]);
+  if (stack && stack.process.exitCode === null) await stack.interrupt();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('e2e: the gateway with real clients', () => {
+  it('npm start prints a gateway URL and writes it to local.env; curl through it, plain and CONNECT to HTTPS', async () => {
+    const url = stack.localEnv()['EGRESS_GATEWAY_URL'] ?? '';
+    expect(url).toMatch(/^http:\/\/[^:]+:[^@]+@127\.0\.0\.1:\d+$/);
+    expect(stack.output()).toContain(`gateway: ${url}`);
+    const plain = await curl(url, site.url + 'page/1');
+    expect(plain.status).toBe(200);
+    expect(ipOf(plain.body)).toMatch(/^127\.[12]\./);
+    const tunnel = await curl(url, tlsSite.url, ['-p', '--cacert', ca]);
+    expect(tunnel.status).toBe(200);
+    expect(ipOf(tunnel.body)).toMatch(/^127\.[12]\./);
+    expect((await curl(url.replace(/:[^:@]+@/, ':wrong@'), site.url)).status).toBe(407);
+  });
+
+  it('Python requests: http and https through the gateway', async () => {
+    const [s1, ip1, s2, ip2] = (await pythonRequests(cli.url, site.url + 'page/2', tlsSite.url, ca)) as [
+      number,
+      string,
+      number,
+      string,
+    ];
+    expect([s1, s2]).toEqual([200, 200]);
+    expect(ip1).toMatch(/^127\.[12]\./);
+    expect(ip2).toMatch(/^127\.[12]\./);
+  });
+
+  it('a Scrapy crawl of 50 pages succeeds, spread over several egress IPs', async () => {
+    const ready = await discovery();
+    const pages = await scrapyCrawl(dir, cli.url, site.url);
+    expect(pages).toHaveLength(50);
+    expect(pages.every((p) => p.status === 200)).toBe(true);
+    const ips = new Set(pages.map((p) => p.ip));
+    const distinctEgress = new Set(ready.map((r) => r.egressIp));
+    expect(distinctEgress.size).toBeGreaterThanOrEqual(3);
+    expect(ips.size).toBeGreaterThanOrEqual(3);
+    for (const ip of ips) expect(distinctEgress.has(ip)).toBe(true);
+  });
+
+  it('headless Chromium with proxy credentials, http and https', async () => {
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      proxy: {
+        server: cli.url.replace(/\/\/[^@]+@/, '//'),
+        username: userOf(cli.url),
+        password: decodeURIComponent(/:([^:@]+)@/.exec(cli.url)?.[1] ?? ''),
+        bypass: '<-loopback>',
+      },
+    });
+    try {
+      const page = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+      for (const url of [site.url + 'page/3', tlsSite.url]) {
+        const res = await page.goto(url);
+        expect(res?.status()).toBe(200);
+        expect(ipOf((await page.locator('body').textContent()) ?? '')).toMatch(/^127\.[12]\./);
+      }
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('no gateway credential reaches the target, in plain requests or tunnels', () => {
+    const secret = cli.url.replace(/^http:\/\/[^:]+:([^@]+)@.*$/, '$1');
+    const basic = Buffer.from(`${userOf(cli.url)}:${decodeURIComponent(secret)}`).toString('base64');
+    const seen = JSON.stringify([...site.seen, ...tlsSite.seen]);
+    expect(site.seen.length + tlsSite.seen.length).toBeGreaterThan(50);
+    expect(seen).not.toContain(decodeURIComponent(secret));
+    expect(seen).not.toContain(basic);
+    expect(seen).not.toMatch(/proxy-authorization/i);
+  });
+
+  it('a session stays on one egress until its proxy process is killed, then moves once', async () => {
+    const session = withUser(cli.url, `${userOf(cli.url)}-session-k1`);
+    const before = new Set<string>();
+    for (let i = 0; i < 5; i++) before.add(ipOf((await curl(session, site.url + 'page/4')).body));
+    expect(before.size).toBe(1);
+    const ip = [...before][0];
+    const proxy = (await discovery()).find((r) => r.egressIp === ip)?.name ?? '';
+    expect(proxy).not.toBe('');
+    killed = proxy;
+    process.kill(pidOf(proxy), 'SIGKILL');
+    const after: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await curl(session, site.url + 'page/5', i % 2 ? ['-p'] : []);
+      expect(res.status).toBe(200);
+      after.push(ipOf(res.body));
+    }
+    expect(new Set(after).size).toBe(1);
+    expect(after[0]).not.toBe(ip);
+  });
+
+  it('a --ban-on status is reported with the target host and retried elsewhere', async () => {
+    const ready = await discovery();
+    const victim = ready.find((r) => r.egressIp && r.name !== killed)!;
+    site.banned.add(victim.egressIp ?? '');
+    for (let i = 0; i < 2 * ready.length + 2; i++) {
+      const res = await curl(cli.url, site.url + 'page/6');
+      expect(res.status).toBe(200);
+      expect(ipOf(res.body)).not.toBe(victim.egressIp);
+    }
+    await eventually(
+      async () => {
+        const events = await stack.db.collection(`proxies/${victim.name}/events`).get();
+        expect(events.docs.map((d) => String(d.get('reason')))).toContain('Report:banned');
+      },
+      15_000,
+      500,
+    );
+    site.banned.clear();
+  });
+
+  it('serves usage per proxy on --metrics and prints a summary on Ctrl-C', async () => {
+    const counts = await requestsPerProxy(cli.metricsUrl);
+    expect([...counts.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(60);
+    expect(counts.size).toBeGreaterThanOrEqual(3);
+    expect(await cli.stop()).toBe(0);
+    expect(cli.output()).toMatch(/stopped; usage per fleet proxy:\n {2}\S+: \d+ requests, \d+ errors/);
+  });
+});
