@@ -14,9 +14,9 @@ import { templateHash, type PoolApplyRequest } from '../../shared/domain/pool.js
 import { TEMPLATE_LABEL } from '../../shared/pools/plan.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
-import { PoolStore } from '../../shared/store/pools.js';
+import type { PoolStore } from '../../shared/store/pools.js';
 import { eventually } from '../support/eventually.js';
-import { drivePool, readyMembers, type PoolDriver } from '../support/pool-driver.js';
+import { drivePool, poolCheckDeps, readyMembers, type PoolDriver } from '../support/pool-driver.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { mulberry32, replayHint, scenarioCount, suiteSeed, type Rng } from './support/prng.js';
 
@@ -100,17 +100,8 @@ async function leaked(pool: string): Promise<string[]> {
 
 beforeAll(async () => {
   h = await startRelayHarness('pool-redelivery', [24460, 24489], { unhealthyAfter: 3 });
-  const pools = new PoolStore(h.db, h.logger);
-  deps = {
-    config: h.config,
-    proxies: h.proxies,
-    registry: h.registry,
-    logger: h.logger,
-    bus: h.bus,
-    providerStatus: h.providerStatus,
-    pools,
-  };
-  requests = { proxies: h.proxies, bus: h.bus, logger: h.logger, maxEvents: 50, pools, config: h.config };
+  deps = poolCheckDeps(h);
+  requests = { proxies: h.proxies, bus: h.bus, logger: h.logger, maxEvents: 50, pools: deps.pools, config: h.config };
 }, 60_000);
 afterAll(async () => {
   await Promise.all(drivers.map((d) => d.stop()));

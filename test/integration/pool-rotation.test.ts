@@ -9,9 +9,9 @@ import type { PoolApplyRequest } from '../../shared/domain/pool.js';
 import { TEMPLATE_LABEL } from '../../shared/pools/plan.js';
 import { templateHash } from '../../shared/domain/pool.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
-import { PoolStore } from '../../shared/store/pools.js';
+import type { PoolStore } from '../../shared/store/pools.js';
 import { eventually } from '../support/eventually.js';
-import { drivePool, readyMembers, samplePool, type PoolDriver } from '../support/pool-driver.js';
+import { drivePool, poolCheckDeps, readyMembers, samplePool, type PoolDriver } from '../support/pool-driver.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
 let h: RelayHarness;
@@ -53,15 +53,7 @@ async function settled(labels: Record<string, string>, ms: number, born?: number
 
 beforeAll(async () => {
   h = await startRelayHarness('pool-rotation', [24400, 24429], { unhealthyAfter: 3 });
-  deps = {
-    config: h.config,
-    proxies: h.proxies,
-    registry: h.registry,
-    logger: h.logger,
-    bus: h.bus,
-    providerStatus: h.providerStatus,
-    pools: new PoolStore(h.db, h.logger),
-  };
+  deps = poolCheckDeps(h);
   driver = drivePool(deps, 'rot', () => Date.now() + shift);
 }, 60_000);
 afterAll(async () => {

@@ -10,9 +10,9 @@ import { decodeBody } from '../../shared/bus/message.js';
 import type { PoolApplyRequest } from '../../shared/domain/pool.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
-import { PoolStore } from '../../shared/store/pools.js';
+import type { PoolStore } from '../../shared/store/pools.js';
 import { eventually } from '../support/eventually.js';
-import { drivePool, readyMembers, type PoolDriver } from '../support/pool-driver.js';
+import { drivePool, poolCheckDeps, readyMembers, type PoolDriver } from '../support/pool-driver.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { applyRequest } from '../support/reconcile-steps.js';
 
@@ -98,17 +98,8 @@ beforeAll(async () => {
       ],
     },
   );
-  const pools = new PoolStore(h.db, h.logger);
-  deps = {
-    config: h.config,
-    proxies: h.proxies,
-    registry: h.registry,
-    logger: h.logger,
-    bus: h.bus,
-    providerStatus: h.providerStatus,
-    pools,
-  };
-  requests = { proxies: h.proxies, bus: h.bus, logger: h.logger, maxEvents: 50, pools, config: h.config };
+  deps = poolCheckDeps(h);
+  requests = { proxies: h.proxies, bus: h.bus, logger: h.logger, maxEvents: 50, pools: deps.pools, config: h.config };
   driver = drivePool(deps, 'crawl');
 }, 60_000);
 afterAll(async () => {

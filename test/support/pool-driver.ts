@@ -8,7 +8,14 @@ import { POOL_LABEL } from '../../shared/domain/pool.js';
 import type { ProxyDoc } from '../../shared/domain/status.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { reconcilePool, type PoolDeps } from '../../shared/pools/reconcile.js';
-import type { PoolStore } from '../../shared/store/pools.js';
+import { PoolStore } from '../../shared/store/pools.js';
+import type { RelayHarness } from './relay-harness.js';
+
+/** What the check function runs pools with, on a relay harness's stores and providers. */
+export function poolCheckDeps(h: RelayHarness): CheckDeps & { pools: PoolStore } {
+  const { config, proxies, registry, logger, bus, providerStatus } = h;
+  return { config, proxies, registry, logger, bus, providerStatus, pools: new PoolStore(h.db, h.logger) };
+}
 
 /** Members that serve: Ready and not being drained (what discovery hands out). */
 export const readyMembers = (members: ProxyDoc[]) =>
