@@ -49,8 +49,12 @@ export class UpstreamAgents {
   }
 }
 
-function readBody(req: http.IncomingMessage): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
+/**
+ * @returns the body; undefined when it is too large to buffer; null when it never completed (the
+ *   client went away, or its framing was broken: the server's parse-error answer has been sent)
+ */
+function readBody(req: http.IncomingMessage): Promise<Buffer | undefined | null> {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
@@ -61,7 +65,8 @@ function readBody(req: http.IncomingMessage): Promise<Buffer | undefined> {
       } else chunks.push(c);
     });
     req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    req.on('error', () => resolve(null));
+    req.on('close', () => resolve(req.complete ? Buffer.concat(chunks) : null));
   });
 }
 
@@ -180,6 +185,7 @@ export async function forwardHttp(
     return gatewayError(res, 400, `only http: URLs are forwarded as requests; use CONNECT for ${target.protocol}`);
   }
   const body = hasBody(req.headers) ? await readBody(req) : undefined;
+  if (body === null) return;
   if (hasBody(req.headers) && body === undefined) {
     router.metrics.gatewayError();
     return gatewayError(res, 413, `request bodies above ${MAX_BODY_BYTES} bytes are not forwarded`);

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { checkProxyAuthorization, gatewayUrl, randomCredentials, type GatewayCredentials } from './auth.js';
 import { forwardHttp, gatewayError, UpstreamAgents } from './http-forward.js';
+import { answerParseError, type ParseError } from './parse-errors.js';
 import { FleetRouter, type RouterOptions } from './router.js';
 import { connectThrough, parseAuthority, type Tunnel } from './tunnel.js';
 
@@ -94,7 +95,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   prune.unref();
   const log = options.logger;
 
+  /** The response of the request each connection is reading, so a parse error in its body knows whether one started. */
+  const responding = new WeakMap<Socket, http.ServerResponse>();
   const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    responding.set(req.socket, res);
+    res.once('finish', () => responding.delete(req.socket));
+    if (req.httpVersionMajor !== 1) {
+      router.metrics.gatewayError();
+      return gatewayError(res, 505, `HTTP/${req.httpVersion} is not forwarded; send HTTP/1.1 (or 1.0)`);
+    }
     const auth = checkProxyAuthorization(req.headers['proxy-authorization'], credentials);
     if (!auth.ok) {
       router.metrics.gatewayError();
@@ -146,7 +155,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         splice(router, client, head, routed.value, routed.upstream.name, auth.session);
       });
   });
-  server.on('clientError', (_err, socket) => socket.destroy());
+  server.on('clientError', (err: ParseError, socket: Socket) => {
+    router.metrics.gatewayError();
+    answerParseError(err, socket, responding.get(socket));
+  });
   const address = await listen(server, options.listen ?? { host: '127.0.0.1', port: 8899 });
 
   let metricsServer: http.Server | undefined;

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clip } from '../../shared/domain/text.js';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { emulatorEnv } from '../support/emulator-env.js';
+import { apiCaller, byFramework, type Answer } from './support/api-answers.js';
 import { Figures } from './support/figures.js';
 import { captureLogs, loadFunctions, recordTopic } from './support/function-entry.js';
 import {
@@ -59,33 +60,7 @@ const FIELDS: FieldSpec[] = [
   { path: 'spec.maxAge', type: 'string', max: 64, optional: true },
 ];
 
-interface Answer {
-  status: number;
-  error?: { code: string; message: string; field?: string };
-  text: string;
-}
-
-async function call(
-  method: string,
-  path: string,
-  body?: string,
-  headers: Record<string, string> = {},
-): Promise<Answer> {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
-    ...(body === undefined ? {} : { body }),
-  });
-  const text = await response.text();
-  figures.add('requests');
-  let error: Answer['error'];
-  try {
-    error = (JSON.parse(text) as { error?: Answer['error'] }).error;
-  } catch {
-    error = undefined;
-  }
-  return { status: response.status, error, text };
-}
+const call = apiCaller(() => base, TOKEN, figures);
 
 /** What is wrong with an answer that should be a 4xx JSON error naming `field` ('' = the body). */
 function problems(a: Answer, field: string, status = 400, whole = ['(body)', '(message)']): string[] {
@@ -95,18 +70,6 @@ function problems(a: Answer, field: string, status = 400, whole = ['(body)', '(m
   else if (!namesField(a.error.field, field, whole))
     out.push(`field ${JSON.stringify(a.error.field)} does not name ${field || 'the body'}`);
   return out;
-}
-
-/**
- * Whether the framework's body parser refuses a text before the function sees it: not JSON, or
- * JSON whose top level is neither an object nor an array (body-parser's strict mode).
- */
-function byFramework(text: string): boolean {
-  try {
-    return text !== '' && (typeof JSON.parse(text) !== 'object' || JSON.parse(text) === null);
-  } catch {
-    return true;
-  }
 }
 
 /**
