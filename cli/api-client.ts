@@ -53,6 +53,9 @@ export interface ListFilters {
 /** Filters of `GET /v1/discovery`. */
 export interface DiscoveryFilters {
   provider?: string | undefined;
+  pool?: string | undefined;
+  /** `?for=`: leave out proxies reported for this domain. */
+  forDomain?: string | undefined;
   labels?: readonly string[] | undefined;
   maxLatencyMs?: number | undefined;
   distinct?: boolean | undefined;
@@ -90,6 +93,8 @@ function query(pairs: [string, string | number | boolean | undefined][]): string
 function discoveryQuery(f: DiscoveryFilters, format: 'json' | 'urls'): string {
   return query([
     ['provider', f.provider],
+    ['pool', f.pool],
+    ['for', f.forDomain],
     ...(f.labels ?? []).map((l): [string, string] => ['label', l]),
     ['maxLatencyMs', f.maxLatencyMs],
     ['distinct', f.distinct],

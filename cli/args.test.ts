@@ -42,6 +42,10 @@ describe('parseCommand', () => {
         random: true,
       },
     ],
+    [
+      'discover --pool crawl --for Shop.Example.com.',
+      { verb: 'discover', pool: 'crawl', forDomain: 'shop.example.com', labels: [] },
+    ],
     ['--help', { verb: 'help' }],
     ['help', { verb: 'help' }],
     ['get proxies -h', { verb: 'help' }],
@@ -74,6 +78,8 @@ describe('parseCommand', () => {
     ['get proxies -l team', /--label must be key=value/],
     ['discover -o table', /--output must be one of urls, json/],
     ['discover --limit 0', /--limit must be a positive integer/],
+    ['discover --for https://example.com/x', /--for must be a host name/],
+    ['discover --pool Crawl_1', /pool/],
     ['discover --max-latency-ms fast', /--max-latency-ms must be a positive integer/],
   ])('rejects "%s"', (line, message) => {
     expect(() => parseCommand(split(line))).toThrow(UsageError);

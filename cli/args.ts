@@ -36,6 +36,10 @@ export type Command =
       verb: 'discover';
       output: DiscoverOutput;
       provider?: string;
+      /** Only members of this pool (`?pool=`). */
+      pool?: string;
+      /** Leave out proxies reported for this domain (`?for=`). */
+      forDomain?: string;
       labels: string[];
       maxLatencyMs?: number;
       distinct: boolean;
@@ -79,6 +83,7 @@ const OPTIONS = {
   metrics: { type: 'string' },
   reason: { type: 'string' },
   target: { type: 'string' },
+  for: { type: 'string' },
   detail: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -97,7 +102,7 @@ const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   'delete pool': ['wait', 'timeout'],
   'scale pool': ['replicas', 'wait', 'timeout'],
   'report proxy': ['reason', 'target', 'detail'],
-  discover: ['output', 'provider', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
+  discover: ['output', 'provider', 'pool', 'for', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
   gateway: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics'],
 };
 
@@ -122,8 +127,9 @@ Commands:
   delete pool NAME [--wait] [--timeout 5m]   delete a pool and its members; --wait returns when gone
   scale pool NAME --replicas N [--wait] [--timeout 5m]
                                              set a pool's replicas; --wait returns when N are Ready
-  discover [-o urls|json] [--provider P] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]
-                                             Ready proxies as URLs usable with curl -x
+  discover [-o urls|json] [--provider P] [--pool P] [--for DOMAIN] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]
+                                             Ready proxies as URLs usable with curl -x; --for leaves out
+                                             those reported for that domain
   gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT]
                                              one local authenticated proxy in front of the fleet: prints its
                                              URL, rotates, keeps USER-session-<id> sessions, retries failures;
@@ -349,10 +355,17 @@ export function parseCommand(argv: readonly string[]): Command {
     default: {
       const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);
       const limit = positiveInt('limit', values.limit);
+      const forDomain = values.for === undefined ? undefined : normaliseTarget(values.for);
+      if (values.for !== undefined && forDomain === undefined)
+        throw new UsageError(
+          `--for must be a host name like example.com, without scheme, port or path (got "${values.for}")`,
+        );
       return {
         verb: 'discover',
         output: oneOf('output', values.output, DISCOVER_OUTPUTS, 'urls'),
         ...(values.provider !== undefined && { provider: values.provider }),
+        ...(values.pool !== undefined && { pool: proxyName(values.pool, 'egress discover --pool NAME', 'pool') }),
+        ...(forDomain !== undefined && { forDomain }),
         labels: labels(values.label),
         ...(maxLatencyMs !== undefined && { maxLatencyMs }),
         distinct: values.distinct ?? false,

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDocuments, type ApplyDocument } from '../shared/domain/documents.js';
+import type { PoolSpec } from '../shared/domain/pool.js';
 import { ValidationError } from '../shared/errors.js';
 import { ApiError, type ApiClient } from './api-client.js';
 import type { Command } from './args.js';
@@ -77,7 +78,7 @@ async function apply(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'a
   const requests = loadDocuments(io, cmd.files);
   // The last document for a name wins, as it does in the queue.
   const targets = new Map<string, WaitTarget>();
-  const pools = new Map<string, number>();
+  const pools = new Map<string, PoolSpec>();
   let failed = 0;
   for (const request of requests) {
     const name = request.metadata.name;
@@ -85,7 +86,7 @@ async function apply(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'a
     try {
       if (request.kind === 'ProxyPool') {
         await client.applyPool(request);
-        pools.set(name, request.spec.replicas);
+        pools.set(name, request.spec);
       } else {
         await client.applyProxy(request);
         targets.set(name, { name, until: 'ready', request });
@@ -104,8 +105,8 @@ async function apply(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'a
   if (failed > 0) throw new ReportedFailure(`${failed} of ${requests.length} documents were not accepted`);
 }
 
-function waitPool(client: ApiClient, io: Io, name: string, replicas: number | undefined, timeoutMs: number) {
-  return waitForPool(client, io.stdout, name, replicas, {
+function waitPool(client: ApiClient, io: Io, name: string, want: PoolSpec | undefined, timeoutMs: number) {
+  return waitForPool(client, io.stdout, name, want, {
     timeoutMs,
     intervalMs: io.pollIntervalMs ?? 1000,
     signal: io.signal,
@@ -139,10 +140,12 @@ async function poolVerb(client: ApiClient, io: Io, cmd: PoolCommand, now: number
       io.stdout.write(`pool/${cmd.name} deletion accepted\n`);
       if (cmd.wait) await waitPool(client, io, cmd.name, undefined, cmd.timeoutMs);
       return;
-    case 'scale-pool':
-      io.stdout.write(await scalePool(client, cmd.name, cmd.replicas));
-      if (cmd.wait) await waitPool(client, io, cmd.name, cmd.replicas, cmd.timeoutMs);
+    case 'scale-pool': {
+      const scaled = await scalePool(client, cmd.name, cmd.replicas);
+      io.stdout.write(scaled.note);
+      if (cmd.wait) await waitPool(client, io, cmd.name, scaled.spec, cmd.timeoutMs);
       return;
+    }
   }
 }
 
@@ -176,6 +179,8 @@ async function wait(client: ApiClient, io: Io, targets: WaitTarget[], timeoutMs:
 async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'discover' }>): Promise<void> {
   const filters = {
     provider: cmd.provider,
+    pool: cmd.pool,
+    forDomain: cmd.forDomain,
     labels: cmd.labels,
     maxLatencyMs: cmd.maxLatencyMs,
     distinct: cmd.distinct,

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { poolSchema } from './api-schemas.js';
-import { describePool, formatPools, poolSettled } from './pools.js';
+import type { PoolSpec } from '../shared/domain/pool.js';
+import type { ApiClient } from './api-client.js';
+import { describePool, formatPools, poolSettled, waitForPool } from './pools.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
 const pool = poolSchema.parse({
@@ -75,14 +77,49 @@ describe('pool output', () => {
     expect(text).toMatch(/Warning\s+EntryUnavailable/);
   });
 
-  it('a pool is settled only with every member Ready and Progressing False', () => {
-    expect(poolSettled(pool, 2)).toBe(false);
+  it('a pool is settled only with the applied spec recorded, every member Ready and Progressing False', () => {
+    const want = pool.spec as Parameters<typeof poolSettled>[1];
+    expect(poolSettled(pool, want)).toBe(false);
     const done = {
       ...pool,
       members: pool.members.map((m) => ({ ...m, phase: 'Ready' })),
       status: { ...pool.status, conditions: [{ ...pool.status.conditions[0]!, status: 'False' }] },
     };
-    expect(poolSettled(done, 2)).toBe(true);
-    expect(poolSettled(done, 3)).toBe(false);
+    expect(poolSettled(done, want)).toBe(true);
+    expect(poolSettled(done, { ...want, replicas: 3 })).toBe(false);
+    // A template change not recorded yet: the pool at rest with the old spec is not what was applied.
+    const changed = { ...want, template: { ...want.template, spec: { ...want.template.spec, maxAge: '23h' } } };
+    expect(poolSettled(done, changed)).toBe(false);
+  });
+});
+
+describe('waitForPool', () => {
+  const settled = {
+    ...pool,
+    members: pool.members.map((m) => ({ ...m, phase: 'Ready' })),
+    status: { ...pool.status, conditions: [{ ...pool.status.conditions[0]!, status: 'False' }] },
+  };
+  /** A client whose pool reads answer `answers` in turn (the last one from then on). */
+  const client = (answers: (typeof pool | undefined)[]) => {
+    let i = 0;
+    return { getPool: () => Promise.resolve(answers[Math.min(i++, answers.length - 1)]) } as unknown as ApiClient;
+  };
+  const options = { timeoutMs: 1000, intervalMs: 1, now: Date.now };
+
+  it('a pool not recorded yet (the apply is asynchronous) is waited for, not taken as gone', async () => {
+    const lines: string[] = [];
+    const out = { isTTY: false, write: (t: string) => lines.push(t) > 0 };
+    await waitForPool(client([undefined, undefined, settled]), out, 'crawl', pool.spec as PoolSpec, options);
+    expect(lines).toEqual([
+      'pool/crawl: not recorded yet\n',
+      'pool/crawl: 1 Ready, 2 members (0 draining), 2 wanted\n',
+    ]);
+  });
+
+  it('times out naming the state it last saw', async () => {
+    const out = { isTTY: false, write: () => true };
+    await expect(
+      waitForPool(client([undefined]), out, 'crawl', pool.spec as PoolSpec, { ...options, timeoutMs: 20 }),
+    ).rejects.toThrow('pool/crawl: timed out: not recorded yet');
   });
 });

@@ -1,5 +1,7 @@
 /** The pool verbs: `get pools`, `describe pool`, `delete pool [--wait]`, `scale pool --replicas N [--wait]`. */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { PoolSpec } from '../shared/domain/pool.js';
+import { canonicalJson } from '../shared/domain/spec-hash.js';
 import type { ApiClient } from './api-client.js';
 import type { ApiPool } from './api-schemas.js';
 import type { GetOutput } from './args.js';
@@ -81,12 +83,15 @@ export function describePool(p: ApiPool, now: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Whether a pool is at rest with `replicas` members, all Ready and current, none being drained. */
-export function poolSettled(p: ApiPool, replicas: number): boolean {
+/**
+ * Whether a pool is at rest with the spec that was applied (`want`, as validated: defaults set):
+ * that spec recorded, its `replicas` members all Ready and current, none being drained.
+ */
+export function poolSettled(p: ApiPool, want: PoolSpec): boolean {
   return (
-    p.spec.replicas === replicas &&
+    canonicalJson(p.spec) === canonicalJson(want) &&
+    p.members.length === want.replicas &&
     p.status.observedGeneration >= (p.metadata.generation ?? 0) &&
-    p.members.length === replicas &&
     p.members.every((m) => m.phase === 'Ready' && !m.draining) &&
     p.status.conditions.some((c) => c.type === 'Progressing' && c.status === 'False')
   );
@@ -100,8 +105,9 @@ export interface PoolWaitOptions {
 }
 
 /**
- * Polls until the pool is settled with `replicas` members (or gone, for `undefined`), printing a
- * line each time its state changes.
+ * Polls until the pool is settled with the spec `want` (or gone, for `undefined`), printing a line
+ * each time its state changes. A pool not found while `want` is set is not recorded yet (requests
+ * are applied asynchronously): the wait goes on until the timeout.
  *
  * @throws WaitError on timeout, naming what the pool still lacks
  */
@@ -109,7 +115,7 @@ export async function waitForPool(
   client: ApiClient,
   out: ProgressOutput,
   name: string,
-  replicas: number | undefined,
+  want: PoolSpec | undefined,
   options: PoolWaitOptions,
 ): Promise<void> {
   const deadline = options.now() + options.timeoutMs;
@@ -117,12 +123,13 @@ export async function waitForPool(
   for (;;) {
     const pool = await client.getPool(name);
     const state = !pool
-      ? 'gone'
-      : `${pool.status.readyReplicas} Ready, ${pool.members.length} members (${pool.members.filter((m) => m.draining).length} draining), ${replicas ?? 0} wanted`;
+      ? want
+        ? 'not recorded yet'
+        : 'gone'
+      : `${pool.status.readyReplicas} Ready, ${pool.members.length} members (${pool.members.filter((m) => m.draining).length} draining), ${want?.replicas ?? 0} wanted`;
     if (state !== last) out.write(`pool/${name}: ${state}\n`);
     last = state;
-    if (replicas === undefined ? !pool : pool !== undefined && poolSettled(pool, replicas)) return;
-    if (replicas !== undefined && !pool) throw new WaitError(`pool/${name} is gone`);
+    if (want === undefined ? !pool : pool !== undefined && poolSettled(pool, want)) return;
     if (options.now() >= deadline) throw new WaitError(`pool/${name}: timed out: ${state}`);
     await sleep(options.intervalMs, undefined, options.signal ? { signal: options.signal } : {});
   }
@@ -134,7 +141,11 @@ export async function waitForPool(
  *
  * @returns the note to print
  */
-export async function scalePool(client: ApiClient, name: string, replicas: number): Promise<string> {
+export async function scalePool(
+  client: ApiClient,
+  name: string,
+  replicas: number,
+): Promise<{ note: string; spec: PoolSpec }> {
   const pool = await client.getPool(name);
   if (!pool) throw new Error(`pool "${name}" not found`);
   const { members: _m, events: _e, status: _s, ...rest } = pool;
@@ -143,5 +154,8 @@ export async function scalePool(client: ApiClient, name: string, replicas: numbe
   if (lowered) spec.minAvailable = replicas;
   const body = { apiVersion: rest.apiVersion, kind: rest.kind, metadata: { name, labels: rest.metadata.labels }, spec };
   await client.applyPool(body as unknown as Parameters<ApiClient['applyPool']>[0]);
-  return `pool/${name} scaled to ${replicas}${lowered ? ` (minAvailable lowered to ${replicas})` : ''}\n`;
+  return {
+    note: `pool/${name} scaled to ${replicas}${lowered ? ` (minAvailable lowered to ${replicas})` : ''}\n`,
+    spec: spec as PoolSpec,
+  };
 }

@@ -189,6 +189,8 @@ describe('egress', () => {
     expect(api.requests.at(-1)?.url).toBe(
       '/v1/discovery?label=team%3Ddemo&maxLatencyMs=50&distinct=true&limit=1&order=random&format=json',
     );
+    await egress('discover --pool crawl --for shop.example.com');
+    expect(api.requests.at(-1)?.url).toBe('/v1/discovery?pool=crawl&for=shop.example.com&format=urls');
   });
 
   it('report proxy sends the report and says what it did; bad flags exit 2, a missing proxy exits 1', async () => {

@@ -7,28 +7,15 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { proxyListSchema } from '../../cli/api-schemas.js';
-import { startLocalStack, type RunningStack } from './stack.js';
+import { cliOf, startLocalStack, type RunningStack } from './stack.js';
 
 const run = promisify(execFile);
 const OFFSET = 600;
-const ROOT = process.cwd();
-const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 const FLEET = ['local-1', 'local-2', 'local-rotating'];
 let stack: RunningStack;
 
 /** `egress <args>` as a child process, configured only by the stack's local.env (EGRESS_HOME). */
-async function egress(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], EGRESS_HOME: stack.home };
-  try {
-    const { stdout, stderr } = await run(CLI, args, { cwd: ROOT, env, timeout: 170_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    // execFile rejects on a non-zero exit with the code and both outputs on the error.
-    const exited = z.object({ code: z.number(), stdout: z.string(), stderr: z.string() }).safeParse(err);
-    if (!exited.success) throw err;
-    return exited.data;
-  }
-}
+const egress = cliOf(() => stack);
 
 beforeAll(async () => {
   stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET), EGRESS_SAMPLES: 'none' });

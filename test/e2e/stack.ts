@@ -1,10 +1,12 @@
 /** Drives `npm start` as a user would: the built launcher as a child process, its output, its state. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
+import { z } from 'zod';
 
 export interface RunningStack {
   process: ChildProcess;
@@ -83,4 +85,32 @@ export function processesMatching(needle: string): number[] {
     }
   }
   return pids;
+}
+
+/** What one run of the CLI did. */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `egress <args>`: the built CLI as a child process, configured only by the stack's local.env
+ * (EGRESS_HOME), as a new user would run it.
+ */
+export function cliOf(stack: () => RunningStack): (...args: string[]) => Promise<CliRun> {
+  const run = promisify(execFile);
+  const cli = join(process.cwd(), 'dist', 'cli', 'main.js');
+  return async (...args) => {
+    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], EGRESS_HOME: stack().home };
+    try {
+      const { stdout, stderr } = await run(cli, args, { cwd: process.cwd(), env, timeout: 170_000 });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      // execFile rejects on a non-zero exit with the code and both outputs on the error.
+      const exited = z.object({ code: z.number(), stdout: z.string(), stderr: z.string() }).safeParse(err);
+      if (!exited.success) throw err;
+      return exited.data;
+    }
+  };
 }

@@ -1,0 +1,191 @@
+/**
+ * A pool on the stack `npm start` runs, driven as a user would: the built `egress` CLI for every
+ * change, the HTTP API (`GET /v1/pools/{name}`) to watch it every 250 ms, curl through members to
+ * see their egress addresses. Six members over `local` and `local-b` come up 3 + 3, scale to 2 and
+ * back, roll a template change with `minAvailable` held, and a banned member is replaced by one
+ * leaving from another address.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { cliOf, startLocalStack, type RunningStack } from './stack.js';
+
+const run = promisify(execFile);
+const OFFSET = 900;
+const ECHO = `http://127.0.0.1:${8088 + OFFSET}/`;
+let stack: RunningStack;
+let dir: string;
+
+const memberSchema = z.object({
+  name: z.string(),
+  provider: z.string(),
+  phase: z.string(),
+  address: z.string().nullable(),
+  egressIp: z.string().nullable(),
+  draining: z.boolean(),
+});
+const poolSchema = z.object({
+  spec: z.object({ replicas: z.number() }),
+  status: z.object({ replicas: z.number(), readyReplicas: z.number() }),
+  members: z.array(memberSchema),
+});
+type Member = z.infer<typeof memberSchema>;
+
+const egress = cliOf(() => stack);
+
+/** The pool as `GET /v1/pools/crawl` shows it. */
+async function pool() {
+  const env = stack.localEnv();
+  const response = await fetch(`${env['EGRESS_API_URL']}/v1/pools/crawl`, {
+    headers: { authorization: `Bearer ${env['EGRESS_TOKEN']}` },
+  });
+  expect(response.status).toBe(200);
+  return poolSchema.parse(await response.json());
+}
+
+const serving = (members: Member[]) => members.filter((m) => m.phase === 'Ready' && !m.draining);
+const byProvider = (members: Member[]) =>
+  Object.fromEntries(['local', 'local-b'].map((p) => [p, members.filter((m) => m.provider === p).length]));
+
+/** Polls the pool until `done` holds (at most `ms`), then returns it; the failure says what it waited for. */
+async function until(what: string, done: (p: Awaited<ReturnType<typeof pool>>) => boolean, ms = 120_000) {
+  let last: Awaited<ReturnType<typeof pool>> | undefined;
+  for (const deadline = Date.now() + ms; Date.now() < deadline;) {
+    last = await pool();
+    if (done(last)) return last;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`pool crawl: not ${what} within ${ms} ms; last seen ${JSON.stringify(last?.members)}`);
+}
+
+/** The egress address the echo endpoint sees through one member (its discovery URL carries the credentials). */
+async function egressThrough(member: string): Promise<string> {
+  const { stdout } = await egress('discover', '-o', 'json', '--pool', 'crawl');
+  const found = z
+    .array(z.object({ name: z.string(), url: z.string() }))
+    .parse(JSON.parse(stdout))
+    .find((e) => e.name === member);
+  if (!found) throw new Error(`${member} is not in discovery`);
+  const echoed = await run('curl', ['-sS', '--max-time', '5', '-x', found.url, ECHO]);
+  return (JSON.parse(echoed.stdout) as { ip: string }).ip;
+}
+
+/** Writes the pool file with `maxAge` as the template's (a change of it rolls every member). */
+function poolFile(maxAge: string): string {
+  const file = join(dir, `pool-${maxAge}.yaml`);
+  writeFileSync(
+    file,
+    [
+      'apiVersion: egress.dev/v1',
+      'kind: ProxyPool',
+      'metadata: {name: crawl}',
+      'spec:',
+      '  replicas: 6',
+      '  minAvailable: 5',
+      '  maxSurge: 1',
+      `  template: {spec: {provider: local, maxAge: ${maxAge}}}`,
+      '  spread: [{provider: local}, {provider: local-b}]',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'egress-e2e-pools-'));
+  stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET), EGRESS_SAMPLES: 'none' });
+});
+
+afterAll(async () => {
+  if (stack && stack.process.exitCode === null) await stack.interrupt();
+});
+
+describe('e2e: a pool on the local stack', () => {
+  it('apply --wait brings up 6 members, 3 on local and 3 on local-b, each leaving from its own address', async () => {
+    const r = await egress('apply', '-f', poolFile('24h'), '--wait', '--timeout', '150s');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const p = await until('6 Ready', (x) => serving(x.members).length === 6);
+    expect(byProvider(p.members)).toEqual({ local: 3, 'local-b': 3 });
+    const addresses = await Promise.all(p.members.map((m) => egressThrough(m.name)));
+    expect(new Set(addresses).size).toBe(6);
+    for (const [i, m] of p.members.entries())
+      expect(addresses[i]).toMatch(m.provider === 'local' ? /^127\.1\.\d+\.\d+$/ : /^127\.2\.\d+\.\d+$/);
+  }, 180_000);
+
+  it('scale pool --replicas 2 --wait leaves 1 + 1; scaling back to 6 gives 3 + 3 again', async () => {
+    const down = await egress('scale', 'pool', 'crawl', '--replicas', '2', '--wait', '--timeout', '120s');
+    expect(down.code, down.stderr).toBe(0);
+    const two = await until('2 members', (x) => x.members.length === 2 && serving(x.members).length === 2);
+    expect(byProvider(two.members)).toEqual({ local: 1, 'local-b': 1 });
+    const up = await egress('scale', 'pool', 'crawl', '--replicas', '6', '--wait', '--timeout', '150s');
+    expect(up.code, up.stderr).toBe(0);
+    const six = await until('6 Ready', (x) => x.members.length === 6 && serving(x.members).length === 6);
+    expect(byProvider(six.members)).toEqual({ local: 3, 'local-b': 3 });
+  }, 300_000);
+
+  it('a template change rolls every member; sampled every 250 ms, never fewer than minAvailable (5) serve', async () => {
+    const before = new Set((await pool()).members.map((m) => m.name));
+    const samples: { serving: number; live: number }[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const started = Date.now();
+        const p = await pool();
+        samples.push({ serving: serving(p.members).length, live: p.members.filter((m) => !m.draining).length });
+        await new Promise((r) => setTimeout(r, Math.max(0, 250 - (Date.now() - started))));
+      }
+    })();
+    try {
+      expect((await egress('apply', '-f', poolFile('23h'))).code).toBe(0);
+      const rolled = await until(
+        'rolled',
+        (x) => x.members.length === 6 && serving(x.members).length === 6 && x.members.every((m) => !before.has(m.name)),
+        240_000,
+      );
+      expect(byProvider(rolled.members)).toEqual({ local: 3, 'local-b': 3 });
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+    const minServing = Math.min(...samples.map((s) => s.serving));
+    const maxLive = Math.max(...samples.map((s) => s.live));
+    console.log(`pool rotation: ${samples.length} samples, min serving ${minServing}, max live ${maxLive}`);
+    expect(samples.length).toBeGreaterThan(20);
+    expect(Math.min(...samples.map((s) => s.serving))).toBeGreaterThanOrEqual(5);
+    // maxSurge 1: at most 7 members that are not being drained.
+    expect(Math.max(...samples.map((s) => s.live))).toBeLessThanOrEqual(7);
+  }, 300_000);
+
+  it('a member reported banned is replaced by a new member leaving from another address', async () => {
+    const p = await pool();
+    const banned = serving(p.members).find((m) => m.provider === 'local-b');
+    if (!banned) throw new Error('no serving member on local-b');
+    const address = await egressThrough(banned.name);
+    const r = await egress('report', 'proxy', banned.name, '--reason', 'banned', '--detail', 'e2e pools');
+    expect(r.code, r.stderr).toBe(0);
+    const after = await until(
+      `without ${banned.name}`,
+      (x) =>
+        x.members.length === 6 && serving(x.members).length === 6 && !x.members.some((m) => m.name === banned.name),
+    );
+    expect(byProvider(after.members)).toEqual({ local: 3, 'local-b': 3 });
+    const fresh = after.members.filter((m) => !p.members.some((old) => old.name === m.name));
+    expect(fresh).toHaveLength(1);
+    const next = await egressThrough(fresh[0]?.name ?? '');
+    expect(next).toMatch(/^127\.2\.\d+\.\d+$/);
+    expect(next).not.toBe(address);
+  }, 180_000);
+
+  it('delete pool --wait removes the pool and every member', async () => {
+    const r = await egress('delete', 'pool', 'crawl', '--wait', '--timeout', '120s');
+    expect(r.code, r.stderr).toBe(0);
+    expect((await egress('get', 'pool', 'crawl')).code).toBe(1);
+    const { stdout } = await egress('get', 'proxies', '-o', 'json');
+    expect(z.object({ items: z.array(z.unknown()) }).parse(JSON.parse(stdout)).items).toEqual([]);
+  }, 150_000);
+});
