@@ -13,7 +13,7 @@ import { relayStatePath, type RelayConfig } from './config.js';
 import { CommandLedger } from './ledger.js';
 import { startLoop, type Loop } from './loops.js';
 import { HealthBook, probeRound, type ProbeRoundDeps } from './probes.js';
-import type { CommandSubscription } from './pull-subscription.js';
+import type { CommandMessage, CommandSubscription } from './pull-subscription.js';
 import { createReporter } from './reporter.js';
 import { TraceBook } from './traces.js';
 
@@ -66,6 +66,7 @@ interface Running {
  * acknowledged, never redelivered in a loop.
  */
 export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
+  // Over 60 lines because it is the agent: wiring of the three loops, then its start and stop methods.
   const { config, logger } = deps;
   const now = deps.now ?? Date.now;
   const health = new HealthBook();
@@ -81,16 +82,7 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
     logger,
     now,
   });
-  const probeDeps: ProbeRoundDeps = {
-    backends: deps.backends,
-    book: health,
-    echoUrl: config.echoUrl,
-    timeoutMs: config.probeTimeoutSeconds * 1000,
-    logger,
-    now,
-    traceOf: (instance) => traces.get(instance),
-    ...(deps.probe && { probe: deps.probe }),
-  };
+  const probeDeps = probeDepsOf(deps, health, traces, now);
   const intake = createCommandIntake({ config, keys: deps.keys, traces, probeDeps, reporter, logger });
   const probe = () =>
     inSpan('relay.probe-round', { parent: ROOT_CONTEXT, attributes: { 'relay.id': config.relay } }, () =>
@@ -98,19 +90,6 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
     );
   let running: Running | undefined;
   let stopping = false;
-
-  const subscribe = (): CommandSubscription => {
-    const subscription = deps.subscribe
-      ? deps.subscribe(config.subscription, MAX_IN_FLIGHT)
-      : deps.pubsub.subscription(config.subscription, {
-          flowControl: { maxMessages: MAX_IN_FLIGHT, allowExcessMessages: false },
-        });
-    subscription.on('message', intake.onMessage);
-    subscription.on('error', (err: unknown) =>
-      logger.error('command subscription failed', { subscription: config.subscription, error: err }),
-    );
-    return subscription;
-  };
 
   return {
     async start() {
@@ -122,7 +101,7 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
       intake.open(
         createCommandExecutor({ backends: deps.backends, ledger, installationId: config.installationId, logger }),
       );
-      const subscription = subscribe();
+      const subscription = subscribe(deps, intake.onMessage);
       // Probe once before the first report: a report without health would make every Ready proxy
       // look unprobed (Provisioning) for a moment after each relay restart.
       await probe().catch((err: unknown) => logger.warn('first probe round failed', { error: err }));
@@ -157,4 +136,32 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
 
     reportNow: () => reporter.reportNow(),
   };
+}
+
+function probeDepsOf(deps: RelayAgentDeps, book: HealthBook, traces: TraceBook, now: () => number): ProbeRoundDeps {
+  return {
+    backends: deps.backends,
+    book,
+    echoUrl: deps.config.echoUrl,
+    timeoutMs: deps.config.probeTimeoutSeconds * 1000,
+    logger: deps.logger,
+    now,
+    traceOf: (instance) => traces.get(instance),
+    ...(deps.probe && { probe: deps.probe }),
+  };
+}
+
+/** Opens the command subscription and hands its messages to `onMessage`. */
+function subscribe(deps: RelayAgentDeps, onMessage: (message: CommandMessage) => void): CommandSubscription {
+  const { config, logger } = deps;
+  const subscription = deps.subscribe
+    ? deps.subscribe(config.subscription, MAX_IN_FLIGHT)
+    : deps.pubsub.subscription(config.subscription, {
+        flowControl: { maxMessages: MAX_IN_FLIGHT, allowExcessMessages: false },
+      });
+  subscription.on('message', onMessage);
+  subscription.on('error', (err: unknown) =>
+    logger.error('command subscription failed', { subscription: config.subscription, error: err }),
+  );
+  return subscription;
 }

@@ -41,42 +41,14 @@ export interface CommandIntake {
 }
 
 export function createCommandIntake(deps: CommandIntakeDeps): CommandIntake {
+  // Over 60 lines because it holds the intake's methods over one state (executor, closed, in flight).
   const { config, logger, traces } = deps;
   const inFlight = new Set<Promise<void>>();
   let executor: CommandExecutor | undefined;
   let closed = true;
 
-  /** The command in `decoded` when it is this relay's, signed and well formed; otherwise undefined (to acknowledge). */
-  const admit = (decoded: BusMessage): RelayCommand | undefined => {
-    const addressedTo = decoded.attributes['relay'];
-    if (addressedTo !== undefined && addressedTo !== config.relay) {
-      logger.debug('ignoring a command for another relay', { messageId: decoded.id, relay: addressedTo });
-      return undefined;
-    }
-    const refused = deps.keys && verifySignature(deps.keys, 'command', decoded.attributes, decoded.text);
-    if (refused) {
-      logger.warn('relay command refused', { messageId: decoded.id, field: refused.field, reason: refused.reason });
-      return undefined;
-    }
-    if (decoded.decodeError) {
-      logger.warn('invalid relay command', { messageId: decoded.id, reason: decoded.decodeError });
-      return undefined;
-    }
-    const parsed = relayCommandSchema.safeParse(decoded.json);
-    if (!parsed.success) {
-      const invalid = toValidationError(parsed.error);
-      logger.warn('invalid relay command', { messageId: decoded.id, field: invalid.field, reason: invalid.reason });
-      return undefined;
-    }
-    if (parsed.data.relay !== config.relay) {
-      logger.debug('ignoring a command for another relay', { messageId: decoded.id, relay: parsed.data.relay });
-      return undefined;
-    }
-    return parsed.data;
-  };
-
   const execute = async (message: CommandMessage, decoded: BusMessage): Promise<void> => {
-    const command = admit(decoded);
+    const command = admit(deps, decoded);
     if (!command) return message.ack();
     const run = executor;
     if (!run) throw new Error('the relay agent is not started');
@@ -139,4 +111,34 @@ export function createCommandIntake(deps: CommandIntakeDeps): CommandIntake {
     },
     drain: (ms) => withTimeout(Promise.allSettled([...inFlight]), ms),
   };
+}
+
+/** The command in `decoded` when it is this relay's, signed and well formed; otherwise undefined (to acknowledge). */
+function admit(deps: CommandIntakeDeps, decoded: BusMessage): RelayCommand | undefined {
+  const { config, logger } = deps;
+  const addressedTo = decoded.attributes['relay'];
+  if (addressedTo !== undefined && addressedTo !== config.relay) {
+    logger.debug('ignoring a command for another relay', { messageId: decoded.id, relay: addressedTo });
+    return undefined;
+  }
+  const refused = deps.keys && verifySignature(deps.keys, 'command', decoded.attributes, decoded.text);
+  if (refused) {
+    logger.warn('relay command refused', { messageId: decoded.id, field: refused.field, reason: refused.reason });
+    return undefined;
+  }
+  if (decoded.decodeError) {
+    logger.warn('invalid relay command', { messageId: decoded.id, reason: decoded.decodeError });
+    return undefined;
+  }
+  const parsed = relayCommandSchema.safeParse(decoded.json);
+  if (!parsed.success) {
+    const invalid = toValidationError(parsed.error);
+    logger.warn('invalid relay command', { messageId: decoded.id, field: invalid.field, reason: invalid.reason });
+    return undefined;
+  }
+  if (parsed.data.relay !== config.relay) {
+    logger.debug('ignoring a command for another relay', { messageId: decoded.id, relay: parsed.data.relay });
+    return undefined;
+  }
+  return parsed.data;
 }
