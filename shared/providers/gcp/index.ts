@@ -24,7 +24,9 @@ import {
   isNotReady,
   operationError,
   typedError,
+  hide,
 } from './errors.js';
+import { listFiltered } from './listing.js';
 import { READY_ATTRIBUTE } from './cloud-init.js';
 import { InsertBook, settle, withField } from './operations.js';
 import { parseGcpOptions, resolveGcpPlacement, type GcpOptions, type GcpPlacement } from './options.js';
@@ -273,29 +275,6 @@ class GcpProvider implements Provider {
       throw new RetryableError(`instance ${name} not seen, but ${result.unreachable.join(', ')} could not be read`);
     return undefined;
   }
-}
-
-/**
- * An aggregated list with a server-side filter; when the API refuses the filter (400), the whole
- * list without one: every caller filters the items again itself.
- */
-async function listFiltered(api: ComputeApi, filter: string, what: string) {
-  try {
-    return await api.listInstances(filter);
-  } catch (err) {
-    const failure = decodeFailure(err);
-    if (failure.status !== 400) throw typedError(failure, what, 'compute.instances.list');
-  }
-  try {
-    return await api.listInstances('');
-  } catch (err) {
-    throw typedError(decodeFailure(err), `${what} (without a filter)`, 'compute.instances.list');
-  }
-}
-
-/** Keeps a secret out of API text (which may echo the request) before it reaches status, logs and events. */
-function hide(text: string, secret: string): string {
-  return secret ? text.split(secret).join('[redacted]') : text;
 }
 
 /**
