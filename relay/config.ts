@@ -1,13 +1,14 @@
 /** The relay's configuration: a YAML/JSON file named by EGRESS_RELAY_CONFIG, or the embedded local default. */
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
+import { deepFreeze } from '../shared/freeze.js';
 import { ValidationError } from '../shared/errors.js';
+import { readConfigFile } from './config-file.js';
+import { RELAY_REPORTS_TOPIC } from '../shared/relay/protocol.js';
 import { parseIpv4Range, type Ipv4Range } from './backends/process/egress.js';
 import { parseLibvirtUri } from './libvirt/index.js';
 
@@ -210,7 +211,7 @@ export const LOCAL_RELAY_CONFIG = {
   relay: 'local',
   project: 'demo-egress',
   subscription: 'relay-commands-local',
-  reportsTopic: 'relay-reports',
+  reportsTopic: RELAY_REPORTS_TOPIC,
   echoUrl: 'http://127.0.0.1:8088/',
   probeIntervalSeconds: 2,
   reportIntervalSeconds: 2,
@@ -277,32 +278,4 @@ export function parseRelayConfig(raw: unknown, env: Env = {}): RelayConfig {
 export function relayStatePath(config: RelayConfig): string {
   const dir = config.stateDir ?? config.backends[0]?.stateDir ?? '.';
   return path.resolve(dir, 'relay-commands.json');
-}
-
-function readConfigFile(file: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ValidationError(
-      'EGRESS_RELAY_CONFIG',
-      `cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`,
-    );
-  }
-  try {
-    return parseYaml(text);
-  } catch (err) {
-    throw new ValidationError(
-      'EGRESS_RELAY_CONFIG',
-      `${file} is not valid YAML/JSON: ${err instanceof Error ? err.message : String(err)}`,
-    );
-  }
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object') {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
 }

@@ -8,7 +8,7 @@ import {
   LibvirtError,
   LibvirtTimeoutError,
 } from './errors.js';
-import type { CallOptions, CloseReason } from './index.js';
+import type { CallOptions, CloseReason } from './types.js';
 import {
   encodePacket,
   KEEPALIVE_PING,
@@ -23,14 +23,9 @@ import {
   REMOTE_PROGRAM,
   REMOTE_VERSION,
 } from './packet.js';
+import { positive, type KeepaliveSettings } from './options.js';
 import { decodeRemoteError } from './remote-error.js';
 import { endReason } from './transports.js';
-
-/** libvirt's defaults for its client: a ping after 5 s of silence, dropped after 5 unanswered. */
-export interface KeepaliveSettings {
-  intervalMs: number;
-  count: number;
-}
 
 /** Receives the packets of one serial until it unregisters. */
 export interface PendingEntry {
@@ -43,17 +38,6 @@ export interface PendingEntry {
 export interface Guard {
   /** Removes the timer and abort listener. */
   release(): void;
-}
-
-/**
- * Returns `value` when it is a positive finite number.
- * @throws RangeError naming `field` otherwise
- */
-export function positive(field: string, value: number): number {
-  if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
-    throw new RangeError(`${field} must be a positive number, got ${String(value)}`);
-  }
-  return value;
 }
 
 /** Speaks libvirt's RPC framing on a duplex byte stream. */

@@ -6,6 +6,7 @@ import { toValidationError } from '../domain/proxy.js';
 import { unsafeJson } from '../domain/text.js';
 import { configSchema, type Config } from './schema.js';
 import { LOCAL_DEFAULT_CONFIG } from './local-default.js';
+import { deepFreeze } from '../freeze.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -56,12 +57,4 @@ function readConfigFile(path: string): unknown {
   } catch (err) {
     throw new ValidationError('EGRESS_CONFIG', `${path} is not valid YAML/JSON: ${(err as Error).message}`);
   }
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object') {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
 }

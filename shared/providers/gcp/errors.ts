@@ -230,3 +230,8 @@ export function operationError(op: OperationFailure, what: string): EgressError 
     );
   return new RetryableError(detail, 5000);
 }
+
+/** Keeps a secret out of API text (which may echo the request) before it reaches status, logs and events. */
+export function hide(text: string, secret: string): string {
+  return secret ? text.split(secret).join('[redacted]') : text;
+}
