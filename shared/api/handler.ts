@@ -61,7 +61,7 @@ async function listProxies(deps: ApiDeps, q: URLSearchParams): Promise<ApiRespon
 }
 
 async function getProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
-  const doc = await deps.proxies.get(name);
+  const doc = (await deps.proxies.get(name))?.doc;
   if (!doc) throw new ApiError('NotFound', `proxy "${name}" not found`);
   return { status: 200, body: { ...proxyView(doc), events: await deps.proxies.events(name, 20) } };
 }
@@ -87,7 +87,7 @@ async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<Api
   if (!parsed.success) throw toValidationError(parsed.error);
   if (parsed.data.metadata.labels[POOL_LABEL] !== undefined)
     throw new ValidationError(`metadata.labels.${POOL_LABEL}`, 'is set only by a pool on its members');
-  const existing = await deps.proxies.get(name);
+  const existing = (await deps.proxies.get(name))?.doc;
   refuseMemberRequest(existing);
   if (existing && existing.spec.provider !== parsed.data.spec.provider) {
     throw new ApiError(
@@ -101,7 +101,7 @@ async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<Api
 }
 
 async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
-  const existing = await deps.proxies.get(name);
+  const existing = (await deps.proxies.get(name))?.doc;
   if (!existing) throw new ApiError('NotFound', `proxy "${name}" not found`);
   refuseMemberRequest(existing);
   const request = { apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name } };

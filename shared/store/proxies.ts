@@ -6,7 +6,6 @@ import {
   type Firestore,
   type Precondition,
   type Timestamp,
-  type Transaction,
   type WriteBatch,
 } from '@google-cloud/firestore';
 import { POOL_LABEL } from '../domain/pool.js';
@@ -23,7 +22,8 @@ import { clip } from '../domain/text.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
-import { COLLECTIONS } from './firestore.js';
+import { COLLECTIONS, readAtOf } from './firestore.js';
+import type { StoredProxy } from './ports.js';
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged' | 'stale';
 export type DeleteOutcome = 'marked' | 'already' | 'absent' | 'stale';
@@ -34,6 +34,7 @@ export interface Credentials {
 }
 
 export type { ProxyEvent } from './events.js';
+export type { StoredProxy } from './ports.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const FieldValueDelete = FieldValue.delete();
@@ -62,8 +63,6 @@ export function refuseMember(doc: ProxyDoc): void {
 }
 
 export class ProxyStore {
-  /** When each document this store returned was last written, as read (the basis of a decision). */
-  private readonly readAt = new WeakMap<ProxyDoc, Timestamp>();
   /** Credentials read with `reuse`, by proxy name with the incarnation they belong to, oldest first. */
   private readonly knownCredentials = new Map<string, { incarnation: string; credentials: Credentials }>();
 
@@ -77,12 +76,9 @@ export class ProxyStore {
   }
 
   /** Parses a stored document; a corrupt one is logged and treated as absent (never crashes a sweep). */
-  private parse(name: string, data: unknown, updateTime?: Timestamp): ProxyDoc | undefined {
+  private parse(name: string, data: unknown): ProxyDoc | undefined {
     const parsed = proxyDocSchema.safeParse(data);
-    if (parsed.success) {
-      if (updateTime) this.readAt.set(parsed.data, updateTime);
-      return parsed.data;
-    }
+    if (parsed.success) return parsed.data;
     this.logger.error('corrupt proxy document ignored', {
       proxy: name,
       issue: parsed.error.issues[0]?.message,
@@ -91,9 +87,15 @@ export class ProxyStore {
     return undefined;
   }
 
-  async get(name: string): Promise<ProxyDoc | undefined> {
+  /** A stored document with the update time it was read at; undefined when absent or corrupt. */
+  private stored(name: string, data: unknown, updateTime: Timestamp | undefined): StoredProxy | undefined {
+    const doc = this.parse(name, data);
+    return doc && updateTime ? { doc, readAt: readAtOf(updateTime) } : undefined;
+  }
+
+  async get(name: string): Promise<StoredProxy | undefined> {
     const snap = await this.ref(name).get();
-    return snap.exists ? this.parse(name, snap.data(), snap.updateTime) : undefined;
+    return snap.exists ? this.stored(name, snap.data(), snap.updateTime) : undefined;
   }
 
   /**
@@ -101,12 +103,12 @@ export class ProxyStore {
    * `next` is the cursor for the following page, or null after the last one; corrupt documents
    * are skipped but still advance the cursor.
    */
-  async page(after: string | null, limit: number): Promise<{ docs: ProxyDoc[]; next: string | null }> {
+  async page(after: string | null, limit: number): Promise<{ items: StoredProxy[]; next: string | null }> {
     let query = this.db.collection(COLLECTIONS.proxies).orderBy(FieldPath.documentId()).limit(limit);
     if (after) query = query.startAfter(after);
     const snap = await query.get();
-    const docs = snap.docs.flatMap((d) => this.parse(d.id, d.data(), d.updateTime) ?? []);
-    return { docs, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
+    const items = snap.docs.flatMap((d) => this.stored(d.id, d.data(), d.updateTime) ?? []);
+    return { items, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
   }
 
   /** Names of other live proxies whose last probe saw `ip` as their egress IP (at most 20). */
@@ -126,7 +128,7 @@ export class ProxyStore {
     let after: string | null = null;
     do {
       const page = await this.page(after, 500);
-      all.push(...page.docs);
+      all.push(...page.items.map((item) => item.doc));
       after = page.next;
     } while (after);
     return all;
@@ -256,8 +258,8 @@ export class ProxyStore {
 
   /**
    * Takes the short lease that must be held around a mutating provider call. Fails when another
-   * worker holds a live lease or the generation moved since the decision was made, or (given the
-   * document the decision was made on, as this store returned it) when the proxy was written since:
+   * worker holds a live lease, when the generation moved since the decision was made, or when the
+   * proxy was written since `readAt` (the update time of the read the decision was made on):
    * another worker may have acted in between (taken the lease, created, released it), and the
    * decision's observation is then stale (it would create a second time).
    *
@@ -271,14 +273,13 @@ export class ProxyStore {
     generation: number,
     ttlMs: number,
     clock: () => number,
-    basis?: ProxyDoc,
+    readAt: string,
   ): Promise<number | undefined> {
-    const seen = basis && this.readAt.get(basis);
     let until = 0;
     const taken = await this.writeIfUnchanged(name, (doc, updateTime) => {
       const now = clock();
       if (!doc || doc.generation !== generation) return undefined;
-      if (seen && !updateTime?.isEqual(seen)) return undefined;
+      if (!updateTime || readAtOf(updateTime) !== readAt) return undefined;
       if (doc.lease && doc.lease.holder !== holder && doc.lease.until > now) return undefined;
       until = now + ttlMs;
       return (batch, unchanged) => batch.update(this.ref(name), { lease: { holder, until, generation } }, unchanged);
@@ -431,10 +432,5 @@ export class ProxyStore {
         data: clip(raw, 4096),
         expireAt: new Date(now + REJECTION_RETENTION_MS),
       });
-  }
-
-  private async read(tx: Transaction, name: string): Promise<ProxyDoc | undefined> {
-    const snap = await tx.get(this.ref(name));
-    return snap.exists ? this.parse(name, snap.data()) : undefined;
   }
 }
