@@ -1,5 +1,6 @@
 /** The Firestore client, configured once (the emulator is found through FIRESTORE_EMULATOR_HOST). */
 import { Firestore, type Timestamp } from '@google-cloud/firestore';
+import { updateTimeText } from './clock.js';
 
 /** Collection names: the public state layout (interfaces.md §2, architecture.md §4). */
 export const COLLECTIONS = {
@@ -20,6 +21,5 @@ export function createFirestore(projectId: string): Firestore {
 
 /** A Firestore update time as a `readAt` (RFC 3339 with all nine fractional digits: exact, and ordered as text). */
 export function readAtOf(updateTime: Timestamp): string {
-  const seconds = new Date(updateTime.seconds * 1000).toISOString().slice(0, 19);
-  return `${seconds}.${String(updateTime.nanoseconds).padStart(9, '0')}Z`;
+  return updateTimeText(updateTime.seconds, updateTime.nanoseconds);
 }
