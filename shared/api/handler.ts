@@ -11,7 +11,7 @@ import { PROXY_REQUESTS_TOPIC } from '../requests.js';
 import { POOL_LABEL } from '../domain/pool.js';
 import type { PoolStore } from '../store/pools.js';
 import type { ProviderStore } from '../store/providers.js';
-import type { ProxyStore } from '../store/proxies.js';
+import type { ProxyRepository } from '../store/ports.js';
 import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
 import type { RelayStore } from '../store/relays.js';
 import type { ReportStore } from '../store/reports.js';
@@ -23,7 +23,7 @@ import { postReport } from './reports.js';
 
 export interface ApiDeps {
   config: Config;
-  proxies: ProxyStore;
+  proxies: ProxyRepository;
   relays: RelayStore;
   reports: ReportStore;
   providerStatus: ProviderStore;

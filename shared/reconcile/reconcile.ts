@@ -10,7 +10,7 @@ import type { Logger } from '../logger.js';
 import type { Provider, ProviderHealth } from '../providers/contract.js';
 import type { Registry } from '../providers/registry.js';
 import { nextHealth, probeThroughProxy, type ProbeResult } from '../probe/probe.js';
-import type { ProxyStore, StoredProxy } from '../store/proxies.js';
+import type { ProxyRepository, StoredProxy } from '../store/ports.js';
 import type { ProviderStore } from '../store/providers.js';
 import { currentHealth } from '../health.js';
 import { decide, type Decision, type Observation, type Policy } from './decide.js';
@@ -20,7 +20,7 @@ import { changesNothing, storedObservation } from './stored-observation.js';
 
 export interface ReconcileDeps {
   config: Config;
-  proxies: ProxyStore;
+  proxies: ProxyRepository;
   registry: Registry;
   logger: Logger;
   now?: () => number;
