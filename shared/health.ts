@@ -3,7 +3,7 @@ import { asEgressError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { Provider, ProviderHealth, Registry } from './providers/contract.js';
 import type { ProviderStatus, ProviderStore } from './store/providers.js';
-import type { ProxyStore } from './store/proxies.js';
+import type { ProxyRepository } from './store/ports.js';
 import { recordProxiesByPhase } from './telemetry/metrics.js';
 
 export interface HealthDeps {
@@ -83,7 +83,7 @@ export async function currentHealth(
  * Records the fleet gauges (`egress.proxies` by phase). A failed count is logged, never thrown:
  * the monitor's verdicts matter more than a gauge.
  */
-export async function recordFleetMetrics(deps: { proxies: ProxyStore; logger: Logger }): Promise<void> {
+export async function recordFleetMetrics(deps: { proxies: ProxyRepository; logger: Logger }): Promise<void> {
   try {
     recordProxiesByPhase(await deps.proxies.countByPhase());
   } catch (err) {

@@ -8,12 +8,12 @@ import { EgressError, ValidationError } from './errors.js';
 import type { Logger } from './logger.js';
 import { kickChecks, kickPools } from './reconcile/check.js';
 import type { PoolStore } from './store/pools.js';
-import type { ProxyStore } from './store/proxies.js';
+import type { ProxyRepository } from './store/ports.js';
 
 export const PROXY_REQUESTS_TOPIC = 'proxy-requests';
 
 export interface RequestDeps {
-  proxies: ProxyStore;
+  proxies: ProxyRepository;
   bus: Bus;
   logger: Logger;
   maxEvents: number;

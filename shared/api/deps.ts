@@ -4,13 +4,13 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../logger.js';
 import type { PoolStore } from '../store/pools.js';
 import type { ProviderStore } from '../store/providers.js';
-import type { ProxyStore } from '../store/proxies.js';
+import type { ProxyRepository } from '../store/ports.js';
 import type { RelayStore } from '../store/relays.js';
 import type { ReportStore } from '../store/reports.js';
 
 export interface ApiDeps {
   config: Config;
-  proxies: ProxyStore;
+  proxies: ProxyRepository;
   relays: RelayStore;
   reports: ReportStore;
   providerStatus: ProviderStore;

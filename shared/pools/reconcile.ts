@@ -9,13 +9,13 @@ import { freshVerdict } from '../health.js';
 import type { Logger } from '../logger.js';
 import type { PoolStore, PoolWrites } from '../store/pools.js';
 import type { ProviderStore } from '../store/providers.js';
-import type { ProxyStore } from '../store/proxies.js';
+import type { ProxyRepository } from '../store/ports.js';
 import { planPool, TEMPLATE_LABEL, type Plan } from './plan.js';
 
 export interface PoolDeps {
   config: Config;
   pools: PoolStore;
-  proxies: ProxyStore;
+  proxies: ProxyRepository;
   bus: Bus;
   logger: Logger;
   providerStatus?: ProviderStore | undefined;

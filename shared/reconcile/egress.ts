@@ -4,7 +4,7 @@
  * proxy is flagged as sharing, on request, or once per heartbeat — not on every check.
  */
 import type { ProxyStatus } from '../domain/status.js';
-import type { ProxyStore } from '../store/proxies.js';
+import type { ProxyRepository } from '../store/ports.js';
 import { mergeConditions } from './status.js';
 
 export interface EgressOutcome {
@@ -44,7 +44,7 @@ export function egressDue(
  * @param force - verify now regardless of the heartbeat (a peer reported sharing this IP)
  */
 export async function verifyEgress(
-  proxies: Pick<ProxyStore, 'sharingEgressIp'>,
+  proxies: Pick<ProxyRepository, 'sharingEgressIp'>,
   name: string,
   previous: ProxyStatus,
   next: ProxyStatus,

@@ -4,7 +4,7 @@ import { instanceName } from '../domain/names.js';
 import { asEgressError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Registry } from '../providers/contract.js';
-import type { ProxyStore } from '../store/proxies.js';
+import type { ProxyRepository } from '../store/ports.js';
 import type { ProviderStore } from '../store/providers.js';
 import { currentHealth } from '../health.js';
 import { recordGcDeletion } from '../telemetry/metrics.js';
@@ -12,7 +12,7 @@ import { recordGcDeletion } from '../telemetry/metrics.js';
 export interface GcDeps {
   config: Config;
   registry: Registry;
-  proxies: ProxyStore;
+  proxies: ProxyRepository;
   logger: Logger;
   now?: () => number;
   /** The provider-health monitor's verdicts: GC never deletes on a provider known to be down. */

@@ -9,7 +9,7 @@ import { parseDuration } from '../domain/duration.js';
 import type { Logger } from '../logger.js';
 import type { Provider, ProviderHealth, Registry } from '../providers/contract.js';
 import { nextHealth, probeThroughProxy, type ProbeResult } from '../probe/probe.js';
-import type { ProxyStore } from '../store/proxies.js';
+import type { ProxyRepository, StoredProxy } from '../store/ports.js';
 import type { ProviderStore } from '../store/providers.js';
 import { currentHealth } from '../health.js';
 import { decide, type Decision, type Observation, type Policy } from './decide.js';
@@ -19,7 +19,7 @@ import { changesNothing, storedObservation } from './stored-observation.js';
 
 export interface ReconcileDeps {
   config: Config;
-  proxies: ProxyStore;
+  proxies: ProxyRepository;
   registry: Registry;
   logger: Logger;
   now?: () => number;
@@ -121,10 +121,11 @@ export interface ReconcileOptions {
  */
 export async function reconcileProxy(
   deps: ReconcileDeps,
-  doc: ProxyDoc,
+  stored: StoredProxy,
   cache: HealthCache = new Map(),
   options: ReconcileOptions = {},
 ): Promise<ReconcileResult> {
+  const { doc, readAt } = stored;
   const now = deps.now ?? Date.now;
   const { config, proxies } = deps;
   const name = doc.metadata.name;
@@ -187,7 +188,7 @@ export async function reconcileProxy(
     const next = nextStatus(doc.status, decision, observation, doc.generation, now(), policy);
     if (changesNothing(decision, doc.status, next, now(), heartbeatMs))
       return { name, action: 'none', phase: next.phase };
-    return reconcileProxy(deps, doc, cache, { ...options, reuseObservation: false });
+    return reconcileProxy(deps, stored, cache, { ...options, reuseObservation: false });
   }
   if ((decision.replace === 'drift' || decision.replace === 'rotation') && deps.countReplacing && provider) {
     const budget = config.providers.find((p) => p.name === provider.name)?.rolloutBudget ?? 1;
@@ -201,7 +202,14 @@ export async function reconcileProxy(
     // before the proxy is removed, under the lease like every mutating call.
     if (provider && doc.status.everCreated) {
       const holder = randomUUID();
-      const leaseUntil = await proxies.acquireLease(name, holder, doc.generation, config.leaseSeconds * 1000, now, doc);
+      const leaseUntil = await proxies.acquireLease(
+        name,
+        holder,
+        doc.generation,
+        config.leaseSeconds * 1000,
+        now,
+        readAt,
+      );
       if (leaseUntil === undefined || now() >= leaseUntil)
         return { name, action: 'none', phase: doc.status.phase, recheckAfterMs: policy.pollMs };
       try {
@@ -222,7 +230,14 @@ export async function reconcileProxy(
   let holder: string | undefined;
   if (provider && (decision.action === 'create' || decision.action === 'delete')) {
     holder = randomUUID();
-    const leaseUntil = await proxies.acquireLease(name, holder, doc.generation, config.leaseSeconds * 1000, now, doc);
+    const leaseUntil = await proxies.acquireLease(
+      name,
+      holder,
+      doc.generation,
+      config.leaseSeconds * 1000,
+      now,
+      readAt,
+    );
     if (leaseUntil === undefined) {
       log.debug('lease held elsewhere, or the proxy changed since it was read; skipping', { action: decision.action });
       return { name, action: 'none', phase: doc.status.phase, recheckAfterMs: policy.pollMs };

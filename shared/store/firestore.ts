@@ -1,5 +1,6 @@
 /** The Firestore client, configured once (the emulator is found through FIRESTORE_EMULATOR_HOST). */
-import { Firestore } from '@google-cloud/firestore';
+import { Firestore, type Timestamp } from '@google-cloud/firestore';
+import { updateTimeText } from './clock.js';
 
 /** Collection names: the public state layout (interfaces.md §2, architecture.md §4). */
 export const COLLECTIONS = {
@@ -16,4 +17,9 @@ export const COLLECTIONS = {
 
 export function createFirestore(projectId: string): Firestore {
   return new Firestore({ projectId, ignoreUndefinedProperties: true });
+}
+
+/** A Firestore update time as a `readAt` (RFC 3339 with all nine fractional digits: exact, and ordered as text). */
+export function readAtOf(updateTime: Timestamp): string {
+  return updateTimeText(updateTime.seconds, updateTime.nanoseconds);
 }

@@ -1,0 +1,262 @@
+/**
+ * The `proxies/{name}` repository in memory: the rules of proxy-rules.ts (the same functions the
+ * Firestore one calls), optimistic commits that hold only if nothing read changed, and update times
+ * from a Clock. Documents are copied in and out: a caller's copy is never the stored one.
+ */
+import type { ApplyRequest } from '../../domain/proxy.js';
+import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../../domain/status.js';
+import type { ErrorInfo } from '../../errors.js';
+import { UpdateTimes } from '../clock.js';
+import { CredentialsMemo, credentialsThrough, generateCredentials } from '../credentials-memo.js';
+import { EVENT_RETENTION_MS, type ProxyEvent } from '../events.js';
+import type { Clock, Credentials, ProxyRepository, StoredProxy } from '../ports.js';
+import {
+  applyStep,
+  deleteStep,
+  leaseStep,
+  mayFinalise,
+  refusePoolLabel,
+  rejectionRecord,
+  statusStep,
+  type ApplyOutcome,
+  type DeleteOutcome,
+} from '../proxy-rules.js';
+import { transaction, TransactionAborted } from './optimistic.js';
+
+/** A stored document: replaced (never changed in place) on every write, so its identity is its version. */
+interface Row {
+  doc: ProxyDoc;
+  updatedAt: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+/** As many attempts as the Firestore repository's preconditioned writes make. */
+const WRITE_ATTEMPTS = 10;
+
+export class MemoryProxyRepository implements ProxyRepository {
+  private readonly rows = new Map<string, Row>();
+  private readonly tombstones = new Map<string, { requestTime: number; at: string }>();
+  private readonly secrets = new Map<string, Credentials & { createdAt: string }>();
+  private readonly trails = new Map<string, (ProxyEvent & { expireAt: Date })[]>();
+  /** Requests that failed validation, by message id (what `rejections/{messageId}` holds). */
+  readonly rejections = new Map<string, ReturnType<typeof rejectionRecord>>();
+  private readonly memo = new CredentialsMemo();
+  private readonly times: UpdateTimes;
+
+  constructor(private readonly clock: Clock) {
+    this.times = new UpdateTimes(clock);
+  }
+
+  private write(name: string, doc: ProxyDoc): void {
+    this.rows.set(name, { doc: structuredClone(doc), updatedAt: this.times.next() });
+  }
+
+  private stored(row: Row): StoredProxy {
+    return { doc: proxyDocSchema.parse(structuredClone(row.doc)), readAt: row.updatedAt };
+  }
+
+  private sorted(): [string, Row][] {
+    return [...this.rows].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  get(name: string): Promise<StoredProxy | undefined> {
+    const row = this.rows.get(name);
+    return Promise.resolve(row && this.stored(row));
+  }
+
+  page(after: string | null, limit: number): Promise<{ items: StoredProxy[]; next: string | null }> {
+    const rows = this.sorted().filter(([name]) => after === null || name > after);
+    const items = rows.slice(0, limit).map(([, row]) => this.stored(row));
+    const next = items.length === limit ? (items.at(-1)?.doc.metadata.name ?? null) : null;
+    return Promise.resolve({ items, next });
+  }
+
+  list(): Promise<ProxyDoc[]> {
+    return Promise.resolve(this.sorted().map(([, row]) => this.stored(row).doc));
+  }
+
+  sharingEgressIp(ip: string, except: string): Promise<string[]> {
+    const sharing = this.sorted()
+      .filter(([, row]) => row.doc.status.health?.egressIp === ip)
+      .slice(0, 21);
+    const names = sharing.filter(([name, row]) => name !== except && !row.doc.deletionRequestedAt);
+    return Promise.resolve(names.map(([name]) => name));
+  }
+
+  countReplacing(provider: string): Promise<number> {
+    const docs = [...this.rows.values()].map((row) => row.doc);
+    return Promise.resolve(docs.filter((d) => d.spec.provider === provider && d.status.phase === 'Replacing').length);
+  }
+
+  countByPhase(): Promise<Record<string, number>> {
+    const docs = [...this.rows.values()].map((row) => row.doc);
+    return Promise.resolve(Object.fromEntries(PHASES.map((p) => [p, docs.filter((d) => d.status.phase === p).length])));
+  }
+
+  names(): Promise<Set<string>> {
+    return Promise.resolve(new Set(this.rows.keys()));
+  }
+
+  /** The identities an apply or delete reads: document, tombstone, credentials. */
+  private reads(name: string): unknown[] {
+    return [this.rows.get(name), this.tombstones.get(name), this.secrets.get(name)];
+  }
+
+  async apply(request: ApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome> {
+    const name = request.metadata.name;
+    refusePoolLabel(request);
+    return transaction(
+      () => {
+        const seen = this.reads(name);
+        const existing = this.rows.get(name)?.doc;
+        const tombAt = existing ? 0 : (this.tombstones.get(name)?.requestTime ?? 0);
+        const step = applyStep(existing && structuredClone(existing), tombAt, request, publishTime, now);
+        const commit = (): ApplyOutcome => {
+          if (step.outcome === 'stale') return step.outcome;
+          if (!this.secrets.has(name)) this.secrets.set(name, { ...generateCredentials(name), createdAt: iso(now) });
+          if (step.outcome === 'created') this.write(name, step.doc);
+          if (existing && step.outcome === 'unchanged' && step.requestTime !== undefined)
+            this.write(name, { ...existing, requestTime: step.requestTime });
+          if (existing && step.outcome === 'updated') {
+            const { labels, ...fields } = step.patch;
+            const doc: ProxyDoc = { ...existing, ...fields, metadata: { ...existing.metadata, labels } };
+            if (step.undelete) delete doc.deletionRequestedAt;
+            this.write(name, doc);
+          }
+          return step.outcome;
+        };
+        return { seen, commit };
+      },
+      () => this.reads(name),
+    );
+  }
+
+  async requestDelete(name: string, publishTime: number, now: number): Promise<DeleteOutcome> {
+    return transaction(
+      () => {
+        const seen = this.reads(name);
+        const existing = this.rows.get(name)?.doc;
+        const tombAt = this.tombstones.get(name)?.requestTime ?? 0;
+        const step = deleteStep(existing && structuredClone(existing), tombAt, publishTime, now);
+        const commit = (): DeleteOutcome => {
+          if (step.outcome === 'absent' && step.tombstone)
+            this.tombstones.set(name, { requestTime: publishTime, at: iso(now) });
+          if (existing && step.outcome === 'already' && step.requestTime !== undefined)
+            this.write(name, { ...existing, requestTime: step.requestTime });
+          if (existing && step.outcome === 'marked') this.write(name, { ...existing, ...step.patch });
+          return step.outcome;
+        };
+        return { seen, commit };
+      },
+      () => this.reads(name),
+    );
+  }
+
+  /**
+   * Commits what `change(doc, updatedAt)` returns only if the document was not written in between
+   * (decided again on a fresh read when it was), as the Firestore repository's preconditioned writes.
+   *
+   * @returns whether the write happened (false when `change` declined or after every lost race)
+   */
+  private async writeIfUnchanged(
+    name: string,
+    change: (doc: ProxyDoc | undefined, updatedAt: string | undefined) => ((doc: ProxyDoc) => void) | undefined,
+  ): Promise<boolean> {
+    try {
+      return await transaction(
+        () => {
+          const row = this.rows.get(name);
+          const write = change(row && structuredClone(row.doc), row?.updatedAt);
+          return { seen: [row], commit: () => (row && write ? (write(structuredClone(row.doc)), true) : false) };
+        },
+        () => [this.rows.get(name)],
+        WRITE_ATTEMPTS,
+      );
+    } catch (err) {
+      if (err instanceof TransactionAborted) return false;
+      throw err;
+    }
+  }
+
+  async acquireLease(
+    name: string,
+    holder: string,
+    generation: number,
+    ttlMs: number,
+    clock: () => number,
+    readAt: string,
+  ): Promise<number | undefined> {
+    let until = 0;
+    const taken = await this.writeIfUnchanged(name, (doc, updatedAt) => {
+      const lease = leaseStep(doc, updatedAt, { holder, generation, ttlMs, readAt }, clock());
+      if (!lease) return undefined;
+      until = lease.until;
+      return (current) => this.write(name, { ...current, lease });
+    });
+    return taken ? until : undefined;
+  }
+
+  writeStatus(name: string, generation: number, status: ProxyStatus, now: number, holder?: string): Promise<boolean> {
+    return this.writeIfUnchanged(name, (doc) => {
+      const step = statusStep(doc, generation, status, now, holder);
+      if (!step) return undefined;
+      return (current) => {
+        const next: ProxyDoc = { ...current, status: structuredClone(step.status) };
+        if (step.releaseLease) delete next.lease;
+        this.write(name, next);
+      };
+    });
+  }
+
+  finalise(name: string, generation: number): Promise<boolean> {
+    return this.writeIfUnchanged(name, (doc) => {
+      if (!mayFinalise(doc, generation)) return undefined;
+      return () => {
+        this.rows.delete(name);
+        this.secrets.delete(name);
+        this.trails.delete(name);
+        this.tombstones.set(name, { requestTime: doc.requestTime, at: iso(this.clock.now()) });
+      };
+    });
+  }
+
+  credentials(name: string, reuse?: { incarnation: string; fresh?: boolean }): Promise<Credentials | undefined> {
+    return credentialsThrough(this.memo, name, reuse, () => {
+      const secret = this.secrets.get(name);
+      return Promise.resolve(secret && { username: secret.username, password: secret.password });
+    });
+  }
+
+  forgetCredentials(name: string): void {
+    this.memo.forget(name);
+  }
+
+  /** Newest first; events of one instant stay in the order they were added. */
+  private trail(name: string): (ProxyEvent & { expireAt: Date })[] {
+    return [...(this.trails.get(name) ?? [])].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+  }
+
+  events(name: string, limit = 20): Promise<ProxyEvent[]> {
+    return Promise.resolve(
+      this.trail(name)
+        .slice(0, limit)
+        .map(({ at, type, reason, message }) => ({ at, type, reason, message })),
+    );
+  }
+
+  addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
+    const expireAt = new Date(Date.parse(event.at) + EVENT_RETENTION_MS);
+    this.trails.set(name, [...(this.trails.get(name) ?? []), { ...event, expireAt }]);
+    return this.trimEvents(name, keep);
+  }
+
+  trimEvents(name: string, keep: number): Promise<void> {
+    if (this.trails.has(name)) this.trails.set(name, this.trail(name).slice(0, keep));
+    return Promise.resolve();
+  }
+
+  reject(messageId: string, error: ErrorInfo, raw: string, topic: string, now: number): Promise<void> {
+    this.rejections.set(messageId || `unknown-${now}`, rejectionRecord(error, raw, topic, now));
+    return Promise.resolve();
+  }
+}
