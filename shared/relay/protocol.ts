@@ -1,10 +1,11 @@
 /** Messages between the functions and a relay: commands out on `relay-commands`, reports back on `relay-reports`. */
 import { z } from 'zod';
 import { dnsLabel } from '../domain/names.js';
+import { errorCodeSchema } from '../errors.js';
 import { healthSchema, INSTANCE_STATES } from '../domain/status.js';
 
 const errorInfoSchema = z.object({
-  code: z.enum(['NotFound', 'Permanent', 'QuotaExceeded', 'Retryable', 'Validation']),
+  code: errorCodeSchema,
   message: z.string().max(2048),
   field: z.string().max(256).optional(),
   retryAfterMs: z.number().optional(),
