@@ -7,7 +7,6 @@ import { createPubSubBus } from '../shared/bus/pubsub.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import type { Logger } from '../shared/logger.js';
 import type { ProbeOptions, ProbeResult } from '../shared/probe/probe.js';
-import { RELAY_COMMANDS_TOPIC } from '../shared/providers/relay/index.js';
 import { relayCommandSchema, type CommandResult } from '../shared/relay/protocol.js';
 import { signatureAttributes, verifySignature, type SigningKey } from '../shared/relay/signature.js';
 import { messagingAttributes } from '../shared/telemetry/invocation.js';
@@ -21,6 +20,7 @@ import { HealthBook, probeCreated, probeRound, type ProbeRoundDeps } from './pro
 import type { CommandMessage, CommandSubscription } from './pull-subscription.js';
 import { buildReport } from './report.js';
 import { TraceBook } from './traces.js';
+import { TOPICS } from '../shared/bus/topics.js';
 
 /** What the agent runs with. The caller owns the backends (and closes them after `stop`). */
 export interface RelayAgentDeps {
@@ -141,11 +141,11 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
       kind: SpanKind.CONSUMER,
       parent: contextFromAttributes(decoded.attributes),
       attributes: {
-        ...messagingAttributes(decoded, RELAY_COMMANDS_TOPIC, config.subscription),
+        ...messagingAttributes(decoded, TOPICS.relayCommands, config.subscription),
         'relay.id': config.relay,
       },
     };
-    await inSpan(`process ${RELAY_COMMANDS_TOPIC}`, span, () => execute(message, decoded));
+    await inSpan(`process ${TOPICS.relayCommands}`, span, () => execute(message, decoded));
   };
 
   const execute = async (message: CommandMessage, decoded: BusMessage): Promise<void> => {

@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { TOPICS } from '../shared/bus/topics.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
@@ -210,7 +211,7 @@ export const LOCAL_RELAY_CONFIG = {
   relay: 'local',
   project: 'demo-egress',
   subscription: 'relay-commands-local',
-  reportsTopic: 'relay-reports',
+  reportsTopic: TOPICS.relayReports,
   echoUrl: 'http://127.0.0.1:8088/',
   probeIntervalSeconds: 2,
   reportIntervalSeconds: 2,

@@ -9,8 +9,7 @@ import type { Logger } from './logger.js';
 import { kickChecks, kickPools } from './reconcile/check.js';
 import type { PoolStore } from './store/pools.js';
 import type { ProxyStore } from './store/proxies.js';
-
-export const PROXY_REQUESTS_TOPIC = 'proxy-requests';
+import { TOPICS } from './bus/topics.js';
 
 export interface RequestDeps {
   proxies: ProxyStore;
@@ -136,5 +135,5 @@ async function handlePoolRequest(deps: RequestDeps, request: PoolRequest, messag
 async function reject(deps: RequestDeps, message: BusMessage, err: EgressError, now: number): Promise<void> {
   const info = err.toInfo();
   deps.logger.warn('request rejected', { messageId: message.id, field: info.field, reason: info.message });
-  await deps.proxies.reject(message.id, info, message.text, PROXY_REQUESTS_TOPIC, now);
+  await deps.proxies.reject(message.id, info, message.text, TOPICS.proxyRequests, now);
 }

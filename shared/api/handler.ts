@@ -7,7 +7,6 @@ import { dnsLabel } from '../domain/names.js';
 import { unsafeJson } from '../domain/text.js';
 import { EgressError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { PROXY_REQUESTS_TOPIC } from '../requests.js';
 import { POOL_LABEL } from '../domain/pool.js';
 import type { PoolStore } from '../store/pools.js';
 import type { ProviderStore } from '../store/providers.js';
@@ -19,6 +18,7 @@ import { documentView } from './views.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
 import { ApiError, authorised, callerId, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
 import { postReport } from './reports.js';
+import { TOPICS } from '../bus/topics.js';
 
 export interface ApiDeps {
   config: Config;
@@ -96,7 +96,7 @@ async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<Api
       'spec.provider',
     );
   }
-  const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, parsed.data, { action: 'apply' });
+  const messageId = await deps.bus.publish(TOPICS.proxyRequests, parsed.data, { action: 'apply' });
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 
@@ -105,7 +105,7 @@ async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
   if (!existing) throw new ApiError('NotFound', `proxy "${name}" not found`);
   refuseMemberRequest(existing);
   const request = { apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name } };
-  const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, request, { action: 'delete' });
+  const messageId = await deps.bus.publish(TOPICS.proxyRequests, request, { action: 'delete' });
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 

@@ -13,6 +13,7 @@ import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
 import { signatureAttributes, type SigningKey } from '../../relay/signature.js';
+import { TOPICS } from '../../bus/topics.js';
 
 export interface RelayProviderDeps {
   config: ProviderConfig;
@@ -33,8 +34,6 @@ export interface RelayProviderDeps {
   signingKey?: SigningKey | undefined;
   now?: () => number;
 }
-
-export const RELAY_COMMANDS_TOPIC = 'relay-commands';
 
 class RelayProvider implements Provider {
   readonly name: string;
@@ -207,7 +206,7 @@ class RelayProvider implements Provider {
   /** Publishes a recorded command (again) and notes when: until then it counts as never sent. */
   private async publish(name: string, command: RelayCommand): Promise<void> {
     const signature = this.deps.signingKey ? signatureAttributes(this.deps.signingKey, 'command', command) : {};
-    await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind, ...signature });
+    await this.deps.bus.publish(TOPICS.relayCommands, command, { relay: this.relay, kind: command.kind, ...signature });
     const at = this.now();
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
   }
