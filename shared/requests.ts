@@ -3,7 +3,7 @@ import type { Bus } from './bus/pubsub.js';
 import type { BusMessage } from './bus/message.js';
 import type { Config } from './config/schema.js';
 import { checkPoolProviders, isPoolRequest, parsePoolRequest, type PoolRequest } from './domain/pool.js';
-import { parseProxyRequest } from './domain/proxy.js';
+import { claimedAction, parseProxyRequest } from './domain/proxy.js';
 import { EgressError, ValidationError } from './errors.js';
 import type { Logger } from './logger.js';
 import { kickChecks, kickPools } from './reconcile/check.js';
@@ -35,8 +35,7 @@ export async function handleRequest(
   message: BusMessage,
 ): Promise<string> {
   const now = deps.now ?? Date.now;
-  const claimed =
-    typeof message.json === 'object' && message.json !== null && (message.json as Record<string, unknown>)['action'];
+  const claimed = claimedAction(message.json);
   const mine = claimed === handles || (handles === 'apply' && claimed !== 'delete');
   let request;
   try {

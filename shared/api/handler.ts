@@ -1,13 +1,10 @@
 /** The HTTP API's routes (docs/api.md): proxies, reports, discovery, providers, relays, the dashboard. */
 import type { Bus } from '../bus/pubsub.js';
 import type { Config } from '../config/schema.js';
-import { applyRequestSchema, toValidationError } from '../domain/proxy.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { dnsLabel } from '../domain/names.js';
-import { unsafeJson } from '../domain/text.js';
 import { EgressError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { POOL_LABEL } from '../domain/pool.js';
 import type { PoolStore } from '../store/pools.js';
 import type { ProviderStore } from '../store/providers.js';
 import type { ProxyStore } from '../store/proxies.js';
@@ -18,6 +15,7 @@ import { documentView } from './views.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
 import { ApiError, authorised, callerId, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
 import { postReport } from './reports.js';
+import { parsePutBody } from './put-body.js';
 import { TOPICS } from '../bus/topics.js';
 
 export interface ApiDeps {
@@ -67,36 +65,17 @@ async function getProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
 }
 
 async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<ApiResponse> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw new ValidationError('(body)', 'must be a JSON object (a Proxy)');
-  // What the create function would refuse at the bus (and Firestore would not store) is refused here too.
-  const unsafe = unsafeJson(body);
-  if (unsafe) throw new ValidationError(unsafe.field, unsafe.reason);
-  const given = body as Record<string, unknown>;
-  if ('action' in given) throw new ValidationError('action', 'is set by the method: PUT applies, DELETE deletes');
-  const givenMetadata = given['metadata'];
-  if (
-    givenMetadata !== undefined &&
-    (typeof givenMetadata !== 'object' || givenMetadata === null || Array.isArray(givenMetadata))
-  )
-    throw new ValidationError('metadata', 'must be an object');
-  const metadata = { ...givenMetadata };
-  if ('name' in metadata && metadata.name !== name)
-    throw new ValidationError('metadata.name', `must equal the name in the path ("${name}")`);
-  const parsed = applyRequestSchema.safeParse({ ...given, action: 'apply', metadata: { ...metadata, name } });
-  if (!parsed.success) throw toValidationError(parsed.error);
-  if (parsed.data.metadata.labels[POOL_LABEL] !== undefined)
-    throw new ValidationError(`metadata.labels.${POOL_LABEL}`, 'is set only by a pool on its members');
+  const request = parsePutBody(name, body);
   const existing = await deps.proxies.get(name);
   refuseMemberRequest(existing);
-  if (existing && existing.spec.provider !== parsed.data.spec.provider) {
+  if (existing && existing.spec.provider !== request.spec.provider) {
     throw new ApiError(
       'Conflict',
       `spec.provider is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`,
       'spec.provider',
     );
   }
-  const messageId = await deps.bus.publish(TOPICS.proxyRequests, parsed.data, { action: 'apply' });
+  const messageId = await deps.bus.publish(TOPICS.proxyRequests, request, { action: 'apply' });
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 
