@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { poolSchema } from './api-schemas.js';
+import { poolSchema } from '../shared/api/schema.js';
 import { describePool, formatPools, poolSettled } from './pools.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');

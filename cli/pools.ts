@@ -1,7 +1,7 @@
 /** The pool verbs: `get pools`, `describe pool`, `delete pool [--wait]`, `scale pool --replicas N [--wait]`. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from './api-client.js';
-import type { ApiPool } from './api-schemas.js';
+import type { ApiPool } from '../shared/api/schema.js';
 import type { GetOutput } from './args.js';
 import { NONE, age, alignRows, toJson, toYaml } from './format.js';
 import { WaitError, type ProgressOutput } from './wait.js';
