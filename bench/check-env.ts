@@ -15,7 +15,7 @@ import { createLogger, type Logger } from '../shared/logger.js';
 import type { Provider } from '../shared/providers/contract.js';
 import type { Registry } from '../shared/providers/contract.js';
 import { createRegistry } from '../shared/providers/registry.js';
-import { parseCheckMessage, PROXY_CHECKS_TOPIC, runCheck, type CheckDeps } from '../shared/reconcile/check.js';
+import { parseCheckMessage, runCheck, type CheckDeps } from '../shared/reconcile/check.js';
 import { collectGarbage } from '../shared/reconcile/gc.js';
 import { handleRelayReport } from '../shared/relay-report.js';
 import type { RelayReport } from '../shared/relay/protocol.js';
@@ -23,6 +23,7 @@ import { ProviderStore } from '../shared/store/providers.js';
 import { ProxyStore } from '../shared/store/proxies.js';
 import { RelayStore } from '../shared/store/relays.js';
 import { countedFirestore, countInvocation, countMessage, type Counts } from './counting.js';
+import { TOPICS } from '../shared/bus/topics.js';
 
 /** `relay`: the relay-backed `process` provider; `direct`: a provider the check function probes itself. */
 export type FleetKind = 'relay' | 'direct';
@@ -105,7 +106,7 @@ export function createCheckEnv(
   const bus: Bus = {
     publish(topic, data, attributes = {}) {
       countMessage(counts, topic, JSON.stringify(data), attributes);
-      if (topic === PROXY_CHECKS_TOPIC) deliver(data);
+      if (topic === TOPICS.proxyChecks) deliver(data);
       return Promise.resolve(`bench-${counts.messages}`);
     },
   };
@@ -139,7 +140,7 @@ export function createCheckEnv(
     failures,
     async sweep() {
       // The scheduler's publish: one message, then each page publishes the next one.
-      await bus.publish(PROXY_CHECKS_TOPIC, { sweep: true });
+      await bus.publish(TOPICS.proxyChecks, { sweep: true });
       await drain();
     },
     async report(report) {

@@ -19,7 +19,7 @@ import {
   type ApiProxy,
   type ApiProxyWithEvents,
   type ApiReportAccepted,
-} from './api-schemas.js';
+} from '../shared/api/schema.js';
 import type { CliConfig } from './config.js';
 
 /** The API answered with an error, or could not be reached, or answered something unexpected. */

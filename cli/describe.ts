@@ -1,5 +1,5 @@
 /** `egress describe proxy`: a proxy's spec, status, conditions and recent events, laid out like kubectl describe. */
-import type { ApiProxyWithEvents } from './api-schemas.js';
+import type { ApiProxyWithEvents } from '../shared/api/schema.js';
 import { NONE, age, alignRows } from './format.js';
 
 const KEY_WIDTH = 14;

@@ -1,7 +1,7 @@
 /** Output formats: aligned tables (table, wide), JSON, YAML, kubectl ages, and describe. */
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { proxySchema, proxyWithEventsSchema, providerSchema } from './api-schemas.js';
+import { proxySchema, proxyWithEventsSchema, providerSchema } from '../shared/api/schema.js';
 import { describeProxy } from './describe.js';
 import { alignRows, formatProviders, formatProxies, humanDuration } from './format.js';
 

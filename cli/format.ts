@@ -1,6 +1,6 @@
 /** Output formats: kubectl-style aligned tables (table, wide), JSON and YAML, and human ages. */
 import { stringify } from 'yaml';
-import type { ApiProvider, ApiProxy } from './api-schemas.js';
+import type { ApiProvider, ApiProxy } from '../shared/api/schema.js';
 import type { GetOutput } from './args.js';
 
 /** What kubectl prints for an empty cell. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { poolSchema } from './api-schemas.js';
+import { poolSchema } from '../shared/api/schema.js';
 import type { PoolSpec } from '../shared/domain/pool.js';
 import type { ApiClient } from './api-client.js';
 import { describePool, formatPools, poolSettled, waitForPool } from './pools.js';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { PoolSpec } from '../shared/domain/pool.js';
 import { canonicalJson } from '../shared/domain/spec-hash.js';
 import type { ApiClient } from './api-client.js';
-import type { ApiPool } from './api-schemas.js';
+import type { ApiPool } from '../shared/api/schema.js';
 import type { GetOutput } from './args.js';
 import { NONE, age, alignRows, toJson, toYaml } from './format.js';
 import { WaitError, type ProgressOutput } from './wait.js';

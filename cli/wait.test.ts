@@ -4,7 +4,7 @@ import { parseProxyDocuments } from '../shared/domain/documents.js';
 import { startFakeApi, type FakeApi } from '../test/fakes/egress-api.js';
 import { eventually } from '../test/support/eventually.js';
 import { createApiClient, type ApiClient } from './api-client.js';
-import { conditionSchema } from './api-schemas.js';
+import { conditionSchema } from '../shared/api/schema.js';
 import { lastConditionMessage, waitFor, WaitError, type ProgressOutput, type WaitTarget } from './wait.js';
 
 let api: FakeApi | undefined;

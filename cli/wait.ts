@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApplyRequest } from '../shared/domain/proxy.js';
 import { ApiError, type ApiClient } from './api-client.js';
-import type { ApiCondition, ApiProxy } from './api-schemas.js';
+import type { ApiCondition, ApiProxy } from '../shared/api/schema.js';
 import { humanDuration } from './format.js';
 
 /** Where progress goes: stdout, with whether it is a terminal and how wide. */

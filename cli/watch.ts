@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PHASES } from '../shared/domain/status.js';
 import type { ApiClient, ListFilters } from './api-client.js';
-import type { ApiProxy } from './api-schemas.js';
+import type { ApiProxy } from '../shared/api/schema.js';
 import type { GetOutput } from './args.js';
 import { alignRows, columnWidths, proxyHeader, proxyRow, toYaml } from './format.js';
 

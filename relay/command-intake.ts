@@ -6,7 +6,8 @@ import { SpanKind } from '@opentelemetry/api';
 import { decodeBody, type BusMessage } from '../shared/bus/message.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import type { Logger } from '../shared/logger.js';
-import { RELAY_COMMANDS_TOPIC, relayCommandSchema, type RelayCommand } from '../shared/relay/protocol.js';
+import { TOPICS } from '../shared/bus/topics.js';
+import { relayCommandSchema, type RelayCommand } from '../shared/relay/protocol.js';
 import { verifySignature, type SigningKey } from '../shared/relay/signature.js';
 import { messagingAttributes } from '../shared/telemetry/invocation.js';
 import { contextFromAttributes, traceparentOf } from '../shared/telemetry/propagation.js';
@@ -82,11 +83,11 @@ export function createCommandIntake(deps: CommandIntakeDeps): CommandIntake {
       kind: SpanKind.CONSUMER,
       parent: contextFromAttributes(decoded.attributes),
       attributes: {
-        ...messagingAttributes(decoded, RELAY_COMMANDS_TOPIC, config.subscription),
+        ...messagingAttributes(decoded, TOPICS.relayCommands, config.subscription),
         'relay.id': config.relay,
       },
     };
-    await inSpan(`process ${RELAY_COMMANDS_TOPIC}`, span, () => execute(message, decoded));
+    await inSpan(`process ${TOPICS.relayCommands}`, span, () => execute(message, decoded));
   };
 
   return {

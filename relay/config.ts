@@ -2,13 +2,13 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { TOPICS } from '../shared/bus/topics.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
 import { deepFreeze } from '../shared/freeze.js';
 import { ValidationError } from '../shared/errors.js';
 import { readConfigFile } from './config-file.js';
-import { RELAY_REPORTS_TOPIC } from '../shared/relay/protocol.js';
 import { parseIpv4Range, type Ipv4Range } from './backends/process/egress.js';
 import { parseLibvirtUri } from './libvirt/index.js';
 
@@ -211,7 +211,7 @@ export const LOCAL_RELAY_CONFIG = {
   relay: 'local',
   project: 'demo-egress',
   subscription: 'relay-commands-local',
-  reportsTopic: RELAY_REPORTS_TOPIC,
+  reportsTopic: TOPICS.relayReports,
   echoUrl: 'http://127.0.0.1:8088/',
   probeIntervalSeconds: 2,
   reportIntervalSeconds: 2,

@@ -1,4 +1,13 @@
 /** Typed errors: retry behaviour is decided by the class and its `code`, never by message text. */
+import { z } from 'zod';
+
+/** Every error code, in one place: the wire schema and the type are derived from it. */
+export const ERROR_CODES = ['NotFound', 'Permanent', 'QuotaExceeded', 'Retryable', 'Validation'] as const;
+
+/** The wire form of an {@link ErrorCode} (relay reports, stored status). */
+export const errorCodeSchema = z.enum(ERROR_CODES);
+
+export type ErrorCode = z.infer<typeof errorCodeSchema>;
 
 /** The fields every error of this project carries on the wire (relay reports, rejections, API). */
 export interface ErrorInfo {
@@ -7,8 +16,6 @@ export interface ErrorInfo {
   field?: string | undefined;
   retryAfterMs?: number | undefined;
 }
-
-export type ErrorCode = 'NotFound' | 'Permanent' | 'QuotaExceeded' | 'Retryable' | 'Validation';
 
 /** Base class: a literal `code`, an optional `cause`. */
 export abstract class EgressError extends Error {
@@ -75,24 +82,6 @@ export class ValidationError extends EgressError {
   }
   override toInfo(): ErrorInfo {
     return { code: this.code, message: this.message, field: this.field };
-  }
-}
-
-/** Rebuilds a typed error from its wire form (relay reports carry errors as data). */
-export function errorFromInfo(info: ErrorInfo): EgressError {
-  const message =
-    info.field && info.message.startsWith(`${info.field}: `) ? info.message.slice(info.field.length + 2) : info.message;
-  switch (info.code) {
-    case 'NotFound':
-      return new NotFoundError(message);
-    case 'Permanent':
-      return new PermanentError(message, info.field);
-    case 'QuotaExceeded':
-      return new QuotaExceededError(message);
-    case 'Retryable':
-      return new RetryableError(message, info.retryAfterMs);
-    case 'Validation':
-      return new ValidationError(info.field ?? '', message);
   }
 }
 

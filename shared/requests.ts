@@ -3,14 +3,13 @@ import type { Bus } from './bus/pubsub.js';
 import type { BusMessage } from './bus/message.js';
 import type { Config } from './config/schema.js';
 import { checkPoolProviders, isPoolRequest, parsePoolRequest, type PoolRequest } from './domain/pool.js';
-import { parseProxyRequest } from './domain/proxy.js';
+import { claimedAction, parseProxyRequest } from './domain/proxy.js';
 import { EgressError, ValidationError } from './errors.js';
 import type { Logger } from './logger.js';
 import { kickChecks, kickPools } from './reconcile/check.js';
 import type { PoolStore } from './store/pools.js';
 import type { ProxyRepository } from './store/ports.js';
-
-export const PROXY_REQUESTS_TOPIC = 'proxy-requests';
+import { TOPICS } from './bus/topics.js';
 
 export interface RequestDeps {
   proxies: ProxyRepository;
@@ -36,8 +35,7 @@ export async function handleRequest(
   message: BusMessage,
 ): Promise<string> {
   const now = deps.now ?? Date.now;
-  const claimed =
-    typeof message.json === 'object' && message.json !== null && (message.json as Record<string, unknown>)['action'];
+  const claimed = claimedAction(message.json);
   const mine = claimed === handles || (handles === 'apply' && claimed !== 'delete');
   let request;
   try {
@@ -136,5 +134,5 @@ async function handlePoolRequest(deps: RequestDeps, request: PoolRequest, messag
 async function reject(deps: RequestDeps, message: BusMessage, err: EgressError, now: number): Promise<void> {
   const info = err.toInfo();
   deps.logger.warn('request rejected', { messageId: message.id, field: info.field, reason: info.message });
-  await deps.proxies.reject(message.id, info, message.text, PROXY_REQUESTS_TOPIC, now);
+  await deps.proxies.reject(message.id, info, message.text, TOPICS.proxyRequests, now);
 }

@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { z } from 'zod';
+import { TOPICS } from '../../shared/bus/topics.js';
 import { loadConfig } from '../../shared/config/load.js';
 import { RELAY_TYPES, type Config } from '../../shared/config/schema.js';
 import type { Logger } from '../../shared/logger.js';
@@ -199,7 +200,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     };
     const timers = ticks.map((tick) => setInterval(() => publishTick(tick), tick.intervalSeconds * 1000));
     // The provider-health monitor checks every provider as soon as the stack starts, then every interval.
-    for (const tick of ticks) if (tick.topic === 'health-ticks') publishTick(tick);
+    for (const tick of ticks) if (tick.topic === TOPICS.healthTicks) publishTick(tick);
     stoppers.push(() => {
       timers.forEach(clearInterval);
       return Promise.resolve();

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Firestore } from '@google-cloud/firestore';
+import { TOPICS } from '../../shared/bus/topics.js';
 import { loadConfig } from '../../shared/config/load.js';
 import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import type { Logger } from '../../shared/logger.js';
@@ -42,7 +43,7 @@ function repoRoot(): string {
 async function applySamples(stack: Stack, file: string, logger: Logger): Promise<string[]> {
   const requests = parseProxyDocuments(readFileSync(file, 'utf8'));
   for (const request of requests) {
-    await stack.pubsub.topic('proxy-requests').publishMessage({ json: request, attributes: { action: 'apply' } });
+    await stack.pubsub.topic(TOPICS.proxyRequests).publishMessage({ json: request, attributes: { action: 'apply' } });
   }
   logger.info(`applied ${requests.length} sample proxies from ${file}`);
   return requests.map((r) => r.metadata.name);

@@ -1,11 +1,7 @@
 /** The HTTP API's routes (docs/api.md): proxies, reports, discovery, providers, relays, the dashboard. */
-import { applyRequestSchema, toValidationError } from '../domain/proxy.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { dnsLabel } from '../domain/names.js';
-import { unsafeJson } from '../domain/text.js';
 import { EgressError, ValidationError } from '../errors.js';
-import { PROXY_REQUESTS_TOPIC } from '../requests.js';
-import { POOL_LABEL } from '../domain/pool.js';
 import type { ApiDeps } from './deps.js';
 import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
 import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
@@ -13,6 +9,8 @@ import { documentView } from './views.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
 import { ApiError, authorised, callerId, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
 import { postReport } from './reports.js';
+import { parsePutBody } from './put-body.js';
+import { TOPICS } from '../bus/topics.js';
 
 /** A Proxy as the API shows it: the stored document without its lease and bookkeeping. */
 export function proxyView(doc: ProxyDoc) {
@@ -46,36 +44,17 @@ async function getProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
 }
 
 async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<ApiResponse> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw new ValidationError('(body)', 'must be a JSON object (a Proxy)');
-  // What the create function would refuse at the bus (and Firestore would not store) is refused here too.
-  const unsafe = unsafeJson(body);
-  if (unsafe) throw new ValidationError(unsafe.field, unsafe.reason);
-  const given = body as Record<string, unknown>;
-  if ('action' in given) throw new ValidationError('action', 'is set by the method: PUT applies, DELETE deletes');
-  const givenMetadata = given['metadata'];
-  if (
-    givenMetadata !== undefined &&
-    (typeof givenMetadata !== 'object' || givenMetadata === null || Array.isArray(givenMetadata))
-  )
-    throw new ValidationError('metadata', 'must be an object');
-  const metadata = { ...givenMetadata };
-  if ('name' in metadata && metadata.name !== name)
-    throw new ValidationError('metadata.name', `must equal the name in the path ("${name}")`);
-  const parsed = applyRequestSchema.safeParse({ ...given, action: 'apply', metadata: { ...metadata, name } });
-  if (!parsed.success) throw toValidationError(parsed.error);
-  if (parsed.data.metadata.labels[POOL_LABEL] !== undefined)
-    throw new ValidationError(`metadata.labels.${POOL_LABEL}`, 'is set only by a pool on its members');
+  const request = parsePutBody(name, body);
   const existing = (await deps.proxies.get(name))?.doc;
   refuseMemberRequest(existing);
-  if (existing && existing.spec.provider !== parsed.data.spec.provider) {
+  if (existing && existing.spec.provider !== request.spec.provider) {
     throw new ApiError(
       'Conflict',
       `spec.provider is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`,
       'spec.provider',
     );
   }
-  const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, parsed.data, { action: 'apply' });
+  const messageId = await deps.bus.publish(TOPICS.proxyRequests, request, { action: 'apply' });
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 
@@ -84,7 +63,7 @@ async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
   if (!existing) throw new ApiError('NotFound', `proxy "${name}" not found`);
   refuseMemberRequest(existing);
   const request = { apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name } };
-  const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, request, { action: 'delete' });
+  const messageId = await deps.bus.publish(TOPICS.proxyRequests, request, { action: 'delete' });
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 

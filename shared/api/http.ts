@@ -1,6 +1,5 @@
 /** The API's transport-neutral request/response shapes, JSON errors and bearer-token check. */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ErrorInfo } from '../errors.js';
 
 export interface ApiRequest {
   method: string;
@@ -55,14 +54,6 @@ export class ApiError extends Error {
 
 export function errorResponse(code: ApiErrorCode, message: string, field?: string): ApiResponse {
   return { status: STATUS[code], body: { error: { code, message, ...(field ? { field } : {}) } } };
-}
-
-export function fromErrorInfo(info: ErrorInfo): ApiResponse {
-  return errorResponse(
-    info.code === 'Validation' || info.code === 'Permanent' ? 'Validation' : 'Internal',
-    info.message,
-    info.field,
-  );
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();

@@ -5,11 +5,11 @@ import { toValidationError } from '../domain/proxy.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { unsafeJson } from '../domain/text.js';
 import { ValidationError } from '../errors.js';
-import { PROXY_REQUESTS_TOPIC } from '../requests.js';
 import { refuseMember } from '../store/proxies.js';
 import type { ApiDeps } from './deps.js';
 import { documentView } from './views.js';
 import { ApiError, type ApiResponse } from './http.js';
+import { TOPICS } from '../bus/topics.js';
 
 /** A pool as the API shows it. */
 export const poolView = (doc: PoolDoc) => documentView(doc);
@@ -74,14 +74,14 @@ export async function putPool(deps: ApiDeps, name: string, body: unknown): Promi
     parsed.data.spec,
     deps.config.providers.map((p) => p.name),
   );
-  const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, parsed.data, { action: 'apply' });
+  const messageId = await deps.bus.publish(TOPICS.proxyRequests, parsed.data, { action: 'apply' });
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 
 export async function deletePool(deps: ApiDeps, name: string): Promise<ApiResponse> {
   if (!(await pools(deps).get(name))) throw new ApiError('NotFound', `pool "${name}" not found`);
   const request = { apiVersion: 'egress.dev/v1', kind: 'ProxyPool', action: 'delete', metadata: { name } };
-  const messageId = await deps.bus.publish(PROXY_REQUESTS_TOPIC, request, { action: 'delete' });
+  const messageId = await deps.bus.publish(TOPICS.proxyRequests, request, { action: 'delete' });
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 

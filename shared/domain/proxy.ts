@@ -68,11 +68,19 @@ export const deleteRequestSchema = z.strictObject({
   spec: z.unknown().optional(),
 });
 
+/** Either request, told apart by `action`. */
+export const proxyRequestSchema = z.discriminatedUnion('action', [applyRequestSchema, deleteRequestSchema], {
+  error: 'must be "apply" or "delete"',
+});
+
+/** What a message says its `action` is, before it is validated (it decides who records a rejection). */
+const claimSchema = z.object({ action: z.unknown() });
+
 export type ProxySpec = z.infer<typeof specSchema>;
 export type ProxyMetadata = z.infer<typeof metadataSchema>;
 export type ApplyRequest = z.infer<typeof applyRequestSchema>;
 export type DeleteRequest = z.infer<typeof deleteRequestSchema>;
-export type ProxyRequest = ApplyRequest | DeleteRequest;
+export type ProxyRequest = z.infer<typeof proxyRequestSchema>;
 
 /**
  * Turns the first zod issue into a ValidationError naming the field path (`spec.port`). Keys in
@@ -97,10 +105,16 @@ export function parseProxyRequest(input: unknown): ProxyRequest {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new ValidationError('(message)', 'must be a JSON object');
   }
-  const action = (input as { action?: unknown }).action;
-  const schema = action === 'apply' ? applyRequestSchema : action === 'delete' ? deleteRequestSchema : undefined;
-  if (!schema) throw new ValidationError('action', 'must be "apply" or "delete"');
-  const parsed = schema.safeParse(input);
+  const parsed = proxyRequestSchema.safeParse(input);
   if (!parsed.success) throw toValidationError(parsed.error);
   return parsed.data;
+}
+
+/**
+ * The `action` an unvalidated message claims, or undefined when it is not an object.
+ *
+ * @example claimedAction({ action: 'delete', metadata: 7 }) // 'delete'
+ */
+export function claimedAction(input: unknown): unknown {
+  return claimSchema.safeParse(input).data?.action;
 }

@@ -1,19 +1,10 @@
 /**
  * The provider contract: what every backend (gcp, kubernetes, kvm, process) implements.
- * The MUST rules below are relied on by the reconciler (`shared/reconcile/decide.ts`) and GC
+ * Its MUST rules are relied on by the reconciler (`shared/reconcile/decide.ts`) and GC
  * (`shared/reconcile/gc.ts`); `test/providers/contract.case.ts` checks them for every provider.
  *
- * 1. Every instance reports a non-zero `createdAt`; zero makes it immediately collectable by GC.
- * 2. `get` returning a permanent error while deleting makes the reconciler call `delete` anyway.
- * 3. Replacement waits until `get` throws NotFound before creating the same name again.
- * 4. `Stopped` and `Terminated` both lead to delete-and-recreate.
- * 5. `delete` is idempotent, called again on every deletion poll; NotFound is done; it removes
- *    everything the instance owns even when the VM/domain/process itself is already gone.
- * 6. Providers are safe for concurrent use.
- * 7. Errors about placement name the field (`spec.placement.zone: unknown zone "x"`).
- * 8. Quota exhaustion throws QuotaExceededError; unrecoverable input throws PermanentError.
- * 9. The instance's `ip:port` is reachable from the prober and from discovery clients.
- * 10. Provider names are DNS-1123 labels.
+ * The rules are listed once, in `./contract-rules.ts#CONTRACT_RULES`, and cited by id
+ * (`rule created-at-nonzero`); `docs/providers.md` gives each the code that relies on it.
  */
 import type { Health, InstanceState } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
@@ -45,10 +36,10 @@ export interface Instance {
   installationId: string;
   specHash: string;
   state: InstanceState;
-  /** Address reachable by the prober and discovery clients (rule 9); empty while Pending. */
+  /** Address reachable by the prober and discovery clients (rule reachable-with-credentials); empty while Pending. */
   ip: string;
   port: number;
-  /** Epoch milliseconds; MUST be non-zero (rule 1). */
+  /** Epoch milliseconds; MUST be non-zero (rule created-at-nonzero). */
   createdAt: number;
   /** Set with state `Failed`: why an asynchronous create failed (quota, permanent, transient). */
   error?: ErrorInfo | undefined;
@@ -73,7 +64,7 @@ export interface ProviderHealth {
  * export function createMyProvider(deps: MyDeps): Provider { return new MyProvider(deps); }
  */
 export interface Provider {
-  /** The configured provider name (a DNS-1123 label, rule 10). */
+  /** The configured provider name (a DNS-1123 label, rule name-dns-label). */
   readonly name: string;
   /** The provider type (`process`, `kvm`, `gcp`, `kubernetes`). */
   readonly type: string;
@@ -102,7 +93,7 @@ export interface Provider {
    */
   get(name: string): Promise<Instance>;
 
-  /** Deletes the instance and all it owns. Idempotent; a missing instance is success (rule 5). */
+  /** Deletes the instance and all it owns. Idempotent; a missing instance is success (rule delete-idempotent). */
   delete(name: string): Promise<void>;
 
   /**

@@ -9,8 +9,11 @@ import { instrument } from './instrument.js';
 import { createKubernetesProvider } from './kubernetes/index.js';
 import { createRelayedProvider } from './relayed/index.js';
 
-/** One factory per provider type; a type without one is reported as not included in this build. */
-const FACTORIES: Partial<Record<ProviderType, ProviderFactory>> = {
+/**
+ * One functions-side factory per provider type (relay-backed types get the relayed adapter); a type
+ * without one is reported as not included in this build.
+ */
+export const FACTORIES: Partial<Record<ProviderType, ProviderFactory>> = {
   process: createRelayedProvider,
   kvm: createRelayedProvider,
   gcp: createGcpProvider,

@@ -16,8 +16,7 @@ import {
   type ReconcileOptions,
   type ReconcileResult,
 } from './reconcile.js';
-
-export const PROXY_CHECKS_TOPIC = 'proxy-checks';
+import { TOPICS } from '../bus/topics.js';
 
 /** A check message: a sweep page (from the scheduler, then chained) or explicit names (kicks). */
 export const checkMessageSchema = z.union([
@@ -74,7 +73,7 @@ export async function runCheck(
   if ('pools' in message) return runPools(deps, message.pools);
   if ('sweep' in message) {
     const page = await deps.proxies.page(message.after ?? null, deps.config.checkBatchSize);
-    if (page.next) await deps.bus.publish(PROXY_CHECKS_TOPIC, { sweep: true, after: page.next });
+    if (page.next) await deps.bus.publish(TOPICS.proxyChecks, { sweep: true, after: page.next });
     // The first page of a sweep also looks at every pool (a lost kick is found here).
     if (!message.after && deps.pools) await kickPools(deps.bus, await deps.pools.names());
     // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
@@ -174,13 +173,13 @@ async function runPools(
 /** Asks for a reconcile of these pools soon. */
 export async function kickPools(bus: Bus, names: string[]): Promise<void> {
   const valid = [...new Set(names)].filter((n) => dnsLabel.safeParse(n).success);
-  for (let i = 0; i < valid.length; i += 100) await bus.publish(PROXY_CHECKS_TOPIC, { pools: valid.slice(i, i + 100) });
+  for (let i = 0; i < valid.length; i += 100) await bus.publish(TOPICS.proxyChecks, { pools: valid.slice(i, i + 100) });
 }
 
 /** Asks for a check of these proxies soon (after a request, or when their instances changed). */
 export async function kickChecks(bus: Bus, names: string[], extra: { verifyEgress?: boolean } = {}): Promise<void> {
   const valid = [...new Set(names)].filter((n) => dnsLabel.safeParse(n).success);
   for (let i = 0; i < valid.length; i += 100) {
-    await bus.publish(PROXY_CHECKS_TOPIC, { names: valid.slice(i, i + 100), ...extra });
+    await bus.publish(TOPICS.proxyChecks, { names: valid.slice(i, i + 100), ...extra });
   }
 }

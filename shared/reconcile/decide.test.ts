@@ -48,7 +48,7 @@ function table(rows: Row[]) {
   });
 }
 
-describe('decide: deletion (rules 2 and 5)', () => {
+describe('decide: deletion (rules unreadable-permanent and delete-idempotent)', () => {
   table([
     ['NotFound finalises', { deleting: true, observation: { kind: 'notFound' } }, { action: 'finalise' }],
     ['Found Running is deleted', { deleting: true, observation: found() }, { action: 'delete', phase: 'Deleting' }],
@@ -68,7 +68,7 @@ describe('decide: deletion (rules 2 and 5)', () => {
       { action: 'delete' },
     ],
     [
-      'permanent get error: delete anyway (rule 2)',
+      'permanent get error: delete anyway (rule unreadable-permanent)',
       { deleting: true, observation: { kind: 'error', error: { code: 'Permanent', message: 'bad zone' } } },
       { action: 'delete' },
     ],
@@ -99,7 +99,7 @@ describe('decide: deletion (rules 2 and 5)', () => {
   ]);
 });
 
-describe('decide: replacement waits for NotFound (rule 3) and Stopped/Terminated replace (rule 4)', () => {
+describe('decide: replacement waits for NotFound (rule report-until-gone) and Stopped/Terminated replace (rule dead-is-stopped)', () => {
   table([
     [
       'Stopped → delete',
@@ -267,7 +267,7 @@ describe('decide: a ban replaces a lone proxy in place, once; a pool member is l
   });
 });
 
-describe('decide: quota backs off, permanent does not retry (rule 8)', () => {
+describe('decide: quota backs off, permanent does not retry (rule typed-errors)', () => {
   const retry = {
     attempts: 2,
     notBefore: new Date(NOW + 20_000).toISOString(),

@@ -97,10 +97,10 @@ function decideDeleting({ observation: o, status, policy }: DecideInput): Decisi
     case 'notFound':
       return { action: 'finalise', phase: 'Deleting', message: 'instance is gone; removing the proxy', conditions: {} };
     case 'found':
-      // Rule 5: delete is idempotent and called again on every deletion poll.
+      // Rule delete-idempotent: delete is idempotent and called again on every deletion poll.
       return deleting(`deleting instance ${o.instance.name} (${o.instance.state})`, 'delete');
     case 'error':
-      // Rule 2: a permanent error from get while deleting → delete anyway.
+      // Rule unreadable-permanent: a permanent error from get while deleting → delete anyway.
       if (o.error.code === 'Permanent' || o.error.code === 'Validation') {
         return deleting(`cannot observe the instance (${o.error.message}); deleting anyway`, 'delete');
       }
@@ -170,7 +170,7 @@ function decideLiving(input: DecideInput): Decision {
     return poolReplaces(instance, `instance ${instance.name} is ${instance.state}; its pool replaces it`);
   }
   if (instance.state === 'Stopped' || instance.state === 'Terminated') {
-    // Rule 4: Stopped and Terminated both lead to delete-and-recreate.
+    // Rule dead-is-stopped: Stopped and Terminated both lead to delete-and-recreate.
     return replace('stopped', `instance ${instance.name} is ${instance.state}; replacing it`, policy);
   }
   const ban = status.ban;
@@ -304,7 +304,7 @@ function replace(why: ReplaceReason, message: string, policy: Policy): Decision 
     message,
     replace: why,
     conditions: { Provisioned: cond('False', 'Replacing', message), Ready: cond('False', 'Replacing', message) },
-    // Rule 3: the create waits until get says NotFound; look again soon.
+    // Rule report-until-gone: the create waits until get says NotFound; look again soon.
     recheckAfterMs: policy.pollMs,
   };
 }

@@ -31,7 +31,7 @@ export interface GcReport {
  * One GC pass over every provider. A provider whose health check fails or whose listing fails is
  * skipped entirely: GC never deletes on the strength of a failed listing. An instance is
  * collected when it carries this installation's id and no proxy document owns it, and it is older
- * than the grace period or has a zero `createdAt` (rule 1).
+ * than the grace period or has a zero `createdAt` (rule created-at-nonzero).
  */
 export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
   const now = deps.now ?? Date.now;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { proxyListSchema } from '../../cli/api-schemas.js';
+import { proxyListSchema } from '../../shared/api/schema.js';
 import { cliOf, startLocalStack, type RunningStack } from './stack.js';
 
 const run = promisify(execFile);

@@ -165,7 +165,7 @@ describe('guarantee: concurrent checks and requests on one proxy never make the 
         figures.add('doubleCreates', creates - 1);
         expect(creates, `${name}: creates after the first storm`).toBe(1);
 
-        // A replacement storm: one delete of the old instance may be repeated (rule 5), one create.
+        // A replacement storm: one delete of the old instance may be repeated (rule delete-idempotent), one create.
         await storm(name, requestBody('apply', name, 1), rng.int(2, 8));
         await settle(world, world.checkDeps(dropped), new Map([[name, expectationOf('apply', name, 1)]]));
         expect(world.stats.creates.get(instance), `${name}: creates after the replacement storm`).toBe(2);

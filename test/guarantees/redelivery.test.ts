@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import type { BusMessage } from '../../shared/bus/message.js';
 import type { Bus } from '../../shared/bus/pubsub.js';
 import { RetryableError } from '../../shared/errors.js';
-import { handleCheckMessage, PROXY_CHECKS_TOPIC, type CheckDeps } from '../../shared/reconcile/check.js';
+import { handleCheckMessage, type CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { handleRequest } from '../../shared/requests.js';
 import { Deliveries, deliverRequest, deliveringBus, duplicatingBus, type Handled } from './support/deliveries.js';
@@ -20,6 +20,7 @@ import { describeOps, expectAfter, generateOps, publishTimes, requestBody } from
 import { onTheWire } from './support/deliveries.js';
 import { settle } from './support/settle.js';
 import { iname, startWorld, type Expected, type World } from './support/world.js';
+import { TOPICS } from '../../shared/bus/topics.js';
 
 const FILE = 'test/guarantees/redelivery.test.ts';
 const SEED = suiteSeed(0x5eed0001);
@@ -60,7 +61,7 @@ function checkBus(deliveries: Deliveries, busRng: Rng): Bus {
   const bus = deliveringBus(
     deliveries,
     busRng,
-    { [PROXY_CHECKS_TOPIC]: checkHandler(() => (deps ??= world.checkDeps(bus))) },
+    { [TOPICS.proxyChecks]: checkHandler(() => (deps ??= world.checkDeps(bus))) },
     KICK_COPIES,
   );
   return bus;

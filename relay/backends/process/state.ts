@@ -17,7 +17,7 @@ export const instanceRecordSchema = z.object({
   host: z.string().min(1),
   port: z.number().int().min(1).max(65535),
   pid: z.number().int().positive(),
-  /** Epoch ms; never zero (contract rule 1). */
+  /** Epoch ms; never zero (contract rule created-at-nonzero). */
   createdAt: z.number().int().positive(),
   credentials: z.object({ username: z.string().min(1), password: z.string().min(1) }),
   /** The source address of its outgoing connections (its egress IP), when the provider has a range. */

@@ -270,7 +270,7 @@ class GcpProvider implements Provider {
       this.zones.set(name, lastSegment(hit.zone));
       return hit;
     }
-    // Rule 2: NotFound only when certain.
+    // Rule not-found-certain: NotFound only when certain.
     if (result.unreachable.length > 0)
       throw new RetryableError(`instance ${name} not seen, but ${result.unreachable.join(', ')} could not be read`);
     return undefined;

@@ -94,7 +94,7 @@ export class InsertBook {
     return newest;
   }
 
-  /** Rule 5 for a failed create: what it leaves behind is a failed insert operation; delete those. */
+  /** Rule delete-idempotent for a failed create: what it leaves behind is a failed insert operation; delete those. */
   async forgetFailed(api: ComputeApi, name: string): Promise<void> {
     this.records.delete(name);
     const { operations } = await this.search(api, name);
@@ -125,7 +125,7 @@ export class InsertBook {
 
 /**
  * A refused insert names its field only in prose, so the resources the placement refers to are
- * looked up in turn: the first one missing is the field (rule 7). Without a finding, or for an
+ * looked up in turn: the first one missing is the field (rule placement-field). Without a finding, or for an
  * error that is not Permanent or already names its field, the error is returned as it is.
  */
 export async function withField(api: ComputeApi, error: EgressError, p: GcpPlacement): Promise<EgressError> {

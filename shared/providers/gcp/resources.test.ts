@@ -62,7 +62,7 @@ describe('toInstance', () => {
     expect(toInstance(vm({ status: 'TERMINATED' }))).toMatchObject({ state: 'Terminated', ip: '' });
   });
 
-  it('never reports a zero createdAt (rule 1): a VM without creationTimestamp is a Retryable error', () => {
+  it('never reports a zero createdAt (rule created-at-nonzero): a VM without creationTimestamp is a Retryable error', () => {
     expect(() => toInstance(vm({ creationTimestamp: null }))).toThrow(RetryableError);
   });
 });

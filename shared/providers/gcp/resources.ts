@@ -63,7 +63,7 @@ export const lastSegment = (url: string | null | undefined) => (url ?? '').split
 /**
  * The contract's view of a Compute instance.
  *
- * @throws RetryableError when the API returned no usable `creationTimestamp` (rule 1 forbids a zero)
+ * @throws RetryableError when the API returned no usable `creationTimestamp` (rule created-at-nonzero forbids a zero)
  */
 export function toInstance(gce: GceInstance): Instance {
   const labels = gce.labels ?? {};
@@ -71,7 +71,7 @@ export function toInstance(gce: GceInstance): Instance {
   if (!(createdAt > 0)) throw new RetryableError(`instance ${gce.name} has no creationTimestamp yet`, 2000);
   const natIP = gce.networkInterfaces?.[0]?.accessConfigs?.[0]?.natIP ?? '';
   let state = stateOf(gce.status);
-  // RUNNING without its external address yet is not reachable: keep it Pending (rule 9).
+  // RUNNING without its external address yet is not reachable: keep it Pending (rule reachable-with-credentials).
   if (state === 'Running' && !natIP) state = 'Pending';
   return {
     name: gce.name,
@@ -133,7 +133,7 @@ export function instanceResource(
     disks: [
       {
         boot: true,
-        // Rule 5: deleting the instance deletes everything it owns.
+        // Rule delete-idempotent: deleting the instance deletes everything it owns.
         autoDelete: true,
         initializeParams: { sourceImage: placement.image, diskSizeGb: String(placement.diskSizeGb) },
       },

@@ -50,7 +50,7 @@ export function parseToleration(text: string): Toleration | undefined {
 }
 
 /**
- * Validates and completes a placement. Deterministic and free of side effects (rule 15).
+ * Validates and completes a placement. Deterministic and free of side effects (rule placement-deterministic).
  *
  * @param placement - after catalogue resolution
  * @param namespaces - the namespaces this provider manages; the first is the default

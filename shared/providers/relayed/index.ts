@@ -7,12 +7,13 @@ import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../bus/pubsub.js';
 import type { Config, ProviderConfig } from '../../config/schema.js';
 import { NotFoundError, RetryableError, ValidationError } from '../../errors.js';
-import { RELAY_COMMANDS_TOPIC, type RelayCommand } from '../../relay/protocol.js';
+import type { RelayCommand } from '../../relay/protocol.js';
 import { changedSince, type CommandDoc, type RelayStore } from '../../store/relays.js';
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
 import { signatureAttributes, type SigningKey } from '../../relay/signature.js';
+import { TOPICS } from '../../bus/topics.js';
 import type { ProviderFactoryDeps } from '../factory.js';
 
 /** What the factory takes from the registry's {@link ProviderFactoryDeps}. */
@@ -215,7 +216,7 @@ class RelayedProvider implements Provider {
   /** Publishes a recorded command (again) and notes when: until then it counts as never sent. */
   private async publish(name: string, command: RelayCommand): Promise<void> {
     const signature = this.deps.signingKey ? signatureAttributes(this.deps.signingKey, 'command', command) : {};
-    await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind, ...signature });
+    await this.deps.bus.publish(TOPICS.relayCommands, command, { relay: this.relay, kind: command.kind, ...signature });
     const at = this.now();
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
   }

@@ -1,4 +1,4 @@
-/** zod schemas for the HTTP API's answers (docs/api.md) as the CLI reads them: what it relies on, extra fields kept. */
+/** zod schemas for the HTTP API's answers (docs/api.md), the one copy: the CLI parses with them, the handler's views and the test fake are checked against them. Extra fields kept. */
 import { z } from 'zod';
 
 /** `{"error": {"code", "message", "field"?}}`. */
