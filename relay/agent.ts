@@ -16,7 +16,6 @@ import { HealthBook, probeRound, type ProbeRoundDeps } from './probes.js';
 import type { CommandMessage, CommandSubscription } from './pull-subscription.js';
 import { createReporter } from './reporter.js';
 import { TraceBook } from './traces.js';
-import { TOPICS } from '../shared/bus/topics.js';
 
 /** What the agent runs with. The caller owns the backends (and closes them after `stop`). */
 export interface RelayAgentDeps {
