@@ -9,7 +9,7 @@ import type { Logger } from '../shared/logger.js';
 import type { ProbeOptions, ProbeResult } from '../shared/probe/probe.js';
 import { RELAY_COMMANDS_TOPIC } from '../shared/providers/relay/index.js';
 import { relayCommandSchema, type CommandResult } from '../shared/relay/protocol.js';
-import { signatureAttributes, verifySignature, type SigningKey } from '../shared/relay/signature.js';
+import { signer, verifySignature, type SigningKey } from '../shared/relay/signature.js';
 import { messagingAttributes } from '../shared/telemetry/invocation.js';
 import { contextFromAttributes, traceparentOf } from '../shared/telemetry/propagation.js';
 import { inSpan } from '../shared/telemetry/spans.js';
@@ -106,8 +106,7 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
       });
       span.setAttributes({ 'relay.report.seq': report.seq, 'relay.report.instances': report.instances.length });
       const signing = deps.keys?.[0];
-      const signature = signing ? signatureAttributes(signing, 'report', report) : {};
-      await bus.publish(config.reportsTopic, report, { relay: config.relay, ...signature });
+      await bus.publish(config.reportsTopic, report, { relay: config.relay }, signing && signer(signing, 'report'));
       // Only what this report carried is cleared; results recorded meanwhile wait for the next one.
       results.splice(0, report.results.length);
       traces.settle(report, mark);

@@ -12,7 +12,7 @@ import { changedSince, type CommandDoc, type RelayStore } from '../../store/rela
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
-import { signatureAttributes, type SigningKey } from '../../relay/signature.js';
+import { signer, type SigningKey } from '../../relay/signature.js';
 
 export interface RelayProviderDeps {
   config: ProviderConfig;
@@ -206,8 +206,8 @@ class RelayProvider implements Provider {
 
   /** Publishes a recorded command (again) and notes when: until then it counts as never sent. */
   private async publish(name: string, command: RelayCommand): Promise<void> {
-    const signature = this.deps.signingKey ? signatureAttributes(this.deps.signingKey, 'command', command) : {};
-    await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind, ...signature });
+    const sign = this.deps.signingKey && signer(this.deps.signingKey, 'command');
+    await this.deps.bus.publish(RELAY_COMMANDS_TOPIC, command, { relay: this.relay, kind: command.kind }, sign);
     const at = this.now();
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
   }
