@@ -35,7 +35,27 @@ const functionExternals = [
   '@google-cloud/opentelemetry-cloud-monitoring-exporter',
   '@google-cloud/opentelemetry-resource-util',
   'google-gax',
+  // CommonJS only, loaded with import(): as a chunk it would export only `default` (see checkChunks).
+  '@opentelemetry/context-async-hooks',
+  'google-auth-library',
 ];
+
+/**
+ * A package loaded with import() and bundled as a chunk must be ESM: esbuild gives a CommonJS one's
+ * chunk only a `default` export, and `(await import(pkg)).Name` would be undefined at run time.
+ *
+ * @throws Error naming the package to add to `functionExternals`
+ */
+function checkChunks(metafile, fn) {
+  for (const output of Object.values(metafile.outputs)) {
+    const from = output.entryPoint ?? '';
+    if (from.includes('node_modules/') && output.exports.length === 1 && output.exports[0] === 'default') {
+      throw new Error(
+        `functions/${fn}: ${from} is CommonJS loaded with import(): add its package to functionExternals`,
+      );
+    }
+  }
+}
 
 /**
  * `@google-cloud/firestore` loads its gRPC client (google-gax, @grpc/grpc-js: most of its import
@@ -79,6 +99,8 @@ function buildOptions({ entry, outfile, fn }) {
     entryNames: 'index',
     chunkNames: 'chunks/[name]-[hash]',
     splitting: true,
+    // ESM builds first: a chunk of a CommonJS package loaded with import() would export only `default`.
+    mainFields: ['module', 'main'],
     minify: true,
     // The deployable runs on nodejs22 (infra/terraform/functions.tf).
     target: 'node22',
@@ -193,6 +215,7 @@ rmSync(dist, { recursive: true, force: true });
 await Promise.all(
   targets.map(async ({ entry, outfile, fn }) => {
     const result = await build(buildOptions({ entry, outfile, fn }));
+    if (fn) checkChunks(result.metafile, fn);
     if (fn) writeFunctionPackage(fn, result.metafile, outfile);
     // The CLI is the package's `bin`: esbuild keeps the entry's `#!/usr/bin/env node` first; make it runnable.
     if (outfile === join('cli', 'main.js')) chmodSync(join(dist, outfile), 0o755);
