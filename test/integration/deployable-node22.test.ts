@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/emulators.js';
 import { waitForPort } from '../../infra/local/children.js';
 import { PROXY_CHECKS_TOPIC } from '../../shared/reconcile/check.js';
-import { RELAY_COMMANDS_TOPIC } from '../../shared/providers/relay/index.js';
+import { RELAY_COMMANDS_TOPIC } from '../../shared/relay/protocol.js';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { node22 } from '../support/node22.js';
