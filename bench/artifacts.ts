@@ -1,6 +1,7 @@
 /**
  * The bench's copies of the built artifacts (dist/ may be rebuilt by someone else mid-run) and its
- * fixtures, bundled exactly like scripts/build.mjs bundles a function.
+ * fixtures, bundled with their packages external (the hello-world and the clients-only reference
+ * load their SDKs from node_modules as they are published).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,7 +22,7 @@ export interface Artifacts {
   close(): void;
 }
 
-/** The options scripts/build.mjs uses for a function bundle. */
+/** The fixtures' bundle options: packages stay in node_modules. */
 const BUNDLE = {
   bundle: true,
   platform: 'node',

@@ -68,12 +68,25 @@ export function coldStartRatio(fn: ColdStart): number {
   return median(fn.ratios);
 }
 
+/**
+ * A function's import over the clients-only reference's, paired round by round (both measured in
+ * the same round, a fresh process each), median of the pairs.
+ */
+export function clientsRatio(fn: ColdStart, clients: ColdStart): number {
+  const pairs = fn.importMs.flatMap((ms, i) => {
+    const reference = clients.importMs[i];
+    return reference === undefined ? [] : [ms / reference];
+  });
+  return median(pairs);
+}
+
 /** The packages a bundle imports statically (loaded before it can register). */
 export function staticImports(file: string): string[] {
   const found = new Set<string>();
   for (const m of readFileSync(file, 'utf8').matchAll(/^import\s[^;]*?from\s+"([^"]+)";?$/gm)) {
     const spec = m[1];
-    if (spec && !spec.startsWith('node:')) found.add(spec);
+    // A bundle's own chunks are not packages.
+    if (spec && !spec.startsWith('node:') && !spec.startsWith('.')) found.add(spec);
   }
   return [...found].sort();
 }

@@ -69,6 +69,25 @@ describe('targetsTable', () => {
     expect(row(table, 'libvirt client')[3]).toBe('not measured (left out with --only)');
   });
 
+  it('cold start against the clients-only reference: each function ≤ 0.5×, paired round by round', () => {
+    const clients = {
+      name: 'clients',
+      reference: true,
+      importMs: [100, 400, 100],
+      helloMs: [10, 10, 10],
+      ratios: [10, 40, 10],
+    };
+    const fast = { name: 'check', importMs: [30, 160, 60], helloMs: [10, 10, 10], ratios: [3, 16, 6] };
+    const slow = { name: 'api', importMs: [60, 100, 60], helloMs: [10, 10, 10], ratios: [6, 10, 6] };
+    const table = targetsTable({ ...results(1000, 10), coldStart: [fast, slow, clients] });
+    // Pairs 0.3, 0.4, 0.6 → median 0.4; unpaired medians would say 60/100 = 0.6 (NO).
+    expect(row(table, 'cold start `check` × clients-only reference').slice(2, 5)).toEqual(['≤ 0.5×', '0.4×', 'yes']);
+    // Pairs 0.6, 0.25, 0.6 → 0.6.
+    expect(row(table, 'cold start `api` × clients-only reference').slice(3, 5)).toEqual(['0.6×', 'NO']);
+    const alone = targetsTable({ ...results(1000, 10), coldStart: [fast] });
+    expect(row(alone, 'cold start `check` × clients-only reference').slice(3, 5)).toEqual(['not run', 'NO']);
+  });
+
   it('a section that did not run says so instead of passing', () => {
     const table = targetsTable({ ...results(1000, 10), orchestration: [] });
     expect(row(table, 'orchestration overhead')[3]).toBe('not run');

@@ -4,7 +4,7 @@ import { ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Bus } from '../shared/bus/pubsub.js';
 import type { Logger } from '../shared/logger.js';
 import type { CommandResult } from '../shared/relay/protocol.js';
-import { signatureAttributes, type SigningKey } from '../shared/relay/signature.js';
+import { signer, type SigningKey } from '../shared/relay/signature.js';
 import { contextFromAttributes } from '../shared/telemetry/propagation.js';
 import { inSpan } from '../shared/telemetry/spans.js';
 import type { RelayBackend } from './backends/backend.js';
@@ -80,8 +80,12 @@ export function createReporter(deps: ReporterDeps): Reporter {
       });
       span.setAttributes({ 'relay.report.seq': report.seq, 'relay.report.instances': report.instances.length });
       const signing = deps.keys?.[0];
-      const signature = signing ? signatureAttributes(signing, 'report', report) : {};
-      await deps.bus.publish(config.reportsTopic, report, { relay: config.relay, ...signature });
+      await deps.bus.publish(
+        config.reportsTopic,
+        report,
+        { relay: config.relay },
+        signing && signer(signing, 'report'),
+      );
       // Only what this report carried is cleared; results recorded meanwhile wait for the next one.
       results.splice(0, report.results.length);
       traces.settle(report, mark);

@@ -1,7 +1,9 @@
-// Bundles each deployable (functions, relay, local launcher, CLI) with esbuild into dist/.
+// Bundles each deployable (functions, relay, local launcher, CLI) with esbuild into dist/. A function
+// is bundled WITH its dependencies and minified (its cold start is mostly module loading); the relay,
+// the launcher and the CLI keep theirs in node_modules.
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -14,6 +16,100 @@ const builtins = new Set(builtinModules);
 const banner = {
   js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
 };
+
+/** ESM has no `__dirname`/`__filename`; bundled CommonJS dependencies that use them get these. */
+const functionBanner = {
+  js: `${banner.js} import { fileURLToPath as __fileURLToPath } from 'node:url'; const __filename = __fileURLToPath(import.meta.url); const __dirname = __fileURLToPath(new URL('.', import.meta.url));`,
+};
+
+/**
+ * What a function bundle leaves in node_modules (its package.json lists them): the framework, whose
+ * own instance must receive the registration, and the SDKs loaded only on first use (`import()`)
+ * that read files beside their own code (protos, package metadata).
+ */
+const functionExternals = [
+  '@google-cloud/functions-framework',
+  '@google-cloud/compute',
+  '@kubernetes/client-node',
+  '@google-cloud/opentelemetry-cloud-trace-exporter',
+  '@google-cloud/opentelemetry-cloud-monitoring-exporter',
+  '@google-cloud/opentelemetry-resource-util',
+  'google-gax',
+  // CommonJS only, loaded with import(): as a chunk it would export only `default` (see checkChunks).
+  '@opentelemetry/context-async-hooks',
+  'google-auth-library',
+];
+
+/**
+ * A package loaded with import() and bundled as a chunk must be ESM: esbuild gives a CommonJS one's
+ * chunk only a `default` export, and `(await import(pkg)).Name` would be undefined at run time.
+ *
+ * @throws Error naming the package to add to `functionExternals`
+ */
+function checkChunks(metafile, fn) {
+  for (const output of Object.values(metafile.outputs)) {
+    const from = output.entryPoint ?? '';
+    if (from.includes('node_modules/') && output.exports.length === 1 && output.exports[0] === 'default') {
+      throw new Error(
+        `functions/${fn}: ${from} is CommonJS loaded with import(): add its package to functionExternals`,
+      );
+    }
+  }
+}
+
+/**
+ * `@google-cloud/firestore` loads its gRPC client (google-gax, @grpc/grpc-js: most of its import
+ * time) lazily, except that its telemetry helper requires it at the top only to read a default port
+ * when tracing is on. This makes that one require lazy too; a Firestore whose file differs fails the build.
+ */
+const lazyFirestoreClient = {
+  name: 'lazy-firestore-client',
+  setup(b) {
+    b.onLoad(
+      { filter: /@google-cloud[\\/]firestore[\\/]build[\\/]src[\\/]telemetry[\\/]enabled-trace-util\.js$/ },
+      (args) => {
+        const eager = 'const v1_1 = require("../v1");';
+        const text = readFileSync(args.path, 'utf8');
+        if (!text.includes(eager))
+          throw new Error(`${args.path}: no \`${eager}\` to make lazy (new Firestore version?)`);
+        const lazy = 'const v1_1 = { get FirestoreClient() { return require("../v1").FirestoreClient; } };';
+        return { contents: text.replace(eager, lazy), loader: 'js' };
+      },
+    );
+  },
+};
+
+/** esbuild options of one entry: a function bundle, or a bundle whose packages stay external. */
+function buildOptions({ entry, outfile, fn }) {
+  const common = {
+    absWorkingDir: root,
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    sourcemap: true,
+    metafile: true,
+    logLevel: 'warning',
+  };
+  if (!fn) return { ...common, outfile: join(dist, outfile), target: 'node20', packages: 'external', banner };
+  return {
+    ...common,
+    // What a function loads with import() (telemetry SDKs) becomes a chunk read on first use.
+    outdir: join(dist, dirname(outfile)),
+    entryNames: 'index',
+    chunkNames: 'chunks/[name]-[hash]',
+    splitting: true,
+    // ESM builds first: a chunk of a CommonJS package loaded with import() would export only `default`.
+    mainFields: ['module', 'main'],
+    minify: true,
+    // The deployable runs on nodejs22 (infra/terraform/functions.tf).
+    target: 'node22',
+    sourcesContent: false,
+    external: functionExternals,
+    banner: functionBanner,
+    plugins: [lazyFirestoreClient],
+  };
+}
 
 /** @returns `[entry, outfile]` pairs for the entries that exist now (parts may still be written). */
 function entries() {
@@ -47,11 +143,10 @@ function packageName(specifier) {
   return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
 }
 
-/** The external packages one bundle imports, with the versions the root package.json pins. */
+/** The external packages one build's outputs (a bundle and its chunks) import, with the versions the root package.json pins. */
 function dependenciesOf(metafile, outfile) {
-  const output = metafile.outputs[relative(root, join(dist, outfile))];
   const deps = {};
-  for (const imported of output?.imports ?? []) {
+  for (const imported of Object.values(metafile.outputs).flatMap((output) => output.imports)) {
     const name = imported.external ? packageName(imported.path) : undefined;
     if (!name) continue;
     const version = rootPackage.dependencies?.[name];
@@ -71,7 +166,7 @@ function writeFunctionPackage(fn, metafile, outfile) {
     private: true,
     type: 'module',
     main: 'index.js',
-    engines: { node: '>=20' },
+    engines: { node: '>=22' },
     dependencies: dependenciesOf(metafile, outfile),
   };
   writeFileSync(join(dist, 'functions', fn, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
@@ -119,20 +214,8 @@ const targets = entries();
 rmSync(dist, { recursive: true, force: true });
 await Promise.all(
   targets.map(async ({ entry, outfile, fn }) => {
-    const result = await build({
-      absWorkingDir: root,
-      entryPoints: [entry],
-      outfile: join(dist, outfile),
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      sourcemap: true,
-      packages: 'external',
-      banner,
-      metafile: true,
-      logLevel: 'warning',
-    });
+    const result = await build(buildOptions({ entry, outfile, fn }));
+    if (fn) checkChunks(result.metafile, fn);
     if (fn) writeFunctionPackage(fn, result.metafile, outfile);
     // The CLI is the package's `bin`: esbuild keeps the entry's `#!/usr/bin/env node` first; make it runnable.
     if (outfile === join('cli', 'main.js')) chmodSync(join(dist, outfile), 0o755);

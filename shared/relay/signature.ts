@@ -93,9 +93,14 @@ function mac(secret: Buffer, kind: SignedKind, body: string): Buffer {
   return createHmac('sha256', secret).update(`egress.dev/relay/v1 ${kind}\n`).update(body, 'utf8').digest();
 }
 
-/** The attributes that sign `data` as the bus will send it (`JSON.stringify(data)`). */
-export function signatureAttributes(key: SigningKey, kind: SignedKind, data: unknown): Record<string, string> {
-  return signText(key, kind, JSON.stringify(data));
+/**
+ * What signs a message as the bus sends it: `Bus.publish` hands it the exact body text.
+ *
+ * @example
+ * await bus.publish(topic, report, { relay }, key && signer(key, 'report'));
+ */
+export function signer(key: SigningKey, kind: SignedKind): (text: string) => Record<string, string> {
+  return (text) => signText(key, kind, text);
 }
 
 /** The attributes that sign a body given as its exact text. */

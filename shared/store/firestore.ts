@@ -15,8 +15,25 @@ export const COLLECTIONS = {
   reportLimits: 'reportLimits',
 } as const;
 
-export function createFirestore(projectId: string): Firestore {
-  return new Firestore({ projectId, ignoreUndefinedProperties: true });
+/** What the REST transport asks of an auth client, answered for the emulator: the owner, plain fetch. */
+const emulatorAuth = {
+  getRequestHeaders: () => Promise.resolve(new Headers({ authorization: 'Bearer owner' })),
+  fetch: (url: string, init: RequestInit) => {
+    const headers = new Headers(init.headers);
+    headers.set('authorization', 'Bearer owner');
+    return fetch(url, { ...init, headers });
+  },
+};
+
+/**
+ * Over REST (HTTP/1.1) where a call allows it: no gRPC stack to load (listeners still use gRPC).
+ * The REST transport asks for credentials even for the emulator, which wants none but the owner's.
+ *
+ * @param env - where `FIRESTORE_EMULATOR_HOST` is read (the client itself reads `process.env`)
+ */
+export function createFirestore(projectId: string, env: Record<string, string | undefined> = process.env): Firestore {
+  const emulator = env['FIRESTORE_EMULATOR_HOST'] ? { authClient: emulatorAuth } : {};
+  return new Firestore({ projectId, ignoreUndefinedProperties: true, preferRest: true, ...emulator });
 }
 
 /** A Firestore update time as a `readAt` (RFC 3339 with all nine fractional digits: exact, and ordered as text). */

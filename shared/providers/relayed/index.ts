@@ -12,7 +12,7 @@ import { changedSince, type CommandDoc, type RelayStore } from '../../store/rela
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
-import { signatureAttributes, type SigningKey } from '../../relay/signature.js';
+import { signer, type SigningKey } from '../../relay/signature.js';
 import { TOPICS } from '../../bus/topics.js';
 import type { ProviderFactoryDeps } from '../factory.js';
 
@@ -215,8 +215,8 @@ class RelayedProvider implements Provider {
 
   /** Publishes a recorded command (again) and notes when: until then it counts as never sent. */
   private async publish(name: string, command: RelayCommand): Promise<void> {
-    const signature = this.deps.signingKey ? signatureAttributes(this.deps.signingKey, 'command', command) : {};
-    await this.deps.bus.publish(TOPICS.relayCommands, command, { relay: this.relay, kind: command.kind, ...signature });
+    const sign = this.deps.signingKey && signer(this.deps.signingKey, 'command');
+    await this.deps.bus.publish(TOPICS.relayCommands, command, { relay: this.relay, kind: command.kind }, sign);
     const at = this.now();
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
   }
