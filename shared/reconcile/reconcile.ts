@@ -13,8 +13,10 @@ import { nextHealth, probeThroughProxy, type ProbeResult } from '../probe/probe.
 import type { ProxyStore } from '../store/proxies.js';
 import type { ProviderStore } from '../store/providers.js';
 import { currentHealth } from '../health.js';
-import { decide, type Decision, type Observation, type Policy } from './decide.js';
+import { decide } from './decide.js';
+import type { Decision, Observation, Policy } from './decision.js';
 import { verifyEgress } from './egress.js';
+import { classifyFailure } from './failure.js';
 import { nextStatus, recordFailure, statusChanged } from './status.js';
 import { changesNothing, storedObservation } from './stored-observation.js';
 
@@ -259,7 +261,7 @@ export async function reconcileProxy(
       decision = {
         ...decision,
         message: `${decision.action} failed: ${e.message}`,
-        recheckAfterMs: e.code === 'Retryable' ? policy.pollMs : decision.recheckAfterMs,
+        recheckAfterMs: classifyFailure(e).retrySoon ? policy.pollMs : decision.recheckAfterMs,
       };
     }
     if (paused) {

@@ -5,7 +5,7 @@
  */
 import type { ProxyDoc, ProxyStatus } from '../domain/status.js';
 import type { Provider, ProviderHealth } from '../providers/contract.js';
-import type { Decision, Observation } from './decide.js';
+import type { Decision, Observation } from './decision.js';
 import { egressDue } from './egress.js';
 import { statusChanged } from './status.js';
 
