@@ -8,6 +8,7 @@ import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
 import { ValidationError } from '../shared/errors.js';
+import { RELAY_REPORTS_TOPIC } from '../shared/relay/protocol.js';
 import { parseIpv4Range, type Ipv4Range } from './backends/process/egress.js';
 import { parseLibvirtUri } from './libvirt/index.js';
 
@@ -210,7 +211,7 @@ export const LOCAL_RELAY_CONFIG = {
   relay: 'local',
   project: 'demo-egress',
   subscription: 'relay-commands-local',
-  reportsTopic: 'relay-reports',
+  reportsTopic: RELAY_REPORTS_TOPIC,
   echoUrl: 'http://127.0.0.1:8088/',
   probeIntervalSeconds: 2,
   reportIntervalSeconds: 2,

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../shared/logger.js';
 import { writeFileAtomic } from './atomic-file.js';
+import { isErrno } from './errno.js';
 
 /** The last command applied to one instance. */
 export interface LedgerEntry {
@@ -56,7 +57,7 @@ export class CommandLedger {
       try {
         text = await readFile(file, 'utf8');
       } catch (err) {
-        if (!(err instanceof Error && 'code' in err && err.code === 'ENOENT')) throw err;
+        if (!isErrno(err, 'ENOENT')) throw err;
       }
       if (text !== undefined) {
         const parsed = ledgerFileSchema.safeParse(safeJson(text));

@@ -1,8 +1,7 @@
 /** The provider-health monitor: checks every configured provider and records the verdict in `providers/{name}`. */
 import { asEgressError } from './errors.js';
 import type { Logger } from './logger.js';
-import type { Provider, ProviderHealth } from './providers/contract.js';
-import type { Registry } from './providers/registry.js';
+import type { Provider, ProviderHealth, Registry } from './providers/contract.js';
 import type { ProviderStatus, ProviderStore } from './store/providers.js';
 import type { ProxyStore } from './store/proxies.js';
 import { recordProxiesByPhase } from './telemetry/metrics.js';

@@ -2,7 +2,7 @@
 import { ErrorCode } from './constants.js';
 import { Connection } from './connection.js';
 import { LibvirtCancelledError, LibvirtError, LibvirtTimeoutError } from './errors.js';
-import type { LibvirtConnection } from './index.js';
+import type { LibvirtConnection } from './types.js';
 import { AuthType, FEATURE_PROGRAM_KEEPALIVE, LIMITS } from './procedures.js';
 import { type KeepaliveSettings, positive, RpcClient } from './rpc.js';
 import { openTransport, type SshOptions, type TlsOptions } from './transports.js';

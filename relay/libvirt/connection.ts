@@ -14,7 +14,7 @@ import type {
   StorageVolRef,
   UploadOptions,
   UploadSource,
-} from './index.js';
+} from './types.js';
 import {
   LIMITS,
   Proc,

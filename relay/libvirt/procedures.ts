@@ -1,5 +1,5 @@
 /** Procedure numbers of `remote_protocol.x` this client calls, and the XDR layouts of libvirt's object references. */
-import type { DomainRef, StoragePoolRef, StorageVolRef } from './index.js';
+import type { DomainRef, StoragePoolRef, StorageVolRef } from './types.js';
 import type { XdrReader, XdrWriter } from './xdr.js';
 
 /** `REMOTE_PROC_*` numbers (libvirt's `remote_procedure` enum). */

@@ -8,7 +8,7 @@ import {
   LibvirtError,
   LibvirtTimeoutError,
 } from './errors.js';
-import type { CallOptions, CloseReason } from './index.js';
+import type { CallOptions, CloseReason } from './types.js';
 import {
   encodePacket,
   KEEPALIVE_PING,

@@ -1,5 +1,5 @@
 /** Upload streams: the call, then STREAM data packets, an empty end-of-stream packet, and the daemon's confirmation. */
-import type { CallOptions, UploadSource } from './index.js';
+import type { CallOptions, UploadSource } from './types.js';
 import { type Packet, PacketStatus, PacketType, STREAM_CHUNK_MAX } from './packet.js';
 import type { RpcClient } from './rpc.js';
 

@@ -123,3 +123,12 @@ export interface Provider {
    */
   changes?(): Promise<(instance: string, sinceMs: number) => boolean>;
 }
+
+/** The configured providers by name, as the core (reconcile, GC, health) sees them (shared/providers/registry.ts builds it). */
+export interface Registry {
+  /** The provider configured under `name`, or undefined. */
+  get(name: string): Provider | undefined;
+  /** Why `name` has no provider (for the ProviderNotConfigured condition). */
+  missing(name: string): string;
+  all(): Provider[];
+}

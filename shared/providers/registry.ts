@@ -1,71 +1,19 @@
 /** Builds the configured providers (instrumented) from a table of factories by type, and says why a name has none. */
-import type { Bus } from '../bus/pubsub.js';
-import type { Config, ProviderConfig, ProviderType } from '../config/schema.js';
+import type { ProviderType } from '../config/schema.js';
 import { ValidationError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import { RELAY_KEYS_ENV, type RelayKeyring } from '../relay/signature.js';
-import type { RelayStore } from '../store/relays.js';
-import type { Provider } from './contract.js';
-import { gcpProviderFactory } from './gcp/index.js';
+import { RELAY_KEYS_ENV } from '../relay/signature.js';
+import type { Provider, Registry } from './contract.js';
+import type { ProviderFactory, RegistryDeps } from './factory.js';
+import { createGcpProvider } from './gcp/index.js';
 import { instrument } from './instrument.js';
 import { createKubernetesProvider } from './kubernetes/index.js';
-import { createRelayProvider } from './relay/index.js';
-
-export interface RegistryDeps {
-  config: Config;
-  relays: RelayStore;
-  bus: Bus;
-  logger: Logger;
-  /** The clock of providers that keep time (the relay-backed ones); default `Date.now`. */
-  now?: () => number;
-  /** When set, commands to a relay are signed with its first key (shared/relay/signature.ts). */
-  relayKeys?: RelayKeyring | undefined;
-}
-
-/** What a provider factory receives: its own config entry and the shared clients. */
-export interface ProviderFactoryDeps extends RegistryDeps {
-  provider: ProviderConfig;
-  /** The config path of this provider (`config.providers.2`), for errors naming a field. */
-  path: string;
-  /** Reads a positive number of seconds from `provider.options` (in milliseconds). */
-  seconds(key: string, fallback: number): number;
-}
-
-/**
- * A provider factory. It must be cheap: SDKs are loaded lazily on the first call, so a function
- * only pays for the provider types it actually uses.
- */
-export type ProviderFactory = (deps: ProviderFactoryDeps) => Provider;
-
-export interface Registry {
-  /** The provider configured under `name`, or undefined. */
-  get(name: string): Provider | undefined;
-  /** Why `name` has no provider (for the ProviderNotConfigured condition). */
-  missing(name: string): string;
-  all(): Provider[];
-}
-
-/** Relays report every few seconds locally and every 30 s in production; three missed reports is down. */
-const HEARTBEAT_TIMEOUT_MS = 120_000;
-
-const relayBacked: ProviderFactory = (d) =>
-  createRelayProvider({
-    config: d.provider,
-    installationId: d.config.installationId,
-    relays: d.relays,
-    bus: d.bus,
-    heartbeatTimeoutMs: d.seconds('heartbeatTimeoutSeconds', HEARTBEAT_TIMEOUT_MS / 1000),
-    resendAfterMs: d.seconds('commandResendSeconds', 60),
-    sendingMs: d.config.leaseSeconds * 1000,
-    signingKey: d.provider.relay ? d.relayKeys?.get(d.provider.relay)?.[0] : undefined,
-    ...(d.now && { now: d.now }),
-  });
+import { createRelayedProvider } from './relayed/index.js';
 
 /** One factory per provider type; a type without one is reported as not included in this build. */
 const FACTORIES: Partial<Record<ProviderType, ProviderFactory>> = {
-  process: relayBacked,
-  kvm: relayBacked,
-  gcp: gcpProviderFactory,
+  process: createRelayedProvider,
+  kvm: createRelayedProvider,
+  gcp: createGcpProvider,
   kubernetes: createKubernetesProvider,
 };
 

@@ -3,7 +3,7 @@ import type { Config } from '../config/schema.js';
 import { instanceName } from '../domain/names.js';
 import { asEgressError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Registry } from '../providers/registry.js';
+import type { Registry } from '../providers/contract.js';
 import type { ProxyStore } from '../store/proxies.js';
 import type { ProviderStore } from '../store/providers.js';
 import { currentHealth } from '../health.js';

@@ -3,6 +3,11 @@ import { z } from 'zod';
 import { dnsLabel } from '../domain/names.js';
 import { healthSchema, INSTANCE_STATES } from '../domain/status.js';
 
+/** The topic commands go out on, to every relay (each filters on the `relay` attribute). */
+export const RELAY_COMMANDS_TOPIC = 'relay-commands';
+/** The topic relays send their reports on (the `relay-report` function's trigger). */
+export const RELAY_REPORTS_TOPIC = 'relay-reports';
+
 const errorInfoSchema = z.object({
   code: z.enum(['NotFound', 'Permanent', 'QuotaExceeded', 'Retryable', 'Validation']),
   message: z.string().max(2048),

@@ -24,7 +24,7 @@ let n = 0;
 const build = (fakeGce: FakeGce, over: Record<string, unknown> = {}, installationId = 'it', name = 'gce'): Provider =>
   instrument(
     createGcpProvider({
-      config: {
+      provider: {
         name,
         type: 'gcp',
         catalogue: {},
@@ -38,7 +38,7 @@ const build = (fakeGce: FakeGce, over: Record<string, unknown> = {}, installatio
         },
       },
       path: 'config.providers.0',
-      installationId,
+      config: { installationId },
       logger,
     }),
     logger,

@@ -17,7 +17,7 @@ let fake: FakeGce;
 
 const provider = (over: Record<string, unknown> = {}, on: FakeGce = fake): Provider =>
   createGcpProvider({
-    config: {
+    provider: {
       name: 'gce',
       type: 'gcp',
       catalogue: {},
@@ -31,7 +31,7 @@ const provider = (over: Record<string, unknown> = {}, on: FakeGce = fake): Provi
       },
     },
     path: 'config.providers.0',
-    installationId: 'it',
+    config: { installationId: 'it' },
     logger,
   });
 const spec = () => instanceSpec('rf');

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { dnsLabel } from '../../../shared/domain/names.js';
 import { writeFileAtomic } from '../../atomic-file.js';
-import { isErrno } from '../process/state.js';
+import { isErrno } from '../../errno.js';
 
 export const kvmRecordSchema = z.object({
   name: dnsLabel,

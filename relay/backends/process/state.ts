@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { dnsLabel } from '../../../shared/domain/names.js';
 import { writeFileAtomic } from '../../atomic-file.js';
+import { isErrno } from '../../errno.js';
 
 export const instanceRecordSchema = z.object({
   name: dnsLabel,
@@ -115,11 +116,6 @@ export class StateStore {
       ),
     );
   }
-}
-
-/** True when `err` is a Node system error with this `code`. */
-export function isErrno(err: unknown, code: string): boolean {
-  return err instanceof Error && 'code' in err && err.code === code;
 }
 
 function errorMessage(err: unknown): string {

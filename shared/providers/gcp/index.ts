@@ -3,7 +3,7 @@
  * cloud-init user-data, and ownership labels. `create` and `delete` wait (bounded) on their zone
  * operation; an insert that fails after `create` returned is reported by `get` as a `Failed` instance.
  */
-import type { ProviderConfig } from '../../config/schema.js';
+import type { Config } from '../../config/schema.js';
 import {
   EgressError,
   NotFoundError,
@@ -14,7 +14,7 @@ import {
 } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
-import type { ProviderFactory } from '../registry.js';
+import type { ProviderFactoryDeps } from '../factory.js';
 import { loadComputeApi, type ComputeApi, type GceOperation } from './compute.js';
 import {
   decodeFailure,
@@ -39,18 +39,13 @@ import {
   type GceInstance,
 } from './resources.js';
 
-export interface GcpProviderDeps {
-  /** This provider's config entry (`options` are parsed here). */
-  config: ProviderConfig;
-  /** Its config path (`config.providers.2`), for errors naming an option. */
-  path: string;
+/** What the factory takes from the registry's {@link ProviderFactoryDeps}, and its test seams. */
+export type GcpProviderDeps = Pick<ProviderFactoryDeps, 'provider' | 'path' | 'logger' | 'now'> & {
   /** This installation's id: instances are labelled with it, and `list` and `delete` keep to it. */
-  installationId: string;
-  logger: Logger;
+  config: Pick<Config, 'installationId'>;
   /** Builds the Compute API; the SDK-backed one (loaded on first use) by default. */
   loadApi?: (options: GcpOptions) => Promise<ComputeApi>;
-  now?: () => number;
-}
+};
 
 class GcpProvider implements Provider {
   readonly name: string;
@@ -68,9 +63,12 @@ class GcpProvider implements Provider {
   /** Instances (name#id) whose guest reported ready: asked once per instance and process. */
   private readonly ready = new Set<string>();
 
+  private readonly installationId: string;
+
   constructor(private readonly deps: GcpProviderDeps) {
-    this.name = deps.config.name;
-    this.options = parseGcpOptions(deps.config.options, deps.path);
+    this.name = deps.provider.name;
+    this.installationId = deps.config.installationId;
+    this.options = parseGcpOptions(deps.provider.options, deps.path);
     this.log = deps.logger.child({ provider: this.name });
     this.now = deps.now ?? Date.now;
     this.waitMs = this.options.operationWaitSeconds * 1000;
@@ -130,7 +128,7 @@ class GcpProvider implements Provider {
     const pending: Instance = {
       name,
       proxy: record?.proxy ?? '',
-      installationId: record?.installationId ?? this.deps.installationId,
+      installationId: record?.installationId ?? this.installationId,
       specHash: record?.specHash ?? specHashOfRequestId(op.requestId) ?? '',
       state: 'Pending',
       ip: '',
@@ -147,9 +145,9 @@ class GcpProvider implements Provider {
     const api = await this.compute();
     const found = await this.locate(api, name);
     if (!found) return this.inserts.forgetFailed(api, name);
-    if (!ownedBy(found, this.deps.installationId))
+    if (!ownedBy(found, this.installationId))
       throw new PermanentError(
-        `instance ${name} is not labelled as installation "${this.deps.installationId}"'s; not deleting it`,
+        `instance ${name} is not labelled as installation "${this.installationId}"'s; not deleting it`,
       );
     const zone = lastSegment(found.zone);
     let op: GceOperation;
@@ -177,7 +175,7 @@ class GcpProvider implements Provider {
     const api = await this.compute();
     const filter = [
       `(labels.${LABELS.managed} = "true")`,
-      `(labels.${LABELS.installation} = "${this.deps.installationId}")`,
+      `(labels.${LABELS.installation} = "${this.installationId}")`,
       `(labels.${LABELS.provider} = "${this.name}")`,
     ].join(' ');
     const result = await listFiltered(api, filter, 'listing instances');
@@ -185,7 +183,7 @@ class GcpProvider implements Provider {
       throw new RetryableError(`listing is incomplete: ${result.unreachable.join(', ')} could not be read`, 10_000);
     // The filter is the API's; ownership is checked here again before anything is reported as ours.
     const ours = result.instances.filter(
-      (i) => ownedBy(i, this.deps.installationId) && i.labels?.[LABELS.provider] === this.name,
+      (i) => ownedBy(i, this.installationId) && i.labels?.[LABELS.provider] === this.name,
     );
     for (const i of ours) this.zones.set(i.name, lastSegment(i.zone));
     return ours.map(toInstance);
@@ -308,7 +306,3 @@ function hide(text: string, secret: string): string {
 export function createGcpProvider(deps: GcpProviderDeps): Provider {
   return new GcpProvider(deps);
 }
-
-/** The registry's factory for type `gcp`: its config entry and this installation's id. */
-export const gcpProviderFactory: ProviderFactory = (d) =>
-  createGcpProvider({ config: d.provider, path: d.path, installationId: d.config.installationId, logger: d.logger });

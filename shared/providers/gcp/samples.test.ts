@@ -16,16 +16,21 @@ describe('docs/samples gcp', () => {
     expect(entry?.name).toBe('gce');
     if (!entry) return;
     expect(() =>
-      createGcpProvider({ config: entry, path: 'config.providers.0', installationId: 'prod', logger: createLogger() }),
+      createGcpProvider({
+        provider: entry,
+        path: 'config.providers.0',
+        config: { installationId: 'prod' },
+        logger: createLogger(),
+      }),
     ).not.toThrow();
   });
 
   it('every proxy of docs/samples/gcp.yaml resolves its placement (catalogue included) on that provider', () => {
     if (!entry) throw new Error('no gcp provider in the sample config');
     const provider = createGcpProvider({
-      config: entry,
+      provider: entry,
       path: 'config.providers.0',
-      installationId: 'prod',
+      config: { installationId: 'prod' },
       logger: createLogger(),
     });
     const docs = parseProxyDocuments(readFileSync('docs/samples/gcp.yaml', 'utf8'));

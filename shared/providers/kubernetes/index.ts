@@ -3,10 +3,10 @@
  * a Secret the Pod mounts, labelled for ownership; the check function probes it through itself.
  */
 import type { V1Secret } from '@kubernetes/client-node';
-import type { ProviderConfig } from '../../config/schema.js';
+import type { Config } from '../../config/schema.js';
 import { EgressError, NotFoundError, PermanentError, RetryableError, ValidationError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
+import type { ProviderFactoryDeps } from '../factory.js';
 import { KubeApiError, podFieldOf, toEgressError, type ApiCall } from './api-errors.js';
 import { createKubeApi, type KubeApi, type TokenSource } from './client.js';
 import { ownerSelector, podManifest, secretManifest, secretName } from './manifests.js';
@@ -14,16 +14,12 @@ import { ownerOf, podToInstance, type PodView } from './observe.js';
 import { managedNamespaces, parseKubernetesOptions, type KubernetesOptions } from './options.js';
 import { resolveKubernetesPlacement, type KubernetesPlacement } from './placement.js';
 
-/** What the factory needs; the registry's `ProviderFactoryDeps` fits it. */
-export interface KubernetesProviderDeps {
-  provider: ProviderConfig;
-  /** The provider's config path (`config.providers.2`). */
-  path: string;
-  config: { installationId: string };
-  logger: Logger;
+/** What the factory takes from the registry's {@link ProviderFactoryDeps}, and its test seam. */
+export type KubernetesProviderDeps = Pick<ProviderFactoryDeps, 'provider' | 'path' | 'logger'> & {
+  config: Pick<Config, 'installationId'>;
   /** GKE access tokens (default: the metadata server); tests pass their own. */
   tokens?: TokenSource;
-}
+};
 
 /** The verbs this provider needs, per resource, in every namespace it manages (see infra/kubernetes/rbac.yaml). */
 export const REQUIRED_ACCESS: readonly { verb: string; resource: string }[] = [

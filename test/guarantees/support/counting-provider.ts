@@ -1,6 +1,5 @@
 /** A Provider wrapper that counts calls per instance, tracks overlapping mutations, and can inject faults. */
-import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../../../shared/providers/contract.js';
-import type { Registry } from '../../../shared/providers/registry.js';
+import type { Instance, InstanceSpec, Provider, ProviderHealth, Registry } from '../../../shared/providers/contract.js';
 
 export type ProviderOp = 'create' | 'get' | 'delete' | 'list' | 'check';
 

@@ -5,16 +5,26 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../bus/pubsub.js';
-import type { ProviderConfig } from '../../config/schema.js';
+import type { Config, ProviderConfig } from '../../config/schema.js';
 import { NotFoundError, RetryableError, ValidationError } from '../../errors.js';
-import type { RelayCommand } from '../../relay/protocol.js';
+import { RELAY_COMMANDS_TOPIC, type RelayCommand } from '../../relay/protocol.js';
 import { changedSince, type CommandDoc, type RelayStore } from '../../store/relays.js';
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
 import { signatureAttributes, type SigningKey } from '../../relay/signature.js';
+import type { ProviderFactoryDeps } from '../factory.js';
 
-export interface RelayProviderDeps {
+/** What the factory takes from the registry's {@link ProviderFactoryDeps}. */
+export type RelayedProviderDeps = Pick<
+  ProviderFactoryDeps,
+  'provider' | 'relays' | 'bus' | 'seconds' | 'now' | 'relayKeys'
+> & {
+  config: Pick<Config, 'installationId' | 'leaseSeconds'>;
+};
+
+/** The provider's settings, read from its deps once. */
+interface RelayedSettings {
   config: ProviderConfig;
   installationId: string;
   relays: RelayStore;
@@ -34,9 +44,7 @@ export interface RelayProviderDeps {
   now?: () => number;
 }
 
-export const RELAY_COMMANDS_TOPIC = 'relay-commands';
-
-class RelayProvider implements Provider {
+class RelayedProvider implements Provider {
   readonly name: string;
   readonly type: string;
   readonly probesRemotely = true;
@@ -45,7 +53,7 @@ class RelayProvider implements Provider {
   private readonly resendAfterMs: number;
   private readonly sendingMs: number;
 
-  constructor(private readonly deps: RelayProviderDeps) {
+  constructor(private readonly deps: RelayedSettings) {
     this.name = deps.config.name;
     this.type = deps.config.type;
     if (!deps.config.relay) throw new ValidationError('relay', `provider "${this.name}" names no relay`);
@@ -217,7 +225,25 @@ function pending(name: string, proxy: string, installationId: string, specHash: 
   return { name, proxy, installationId, specHash, state: 'Pending', ip: '', port: 0, createdAt };
 }
 
-/** Builds the provider for a relay-backed config entry. */
-export function createRelayProvider(deps: RelayProviderDeps): Provider {
-  return new RelayProvider(deps);
+/** Relays report every few seconds locally and every 30 s in production; three missed reports is down. */
+const HEARTBEAT_TIMEOUT_MS = 120_000;
+
+/**
+ * Builds the provider for a relay-backed config entry (types `process` and `kvm`).
+ *
+ * @throws ValidationError when the entry names no relay, or an option is not a positive number of seconds
+ */
+export function createRelayedProvider(deps: RelayedProviderDeps): Provider {
+  const relay = deps.provider.relay;
+  return new RelayedProvider({
+    config: deps.provider,
+    installationId: deps.config.installationId,
+    relays: deps.relays,
+    bus: deps.bus,
+    heartbeatTimeoutMs: deps.seconds('heartbeatTimeoutSeconds', HEARTBEAT_TIMEOUT_MS / 1000),
+    resendAfterMs: deps.seconds('commandResendSeconds', 60),
+    sendingMs: deps.config.leaseSeconds * 1000,
+    signingKey: relay ? deps.relayKeys?.get(relay)?.[0] : undefined,
+    ...(deps.now && { now: deps.now }),
+  });
 }
