@@ -9,13 +9,9 @@ import { RetryableError, ValidationError } from '../errors.js';
 import { reconcilePool } from '../pools/reconcile.js';
 import type { PoolStore } from '../store/pools.js';
 import { inSpan } from '../telemetry/spans.js';
-import {
-  reconcileProxy,
-  type HealthCache,
-  type ReconcileDeps,
-  type ReconcileOptions,
-  type ReconcileResult,
-} from './reconcile.js';
+import { newCheckBatch, type CheckBatch } from './batch.js';
+import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
+import { reconcileProxy } from './reconcile.js';
 
 export const PROXY_CHECKS_TOPIC = 'proxy-checks';
 
@@ -70,7 +66,7 @@ export async function runCheck(
   deps: CheckDeps,
   message: CheckMessage,
 ): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
-  const cache: HealthCache = new Map();
+  const batch = newCheckBatch();
   if ('pools' in message) return runPools(deps, message.pools);
   if ('sweep' in message) {
     const page = await deps.proxies.page(message.after ?? null, deps.config.checkBatchSize);
@@ -79,7 +75,7 @@ export async function runCheck(
     if (!message.after && deps.pools) await kickPools(deps.bus, await deps.pools.names());
     // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
     const results = await pool(page.docs, 10, (doc) =>
-      reconcileTraced(deps, doc, cache, { reuseObservation: true }).catch((err: unknown) => {
+      reconcileTraced(deps, doc, batch, { reuseObservation: true }).catch((err: unknown) => {
         deps.logger.warn('reconcile failed; the next sweep retries', { proxy: doc.metadata.name, error: err });
         return undefined;
       }),
@@ -94,7 +90,7 @@ export async function runCheck(
   }
   const results = await pool([...new Set(message.names)], 10, async (name) => {
     const doc = await deps.proxies.get(name);
-    return doc ? reconcileTraced(deps, doc, cache, { verifyEgress: message.verifyEgress === true }) : undefined;
+    return doc ? reconcileTraced(deps, doc, batch, { verifyEgress: message.verifyEgress === true }) : undefined;
   });
   const done = results.filter((r): r is ReconcileResult => r !== undefined);
   await kickEgressChecks(deps.bus, done);
@@ -135,12 +131,12 @@ export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): 
 function reconcileTraced(
   deps: CheckDeps,
   doc: ProxyDoc,
-  cache: HealthCache,
+  batch: CheckBatch,
   options?: ReconcileOptions,
 ): Promise<ReconcileResult> {
   const attributes = { 'proxy.name': doc.metadata.name, 'proxy.generation': doc.generation };
   return inSpan('reconcile', { attributes }, async (span) => {
-    const result = await reconcileProxy(deps, doc, cache, options);
+    const result = await reconcileProxy(deps, doc, batch, options);
     span.setAttributes({ 'proxy.phase': result.phase, 'egress.action': result.action });
     if (result.recheckAfterMs !== undefined) span.setAttribute('egress.recheck_after_ms', result.recheckAfterMs);
     return result;
