@@ -180,7 +180,9 @@ export async function seedFleet(env: CheckEnv, n: number, direct?: Provider): Pr
   }));
   const batch = newCheckBatch();
   await pool(docs, 32, async (doc) => {
-    await reconcileProxy({ config, proxies: recorder, registry, logger: silent }, doc, batch);
+    // Not read from the store: a fenced write (a lease) on this readAt would be refused, and none is needed.
+    const stored = { doc, readAt: new Date(now).toISOString() };
+    await reconcileProxy({ config, proxies: recorder, registry, logger: silent }, stored, batch);
   });
   for (const doc of docs) {
     const status = recorder.statuses.get(doc.metadata.name);

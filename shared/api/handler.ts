@@ -12,6 +12,7 @@ import { POOL_LABEL } from '../domain/pool.js';
 import type { PoolStore } from '../store/pools.js';
 import type { ProviderStore } from '../store/providers.js';
 import type { ProxyStore } from '../store/proxies.js';
+import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
 import type { RelayStore } from '../store/relays.js';
 import type { ReportStore } from '../store/reports.js';
 import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
@@ -61,7 +62,7 @@ async function listProxies(deps: ApiDeps, q: URLSearchParams): Promise<ApiRespon
 }
 
 async function getProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
-  const doc = await deps.proxies.get(name);
+  const doc = (await deps.proxies.get(name))?.doc;
   if (!doc) throw new ApiError('NotFound', `proxy "${name}" not found`);
   return { status: 200, body: { ...proxyView(doc), events: await deps.proxies.events(name, 20) } };
 }
@@ -87,7 +88,7 @@ async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<Api
   if (!parsed.success) throw toValidationError(parsed.error);
   if (parsed.data.metadata.labels[POOL_LABEL] !== undefined)
     throw new ValidationError(`metadata.labels.${POOL_LABEL}`, 'is set only by a pool on its members');
-  const existing = await deps.proxies.get(name);
+  const existing = (await deps.proxies.get(name))?.doc;
   refuseMemberRequest(existing);
   if (existing && existing.spec.provider !== parsed.data.spec.provider) {
     throw new ApiError(
@@ -101,7 +102,7 @@ async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<Api
 }
 
 async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
-  const existing = await deps.proxies.get(name);
+  const existing = (await deps.proxies.get(name))?.doc;
   if (!existing) throw new ApiError('NotFound', `proxy "${name}" not found`);
   refuseMemberRequest(existing);
   const request = { apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name } };
@@ -238,10 +239,10 @@ export async function handleApi(deps: ApiDeps, req: ApiRequest): Promise<ApiResp
     }
     if (err instanceof ValidationError) return errorResponse('Validation', err.message, err.field);
     if (err instanceof EgressError) return errorResponse('Unavailable', err.message);
-    const code = (err as { code?: unknown }).code;
+    const code = grpcCode(err);
     // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down; ABORTED:
     // a transaction (a report) lost its retries to concurrent ones. Either way, trying again is right.
-    if (code === 14 || code === 4 || code === 10)
+    if (code === GRPC_CODES.UNAVAILABLE || code === GRPC_CODES.DEADLINE_EXCEEDED || code === GRPC_CODES.ABORTED)
       return errorResponse('Unavailable', 'a backing service is unavailable or busy; try again');
     deps.logger.error('api request failed', { method: req.method, path: req.path, error: err });
     return errorResponse('Internal', 'internal error');

@@ -4,10 +4,10 @@ import type { BusMessage } from '../bus/message.js';
 import type { Bus } from '../bus/pubsub.js';
 import { dnsLabel } from '../domain/names.js';
 import { toValidationError } from '../domain/proxy.js';
-import type { ProxyDoc } from '../domain/status.js';
 import { RetryableError, ValidationError } from '../errors.js';
 import { reconcilePool } from '../pools/reconcile.js';
 import type { PoolStore } from '../store/pools.js';
+import type { StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
 import { newCheckBatch, type CheckBatch } from './batch.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
@@ -74,9 +74,9 @@ export async function runCheck(
     // The first page of a sweep also looks at every pool (a lost kick is found here).
     if (!message.after && deps.pools) await kickPools(deps.bus, await deps.pools.names());
     // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
-    const results = await pool(page.docs, 10, (doc) =>
-      reconcileTraced(deps, doc, batch, { reuseObservation: true }).catch((err: unknown) => {
-        deps.logger.warn('reconcile failed; the next sweep retries', { proxy: doc.metadata.name, error: err });
+    const results = await pool(page.items, 10, (stored) =>
+      reconcileTraced(deps, stored, batch, { reuseObservation: true }).catch((err: unknown) => {
+        deps.logger.warn('reconcile failed; the next sweep retries', { proxy: stored.doc.metadata.name, error: err });
         return undefined;
       }),
     );
@@ -89,8 +89,8 @@ export async function runCheck(
     return { results: done };
   }
   const results = await pool([...new Set(message.names)], 10, async (name) => {
-    const doc = await deps.proxies.get(name);
-    return doc ? reconcileTraced(deps, doc, batch, { verifyEgress: message.verifyEgress === true }) : undefined;
+    const stored = await deps.proxies.get(name);
+    return stored ? reconcileTraced(deps, stored, batch, { verifyEgress: message.verifyEgress === true }) : undefined;
   });
   const done = results.filter((r): r is ReconcileResult => r !== undefined);
   await kickEgressChecks(deps.bus, done);
@@ -130,13 +130,14 @@ export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): 
 /** One proxy's reconcile as a span `reconcile` carrying the proxy, the decision and the resulting phase. */
 function reconcileTraced(
   deps: CheckDeps,
-  doc: ProxyDoc,
+  stored: StoredProxy,
   batch: CheckBatch,
   options?: ReconcileOptions,
 ): Promise<ReconcileResult> {
+  const { doc } = stored;
   const attributes = { 'proxy.name': doc.metadata.name, 'proxy.generation': doc.generation };
   return inSpan('reconcile', { attributes }, async (span) => {
-    const result = await reconcileProxy(deps, doc, batch, options);
+    const result = await reconcileProxy(deps, stored, batch, options);
     span.setAttributes({ 'proxy.phase': result.phase, 'egress.action': result.action });
     if (result.recheckAfterMs !== undefined) span.setAttribute('egress.recheck_after_ms', result.recheckAfterMs);
     return result;

@@ -10,6 +10,7 @@ import type { Logger } from '../logger.js';
 import type { Provider, Registry } from '../providers/contract.js';
 import type { probeThroughProxy } from '../probe/probe.js';
 import type { ProviderStore } from '../store/providers.js';
+import type { StoredProxy } from '../store/ports.js';
 import type { ProxyStore } from '../store/proxies.js';
 import type { Decision, Policy } from './decision.js';
 
@@ -52,8 +53,9 @@ export interface ReconcileResult {
 
 /** The proxy being reconciled, as read, with what every step derives from it once. */
 export interface Subject {
-  /** The document as the store returned it: the basis of the lease (see `lease.ts`). */
   doc: ProxyDoc;
+  /** The update time of the read `doc` came from: the basis of the lease (see `lease.ts`). */
+  readAt: string;
   name: string;
   /** The provider's name for its instance (`instanceName`). */
   instanceName: string;
@@ -82,10 +84,11 @@ export function policyOf(config: Config): Policy {
   };
 }
 
-export function subjectOf(deps: ReconcileDeps, doc: ProxyDoc): Subject {
+export function subjectOf(deps: ReconcileDeps, { doc, readAt }: StoredProxy): Subject {
   const name = doc.metadata.name;
   return {
     doc,
+    readAt,
     name,
     instanceName: instanceName(deps.config.installationId, name),
     provider: deps.registry.get(doc.spec.provider),

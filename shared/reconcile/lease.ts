@@ -17,7 +17,7 @@ export type Leased = { held: false } | { held: true; holder: string; error?: Err
 
 /**
  * Takes the subject's lease (refused when another worker holds a live one, the generation moved,
- * or the proxy was written since `subject.doc` was read), runs `prepare` (the reads the call needs),
+ * or the proxy was written since the read of `subject.readAt`), runs `prepare` (the reads the call needs),
  * then the call it returns — unless the lease ran out meanwhile: a worker paused past its lease (a
  * timed-out function resuming later) must not act on its stale decision, another may have acted
  * since (a late delete would kill a new instance).
@@ -30,7 +30,7 @@ export async function withLease(
   const { doc, log, now } = subject;
   const holder = randomUUID();
   const ttlMs = deps.config.leaseSeconds * 1000;
-  const until = await deps.proxies.acquireLease(subject.name, holder, doc.generation, ttlMs, now, doc);
+  const until = await deps.proxies.acquireLease(subject.name, holder, doc.generation, ttlMs, now, subject.readAt);
   if (until === undefined) {
     log.debug('lease held elsewhere, or the proxy changed since it was read; skipping');
     return { held: false };

@@ -9,6 +9,7 @@ import { specHash } from '../domain/spec-hash.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { asEgressError, ValidationError } from '../errors.js';
 import type { Provider } from '../providers/contract.js';
+import type { StoredProxy } from '../store/ports.js';
 import { act } from './act.js';
 import type { CheckBatch } from './batch.js';
 import {
@@ -54,11 +55,12 @@ export function resolvePlacement(
  */
 export async function reconcileProxy(
   deps: ReconcileDeps,
-  doc: ProxyDoc,
+  stored: StoredProxy,
   batch: CheckBatch,
   options: ReconcileOptions = {},
 ): Promise<ReconcileResult> {
-  const subject = subjectOf(deps, doc);
+  const subject = subjectOf(deps, stored);
+  const { doc } = subject;
   const desired = desiredOf(deps.config, subject.provider, doc);
   let observed = await observe(deps, subject, batch, options.reuseObservation === true);
   let input = decideInput(subject, desired, observed.observation);

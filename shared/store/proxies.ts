@@ -1,71 +1,44 @@
-/** The `proxies/{name}` repository: requests, fenced status writes, leases, credentials, events. */
-import { randomBytes } from 'node:crypto';
+/** The `proxies/{name}` repository on Firestore: the rules in proxy-rules.ts, read and written transactionally or preconditioned. */
 import {
   FieldPath,
   FieldValue,
   type Firestore,
   type Precondition,
   type Timestamp,
-  type Transaction,
   type WriteBatch,
 } from '@google-cloud/firestore';
-import { POOL_LABEL } from '../domain/pool.js';
 import type { ApplyRequest } from '../domain/proxy.js';
-import {
-  initialStatus,
-  PHASES,
-  proxyDocSchema,
-  REPORT_OWNED_FIELDS,
-  type ProxyDoc,
-  type ProxyStatus,
-} from '../domain/status.js';
-import { clip } from '../domain/text.js';
-import { ValidationError, type ErrorInfo } from '../errors.js';
+import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
+import type { ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { CredentialsMemo, credentialsThrough } from './credentials-memo.js';
+export { generateCredentials } from './credentials-memo.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
-import { COLLECTIONS } from './firestore.js';
+import { COLLECTIONS, readAtOf } from './firestore.js';
+import { generateCredentials } from './credentials-memo.js';
+import { grpcCode, GRPC_CODES } from './grpc-codes.js';
+import type { Credentials, ProxyRepository, StoredProxy } from './ports.js';
+import {
+  applyStep,
+  deleteStep,
+  leaseStep,
+  mayFinalise,
+  rejectionRecord,
+  refusePoolLabel,
+  statusStep,
+  type ApplyOutcome,
+  type DeleteOutcome,
+} from './proxy-rules.js';
 
-export type ApplyOutcome = 'created' | 'updated' | 'unchanged' | 'stale';
-export type DeleteOutcome = 'marked' | 'already' | 'absent' | 'stale';
-
-export interface Credentials {
-  username: string;
-  password: string;
-}
-
+export type { ApplyOutcome, DeleteOutcome } from './proxy-rules.js';
+export { refuseMember, REJECTION_RETENTION_MS } from './proxy-rules.js';
 export type { ProxyEvent } from './events.js';
+export type { Credentials, StoredProxy } from './ports.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const FieldValueDelete = FieldValue.delete();
-/** At most this many proxies' credentials are remembered per process (about 100 bytes each). */
-const MAX_KNOWN_CREDENTIALS = 50_000;
-/** Rejections carry `expireAt` too (see EVENT_RETENTION_MS). */
-export const REJECTION_RETENTION_MS = 30 * 24 * 3600 * 1000;
-
-/** Fresh per-proxy credentials from a secure random source. */
-export function generateCredentials(proxy: string): Credentials {
-  return { username: `u-${proxy.slice(0, 20)}`, password: randomBytes(18).toString('base64url') };
-}
-
-/**
- * A pool's members are created and deleted only by their pool.
- *
- * @throws ValidationError on `metadata.name`, naming the pool
- */
-export function refuseMember(doc: ProxyDoc): void {
-  const pool = doc.metadata.labels[POOL_LABEL];
-  if (pool !== undefined)
-    throw new ValidationError(
-      'metadata.name',
-      `proxy "${doc.metadata.name}" is a member of pool "${pool}"; scale or change the pool instead`,
-    );
-}
-
-export class ProxyStore {
-  /** When each document this store returned was last written, as read (the basis of a decision). */
-  private readonly readAt = new WeakMap<ProxyDoc, Timestamp>();
-  /** Credentials read with `reuse`, by proxy name with the incarnation they belong to, oldest first. */
-  private readonly knownCredentials = new Map<string, { incarnation: string; credentials: Credentials }>();
+export class ProxyStore implements ProxyRepository {
+  private readonly memo = new CredentialsMemo();
 
   constructor(
     private readonly db: Firestore,
@@ -77,12 +50,9 @@ export class ProxyStore {
   }
 
   /** Parses a stored document; a corrupt one is logged and treated as absent (never crashes a sweep). */
-  private parse(name: string, data: unknown, updateTime?: Timestamp): ProxyDoc | undefined {
+  private parse(name: string, data: unknown): ProxyDoc | undefined {
     const parsed = proxyDocSchema.safeParse(data);
-    if (parsed.success) {
-      if (updateTime) this.readAt.set(parsed.data, updateTime);
-      return parsed.data;
-    }
+    if (parsed.success) return parsed.data;
     this.logger.error('corrupt proxy document ignored', {
       proxy: name,
       issue: parsed.error.issues[0]?.message,
@@ -91,9 +61,15 @@ export class ProxyStore {
     return undefined;
   }
 
-  async get(name: string): Promise<ProxyDoc | undefined> {
+  /** A stored document with the update time it was read at; undefined when absent or corrupt. */
+  private stored(name: string, data: unknown, updateTime: Timestamp | undefined): StoredProxy | undefined {
+    const doc = this.parse(name, data);
+    return doc && updateTime ? { doc, readAt: readAtOf(updateTime) } : undefined;
+  }
+
+  async get(name: string): Promise<StoredProxy | undefined> {
     const snap = await this.ref(name).get();
-    return snap.exists ? this.parse(name, snap.data(), snap.updateTime) : undefined;
+    return snap.exists ? this.stored(name, snap.data(), snap.updateTime) : undefined;
   }
 
   /**
@@ -101,12 +77,12 @@ export class ProxyStore {
    * `next` is the cursor for the following page, or null after the last one; corrupt documents
    * are skipped but still advance the cursor.
    */
-  async page(after: string | null, limit: number): Promise<{ docs: ProxyDoc[]; next: string | null }> {
+  async page(after: string | null, limit: number): Promise<{ items: StoredProxy[]; next: string | null }> {
     let query = this.db.collection(COLLECTIONS.proxies).orderBy(FieldPath.documentId()).limit(limit);
     if (after) query = query.startAfter(after);
     const snap = await query.get();
-    const docs = snap.docs.flatMap((d) => this.parse(d.id, d.data(), d.updateTime) ?? []);
-    return { docs, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
+    const items = snap.docs.flatMap((d) => this.stored(d.id, d.data(), d.updateTime) ?? []);
+    return { items, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
   }
 
   /** Names of other live proxies whose last probe saw `ip` as their egress IP (at most 20). */
@@ -126,7 +102,7 @@ export class ProxyStore {
     let after: string | null = null;
     do {
       const page = await this.page(after, 500);
-      all.push(...page.docs);
+      all.push(...page.items.map((item) => item.doc));
       after = page.next;
     } while (after);
     return all;
@@ -161,138 +137,75 @@ export class ProxyStore {
     return new Set(snap.docs.map((d) => d.id));
   }
 
-  /**
-   * Records an apply request. Requests older than the newest one applied (or than a completed
-   * delete) are stale and ignored, so redelivered and reordered messages converge.
-   *
-   * @throws ValidationError on `spec.provider` when it would change (immutable)
-   */
+  /** Records an apply request (proxy-rules.ts#applyStep), in a transaction with its tombstone and credentials. */
   async apply(request: ApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome> {
     const name = request.metadata.name;
-    if (request.metadata.labels[POOL_LABEL] !== undefined)
-      throw new ValidationError(`metadata.labels.${POOL_LABEL}`, 'is set only by a pool on its members');
+    refusePoolLabel(request);
     return this.db.runTransaction(async (tx) => {
       const [snap, tomb, creds] = await Promise.all([
         tx.get(this.ref(name)),
         tx.get(this.db.collection(COLLECTIONS.tombstones).doc(name)),
         tx.get(this.db.collection(COLLECTIONS.credentials).doc(name)),
       ]);
-      const tombAt = Number(tomb.get('requestTime') ?? 0);
-      if (!snap.exists && publishTime <= tombAt) return 'stale';
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
-      if (existing) refuseMember(existing);
-      if (existing && publishTime < existing.requestTime) return 'stale';
-      if (existing && existing.spec.provider !== request.spec.provider) {
-        throw new ValidationError(
-          'spec.provider',
-          `is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`,
-        );
-      }
+      // A tombstone counts only while no document exists (a corrupt one is overwritten).
+      const tombAt = snap.exists ? 0 : Number(tomb.get('requestTime') ?? 0);
+      const step = applyStep(existing, tombAt, request, publishTime, now);
+      if (step.outcome === 'stale') return step.outcome;
       if (!creds.exists) tx.set(creds.ref, { ...generateCredentials(name), createdAt: iso(now) });
-      if (!existing) {
-        const doc: ProxyDoc = {
-          apiVersion: 'egress.dev/v1',
-          kind: 'Proxy',
-          metadata: { name, labels: request.metadata.labels },
-          spec: request.spec,
-          generation: 1,
-          requestTime: publishTime,
-          createdAt: iso(now),
-          status: initialStatus(),
-        };
-        tx.set(this.ref(name), doc);
-        return 'created';
+      if (step.outcome === 'created') tx.set(this.ref(name), step.doc);
+      if (step.outcome === 'unchanged' && step.requestTime !== undefined)
+        tx.update(this.ref(name), { requestTime: step.requestTime });
+      if (step.outcome === 'updated') {
+        const { labels, ...fields } = step.patch;
+        const update: Record<string, unknown> = { ...fields, 'metadata.labels': labels };
+        if (step.undelete) update['deletionRequestedAt'] = FieldValueDelete;
+        tx.update(this.ref(name), update);
       }
-      const specChanged = JSON.stringify(existing.spec) !== JSON.stringify(request.spec);
-      const labelsChanged = JSON.stringify(existing.metadata.labels) !== JSON.stringify(request.metadata.labels);
-      const undelete = existing.deletionRequestedAt !== undefined;
-      if (!specChanged && !labelsChanged && !undelete) {
-        if (publishTime > existing.requestTime) tx.update(this.ref(name), { requestTime: publishTime });
-        return 'unchanged';
-      }
-      const update: Record<string, unknown> = {
-        spec: request.spec,
-        'metadata.labels': request.metadata.labels,
-        requestTime: publishTime,
-        generation: existing.generation + (specChanged || undelete ? 1 : 0),
-      };
-      if (undelete) update['deletionRequestedAt'] = FieldValueDelete;
-      tx.update(this.ref(name), update);
-      return 'updated';
+      return step.outcome;
     });
   }
 
-  /** Marks a proxy for deletion (or leaves a tombstone when it does not exist yet). */
+  /** Marks a proxy for deletion, or leaves a tombstone when it does not exist yet (proxy-rules.ts#deleteStep). */
   async requestDelete(name: string, publishTime: number, now: number): Promise<DeleteOutcome> {
     return this.db.runTransaction(async (tx) => {
       const snap = await tx.get(this.ref(name));
       const tombRef = this.db.collection(COLLECTIONS.tombstones).doc(name);
-      if (!snap.exists) {
-        const tomb = await tx.get(tombRef);
-        if (Number(tomb.get('requestTime') ?? 0) < publishTime)
-          tx.set(tombRef, { requestTime: publishTime, at: iso(now) });
-        return 'absent';
-      }
-      const existing = this.parse(name, snap.data());
-      if (!existing) {
+      const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
+      if (snap.exists && !existing) {
         tx.delete(this.ref(name));
         return 'absent';
       }
-      refuseMember(existing);
-      if (publishTime < existing.requestTime) return 'stale';
-      if (existing.deletionRequestedAt) {
-        // Still the newest request: an apply published before it, arriving later, is stale.
-        if (publishTime > existing.requestTime) tx.update(this.ref(name), { requestTime: publishTime });
-        return 'already';
-      }
-      tx.update(this.ref(name), {
-        deletionRequestedAt: iso(now),
-        requestTime: publishTime,
-        generation: existing.generation + 1,
-      });
-      return 'marked';
+      const tomb = existing ? undefined : await tx.get(tombRef);
+      const step = deleteStep(existing, Number(tomb?.get('requestTime') ?? 0), publishTime, now);
+      if (step.outcome === 'absent' && step.tombstone) tx.set(tombRef, { requestTime: publishTime, at: iso(now) });
+      if (step.outcome === 'already' && step.requestTime !== undefined)
+        tx.update(this.ref(name), { requestTime: step.requestTime });
+      if (step.outcome === 'marked') tx.update(this.ref(name), step.patch);
+      return step.outcome;
     });
   }
 
-  /**
-   * Takes the short lease that must be held around a mutating provider call. Fails when another
-   * worker holds a live lease or the generation moved since the decision was made, or (given the
-   * document the decision was made on, as this store returned it) when the proxy was written since:
-   * another worker may have acted in between (taken the lease, created, released it), and the
-   * decision's observation is then stale (it would create a second time).
-   *
-   * @param clock - read at each attempt: the lease runs `ttlMs` from the write that takes it, so a
-   * slow acquisition (retried writes, a slow database) does not hand out a lease already spent
-   * @returns when the lease taken runs out, or undefined when it was refused
-   */
+  /** Takes the lease held around a mutating provider call (proxy-rules.ts#leaseStep), preconditioned. */
   async acquireLease(
     name: string,
     holder: string,
     generation: number,
     ttlMs: number,
     clock: () => number,
-    basis?: ProxyDoc,
+    readAt: string,
   ): Promise<number | undefined> {
-    const seen = basis && this.readAt.get(basis);
     let until = 0;
     const taken = await this.writeIfUnchanged(name, (doc, updateTime) => {
-      const now = clock();
-      if (!doc || doc.generation !== generation) return undefined;
-      if (seen && !updateTime?.isEqual(seen)) return undefined;
-      if (doc.lease && doc.lease.holder !== holder && doc.lease.until > now) return undefined;
-      until = now + ttlMs;
-      return (batch, unchanged) => batch.update(this.ref(name), { lease: { holder, until, generation } }, unchanged);
+      const lease = leaseStep(doc, updateTime && readAtOf(updateTime), { holder, generation, ttlMs, readAt }, clock());
+      if (!lease) return undefined;
+      until = lease.until;
+      return (batch, unchanged) => batch.update(this.ref(name), { lease }, unchanged);
     });
     return taken ? until : undefined;
   }
 
-  /**
-   * Writes a status computed for `generation`, fenced: discarded when the generation moved, when
-   * another worker holds a live lease, or (with `holder`) when the lease is no longer `holder`'s.
-   * Releases `holder`'s lease when given.
-   *
-   * @returns whether the write happened
-   */
+  /** Writes a status computed for `generation`, fenced (proxy-rules.ts#statusStep), preconditioned. */
   async writeStatus(
     name: string,
     generation: number,
@@ -301,18 +214,10 @@ export class ProxyStore {
     holder?: string,
   ): Promise<boolean> {
     return this.writeIfUnchanged(name, (doc) => {
-      if (!doc || doc.generation !== generation) return undefined;
-      // A holder writes only while the lease is still its own: one that lost it (or was paused past
-      // it while another took and released it) must not overwrite what was written since.
-      if (holder !== undefined ? doc.lease?.holder !== holder : doc.lease && doc.lease.until > now) return undefined;
-      // The report-owned fields are the stored ones: a report counted since the status was computed stays.
-      const merged: Record<string, unknown> = { ...status };
-      for (const field of REPORT_OWNED_FIELDS) {
-        if (doc.status[field] === undefined) delete merged[field];
-        else merged[field] = doc.status[field];
-      }
-      const update: Record<string, unknown> = { status: merged };
-      if (doc.lease && (doc.lease.holder === holder || doc.lease.until <= now)) update['lease'] = FieldValueDelete;
+      const step = statusStep(doc, generation, status, now, holder);
+      if (!step) return undefined;
+      const update: Record<string, unknown> = { status: step.status };
+      if (step.releaseLease) update['lease'] = FieldValueDelete;
       return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
     });
   }
@@ -344,8 +249,8 @@ export class ProxyStore {
         await batch.commit();
         return true;
       } catch (err) {
-        // FAILED_PRECONDITION: written since it was read; decide again on what it is now.
-        if (!(typeof err === 'object' && err !== null && 'code' in err && err.code === 9)) throw err;
+        // Written since it was read: decide again on what it is now.
+        if (grpcCode(err) !== GRPC_CODES.FAILED_PRECONDITION) throw err;
       }
     }
     return false;
@@ -357,7 +262,7 @@ export class ProxyStore {
    */
   async finalise(name: string, generation: number): Promise<boolean> {
     const removed = await this.writeIfUnchanged(name, (doc) => {
-      if (!doc || doc.generation !== generation || !doc.deletionRequestedAt) return undefined;
+      if (!mayFinalise(doc, generation)) return undefined;
       return (batch, unchanged) => {
         batch.delete(this.ref(name), unchanged);
         batch.delete(this.db.collection(COLLECTIONS.credentials).doc(name));
@@ -371,35 +276,19 @@ export class ProxyStore {
     return removed;
   }
 
-  /**
-   * A proxy's credentials. With `reuse`, credentials read before for the same incarnation of the
-   * proxy (its document's `createdAt`) are returned without a read: `apply` writes them once per
-   * document and `finalise` removes them with it, so a probe costs no read on every check.
-   *
-   * @param reuse - `{incarnation}`: reuse a previous read; `{incarnation, fresh: true}`: read and remember
-   */
-  async credentials(name: string, reuse?: { incarnation: string; fresh?: boolean }): Promise<Credentials | undefined> {
-    const known = this.knownCredentials.get(name);
-    if (reuse && !reuse.fresh && known?.incarnation === reuse.incarnation) return known.credentials;
-    const snap = await this.db.collection(COLLECTIONS.credentials).doc(name).get();
-    const username: unknown = snap.get('username');
-    const password: unknown = snap.get('password');
-    const credentials =
-      typeof username === 'string' && typeof password === 'string' ? { username, password } : undefined;
-    if (reuse && credentials) {
-      this.knownCredentials.delete(name);
-      if (this.knownCredentials.size >= MAX_KNOWN_CREDENTIALS) {
-        const oldest = this.knownCredentials.keys().next();
-        if (!oldest.done) this.knownCredentials.delete(oldest.value);
-      }
-      this.knownCredentials.set(name, { incarnation: reuse.incarnation, credentials });
-    }
-    return credentials;
+  /** A proxy's credentials (with `reuse`, remembered per incarnation: credentials-memo.ts). */
+  credentials(name: string, reuse?: { incarnation: string; fresh?: boolean }): Promise<Credentials | undefined> {
+    return credentialsThrough(this.memo, name, reuse, async () => {
+      const snap = await this.db.collection(COLLECTIONS.credentials).doc(name).get();
+      const username: unknown = snap.get('username');
+      const password: unknown = snap.get('password');
+      return typeof username === 'string' && typeof password === 'string' ? { username, password } : undefined;
+    });
   }
 
   /** Forgets a proxy's remembered credentials (a probe with them failed: read them again next time). */
   forgetCredentials(name: string): void {
-    this.knownCredentials.delete(name);
+    this.memo.forget(name);
   }
 
   /** Appends to the proxy's audit trail and keeps only the newest `keep` events. */
@@ -421,20 +310,6 @@ export class ProxyStore {
     await this.db
       .collection(COLLECTIONS.rejections)
       .doc(messageId || `unknown-${now}`)
-      .set({
-        at: iso(now),
-        topic,
-        // What the sender wrote, echoed: bounded and valid Unicode, or the write itself would fail.
-        field: error.field === undefined ? null : clip(error.field, 512),
-        reason: clip(error.message, 2048),
-        code: error.code,
-        data: clip(raw, 4096),
-        expireAt: new Date(now + REJECTION_RETENTION_MS),
-      });
-  }
-
-  private async read(tx: Transaction, name: string): Promise<ProxyDoc | undefined> {
-    const snap = await tx.get(this.ref(name));
-    return snap.exists ? this.parse(name, snap.data()) : undefined;
+      .set(rejectionRecord(error, raw, topic, now));
   }
 }

@@ -7,6 +7,7 @@ import { canonicalJson } from '../domain/spec-hash.js';
 import type { Logger } from '../logger.js';
 import { inventoryItemSchema, type InventoryItem, type RelayReport } from '../relay/protocol.js';
 import { COLLECTIONS } from './firestore.js';
+import { grpcCode, GRPC_CODES } from './grpc-codes.js';
 
 export const relayDocSchema = z.object({
   bootId: z.string(),
@@ -249,9 +250,9 @@ export class RelayStore {
         }
         return { stale, changedProxies: [...changed] };
       } catch (err) {
-        const code = (err as { code?: unknown }).code;
-        // FAILED_PRECONDITION (9) or ALREADY_EXISTS (6): another report got there first; look again.
-        if (code !== 9 && code !== 6) throw err;
+        const code = grpcCode(err);
+        // Another report got there first (a precondition failed, or a create found the document): look again.
+        if (code !== GRPC_CODES.FAILED_PRECONDITION && code !== GRPC_CODES.ALREADY_EXISTS) throw err;
       }
     }
     throw new RetryableError(`too much contention storing relay ${report.relay}'s report`);

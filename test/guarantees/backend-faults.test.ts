@@ -129,7 +129,7 @@ describe('guarantee: backend faults cause no hot loop', () => {
       figures.max('gce.maxCreatesPerProxy', creates(name));
     }
     expect(creates('f-permanent')).toBe(1);
-    expect((await gce.proxies.get('f-permanent'))?.status.phase).toBe('Failed');
+    expect((await gce.proxies.get('f-permanent'))?.doc.status.phase).toBe('Failed');
     // A failing get is no information: neither a second create nor a delete.
     expect(creates('f-get-fails')).toBe(1);
     expect(c.stats.deletes.get(instanceName('it', 'f-get-fails')) ?? 0).toBe(0);

@@ -134,17 +134,20 @@ describe('guarantee: concurrent checks and requests on one proxy never make the 
     const name = 'cc-fenced';
     const message = onTheWire(requestBody('apply', name, 0), publishTimes(1));
     await handleRequest(world.requestDeps(dropped), 'apply', message);
-    const doc = await world.proxies.get(name);
-    if (!doc) throw new Error('no document');
+    const read = await world.proxies.get(name);
+    if (!read) throw new Error('no document');
+    const { doc } = read;
     const t = Date.now();
-    // A's lease runs out mid-call; B takes one, writes and releases it; A then comes back.
-    expect(await world.proxies.acquireLease(name, 'a', doc.generation, 100, () => t)).toBe(t + 100);
-    expect(await world.proxies.acquireLease(name, 'b', doc.generation, 5_000, () => t + 200)).toBe(t + 5_200);
+    // A's lease runs out mid-call; B (deciding on a read after A took it) takes one, writes and
+    // releases it; A then comes back.
+    expect(await world.proxies.acquireLease(name, 'a', doc.generation, 100, () => t, read.readAt)).toBe(t + 100);
+    const readByB = (await world.proxies.get(name))?.readAt ?? '';
+    expect(await world.proxies.acquireLease(name, 'b', doc.generation, 5_000, () => t + 200, readByB)).toBe(t + 5_200);
     const newer = { ...doc.status, phase: 'Provisioning' as const, observedGeneration: doc.generation };
     expect(await world.proxies.writeStatus(name, doc.generation, newer, t + 300, 'b')).toBe(true);
     const stale = { ...doc.status, phase: 'Failed' as const, observedGeneration: doc.generation };
     expect(await world.proxies.writeStatus(name, doc.generation, stale, t + 400, 'a'), 'the stale write').toBe(false);
-    expect((await world.proxies.get(name))?.status.phase).toBe('Provisioning');
+    expect((await world.proxies.get(name))?.doc.status.phase).toBe('Provisioning');
     await handleRequest(world.requestDeps(dropped), 'delete', onTheWire(requestBody('delete', name), publishTimes(1)));
     await settle(world, world.checkDeps(dropped), new Map([[name, expectationOf('delete', name)]]));
   }, 60_000);

@@ -168,7 +168,7 @@ describe('guarantee: redelivered, duplicated and reordered messages converge', (
     // The second delete finds the proxy already being deleted; the apply published between them arrives last.
     expect(await send('delete', t3)).toBe('already');
     expect(await send('apply', t2)).toBe('stale');
-    expect((await world.proxies.get(name))?.deletionRequestedAt).toBeDefined();
+    expect((await world.proxies.get(name))?.doc.deletionRequestedAt).toBeDefined();
     await settle(world, world.checkDeps(dropped), new Map([[name, { exists: false }]]));
   }, 60_000);
 

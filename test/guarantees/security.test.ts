@@ -120,7 +120,7 @@ describe('guarantee: per-proxy credentials are secret', () => {
 
   it('never appear in documents, events, inventory, logs, process arguments or log files, over a full create/check/delete', async () => {
     await h.proxies.apply(apply('sec-1'), Date.now(), Date.now());
-    await settle('sec-1', async () => (await h.proxies.get('sec-1'))?.status.phase === 'Ready');
+    await settle('sec-1', async () => (await h.proxies.get('sec-1'))?.doc.status.phase === 'Ready');
     const creds = await h.proxies.credentials('sec-1');
     expect(creds?.password.length).toBeGreaterThanOrEqual(20);
     const password = creds?.password ?? 'unset';
@@ -160,7 +160,7 @@ describe('guarantee: per-proxy credentials are secret', () => {
 describe('guarantee: the API gives credentials only to the right token', () => {
   it('discovery with no token, a wrong token, a token of another length: 401 and no password; the right token: the URL', async () => {
     await h.proxies.apply(apply('sec-2'), Date.now(), Date.now());
-    await settle('sec-2', async () => (await h.proxies.get('sec-2'))?.status.phase === 'Ready');
+    await settle('sec-2', async () => (await h.proxies.get('sec-2'))?.doc.status.phase === 'Ready');
     const password = (await h.proxies.credentials('sec-2'))?.password ?? 'unset';
     const api = { ...deps, relays: h.relays, reports: new ReportStore(h.db), providerStatus: new ProviderStore(h.db) };
     const call = (path: string, authorization?: string) =>

@@ -22,7 +22,7 @@ let api: ApiDeps;
 const report = (name: string, body: Record<string, unknown>) =>
   callApi(api, 'POST', `/v1/proxies/${name}/reports`, body, TOKEN);
 const doc = async (name: string): Promise<ProxyDoc> => {
-  const found = await h.proxies.get(name);
+  const found = (await h.proxies.get(name))?.doc;
   if (!found) throw new Error(`no proxy ${name}`);
   return found;
 };

@@ -42,12 +42,12 @@ const publish = (body: unknown) =>
   );
 
 /** Runs checks (as the kicks and sweeps would) until `until` holds of the proxy document. */
-type ProxyDoc = Awaited<ReturnType<RelayHarness['proxies']['get']>>;
+type ProxyDoc = NonNullable<Awaited<ReturnType<RelayHarness['proxies']['get']>>>['doc'] | undefined;
 const settle = <T>(name: string, until: (doc: ProxyDoc) => T | undefined, ms = BOOT_MS): Promise<T> =>
   eventually(
     async () => {
       await runCheck(deps, { names: [name] });
-      const doc = await h.proxies.get(name);
+      const doc = (await h.proxies.get(name))?.doc;
       const value = until(doc);
       if (value === undefined) throw new Error(`phase ${doc?.status.phase}: ${JSON.stringify(doc?.status.conditions)}`);
       return value;
@@ -155,7 +155,7 @@ describe("kvm guest: a real cloud-init guest under libvirt's qemu driver", () =>
   it(
     "the guest's qemu process killed → the proxy is replaced by a new guest",
     async () => {
-      const before = await h.proxies.get(proxy);
+      const before = (await h.proxies.get(proxy))?.doc;
       const createdAt = before?.status.instance?.createdAt;
       const qemu = await host.qemuPid(instance);
       process.kill(qemu, 'SIGKILL');

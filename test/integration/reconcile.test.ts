@@ -40,7 +40,7 @@ describe('reconcile', () => {
   it('apply → create → probe → Ready, with an address, credentials and events', async () => {
     await h.proxies.apply(apply('r-1'), Date.now(), Date.now());
     await settle('r-1', (p) => p === 'Ready');
-    const doc = await h.proxies.get('r-1');
+    const doc = (await h.proxies.get('r-1'))?.doc;
     expect(doc?.status.address).toMatch(/^127\.0\.0\.1:2420\d$/);
     expect(doc?.status.conditions.map((c) => `${c.type}=${c.status}`)).toEqual([
       'EgressIp=True',
@@ -63,7 +63,7 @@ describe('reconcile', () => {
     await eventually(
       async () => {
         await runCheck(deps, { names: ['r-4'] });
-        const s = (await h.proxies.get('r-4'))?.status;
+        const s = (await h.proxies.get('r-4'))?.doc.status;
         expect(s?.retry?.reason).toBe('QuotaExceeded');
       },
       20_000,
@@ -81,7 +81,7 @@ describe('reconcile', () => {
     const before = await h.relays.command('reconcile', iname);
     for (let i = 0; i < 5; i++) await runCheck(deps, { names: ['r-4'] });
     expect((await h.relays.command('reconcile', iname))?.commandId).toBe(before?.commandId);
-    const doc = await h.proxies.get('r-4');
+    const doc = (await h.proxies.get('r-4'))?.doc;
     expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')).toMatchObject({
       status: 'False',
       reason: 'QuotaExceeded',
@@ -91,11 +91,11 @@ describe('reconcile', () => {
   it('proxies sharing an egress IP are all flagged (conditions and events), and discovery can pick one per IP', async () => {
     // r-1 was verified alone (Unique); r-2 egresses through the same 127.0.0.1.
     await runCheck(deps, { names: ['r-2'], verifyEgress: true });
-    expect((await h.proxies.get('r-2'))?.status.egress?.sharedWith).toEqual(expect.arrayContaining(['r-1', 'r-3']));
+    expect((await h.proxies.get('r-2'))?.doc.status.egress?.sharedWith).toEqual(expect.arrayContaining(['r-1', 'r-3']));
     // What the kick to the peers does:
     await runCheck(deps, { names: ['r-1'], verifyEgress: true });
     for (const name of ['r-1', 'r-2']) {
-      const doc = await h.proxies.get(name);
+      const doc = (await h.proxies.get(name))?.doc;
       expect(doc?.status.conditions.find((c) => c.type === 'EgressIp')).toMatchObject({
         status: 'False',
         reason: 'Shared',
@@ -111,7 +111,7 @@ describe('reconcile', () => {
   it('a proxy whose provider is not configured waits, and a delete finalises it', async () => {
     await h.proxies.apply(apply('r-missing', 'nope'), Date.now(), Date.now());
     await runCheck(deps, { names: ['r-missing'] });
-    const doc = await h.proxies.get('r-missing');
+    const doc = (await h.proxies.get('r-missing'))?.doc;
     expect(doc?.status.phase).toBe('Pending');
     expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')?.reason).toBe('ProviderNotConfigured');
     await h.proxies.requestDelete('r-missing', Date.now(), Date.now());
@@ -164,7 +164,7 @@ describe('gc', () => {
     const old = await collectGarbage({ ...deps, now: later });
     expect(old[0]?.deleted).toEqual([orphan.name]);
     await eventually(async () => expect(provider.get(orphan.name)).rejects.toThrow(), 20_000);
-    expect((await h.proxies.get('r-1'))?.status.phase).toBe('Ready');
+    expect((await h.proxies.get('r-1'))?.doc.status.phase).toBe('Ready');
 
     // A relay that stopped reporting: with a 1 s heartbeat timeout its listing is not trusted.
     await h.agent.stop();
@@ -207,7 +207,7 @@ describe('provider health', () => {
     await h.proxies.apply(apply('r-5'), Date.now(), Date.now());
     await runCheck(monitored, { names: ['r-5'] });
     expect(await h.relays.command('reconcile', instanceName('it', 'r-5'))).toBeUndefined();
-    const doc = await h.proxies.get('r-5');
+    const doc = (await h.proxies.get('r-5'))?.doc;
     expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')).toMatchObject({
       status: 'Unknown',
       reason: 'ProviderDown',
@@ -226,7 +226,7 @@ describe('provider health', () => {
     await eventually(
       async () => {
         await runCheck(monitored, { names: ['r-5'] });
-        expect((await h.proxies.get('r-5'))?.status.phase).toBe('Ready');
+        expect((await h.proxies.get('r-5'))?.doc.status.phase).toBe('Ready');
       },
       30_000,
       300,

@@ -120,7 +120,7 @@ describe('relay commands that were lost are sent again', () => {
       issuedAt: recorded?.issuedAt,
     });
     expect((await relays.command(RELAY, instanceName('it', 'lost-1')))?.sentAt).toBe(clock);
-    expect((await proxies.get('lost-1'))?.status.phase).toBe('Provisioning');
+    expect((await proxies.get('lost-1'))?.doc.status.phase).toBe('Provisioning');
   });
 
   it('a create published and never applied is sent again after commandResendSeconds, the same command, and not before', async () => {

@@ -127,7 +127,7 @@ describe('reports', () => {
       body: { error: { field: 'metadata.name' } },
     });
     expect(await call('GET', '/v1/proxies/r-1/reports')).toMatchObject({ status: 405 });
-    expect((await proxies.get('r-1'))?.status.reports).toBeUndefined();
+    expect((await proxies.get('r-1'))?.doc.status.reports).toBeUndefined();
   });
 
   it('a report is 202, an event, and counted on the status; a retried request id counts once', async () => {
@@ -145,7 +145,7 @@ describe('reports', () => {
       body: { duplicate: false },
     });
     await report('r-1', { reason: 'blocked', target: 'Shop.Example.COM.' });
-    const doc = await proxies.get('r-1');
+    const doc = (await proxies.get('r-1'))?.doc;
     expect(doc?.status.reports).toMatchObject({ banned: 0, blocked: 1, error: 2 });
     expect(doc?.status.phase).toBe('Ready');
     expect(doc?.status.ban).toBeUndefined();
@@ -158,7 +158,7 @@ describe('reports', () => {
     expect(
       await proxies.writeStatus('r-1', 1, { ...(doc?.status as ProxyStatus), reports: undefined }, Date.now()),
     ).toBe(true);
-    expect((await proxies.get('r-1'))?.status.reports?.error).toBe(2);
+    expect((await proxies.get('r-1'))?.doc.status.reports?.error).toBe(2);
   });
 
   it('a targeted report hides the proxy from discovery?for= that domain and its subdomains only', async () => {
@@ -189,17 +189,17 @@ describe('reports', () => {
   it('banned without a target bans the current instance, asks for a check, and hides it; a late report does not', async () => {
     const late = await report('r-3', { reason: 'banned', observedAt: new Date(Date.now() - 3_600_000).toISOString() });
     expect(late).toMatchObject({ status: 202, body: { banned: false, stale: true } });
-    expect((await proxies.get('r-3'))?.status.ban).toBeUndefined();
+    expect((await proxies.get('r-3'))?.doc.status.ban).toBeUndefined();
     const banned = await report('r-3', { reason: 'banned', detail: 'captcha on every page' });
     expect(banned).toMatchObject({
       status: 202,
       body: { banned: true, ban: { reason: 'reported banned', egressIp: '10.0.1.3' } },
     });
-    const ban = (await proxies.get('r-3'))?.status.ban;
+    const ban = (await proxies.get('r-3'))?.doc.status.ban;
     expect(ban).toMatchObject({ targets: [], egressIp: '10.0.1.3' });
     // Again: the same ban, not a second one.
     expect(await report('r-3', { reason: 'banned' })).toMatchObject({ body: { banned: false } });
-    expect((await proxies.get('r-3'))?.status.ban?.at).toBe(ban?.at);
+    expect((await proxies.get('r-3'))?.doc.status.ban?.at).toBe(ban?.at);
     await eventually(() => expect(checks).toContainEqual({ names: ['r-3'] }));
     expect(await names('?pool=crawl')).toEqual(['r-4']);
   });
@@ -214,7 +214,7 @@ describe('reports', () => {
   });
 
   it('each caller has its own budget: over it is 429 with Retry-After, and nothing is counted', async () => {
-    const before = (await proxies.get('r-5'))?.status.reports?.error ?? 0;
+    const before = (await proxies.get('r-5'))?.doc.status.reports?.error ?? 0;
     let limited;
     for (let i = 0; i < 25 && !limited; i++) {
       const answer = await report('r-5', { reason: 'error' }, OTHER);
@@ -224,7 +224,7 @@ describe('reports', () => {
     expect(limited).toMatchObject({ status: 429, body: { error: { code: 'TooManyRequests' } } });
     expect(limited?.headers?.['retry-after']).toMatch(/^\d+$/);
     expect((limited?.body as { error: { message: string } }).error.message).toMatch(/at most 20 a minute/);
-    const counted = (await proxies.get('r-5'))?.status.reports?.error ?? 0;
+    const counted = (await proxies.get('r-5'))?.doc.status.reports?.error ?? 0;
     // OTHER sent one report to r-1 before: 19 of its 20 went to r-5.
     expect(counted - before).toBe(19);
     expect(await report('r-5', { reason: 'error' })).toMatchObject({ status: 202 });

@@ -45,7 +45,7 @@ describe('requests', () => {
     const creds = await proxies.credentials('dup-1');
     expect(await both(m)).toEqual(['unchanged', 'ignored']);
     expect(await both(m)).toEqual(['unchanged', 'ignored']);
-    const doc = await proxies.get('dup-1');
+    const doc = (await proxies.get('dup-1'))?.doc;
     expect(doc?.generation).toBe(1);
     expect(await proxies.credentials('dup-1')).toEqual(creds);
     expect(creds?.password.length).toBeGreaterThanOrEqual(20);
@@ -80,17 +80,17 @@ describe('requests', () => {
     const m = msg(apply('imm-1', { provider: 'other' }));
     expect(await both(m)).toEqual(['rejected', 'ignored']);
     expect((await db.collection('rejections').doc(m.id).get()).get('field')).toBe('spec.provider');
-    expect((await proxies.get('imm-1'))?.spec.provider).toBe('local');
+    expect((await proxies.get('imm-1'))?.doc.spec.provider).toBe('local');
   });
 
   it('a spec change bumps the generation; a label change does not', async () => {
     const t = Date.now();
     await both(msg(apply('gen-1'), t));
     await both(msg({ ...apply('gen-1'), metadata: { name: 'gen-1', labels: { team: 'b' } } }, t + 1));
-    expect((await proxies.get('gen-1'))?.generation).toBe(1);
+    expect((await proxies.get('gen-1'))?.doc.generation).toBe(1);
     await both(msg(apply('gen-1', { port: 20500 }), t + 2));
     // Apply is declarative: the latest request's labels win.
-    expect(await proxies.get('gen-1')).toMatchObject({
+    expect((await proxies.get('gen-1'))?.doc).toMatchObject({
       generation: 2,
       spec: { port: 20500 },
       metadata: { labels: { team: 'a' } },
@@ -101,7 +101,7 @@ describe('requests', () => {
     const t = Date.now();
     await both(msg(apply('ord-1', { port: 20601 }), t + 10));
     expect(await both(msg(apply('ord-1', { port: 20600 }), t))).toEqual(['stale', 'ignored']);
-    expect((await proxies.get('ord-1'))?.spec.port).toBe(20601);
+    expect((await proxies.get('ord-1'))?.doc.spec.port).toBe(20601);
   });
 
   it('a delete delivered before its older apply leaves nothing to resurrect', async () => {
@@ -117,9 +117,9 @@ describe('requests', () => {
     await both(msg(apply('del-1'), t));
     expect(await both(msg(del('del-1'), t + 1))).toEqual(['ignored', 'marked']);
     expect(await both(msg(del('del-1'), t + 1))).toEqual(['ignored', 'already']);
-    expect((await proxies.get('del-1'))?.deletionRequestedAt).toBeDefined();
+    expect((await proxies.get('del-1'))?.doc.deletionRequestedAt).toBeDefined();
     await both(msg(apply('del-1'), t + 2));
-    expect((await proxies.get('del-1'))?.deletionRequestedAt).toBeUndefined();
+    expect((await proxies.get('del-1'))?.doc.deletionRequestedAt).toBeUndefined();
   });
 });
 
@@ -127,16 +127,19 @@ describe('leases and generation fencing', () => {
   it('one lease holder at a time; a write for an old generation is discarded', async () => {
     await both(msg(apply('lease-1')));
     const now = Date.now();
-    expect(await proxies.acquireLease('lease-1', 'a', 1, 30_000, () => now)).toBe(now + 30_000);
-    expect(await proxies.acquireLease('lease-1', 'b', 1, 30_000, () => now)).toBeUndefined();
+    // Each attempt decides on a fresh read: only the lease (or the generation) refuses it.
+    const readAt = async () => (await proxies.get('lease-1'))?.readAt ?? '';
+    expect(await proxies.acquireLease('lease-1', 'a', 1, 30_000, () => now, await readAt())).toBe(now + 30_000);
+    expect(await proxies.acquireLease('lease-1', 'b', 1, 30_000, () => now, await readAt())).toBeUndefined();
     const status = { ...initialStatus(), phase: 'Provisioning' as const };
     expect(await proxies.writeStatus('lease-1', 1, status, now, 'b')).toBe(false);
     expect(await proxies.writeStatus('lease-1', 1, status, now, 'a')).toBe(true);
-    expect((await proxies.get('lease-1'))?.lease).toBeUndefined();
+    expect((await proxies.get('lease-1'))?.doc.lease).toBeUndefined();
     expect(await proxies.writeStatus('lease-1', 0, status, now)).toBe(false);
-    expect(await proxies.acquireLease('lease-1', 'b', 1, 30_000, () => now)).toBe(now + 30_000);
+    expect(await proxies.acquireLease('lease-1', 'b', 1, 30_000, () => now, await readAt())).toBe(now + 30_000);
     // An expired lease can be taken over.
-    expect(await proxies.acquireLease('lease-1', 'c', 1, 30_000, () => now + 31_000)).toBe(now + 61_000);
+    const later = () => now + 31_000;
+    expect(await proxies.acquireLease('lease-1', 'c', 1, 30_000, later, await readAt())).toBe(now + 61_000);
   });
 
   it('events stay bounded', async () => {

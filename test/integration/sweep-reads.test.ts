@@ -124,7 +124,7 @@ const updateTime = async (name: string) => (await db.doc(`proxies/${name}`).get(
  */
 async function settle(name: string, i: number, spec: Partial<ApplyRequest['spec']> = {}, createdAt = base - 60_000) {
   await proxies.apply(apply(name, spec), clock, clock);
-  const doc = await proxies.get(name);
+  const doc = (await proxies.get(name))?.doc;
   if (!doc) throw new Error('not applied');
   const instance: InventoryItem = {
     name: instanceName('it', name),
@@ -141,7 +141,7 @@ async function settle(name: string, i: number, spec: Partial<ApplyRequest['spec'
   inventory.set(name, instance);
   await report(clock);
   await runCheck(deps, { names: [name] });
-  expect((await proxies.get(name))?.status.phase).toBe('Ready');
+  expect((await proxies.get(name))?.doc.status.phase).toBe('Ready');
   clock += 700_000;
   inventory.set(name, { ...instance, health: probedAt(clock - 1000, i) });
   await report(clock);
@@ -171,7 +171,7 @@ describe('sweep reads', () => {
     const reads = inventoryReads();
     await runCheck(deps, { sweep: true });
     expect(reads).toHaveBeenCalledWith('sim', instanceName('it', 's-2'));
-    expect((await proxies.get('s-2'))?.status.phase).toBe('Replacing');
+    expect((await proxies.get('s-2'))?.doc.status.phase).toBe('Replacing');
     expect((await relays.command('sim', instanceName('it', 's-2')))?.kind).toBe('delete');
   });
 
@@ -182,7 +182,7 @@ describe('sweep reads', () => {
     const reads = inventoryReads();
     await runCheck(deps, { sweep: true });
     expect(reads).toHaveBeenCalledWith('sim', instanceName('it', 's-3'));
-    expect((await proxies.get('s-3'))?.status.phase).toBe('Replacing');
+    expect((await proxies.get('s-3'))?.doc.status.phase).toBe('Replacing');
   });
 
   it('reads a directly probed proxy’s credentials once per incarnation, and again after a failed probe', async () => {
@@ -194,7 +194,7 @@ describe('sweep reads', () => {
     await runCheck(deps, { names: ['d-1'] });
     await runCheck(deps, { sweep: true });
     await runCheck(deps, { sweep: true });
-    expect((await proxies.get('d-1'))?.status.phase).toBe('Ready');
+    expect((await proxies.get('d-1'))?.doc.status.phase).toBe('Ready');
     expect(probes.filter((p) => p.username === 'u-d-1')).toHaveLength(3);
     expect(credentialReads()).toBe(1);
     probeOk = false;

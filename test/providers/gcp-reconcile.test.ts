@@ -19,7 +19,7 @@ let h: GceHarness;
 
 const apply = (name: string) => applyRequest(name, 'gce');
 const provisioned = async (harness: GceHarness, name: string) =>
-  (await harness.proxies.get(name))?.status.conditions.find((c) => c.type === 'Provisioned');
+  (await harness.proxies.get(name))?.doc.status.conditions.find((c) => c.type === 'Provisioned');
 const vmOf = (proxy: string, installation = 'it') => fake.find(instanceName(installation, proxy));
 
 beforeAll(async () => {
@@ -38,7 +38,7 @@ describe('gcp provider through the reconciler', () => {
   it('apply → VM → cloud-init proxy → probe through it → Ready, with the external IP as the address', async () => {
     await h.proxies.apply(apply('g-1'), Date.now(), Date.now());
     await settle(h.deps, 'g-1', (p) => p === 'Ready');
-    const doc = await h.proxies.get('g-1');
+    const doc = (await h.proxies.get('g-1'))?.doc;
     const vm = vmOf('g-1');
     expect(doc?.status.address).toBe(`${vm?.natIP}:3128`);
     expect(doc?.status.health?.egressIp).toBe(vm?.natIP);
@@ -80,7 +80,7 @@ describe('gcp provider through the reconciler', () => {
       200,
     );
     expect((await provisioned(h, name))?.message).toContain('ZONE_RESOURCE_POOL_EXHAUSTED');
-    expect((await h.proxies.get(name))?.status.retry).toMatchObject({ reason: 'QuotaExceeded', attempts: 1 });
+    expect((await h.proxies.get(name))?.doc.status.retry).toMatchObject({ reason: 'QuotaExceeded', attempts: 1 });
     await settle(h.deps, name, (p) => p === 'Ready', 30_000);
   });
 
@@ -101,7 +101,7 @@ describe('gcp provider through the reconciler', () => {
     const inserts = fake.count('instances.insert');
     for (let i = 0; i < 5; i++) await runCheck(h.deps, { names: [name] });
     expect(fake.count('instances.insert')).toBe(inserts);
-    expect((await h.proxies.get(name))?.status.phase).toBe('Failed');
+    expect((await h.proxies.get(name))?.doc.status.phase).toBe('Failed');
   });
 
   it('quota errors give reason QuotaExceeded and back off instead of hot-looping', async () => {
@@ -110,7 +110,7 @@ describe('gcp provider through the reconciler', () => {
     await h.proxies.apply(apply(name), Date.now(), Date.now());
     const inserts = fake.count('instances.insert');
     await runCheck(h.deps, { names: [name] });
-    const status = (await h.proxies.get(name))?.status;
+    const status = (await h.proxies.get(name))?.doc.status;
     expect(status?.conditions.find((c) => c.type === 'Provisioned')).toMatchObject({ reason: 'QuotaExceeded' });
     expect(Date.parse(status?.retry?.notBefore ?? '')).toBeGreaterThan(Date.now());
     for (let i = 0; i < 5; i++) {

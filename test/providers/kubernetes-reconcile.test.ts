@@ -35,7 +35,7 @@ describe('kubernetes provider through the reconciler', () => {
   it('apply → Pod → probe through the proxy → Ready, with the Pod IP as the address', async () => {
     await h.proxies.apply(apply('k-1'), Date.now(), Date.now());
     await settle(h.deps, 'k-1', (p) => p === 'Ready');
-    const doc = await h.proxies.get('k-1');
+    const doc = (await h.proxies.get('k-1'))?.doc;
     const pod = podOf('k-1');
     expect(doc?.status.address).toBe(`${pod?.status.podIP}:8888`);
     expect(pod?.metadata.labels).toMatchObject({
@@ -76,8 +76,8 @@ describe('kubernetes provider through the reconciler', () => {
         await runCheck(h.deps, { names: ['k-1', 'k-2'] });
         await sleep(150);
       }
-      expect((await h.proxies.get('k-1'))?.status.phase).toBe('Replacing');
-      expect((await h.proxies.get('k-2'))?.status.phase).toBe('Deleting');
+      expect((await h.proxies.get('k-1'))?.doc.status.phase).toBe('Replacing');
+      expect((await h.proxies.get('k-2'))?.doc.status.phase).toBe('Deleting');
       for (const [proxy, uid] of [
         ['k-1', uid1],
         ['k-2', uid2],
@@ -160,7 +160,7 @@ describe('kubernetes provider through the reconciler', () => {
       }, 20_000);
       expect(uidOf('k-1')).toBe(ours);
       expect(podOf('k-1')?.metadata.deletionTimestamp).toBeUndefined();
-      expect((await h.proxies.get('k-1'))?.status.phase).toBe('Ready');
+      expect((await h.proxies.get('k-1'))?.doc.status.phase).toBe('Ready');
     } finally {
       await db.terminate();
     }
@@ -177,7 +177,7 @@ describe('kubernetes provider through the reconciler', () => {
       expect(stored?.detail?.[NS]?.ok).toBe(false);
       await h.proxies.apply(apply('k-3'), Date.now(), Date.now());
       await runCheck({ ...h.deps, providerStatus: h.providerStatus }, { names: ['k-3'] });
-      const provisioned = (await h.proxies.get('k-3'))?.status.conditions.find((c) => c.type === 'Provisioned');
+      const provisioned = (await h.proxies.get('k-3'))?.doc.status.conditions.find((c) => c.type === 'Provisioned');
       expect(provisioned).toMatchObject({ status: 'Unknown', reason: 'ProviderDown' });
       expect(provisioned?.message).toContain('delete secrets');
       expect(podOf('k-3')).toBeUndefined();
@@ -194,7 +194,7 @@ describe('kubernetes provider through the reconciler', () => {
     await h.proxies.apply(apply('k-4'), Date.now(), Date.now());
     await eventually(async () => {
       await runCheck(h.deps, { names: ['k-4'] });
-      const status = (await h.proxies.get('k-4'))?.status;
+      const status = (await h.proxies.get('k-4'))?.doc.status;
       expect(status?.retry?.reason).toBe('QuotaExceeded');
       expect(status?.conditions.find((c) => c.type === 'Provisioned')?.reason).toBe('QuotaExceeded');
     }, 10_000);
@@ -212,7 +212,7 @@ describe('kubernetes provider through the reconciler', () => {
       expect(down?.status).toBe('Unhealthy');
       expect(down?.message).toMatch(/Kubernetes API http:\/\/127\.0\.0\.1:\d+ is not usable/);
       await runCheck(h.deps, { names: ['k-4'] });
-      const doc = await h.proxies.get('k-4');
+      const doc = (await h.proxies.get('k-4'))?.doc;
       expect(doc?.status.phase).toBe('Ready');
       expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')?.reason).toBe('ProviderDown');
       const gc = await collectGarbage({ ...h.deps, now: () => Date.now() + 3_600_000 });
@@ -222,7 +222,7 @@ describe('kubernetes provider through the reconciler', () => {
     }
     await checkProviders({ registry: h.registry, providerStatus: h.providerStatus, logger: h.logger });
     await settle(h.deps, 'k-4', (p) => p === 'Ready');
-    const doc = await h.proxies.get('k-4');
+    const doc = (await h.proxies.get('k-4'))?.doc;
     expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')?.reason).toBe('Running');
   });
 });

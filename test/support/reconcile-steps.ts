@@ -24,7 +24,7 @@ export const settle = (
   eventually(
     async () => {
       await runCheck(deps, { names: [name] });
-      const phase = (await deps.proxies.get(name))?.status.phase;
+      const phase = (await deps.proxies.get(name))?.doc.status.phase;
       expect(until(phase), `phase ${phase}`).toBe(true);
     },
     ms,

@@ -136,7 +136,7 @@ export async function startWorld(options: WorldOptions): Promise<World> {
         h.relays.instance(relay, instance),
         h.relays.command(relay, instance),
       ]);
-      return { name, instance, doc, credentials: credentials !== undefined, item, command };
+      return { name, instance, doc: doc?.doc, credentials: credentials !== undefined, item, command };
     },
     async problems(name, expected) {
       const s = await world.snapshot(name);
