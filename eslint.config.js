@@ -11,9 +11,26 @@ const ROOT = dirname(fileURLToPath(import.meta.url));
 const LAYER_BANS = {
   shared: ['functions', 'relay', 'cli', 'infra', 'gateway'],
   functions: ['relay', 'cli'],
+  // The relay runs on-prem beside its backends: it shares only shared/ with the functions.
+  relay: ['functions', 'cli', 'infra', 'gateway'],
+  // The CLI is a client of the HTTP API (and uses the gateway library), never of the back end's code.
+  cli: ['functions', 'relay', 'infra'],
   // The gateway is a library beside the client: it talks to the API over HTTP, never to the back end's code.
   gateway: ['functions', 'relay', 'cli', 'infra'],
 };
+
+/** Provider SDKs and the one provider folder each may be imported from (style.md: no SDK in the core). */
+const SDK_HOMES = {
+  '@google-cloud/compute': 'shared/providers/gcp',
+  '@kubernetes/client-node': 'shared/providers/kubernetes',
+};
+
+/**
+ * Who in the running product may import a concrete provider's folder from outside it: only the
+ * registry. Tests, bench and infra tooling (infra/terraform reads the gcp option defaults) may.
+ */
+const PROVIDER_IMPORTERS = ['shared/providers/registry.ts'];
+const PRODUCT_LAYERS = ['shared', 'functions', 'relay', 'cli', 'gateway'];
 
 function isDirectory(path) {
   try {
@@ -23,23 +40,50 @@ function isDirectory(path) {
   }
 }
 
+/** The npm package a bare specifier names (`@scope/name` or `name`), without a subpath. */
+function packageOf(specifier) {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+/**
+ * The folder `parts` (a path split at `/`) is in when it lies in `<a>/<b>/<name>/…`: the name of the
+ * provider (`shared/providers/<name>/`) or relay backend (`relay/backends/<name>/`) folder, or
+ * undefined. Files directly in `shared/providers/` or `relay/backends/` are shared, not a sibling.
+ */
+function siblingFolder(parts, path, a, b) {
+  if (parts[0] !== a || parts[1] !== b || parts.length < 3) return undefined;
+  return parts.length > 3 || isDirectory(path) ? parts[2] : undefined;
+}
+
 /**
  * Why importing `specifier` from `file` crosses a boundary, or undefined. Relative specifiers are
  * resolved against the file first: a pattern on the raw text cannot tell `shared/relay/` or
- * `shared/providers/relay/` from the top-level `relay/`, and depends on the importer's depth.
+ * `shared/providers/relayed/` from the top-level `relay/`, and depends on the importer's depth.
  */
 function boundaryViolation(file, specifier) {
-  if (!specifier.startsWith('.')) return undefined;
+  const fromPath = relative(ROOT, file).split(sep).join('/');
+  if (!specifier.startsWith('.')) {
+    const home = SDK_HOMES[packageOf(specifier)];
+    if (home && !fromPath.startsWith(`${home}/`)) return `the ${packageOf(specifier)} SDK belongs to ${home}/ only`;
+    return undefined;
+  }
   const target = resolve(dirname(file), specifier);
-  const from = relative(ROOT, file).split(sep);
+  const from = fromPath.split('/');
   const to = relative(ROOT, target).split(sep);
   const banned = LAYER_BANS[from[0]] ?? [];
   if (banned.includes(to[0])) return `${from[0]}/ must not import from ${to[0]}/`;
-  // shared/providers/<x>/… must not reach shared/providers/<y>/… (files directly in providers/ are shared).
-  const inProvider = (parts, path) =>
-    parts[0] === 'shared' && parts[1] === 'providers' && parts.length >= 3 && (parts.length > 3 || isDirectory(path));
-  if (inProvider(from, file) && inProvider(to, target) && from[2] !== to[2]) {
-    return `provider ${from[2]} must not import provider ${to[2]} (only shared code)`;
+  for (const [a, b, what] of [
+    ['shared', 'providers', 'provider'],
+    ['relay', 'backends', 'backend'],
+  ]) {
+    const mine = siblingFolder(from, file, a, b);
+    const theirs = siblingFolder(to, target, a, b);
+    if (theirs && mine && mine !== theirs)
+      return `${what} ${mine} must not import ${what} ${theirs} (only shared code)`;
+    const product = PRODUCT_LAYERS.includes(from[0]) && !/\.test\.ts$/.test(fromPath);
+    if (what === 'provider' && theirs && !mine && product && !PROVIDER_IMPORTERS.includes(fromPath))
+      return `only shared/providers/registry.ts builds concrete providers (the core sees contract.ts)`;
   }
   return undefined;
 }
@@ -51,7 +95,7 @@ const boundariesPlugin = {
         type: 'problem',
         docs: {
           description:
-            'Layer and provider boundaries: shared/ ↛ functions, relay, cli, infra, gateway; functions/ ↛ relay, cli; gateway/ ↛ functions, relay, cli, infra; provider ↛ provider',
+            'Layer and sibling boundaries: LAYER_BANS per top-level folder; provider ↛ provider and backend ↛ backend; a concrete provider only from the registry; a provider SDK only in its provider folder',
         },
         schema: [],
       },

@@ -1,7 +1,8 @@
 /** Cloud Function `api` (HTTP): the JSON API of docs/api.md and the dashboard page. */
 import { readFileSync } from 'node:fs';
 import { http } from '@google-cloud/functions-framework';
-import { handleApi, type ApiDeps } from '../../shared/api/handler.js';
+import type { ApiDeps } from '../../shared/api/deps.js';
+import { handleApi } from '../../shared/api/handler.js';
 import { tracedHttp } from '../../shared/function-handler.js';
 
 /** The dashboard page the build puts beside this file (absent when run from source). */

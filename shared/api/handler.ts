@@ -1,40 +1,18 @@
 /** The HTTP API's routes (docs/api.md): proxies, reports, discovery, providers, relays, the dashboard. */
-import type { Bus } from '../bus/pubsub.js';
-import type { Config } from '../config/schema.js';
 import { applyRequestSchema, toValidationError } from '../domain/proxy.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { dnsLabel } from '../domain/names.js';
 import { unsafeJson } from '../domain/text.js';
 import { EgressError, ValidationError } from '../errors.js';
-import type { Logger } from '../logger.js';
 import { PROXY_REQUESTS_TOPIC } from '../requests.js';
 import { POOL_LABEL } from '../domain/pool.js';
-import type { PoolStore } from '../store/pools.js';
-import type { ProviderStore } from '../store/providers.js';
-import type { ProxyStore } from '../store/proxies.js';
 import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
-import type { RelayStore } from '../store/relays.js';
-import type { ReportStore } from '../store/reports.js';
+import type { ApiDeps } from './deps.js';
 import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
 import { documentView } from './views.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
 import { ApiError, authorised, callerId, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
 import { postReport } from './reports.js';
-
-export interface ApiDeps {
-  config: Config;
-  proxies: ProxyStore;
-  relays: RelayStore;
-  reports: ReportStore;
-  providerStatus: ProviderStore;
-  /** Pools; without it the pool routes answer 404. */
-  pools?: PoolStore;
-  bus: Bus;
-  logger: Logger;
-  /** The dashboard page served at `GET /`. */
-  dashboardHtml?: string;
-  now?: () => number;
-}
 
 /** A Proxy as the API shows it: the stored document without its lease and bookkeeping. */
 export function proxyView(doc: ProxyDoc) {

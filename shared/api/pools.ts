@@ -7,7 +7,7 @@ import { unsafeJson } from '../domain/text.js';
 import { ValidationError } from '../errors.js';
 import { PROXY_REQUESTS_TOPIC } from '../requests.js';
 import { refuseMember } from '../store/proxies.js';
-import type { ApiDeps } from './handler.js';
+import type { ApiDeps } from './deps.js';
 import { documentView } from './views.js';
 import { ApiError, type ApiResponse } from './http.js';
 

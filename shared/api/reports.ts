@@ -4,7 +4,7 @@ import { reportRequestSchema } from '../domain/reports.js';
 import { showKey, unsafeJson } from '../domain/text.js';
 import { ValidationError } from '../errors.js';
 import { kickChecks } from '../reconcile/check.js';
-import type { ApiDeps } from './handler.js';
+import type { ApiDeps } from './deps.js';
 import { ApiError, type ApiResponse } from './http.js';
 
 /**

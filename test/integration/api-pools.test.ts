@@ -1,7 +1,7 @@
 /** The API's pool routes (docs/api.md) on the real emulators: validation naming the field, publishing, views, members refused. */
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiDeps } from '../../shared/api/handler.js';
+import type { ApiDeps } from '../../shared/api/deps.js';
 import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import { createLogger } from '../../shared/logger.js';

@@ -4,7 +4,7 @@
  * endpoint, differs; late and repeated reports do not replace it again; a pool member is left alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiDeps } from '../../shared/api/handler.js';
+import type { ApiDeps } from '../../shared/api/deps.js';
 import type { ProxyDoc } from '../../shared/domain/status.js';
 import { probeThroughProxy } from '../../shared/probe/probe.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';

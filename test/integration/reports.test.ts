@@ -1,7 +1,7 @@
 /** `POST /v1/proxies/{name}/reports` on the real emulators: validation, 202/404/429, counting once, bans, discovery `for`/`pool`. */
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiDeps } from '../../shared/api/handler.js';
+import type { ApiDeps } from '../../shared/api/deps.js';
 import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { ProxyStatus } from '../../shared/domain/status.js';

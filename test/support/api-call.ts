@@ -1,5 +1,6 @@
 /** Calls the API handler in-process as an HTTP client would: a method, a target with its query, a body, a bearer token. */
-import { handleApi, type ApiDeps } from '../../shared/api/handler.js';
+import type { ApiDeps } from '../../shared/api/deps.js';
+import { handleApi } from '../../shared/api/handler.js';
 import type { ApiRequest, ApiResponse } from '../../shared/api/http.js';
 
 /**

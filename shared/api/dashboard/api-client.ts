@@ -1,5 +1,25 @@
 /** The dashboard's client for the JSON API (docs/api.md): bearer token, typed answers, JSON errors as ApiFailure. */
-import type { Pool } from './pools.js';
+
+/** A pool member as `GET /v1/pools` lists it. */
+export interface PoolMember {
+  name: string;
+  provider: string;
+  entry: number;
+  phase: string;
+  draining: boolean;
+}
+
+/** A pool as `GET /v1/pools` lists it. */
+export interface Pool {
+  metadata: { name: string };
+  spec: { replicas: number; minAvailable?: number } & Record<string, unknown>;
+  status: {
+    replicas: number;
+    readyReplicas: number;
+    entries: { provider: string; desired: number; ready: number; available: boolean }[];
+  };
+  members: PoolMember[];
+}
 
 export interface Condition {
   type: string;

@@ -1,25 +1,6 @@
 /** The dashboard's Pools card: each pool with its Ready count, spread, members, and a scale action. */
-import { ApiFailure, describeError, type Api } from './api-client.js';
+import { ApiFailure, describeError, type Api, type Pool } from './api-client.js';
 import { byId, emptyRow, h, setText, syncRows } from './dom.js';
-
-export interface PoolMember {
-  name: string;
-  provider: string;
-  entry: number;
-  phase: string;
-  draining: boolean;
-}
-
-export interface Pool {
-  metadata: { name: string };
-  spec: { replicas: number; minAvailable?: number } & Record<string, unknown>;
-  status: {
-    replicas: number;
-    readyReplicas: number;
-    entries: { provider: string; desired: number; ready: number; available: boolean }[];
-  };
-  members: PoolMember[];
-}
 
 export interface PoolActions {
   api(): Api | undefined;

@@ -1,36 +1,8 @@
-/** The fake's resources in Compute's JSON shapes (Instance, Operation, Zone, MachineType, Image), and the insert body it reads. */
-import { z } from 'zod';
+/** The fake's resources in Compute's JSON shapes (Instance, Operation, Zone, MachineType, Image). */
 import { MACHINE_TYPES, regionOfZone } from './catalog.js';
 import { notFound } from './errors.js';
+import type { InsertBody } from './insert-body.js';
 import { BASE, timestamp, type Op, type Vm } from './world.js';
-
-/** The part of an `instances.insert` body the fake reads (the rest is kept as sent). */
-export const insertBodySchema = z
-  .object({
-    name: z.string(),
-    machineType: z.string().optional(),
-    labels: z.record(z.string(), z.string()).optional(),
-    metadata: z
-      .object({ items: z.array(z.object({ key: z.string(), value: z.string().optional() })).optional() })
-      .optional(),
-    disks: z
-      .array(
-        z
-          .object({
-            boot: z.boolean().optional(),
-            initializeParams: z.object({ sourceImage: z.string().optional() }).loose().optional(),
-          })
-          .loose(),
-      )
-      .optional(),
-    networkInterfaces: z
-      .array(z.object({ network: z.string().optional(), subnetwork: z.string().optional() }).loose())
-      .optional(),
-    tags: z.object({ items: z.array(z.string()).optional() }).optional(),
-    scheduling: z.record(z.string(), z.unknown()).optional(),
-  })
-  .loose();
-export type InsertBody = z.infer<typeof insertBodySchema>;
 
 const zoneUrl = (project: string, zone: string) => `${BASE}/projects/${project}/zones/${zone}`;
 const absolute = (project: string, path: string) =>

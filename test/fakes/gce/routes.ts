@@ -2,10 +2,10 @@
 import { ALL_ZONES, MACHINE_TYPES, regionOfZone, resolveImage } from './catalog.js';
 import { ApiError, invalidField, notFound, policyViolated, type Method } from './errors.js';
 import { matches, parseFilter } from './filter.js';
+import { insertBodySchema } from './insert-body.js';
 import {
   guestAttributes,
   imageJson,
-  insertBodySchema,
   instanceJson,
   machineTypeJson,
   operationJson,

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { alreadyExists, notFound, notReady, OPERATION_ERRORS } from './errors.js';
 import { parseUserData, type GuestProcess, type GuestRunner } from './guest.js';
-import type { InsertBody } from './render.js';
+import type { InsertBody } from './insert-body.js';
 
 export const BASE = 'https://www.googleapis.com/compute/v1';
 
