@@ -11,7 +11,8 @@ import { initialStatus, type ProxyDoc, type ProxyStatus } from '../shared/domain
 import type { Instance, Provider } from '../shared/providers/contract.js';
 import type { Registry } from '../shared/providers/contract.js';
 import { createRegistry } from '../shared/providers/registry.js';
-import { reconcileProxy, type HealthCache } from '../shared/reconcile/reconcile.js';
+import { newCheckBatch } from '../shared/reconcile/batch.js';
+import { reconcileProxy } from '../shared/reconcile/reconcile.js';
 import type { InventoryItem, RelayReport } from '../shared/relay/protocol.js';
 import { createFirestore } from '../shared/store/firestore.js';
 import { generateCredentials, ProxyStore, type Credentials, type ProxyEvent } from '../shared/store/proxies.js';
@@ -177,11 +178,11 @@ export async function seedFleet(env: CheckEnv, n: number, direct?: Provider): Pr
     createdAt: new Date(now - 3600_000).toISOString(),
     status: { ...initialStatus(), everCreated: true },
   }));
-  const cache: HealthCache = new Map();
+  const batch = newCheckBatch();
   await pool(docs, 32, async (doc) => {
     // Not read from the store: a fenced write (a lease) on this readAt would be refused, and none is needed.
     const stored = { doc, readAt: new Date(now).toISOString() };
-    await reconcileProxy({ config, proxies: recorder, registry, logger: silent }, stored, cache);
+    await reconcileProxy({ config, proxies: recorder, registry, logger: silent }, stored, batch);
   });
   for (const doc of docs) {
     const status = recorder.statuses.get(doc.metadata.name);

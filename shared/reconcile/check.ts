@@ -9,13 +9,9 @@ import { reconcilePool } from '../pools/reconcile.js';
 import type { PoolStore } from '../store/pools.js';
 import type { StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
-import {
-  reconcileProxy,
-  type HealthCache,
-  type ReconcileDeps,
-  type ReconcileOptions,
-  type ReconcileResult,
-} from './reconcile.js';
+import { newCheckBatch, type CheckBatch } from './batch.js';
+import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
+import { reconcileProxy } from './reconcile.js';
 import { TOPICS } from '../bus/topics.js';
 
 /** A check message: a sweep page (from the scheduler, then chained) or explicit names (kicks). */
@@ -69,7 +65,7 @@ export async function runCheck(
   deps: CheckDeps,
   message: CheckMessage,
 ): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
-  const cache: HealthCache = new Map();
+  const batch = newCheckBatch();
   if ('pools' in message) return runPools(deps, message.pools);
   if ('sweep' in message) {
     const page = await deps.proxies.page(message.after ?? null, deps.config.checkBatchSize);
@@ -78,7 +74,7 @@ export async function runCheck(
     if (!message.after && deps.pools) await kickPools(deps.bus, await deps.pools.names());
     // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
     const results = await pool(page.items, 10, (stored) =>
-      reconcileTraced(deps, stored, cache, { reuseObservation: true }).catch((err: unknown) => {
+      reconcileTraced(deps, stored, batch, { reuseObservation: true }).catch((err: unknown) => {
         deps.logger.warn('reconcile failed; the next sweep retries', { proxy: stored.doc.metadata.name, error: err });
         return undefined;
       }),
@@ -93,7 +89,7 @@ export async function runCheck(
   }
   const results = await pool([...new Set(message.names)], 10, async (name) => {
     const stored = await deps.proxies.get(name);
-    return stored ? reconcileTraced(deps, stored, cache, { verifyEgress: message.verifyEgress === true }) : undefined;
+    return stored ? reconcileTraced(deps, stored, batch, { verifyEgress: message.verifyEgress === true }) : undefined;
   });
   const done = results.filter((r): r is ReconcileResult => r !== undefined);
   await kickEgressChecks(deps.bus, done);
@@ -134,13 +130,13 @@ export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): 
 function reconcileTraced(
   deps: CheckDeps,
   stored: StoredProxy,
-  cache: HealthCache,
+  batch: CheckBatch,
   options?: ReconcileOptions,
 ): Promise<ReconcileResult> {
   const { doc } = stored;
   const attributes = { 'proxy.name': doc.metadata.name, 'proxy.generation': doc.generation };
   return inSpan('reconcile', { attributes }, async (span) => {
-    const result = await reconcileProxy(deps, stored, cache, options);
+    const result = await reconcileProxy(deps, stored, batch, options);
     span.setAttributes({ 'proxy.phase': result.phase, 'egress.action': result.action });
     if (result.recheckAfterMs !== undefined) span.setAttribute('egress.recheck_after_ms', result.recheckAfterMs);
     return result;

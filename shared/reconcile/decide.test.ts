@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ProxyStatus } from '../domain/status.js';
 import type { Instance } from '../providers/contract.js';
-import { backoffMs, decide, type DecideInput, type Observation } from './decide.js';
+import { decide } from './decide.js';
+import { backoffMs, type DecideInput, type Observation } from './decision.js';
 import { nextStatus, recordFailure, statusChanged } from './status.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');

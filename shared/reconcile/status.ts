@@ -2,7 +2,8 @@
 import { canonicalJson } from '../domain/spec-hash.js';
 import type { Condition, ConditionType, ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
-import { backoffMs, type Decision, type Observation, type Policy } from './decide.js';
+import { backoffMs, failedConditions, type Decision, type Observation, type Policy } from './decision.js';
+import { classifyFailure } from './failure.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -76,38 +77,23 @@ export function recordFailure(
   policy: Policy,
   desiredHash?: string,
 ): Pick<ProxyStatus, 'retry' | 'failedSpecHash' | 'phase' | 'conditions'> {
-  if (error.code === 'Permanent' || error.code === 'Validation') {
-    const conditions = mergeConditions(
-      previous.conditions,
-      {
-        Provisioned: { status: 'False', reason: 'PermanentError', message: error.message },
-        Ready: { status: 'False', reason: 'PermanentError', message: error.message },
-      },
-      now,
-    );
+  const failure = classifyFailure(error);
+  const conditions = mergeConditions(previous.conditions, failedConditions(failure.reason, error.message), now);
+  if (failure.permanent) {
     return {
-      phase: 'Failed',
+      phase: failure.phase,
       conditions,
       failedSpecHash: desiredHash ?? previous.failedSpecHash,
       retry: previous.retry,
     };
   }
   const attempts = (previous.retry?.attempts ?? 0) + 1;
-  const reason = error.code === 'QuotaExceeded' ? 'QuotaExceeded' : 'CreateFailed';
   const wait = Math.max(backoffMs(attempts, policy), error.retryAfterMs ?? 0);
-  const conditions = mergeConditions(
-    previous.conditions,
-    {
-      Provisioned: { status: 'False', reason, message: error.message },
-      Ready: { status: 'False', reason, message: error.message },
-    },
-    now,
-  );
   return {
-    phase: 'Provisioning',
+    phase: failure.phase,
     conditions,
     failedSpecHash: previous.failedSpecHash,
-    retry: { attempts, notBefore: iso(now + wait), reason, failedAt },
+    retry: { attempts, notBefore: iso(now + wait), reason: failure.reason, failedAt },
   };
 }
 

@@ -5,29 +5,10 @@
  */
 import type { ProxyDoc, ProxyStatus } from '../domain/status.js';
 import type { Provider, ProviderHealth } from '../providers/contract.js';
-import type { Decision, Observation } from './decide.js';
+import { recentChanges, type CheckBatch } from './batch.js';
+import type { Decision, Observation } from './decision.js';
 import { egressDue } from './egress.js';
 import { statusChanged } from './status.js';
-
-type Changed = (instance: string, sinceMs: number) => boolean;
-
-/** Per check batch (keyed by its health cache): each provider's recent changes, read once. */
-const batchChanges = new WeakMap<object, Map<string, Promise<Changed | undefined>>>();
-
-function changesOf(batch: object, provider: Provider): Promise<Changed | undefined> {
-  let byProvider = batchChanges.get(batch);
-  if (!byProvider) {
-    byProvider = new Map<string, Promise<Changed | undefined>>();
-    batchChanges.set(batch, byProvider);
-  }
-  let changes = byProvider.get(provider.name);
-  if (!changes) {
-    // A failed read only means the inventory is read proxy by proxy, as without the shortcut.
-    changes = provider.changes ? provider.changes().catch(() => undefined) : Promise.resolve(undefined);
-    byProvider.set(provider.name, changes);
-  }
-  return changes;
-}
 
 /**
  * The observation stored in a settled proxy's status, when a sweep may use it instead of asking
@@ -36,7 +17,7 @@ function changesOf(batch: object, provider: Provider): Promise<Changed | undefin
  * proxy is Ready, healthy and current, its instance has not changed since its last probe on
  * record, and that probe is younger than the heartbeat (so the heartbeat still reads).
  *
- * @param batch - the check batch's health cache: recent changes are read once per batch
+ * @param batch - the check batch: the provider's recent changes are read once per batch
  * @returns undefined when the provider must be asked
  */
 export async function storedObservation(
@@ -46,7 +27,7 @@ export async function storedObservation(
   health: ProviderHealth | undefined,
   now: number,
   heartbeatMs: number,
-  batch: object,
+  batch: CheckBatch,
 ): Promise<Observation | undefined> {
   const { status } = doc;
   const { instance, health: probed } = status;
@@ -57,7 +38,7 @@ export async function storedObservation(
   const probedAt = Date.parse(probed.lastProbeAt);
   const age = now - probedAt;
   if (!(age >= 0 && age < heartbeatMs)) return undefined;
-  const changed = await changesOf(batch, provider);
+  const changed = await recentChanges(batch, provider);
   if (!changed || changed(instance.name, probedAt)) return undefined;
   return {
     kind: 'found',

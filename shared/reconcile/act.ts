@@ -1,0 +1,147 @@
+/**
+ * The act step: carries out a decision — finalises a deleted proxy, or makes the provider call
+ * under the lease (`withLease`) — then writes the status (fenced) and records events.
+ */
+import { POOL_LABEL } from '../domain/names.js';
+import type { ProxyStatus } from '../domain/status.js';
+import { ValidationError, type ErrorInfo } from '../errors.js';
+import type { Provider } from '../providers/contract.js';
+import { skipped, type Desired, type ReconcileDeps, type ReconcileResult, type Subject } from './context.js';
+import type { Decision, Observation } from './decision.js';
+import { verifyEgress } from './egress.js';
+import { classifyFailure } from './failure.js';
+import { withLease, type ProviderCall } from './lease.js';
+import { nextStatus, recordFailure, statusChanged } from './status.js';
+
+/** A decision with what it was made on. */
+export interface Plan {
+  subject: Subject;
+  desired: Desired;
+  observation: Observation;
+  decision: Decision;
+  /** Compare the egress IP with the fleet now. */
+  verifyEgress: boolean;
+}
+
+/** The status to write and the decision as it turned out (a failed call changes its message). */
+interface Outcome {
+  status: ProxyStatus;
+  decision: Decision;
+}
+
+export async function act(deps: ReconcileDeps, plan: Plan): Promise<ReconcileResult> {
+  const { subject, decision } = plan;
+  const { doc, provider, policy, now } = subject;
+  if (decision.action === 'finalise') return finalise(deps, subject);
+  const status = nextStatus(doc.status, decision, plan.observation, doc.generation, now(), policy);
+  if (!provider || (decision.action !== 'create' && decision.action !== 'delete'))
+    return record(deps, plan, { status, decision });
+  const leased = await withLease(deps, subject, () =>
+    decision.action === 'create'
+      ? prepareCreate(deps, plan, provider)
+      : Promise.resolve(() => provider.delete(subject.instanceName)),
+  );
+  if (!leased.held) return skipped(subject);
+  const outcome = leased.error ? afterFailedCall(plan, status, leased.error) : { status, decision };
+  return record(deps, plan, outcome, leased.holder);
+}
+
+/**
+ * Removes a deleted proxy whose instance is gone. An instance that is gone can leave parts behind
+ * (a Kubernetes Secret whose Pod never started, the volumes of a kvm domain undefined out of band):
+ * one more delete, which is idempotent, runs before the proxy is removed, under the lease like
+ * every mutating call.
+ */
+async function finalise(deps: ReconcileDeps, subject: Subject): Promise<ReconcileResult> {
+  const { doc, name, provider, log, instanceName: instance } = subject;
+  if (provider && doc.status.everCreated) {
+    const leased = await withLease(deps, subject, () => Promise.resolve(() => provider.delete(instance)));
+    if (!leased.held) return skipped(subject);
+    if (leased.error) {
+      const e = leased.error;
+      log.warn('delete before removing the proxy failed', { instance, code: e.code, error: e.message });
+      await deps.proxies.writeStatus(name, doc.generation, doc.status, subject.now(), leased.holder);
+      return skipped(subject);
+    }
+  }
+  if (await deps.proxies.finalise(name, doc.generation)) log.info('proxy deleted', { instance });
+  const pool = doc.metadata.labels[POOL_LABEL];
+  return { name, action: 'finalise', phase: 'Deleting', ...(pool ? { pool } : {}) };
+}
+
+/** Reads what a create needs (fresh credentials), under the lease, and returns the create call. */
+async function prepareCreate(deps: ReconcileDeps, plan: Plan, provider: Provider): Promise<ProviderCall> {
+  const { subject, desired } = plan;
+  const { name, doc } = subject;
+  const credentials = await deps.proxies.credentials(name, { incarnation: doc.createdAt, fresh: true });
+  if (!credentials) throw new ValidationError('credentials', `credentials/${name} is missing; re-apply the proxy`);
+  const spec = {
+    name: subject.instanceName,
+    proxy: name,
+    installationId: deps.config.installationId,
+    specHash: desired.hash ?? '',
+    port: doc.spec.port,
+    placement: desired.placement,
+    credentials,
+  };
+  return () => provider.create(spec);
+}
+
+/** A failed create records the failure (backoff, or Failed); either call says so and may ask to look again soon. */
+function afterFailedCall({ subject, decision, desired }: Plan, status: ProxyStatus, e: ErrorInfo): Outcome {
+  const { log, now, policy } = subject;
+  log.warn(`provider ${decision.action} failed`, { instance: subject.instanceName, code: e.code, error: e.message });
+  return {
+    status:
+      decision.action === 'create'
+        ? { ...status, ...recordFailure(status, e, now(), now(), policy, desired.hash) }
+        : status,
+    decision: {
+      ...decision,
+      message: `${decision.action} failed: ${e.message}`,
+      recheckAfterMs: classifyFailure(e).retrySoon ? policy.pollMs : decision.recheckAfterMs,
+    },
+  };
+}
+
+/**
+ * Verifies the egress IP when due, writes the status (fenced; a lease holder's write releases its
+ * lease) when it changed or a lease was taken, and records the events.
+ */
+async function record(deps: ReconcileDeps, plan: Plan, outcome: Outcome, holder?: string): Promise<ReconcileResult> {
+  const { doc, name, now, heartbeatMs, log } = plan.subject;
+  const { decision } = outcome;
+  const egress = await verifyEgress(
+    deps.proxies,
+    name,
+    doc.status,
+    outcome.status,
+    now(),
+    heartbeatMs,
+    plan.verifyEgress,
+  );
+  const status = egress.status;
+  const phaseChanged = status.phase !== doc.status.phase;
+  if (holder || statusChanged(doc.status, status, now(), heartbeatMs)) {
+    const written = await deps.proxies.writeStatus(name, doc.generation, status, now(), holder);
+    if (!written) log.debug('status write fenced off (generation moved or lease lost)');
+  }
+  if (phaseChanged || decision.action === 'create' || decision.failure !== undefined) {
+    const warning = status.phase === 'Failed' || status.phase === 'Unhealthy' || decision.replace !== undefined;
+    const reason = decision.replace ? `Replace:${decision.replace}` : status.phase;
+    const event = { type: warning ? ('Warning' as const) : ('Normal' as const), reason, message: decision.message };
+    await deps.proxies.addEvent(name, { at: new Date(now()).toISOString(), ...event }, deps.config.maxEvents);
+    log.info(decision.message, { phase: status.phase, action: decision.action });
+  }
+  if (egress.event) {
+    const event = { at: new Date(now()).toISOString(), type: 'Warning' as const, ...egress.event };
+    await deps.proxies.addEvent(name, event, deps.config.maxEvents);
+    log.warn(egress.event.message);
+  }
+  const result: ReconcileResult = { name, action: decision.action, phase: status.phase };
+  if (decision.recheckAfterMs !== undefined) result.recheckAfterMs = decision.recheckAfterMs;
+  if (egress.kick.length > 0) result.verifyEgressOf = egress.kick;
+  const pool = doc.metadata.labels[POOL_LABEL];
+  if (pool && phaseChanged) result.pool = pool;
+  return result;
+}
