@@ -170,7 +170,7 @@ export async function startOrchestrationStack(
     const logger = benchLogger(join(logDir, 'relay.log'));
     const reachableAt = new Map<string, number>();
     const backends = new Map(
-      [...createBackends(relayConfig, { logger, proxyServerPath: artifacts.proxyServer })].map(([k, b]) => [
+      [...createBackends(relayConfig, { logger })].map(([k, b]) => [
         k,
         recordReachable(b, reachableAt),
       ]),

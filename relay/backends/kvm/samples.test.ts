@@ -14,7 +14,7 @@ describe('docs/samples kvm', () => {
   const relayConfig = loadRelayConfig({ EGRESS_RELAY_CONFIG: 'docs/samples/config/relay/kvm.yaml' });
   const config = parseConfig(parse(readFileSync('docs/samples/config/kvm.yaml', 'utf8')));
   const entry = config.providers.find((p) => p.type === 'kvm');
-  const backend = createBackends(relayConfig, { logger: createLogger({ write: () => {} }), proxyServerPath: '' }).get(
+  const backend = createBackends(relayConfig, { logger: createLogger({ write: () => {} }) }).get(
     'lab',
   );
 

@@ -1,4 +1,7 @@
-/** Per-instance state files of the process backend: `<stateDir>/instances/<name>.json`, written atomically. */
+/**
+ * Per-instance files of the process backend: state `<stateDir>/instances/<name>.json` (written
+ * atomically), tinyproxy config `conf/<name>.conf` and log `logs/<name>.log`.
+ */
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -33,16 +36,23 @@ export type ReadResult =
 export class StateStore {
   readonly instancesDir: string;
   readonly logsDir: string;
+  readonly confDir: string;
 
   constructor(readonly root: string) {
     this.instancesDir = path.join(root, 'instances');
     this.logsDir = path.join(root, 'logs');
+    this.confDir = path.join(root, 'conf');
   }
 
   /** Creates the directories (mode 0700). */
   async init(): Promise<void> {
-    await mkdir(this.instancesDir, { recursive: true, mode: 0o700 });
-    await mkdir(this.logsDir, { recursive: true, mode: 0o700 });
+    for (const dir of [this.instancesDir, this.logsDir, this.confDir])
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+  }
+
+  /** Where an instance's tinyproxy config is written (mode 0600: it holds the password). */
+  confPath(name: string): string {
+    return path.join(this.confDir, `${name}.conf`);
   }
 
   /** Where an instance's process writes its stderr. */
@@ -85,16 +95,17 @@ export class StateStore {
     await writeFileAtomic(this.statePath(record.name), `${JSON.stringify(record, null, 2)}\n`);
   }
 
-  /** Removes an instance's state file only (its log stays for diagnosis); missing is fine. */
+  /** Removes an instance's state and config files only (its log stays for diagnosis); missing is fine. */
   async removeRecord(name: string): Promise<void> {
-    if (dnsLabel.safeParse(name).success) await rm(this.statePath(name), { force: true });
-  }
-
-  /** Removes an instance's state and log files; missing files are fine. */
-  async remove(name: string): Promise<void> {
     if (!dnsLabel.safeParse(name).success) return;
     await rm(this.statePath(name), { force: true });
-    await rm(this.logPath(name), { force: true });
+    await rm(this.confPath(name), { force: true });
+  }
+
+  /** Removes an instance's state, config and log files; missing files are fine. */
+  async remove(name: string): Promise<void> {
+    await this.removeRecord(name);
+    if (dnsLabel.safeParse(name).success) await rm(this.logPath(name), { force: true });
   }
 
   /** Every state file, read; a missing directory means none. */
@@ -114,6 +125,18 @@ export class StateStore {
           : { name, result: { kind: 'corrupt', error: 'file name is not a DNS-1123 label' } },
       ),
     );
+  }
+
+  /** What the other instances hold (`self` left out): their ports (port → name) and egress addresses. */
+  async takenBy(self: string): Promise<{ ports: Map<number, string>; egress: Set<string> }> {
+    const ports = new Map<number, string>();
+    const egress = new Set<string>();
+    for (const { name, result } of await this.readAll()) {
+      if (name === self || result.kind !== 'ok') continue;
+      ports.set(result.record.port, name);
+      if (result.record.egressAddress) egress.add(result.record.egressAddress);
+    }
+    return { ports, egress };
   }
 }
 
