@@ -10,7 +10,7 @@ import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../ba
 import { cursorPath, EgressAllocator, parseIpv4Range } from './egress.js';
 import { checkHealth, resolveBindAddress, type ProcessBackendOptions } from './options.js';
 import { PortAllocator } from './ports.js';
-import { awaitExit, findByMarkers, isOurs, terminate } from './processes.js';
+import { awaitExit, findByMarkers, isOurs, LeftoverProcesses, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
 import { StateStore, type InstanceRecord, type ReadResult } from './state.js';
 import { PortInUseError, spawnTinyproxy, TINYPROXY_PATH } from './tinyproxy.js';
@@ -32,6 +32,7 @@ class ProcessBackend implements RelayBackend {
   private readonly log: Logger;
   private readonly reportedCorrupt = new Set<string>();
   private store: Promise<StateStore> | undefined;
+  private leftovers: LeftoverProcesses | undefined;
   private closed = false;
 
   constructor(private readonly opts: ProcessBackendOptions) {
@@ -85,8 +86,11 @@ class ProcessBackend implements RelayBackend {
     markers: [string, string],
     existing: ReadResult,
   ): Promise<Instance> {
-    // No live process on record: make sure no unrecorded one of this name is left behind.
-    for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
+    // No live process on record: make sure no unrecorded one of this name is left behind (a
+    // corrupt record's process, or one of an earlier run whose state file was lost).
+    this.leftovers ??= new LeftoverProcesses(markers[1]);
+    const unrecorded = existing.kind === 'corrupt' ? findByMarkers(markers) : this.leftovers.take(markers[0]);
+    for (const pid of await unrecorded) await terminate(pid, markers);
     // A process killed out of band may still be exiting, holding the port it is restarted on.
     if (existing.kind === 'ok') await awaitExit(existing.record.pid, markers);
     const preferred = existing.kind === 'ok' ? existing.record.port : undefined;

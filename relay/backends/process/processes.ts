@@ -40,16 +40,47 @@ export async function isOurs(pid: number, markers: readonly string[]): Promise<b
   return argv !== undefined && markers.every((m) => argv.includes(m));
 }
 
-/** Pids of live processes carrying every marker (Linux only; elsewhere none are found). */
-export async function findByMarkers(markers: readonly string[]): Promise<number[]> {
+/** Live processes carrying every marker, with their argv (Linux only; elsewhere none are found). */
+export async function processesWith(markers: readonly string[]): Promise<Array<{ pid: number; argv: string[] }>> {
   if (!HAS_PROC) return [];
   const entries = await readdir('/proc').catch(() => []);
   const pids = entries
     .filter((e) => /^\d+$/.test(e))
     .map(Number)
     .filter((p) => p !== process.pid);
-  const ours = await Promise.all(pids.map(async (pid) => ((await isOurs(pid, markers)) ? pid : undefined)));
-  return ours.filter((p): p is number => p !== undefined);
+  const found = await Promise.all(pids.map(async (pid) => ({ pid, argv: await readArgv(pid) })));
+  return found.flatMap(({ pid, argv }) => (argv && markers.every((m) => argv.includes(m)) ? [{ pid, argv }] : []));
+}
+
+/**
+ * The processes of one state directory that were running when first asked, handed out once per
+ * instance. Every process a backend starts is recorded before it is ready, so only those of an
+ * earlier run whose state file was lost can be unrecorded: one scan of /proc finds them all (a
+ * scan per start made N starts cost N × every process on the host).
+ */
+export class LeftoverProcesses {
+  private byMarker: Promise<Map<string, number[]>> | undefined;
+
+  /** @param stateMarker - the marker every process of the directory carries (`--egress-state=<dir>`) */
+  constructor(private readonly stateMarker: string) {}
+
+  /** @returns the pids carrying `marker` (`--egress-proxy=<name>`) at the first call, once */
+  async take(marker: string): Promise<number[]> {
+    this.byMarker ??= processesWith([this.stateMarker]).then((found) => {
+      const byMarker = new Map<string, number[]>();
+      for (const { pid, argv } of found) for (const arg of argv) byMarker.set(arg, [...(byMarker.get(arg) ?? []), pid]);
+      return byMarker;
+    });
+    const byMarker = await this.byMarker;
+    const pids = byMarker.get(marker) ?? [];
+    byMarker.delete(marker);
+    return pids;
+  }
+}
+
+/** Pids of live processes carrying every marker (Linux only; elsewhere none are found). */
+export async function findByMarkers(markers: readonly string[]): Promise<number[]> {
+  return (await processesWith(markers)).map((p) => p.pid);
 }
 
 /**

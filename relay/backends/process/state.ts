@@ -37,6 +37,8 @@ export class StateStore {
   readonly instancesDir: string;
   readonly logsDir: string;
   readonly confDir: string;
+  /** Records this store has read or written, by name: {@link StateStore.takenBy} reads only the others. */
+  private readonly known = new Map<string, InstanceRecord>();
 
   constructor(readonly root: string) {
     this.instancesDir = path.join(root, 'instances');
@@ -67,6 +69,7 @@ export class StateStore {
   /** Reads one instance's state; a name that is not a DNS-1123 label is simply missing. */
   async read(name: string): Promise<ReadResult> {
     if (!dnsLabel.safeParse(name).success) return { kind: 'missing' };
+    this.known.delete(name);
     let text: string;
     try {
       text = await readFile(this.statePath(name), 'utf8');
@@ -87,17 +90,20 @@ export class StateStore {
     }
     if (parsed.data.name !== name)
       return { kind: 'corrupt', error: `name is "${parsed.data.name}", expected "${name}"` };
+    this.known.set(name, parsed.data);
     return { kind: 'ok', record: parsed.data };
   }
 
   /** Writes one instance's state atomically with mode 0600. */
   async write(record: InstanceRecord): Promise<void> {
     await writeFileAtomic(this.statePath(record.name), `${JSON.stringify(record, null, 2)}\n`);
+    this.known.set(record.name, record);
   }
 
   /** Removes an instance's state and config files only (its log stays for diagnosis); missing is fine. */
   async removeRecord(name: string): Promise<void> {
     if (!dnsLabel.safeParse(name).success) return;
+    this.known.delete(name);
     await rm(this.statePath(name), { force: true });
     await rm(this.confPath(name), { force: true });
   }
@@ -110,16 +116,8 @@ export class StateStore {
 
   /** Every state file, read; a missing directory means none. */
   async readAll(): Promise<Array<{ name: string; result: ReadResult }>> {
-    let files: string[];
-    try {
-      files = await readdir(this.instancesDir);
-    } catch (err) {
-      if (isErrno(err, 'ENOENT')) return [];
-      throw err;
-    }
-    const names = files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length));
     return Promise.all(
-      names.map(async (name): Promise<{ name: string; result: ReadResult }> =>
+      (await this.names()).map(async (name): Promise<{ name: string; result: ReadResult }> =>
         dnsLabel.safeParse(name).success
           ? { name, result: await this.read(name) }
           : { name, result: { kind: 'corrupt', error: 'file name is not a DNS-1123 label' } },
@@ -131,12 +129,29 @@ export class StateStore {
   async takenBy(self: string): Promise<{ ports: Map<number, string>; egress: Set<string> }> {
     const ports = new Map<number, string>();
     const egress = new Set<string>();
-    for (const { name, result } of await this.readAll()) {
-      if (name === self || result.kind !== 'ok') continue;
-      ports.set(result.record.port, name);
-      if (result.record.egressAddress) egress.add(result.record.egressAddress);
+    for (const name of await this.names()) {
+      if (name === self) continue;
+      // Each allocation asks this: reading every file each time made N creates cost N² reads.
+      const known = this.known.get(name);
+      const result = known ? undefined : await this.read(name);
+      const record = known ?? (result?.kind === 'ok' ? result.record : undefined);
+      if (!record) continue;
+      ports.set(record.port, name);
+      if (record.egressAddress) egress.add(record.egressAddress);
     }
     return { ports, egress };
+  }
+
+  /** The names of the state files (`.json`); a missing directory means none. */
+  private async names(): Promise<string[]> {
+    let files: string[];
+    try {
+      files = await readdir(this.instancesDir);
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return [];
+      throw err;
+    }
+    return files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length));
   }
 }
 

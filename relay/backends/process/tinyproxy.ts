@@ -127,26 +127,28 @@ async function exitReason(reason: () => string | undefined): Promise<string> {
 }
 
 /**
- * True when `pid` itself holds a socket listening on `port` (Linux: its fds against the LISTEN rows
- * of `/proc/<pid>/net/tcp*`), so a foreign listener on the port never counts as our proxy being
+ * True when `pid` itself holds a socket listening on `port` (Linux: its socket fds against the
+ * LISTEN rows of `/proc/<pid>/net/tcp*`), so a foreign listener on the port never counts as our proxy being
  * ready. Elsewhere: a TCP connect to `host:port` succeeds.
  */
 export async function listens(pid: number, host: string, port: number): Promise<boolean> {
   if (!HAS_PROC_NET) return connects(host, port);
+  // Its fds first (cheap): the tables list every socket of the host, which is slow with many.
+  const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
+  const links = await Promise.all(fds.map((fd) => readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')));
+  const sockets = new Set(links.flatMap((l) => /^socket:\[(\d+)\]$/.exec(l)?.[1] ?? []));
+  if (sockets.size === 0) return false;
   const tables = await Promise.all(
     ['tcp', 'tcp6'].map((t) => readFile(`/proc/${pid}/net/${t}`, 'utf8').catch(() => undefined)),
   );
   const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  const inodes = new Set<string>();
-  for (const row of tables.flatMap((t) => (t ?? '').split('\n').slice(1))) {
-    const cols = row.trim().split(/\s+/);
-    // local_address is column 1, st column 3 (0A = LISTEN), inode column 9.
-    if (cols[1]?.endsWith(hexPort) && cols[3] === '0A' && cols[9] !== undefined) inodes.add(cols[9]);
-  }
-  if (inodes.size === 0) return false;
-  const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
-  const links = await Promise.all(fds.map((fd) => readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')));
-  return links.some((l) => inodes.has(/^socket:\[(\d+)\]$/.exec(l)?.[1] ?? ''));
+  return tables.some((table) =>
+    (table ?? '').split('\n').some((row) => {
+      const cols = row.trim().split(/\s+/);
+      // local_address is column 1, st column 3 (0A = LISTEN), inode column 9.
+      return cols[1]?.endsWith(hexPort) === true && cols[3] === '0A' && sockets.has(cols[9] ?? '');
+    }),
+  );
 }
 
 function connects(host: string, port: number): Promise<boolean> {
