@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { createLogger } from '../shared/logger.js';
 import { startEchoServer, type EchoServer } from '../shared/probe/echo-server.js';
+import { probeThroughProxy } from '../shared/probe/probe.js';
 import { createProcessBackend, stopAllInstances } from '../relay/backends/process/index.js';
 import { StateStore } from '../relay/backends/process/state.js';
 import { fmt, yes } from './stats.js';
@@ -52,18 +53,15 @@ async function memoryKb(pid: number, file: 'status' | 'smaps_rollup', field: str
   return Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
 }
 
-/** Status and body of a request through a proxy (an absolute URI, a connection of its own). */
-function through(port: number, url: string, auth?: string): Promise<{ status: number; body: string }> {
+/** The status a proxy answers a plain request without credentials with (0 when it cannot be reached). */
+function statusWithoutCredentials(port: number, url: string): Promise<number> {
   return new Promise((resolve) => {
-    const headers: Record<string, string> = { host: new URL(url).host };
-    if (auth) headers['proxy-authorization'] = `Basic ${Buffer.from(auth).toString('base64')}`;
-    const req = http.request({ host: '127.0.0.1', port, path: url, headers, agent: false }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', (e) => resolve({ status: 0, body: e.message }));
-    req.end();
+    http
+      .get({ host: '127.0.0.1', port, path: url, headers: { host: new URL(url).host }, agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on('error', () => resolve(0));
   });
 }
 
@@ -95,11 +93,18 @@ async function runOnce(count: number, echo: EchoServer, firstPort: number): Prom
       placement: {},
       credentials,
     });
-    const ok = await through(instance.port, echo.url, `bench:${PASSWORD}`);
-    const denied = await through(instance.port, echo.url);
+    // The relay's own Ready probe: a CONNECT tunnel to the echo endpoint with the credentials.
+    const probe = await probeThroughProxy({
+      host: instance.ip,
+      port: instance.port,
+      echoUrl: echo.url,
+      timeoutMs: 30_000,
+      ...credentials,
+    });
+    const denied = await statusWithoutCredentials(instance.port, echo.url);
     readyMs = Math.max(readyMs, performance.now() - started);
-    if (ok.status !== 200 || denied.status !== 407) throw new Error(`${name}: ${ok.status}, ${denied.status}`);
-    ips.add((JSON.parse(ok.body) as { ip: string }).ip);
+    if (!probe.ok || !probe.egressIp || denied !== 407) throw new Error(`${name}: ${probe.error ?? 'ok'}, ${denied}`);
+    ips.add(probe.egressIp);
     return true;
   };
   try {
