@@ -124,19 +124,7 @@ class ProcessBackend implements RelayBackend {
         exclude,
         taken: async () => (await store.takenBy(spec.name)).ports,
       });
-      const record: InstanceRecord = {
-        name: spec.name,
-        provider: this.name,
-        proxy: spec.proxy,
-        installationId: spec.installationId,
-        specHash: spec.specHash,
-        host,
-        port,
-        pid: 1,
-        createdAt: Date.now(),
-        credentials: spec.credentials,
-        ...(source !== undefined ? { egressAddress: source } : {}),
-      };
+      const record = this.newRecord(spec, host, port, source);
       try {
         const config = { host, port, credentials: spec.credentials, source: source ?? egressAddress(host) };
         const pid = await backendCall(
@@ -170,6 +158,25 @@ class ProcessBackend implements RelayBackend {
         this.ports.release(port);
       }
     }
+  }
+
+  /** The record of an instance about to start (its pid is written once the process exists). */
+  private newRecord(spec: InstanceSpec, host: string, port: number, source: string | undefined): InstanceRecord {
+    const { name, proxy, installationId, specHash, credentials } = spec;
+    const egress = source !== undefined ? { egressAddress: source } : {};
+    return {
+      name,
+      provider: this.name,
+      proxy,
+      installationId,
+      specHash,
+      host,
+      port,
+      pid: 1,
+      createdAt: Date.now(),
+      credentials,
+      ...egress,
+    };
   }
 
   async get(name: string): Promise<Instance> {
