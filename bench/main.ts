@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: starts its own emulators on free ports, measures cold start, orchestration
  * overhead and the fleet's steady-state cost and scale, prints the tables, stops what it started.
- * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt,gateway`,
+ * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt,gateway,local`,
  * `--gateway-soak=SECONDS` (the gateway's RSS soak; default 60, the issue's 10 minutes is 600),
  * `--out=DIR` (default test-results/bench).
  */
@@ -16,6 +16,7 @@ import { Cleanup } from './cleanup.js';
 import { importBreakdown, runColdStart } from './cold-start.js';
 import { steadyCycle, sweepFleet, type CycleCost, type SweepResult } from './fleet-bench.js';
 import { runGatewayBench } from './gateway-bench.js';
+import { runLocalProxiesBench } from './local-proxies.js';
 import { runOrchestration } from './orchestration.js';
 import { benchLibvirt } from './libvirt.js';
 import {
@@ -43,7 +44,7 @@ function repoRoot(): string {
 const optionsSchema = z.object({
   quick: z.boolean(),
   sizes: z.array(z.number().int().min(1).max(20_000)).min(1),
-  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway'])).min(1),
+  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'local'])).min(1),
   gatewaySoak: z.number().int().min(5).max(86_400),
   out: z.string().min(1).optional(),
 });
@@ -52,7 +53,7 @@ function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
   const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
   const quick = argv.includes('--quick');
   const sizes = value('sizes')?.split(',').map(Number) ?? (quick ? [100, 1000] : [100, 1000, 10_000]);
-  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt', 'gateway'];
+  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'local'];
   const gatewaySoak = Number(value('gateway-soak') ?? (quick ? 20 : 60));
   return optionsSchema.parse({ quick, sizes, only, gatewaySoak, out: value('out') });
 }
@@ -186,6 +187,9 @@ async function main(): Promise<void> {
         results.errors.push(`gateway: ${err instanceof Error ? err.message : String(err)}`);
         log(`gateway failed: ${results.errors.at(-1) ?? ''}`);
       }
+    }
+    if (opts.only.includes('local')) {
+      results.localProxies = await runLocalProxiesBench(opts.quick ? [100] : [100, 1000], artifacts.proxyServer, log);
     }
     if (opts.only.includes('libvirt')) {
       log('libvirt: state look-ups pipelined on one connection, then through virsh');

@@ -170,10 +170,7 @@ export async function startOrchestrationStack(
     const logger = benchLogger(join(logDir, 'relay.log'));
     const reachableAt = new Map<string, number>();
     const backends = new Map(
-      [...createBackends(relayConfig, { logger, proxyServerPath: artifacts.proxyServer })].map(([k, b]) => [
-        k,
-        recordReachable(b, reachableAt),
-      ]),
+      [...createBackends(relayConfig, { logger })].map(([k, b]) => [k, recordReachable(b, reachableAt)]),
     );
     const keys = parseRelayKeys(relayKeysText).get(relayConfig.relay);
     const agent: RelayAgent = createRelayAgent({ config: relayConfig, pubsub, backends, logger, keys });

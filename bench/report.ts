@@ -5,7 +5,8 @@ import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
 import { CLIENTS, type GatewayResults } from './gateway-bench.js';
 import type { OrchestrationTrial } from './orchestration.js';
-import { fmt, markdownTable, median, ms, usd } from './stats.js';
+import { localProxyRows, type LocalProxiesResults } from './local-proxies.js';
+import { fmt, markdownTable, median, ms, usd, yes } from './stats.js';
 
 export interface BenchResults {
   date: string;
@@ -20,12 +21,13 @@ export interface BenchResults {
   libvirt?: LibvirtRatio;
   /** The gateway against one fleet proxy directly (bench/gateway-bench.ts), unless left out with `--only`. */
   gateway?: GatewayResults;
+  /** The process backend's proxies at scale (bench/local-proxies.ts), unless left out with `--only`. */
+  localProxies?: LocalProxiesResults;
   /** Sections that failed (their targets show as not run). */
   errors: string[];
 }
 
 const KIND_LABEL = { relay: 'relay-backed (`process`)', direct: 'directly probed (gcp/kubernetes-like)' } as const;
-const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
 const per = (c: Counts, n: number) => ({
   reads: c.reads / n,
   writes: c.writes / n,
@@ -225,6 +227,7 @@ export function targetsTable(r: BenchResults): string {
     ...scaleRows(r),
     libvirtRow(r.libvirt),
     ...gatewayRows(r.gateway),
+    ...localProxyRows(r.localProxies),
   ];
   return markdownTable(['measure', 'target', 'result', 'met'], rows);
 }

@@ -15,6 +15,8 @@ export function fmt(value: number, digits = 2): string {
 
 export const ms = (value: number) => `${fmt(value, 0)} ms`;
 export const usd = (value: number) => `$${value.toFixed(2)}`;
+/** The `met` cell of a strict target row. */
+export const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
 
 /** Renders rows as a Markdown table (the same text goes to the terminal and to docs/performance.md). */
 export function markdownTable(header: string[], rows: string[][]): string {

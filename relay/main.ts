@@ -1,6 +1,4 @@
 /** Entry of the relay process: config, backends, agent; SIGINT/SIGTERM stop it (proxies keep running). */
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { PubSub } from '@google-cloud/pubsub';
 import { createLogger } from '../shared/logger.js';
 import { RELAY_KEYS_ENV, relayKeysFromEnv, type SigningKey } from '../shared/relay/signature.js';
@@ -35,12 +33,8 @@ async function main(): Promise<void> {
   } catch (err) {
     logger.error('telemetry could not start; running without it', { error: err });
   }
-  // The build puts proxy-server.js next to main.js (dist/relay/).
-  const proxyServerPath = fileURLToPath(new URL('./proxy-server.js', import.meta.url));
-  if (!existsSync(proxyServerPath)) fatal(`${proxyServerPath} is missing: run \`npm run build\` first`);
-
   const pubsub = new PubSub({ projectId: config.project });
-  const backends = createBackends(config, { logger, proxyServerPath });
+  const backends = createBackends(config, { logger });
   const agent = createRelayAgent({
     config,
     pubsub,

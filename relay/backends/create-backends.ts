@@ -8,8 +8,6 @@ import { createProcessBackend } from './process/index.js';
 /** What backends need besides their configuration. */
 export interface BackendDeps {
   logger: Logger;
-  /** The built JavaScript of the proxy server (`dist/relay/proxy-server.js`). */
-  proxyServerPath: string;
 }
 
 /** @returns the backends keyed by provider name */
@@ -26,7 +24,6 @@ export function createBackends(config: RelayConfig, deps: BackendDeps): Map<stri
             stateDir: backend.stateDir,
             bindAddresses: backend.bindAddresses,
             portRange: backend.portRange,
-            proxyServerPath: deps.proxyServerPath,
             advertiseHost: backend.advertiseHost,
             egressAddresses: backend.egressAddresses,
             logger: deps.logger,

@@ -28,7 +28,6 @@ import { createBackends } from '../../relay/backends/create-backends.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
 import { parseRelayConfig } from '../../relay/config.js';
 import { emulatorEnv } from './emulator-env.js';
-import { buildProxyServer } from './proxy-server-bundle.js';
 
 export interface RelayHarness {
   config: Config;
@@ -84,8 +83,6 @@ export async function startRelayHarness(
   const emu = emulatorEnv(name);
   const echo = await startEchoServer(options.echoHost ? { host: options.echoHost } : {});
   const stateDir = mkdtempSync(join(tmpdir(), `egress-${name}-`));
-  const proxyServer = await buildProxyServer();
-  const proxyServerPath = proxyServer.path;
   mkdirSync('test-results', { recursive: true });
   const logger = createLogger({
     write: (l) => {
@@ -116,7 +113,7 @@ export async function startRelayHarness(
     ],
   });
   const backends = new Map(
-    [...createBackends(relayConfig, { logger, proxyServerPath })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
+    [...createBackends(relayConfig, { logger })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
   );
   const config = parseConfig({
     installationId: 'it',
@@ -174,7 +171,6 @@ export async function startRelayHarness(
       await pubsub.close();
       await echo.close();
       rmSync(stateDir, { recursive: true, force: true });
-      proxyServer.remove();
     },
   };
 }

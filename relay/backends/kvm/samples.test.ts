@@ -14,9 +14,7 @@ describe('docs/samples kvm', () => {
   const relayConfig = loadRelayConfig({ EGRESS_RELAY_CONFIG: 'docs/samples/config/relay/kvm.yaml' });
   const config = parseConfig(parse(readFileSync('docs/samples/config/kvm.yaml', 'utf8')));
   const entry = config.providers.find((p) => p.type === 'kvm');
-  const backend = createBackends(relayConfig, { logger: createLogger({ write: () => {} }), proxyServerPath: '' }).get(
-    'lab',
-  );
+  const backend = createBackends(relayConfig, { logger: createLogger({ write: () => {} }) }).get('lab');
 
   it('the relay config runs the provider the functions config names, on the relay it names', () => {
     expect(entry).toMatchObject({ name: 'lab', relay: relayConfig.relay });

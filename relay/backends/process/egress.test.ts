@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../shared/logger.js';
-import { buildProxyServer, type ProxyServerBundle } from '../../../test/support/proxy-server-bundle.js';
 import { startEchoServer, type EchoServer } from '../../../shared/probe/echo-server.js';
 import { probeThroughProxy } from '../../../shared/probe/probe.js';
 import type { InstanceSpec } from '../../../shared/providers/contract.js';
@@ -14,7 +13,6 @@ import { createProcessBackend, stopAllInstances } from './index.js';
 import { destinationOf, sourceFor } from './proxy-config.js';
 import { StateStore } from './state.js';
 
-let proxyServer: ProxyServerBundle;
 const logger = createLogger({ write: () => undefined });
 const credentials = { username: 'user', password: 'egress-test-pw' };
 let echo: EchoServer;
@@ -36,7 +34,6 @@ const backendFor = (provider: string, range: string, ports: [number, number]) =>
     stateDir,
     bindAddresses: ['127.0.0.1'],
     portRange: ports,
-    proxyServerPath: proxyServer.path,
     logger,
     egressAddresses: range,
   });
@@ -64,7 +61,6 @@ const recordOf = async (name: string) => {
 };
 
 beforeAll(async () => {
-  proxyServer = await buildProxyServer();
   echo = await startEchoServer();
   stateDir = await mkdtemp(path.join(os.tmpdir(), 'egress-process-egress-'));
 }, 30_000);
@@ -73,7 +69,6 @@ afterAll(async () => {
   await stopAllInstances(stateDir);
   await rm(stateDir, { recursive: true, force: true });
   await echo.close();
-  proxyServer.remove();
 }, 30_000);
 
 describe('egress address rules', () => {

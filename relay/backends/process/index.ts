@@ -1,7 +1,6 @@
-/** The `process` backend: each proxy instance is a detached OS process on the relay's own host. */
-import { access, constants, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
+/** The `process` backend: each proxy instance is a detached tinyproxy process on the relay's own host. */
+import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { NotFoundError, PermanentError, RetryableError, ValidationError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { Instance, InstanceSpec, InstanceState, ProviderHealth } from '../../../shared/providers/contract.js';
@@ -9,42 +8,15 @@ import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
 import { cursorPath, EgressAllocator, parseIpv4Range } from './egress.js';
+import { checkHealth, resolveBindAddress, type ProcessBackendOptions } from './options.js';
 import { PortAllocator } from './ports.js';
-import { awaitExit, findByMarkers, isOurs, PortInUseError, spawnProxy, terminate } from './processes.js';
+import { awaitExit, findByMarkers, isOurs, LeftoverProcesses, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
 import { StateStore, type InstanceRecord, type ReadResult } from './state.js';
+import { PortInUseError, spawnTinyproxy, TINYPROXY_PATH } from './tinyproxy.js';
 
+export type { ProcessBackendOptions } from './options.js';
 export { stopAllInstances } from './stop-all.js';
-
-/** How a process backend is set up (one per configured `process` provider on a relay). */
-export interface ProcessBackendOptions {
-  /** The provider name this backend serves. */
-  provider: string;
-  /** This installation's id: `list` returns only instances carrying it. */
-  installationId: string;
-  /**
-   * Where instance state (`instances/<name>.json`, mode 0600) and logs (`logs/<name>.log`) live.
-   * Several process backends may share one directory: records carry their provider, and ports are
-   * allocated across all of them.
-   */
-  stateDir: string;
-  /** Addresses a proxy may listen on; the first is the default placement. */
-  bindAddresses: readonly string[];
-  /** Inclusive port range for proxies. */
-  portRange: readonly [number, number];
-  /** The built JavaScript of `proxy-server.ts`. */
-  proxyServerPath: string;
-  /** The IP reported to clients and the prober; defaults to the bind address. */
-  advertiseHost?: string | undefined;
-  /**
-   * An IPv4 range (`127.1.0.0/16`) each proxy takes its own outgoing source address from, so each
-   * has an egress IP of its own; absent: a routable bind address is the source, else the OS picks.
-   */
-  egressAddresses?: string | undefined;
-  logger: Logger;
-  /** How long a new process may take to print its ready line (default 10 s). */
-  startTimeoutMs?: number;
-}
 
 const MAX_START_ATTEMPTS = 3;
 
@@ -53,13 +25,14 @@ class ProcessBackend implements RelayBackend {
   readonly probesRemotely = true;
   readonly name: string;
   private readonly serial = new KeyedSerializer();
-  /** Instances whose process is starting (reported Pending until its ready line). */
+  /** Instances whose process is starting (reported Pending until it listens). */
   private readonly starting = new Set<string>();
   private readonly ports: PortAllocator;
   private readonly egress: EgressAllocator | undefined;
   private readonly log: Logger;
   private readonly reportedCorrupt = new Set<string>();
   private store: Promise<StateStore> | undefined;
+  private leftovers: LeftoverProcesses | undefined;
   private closed = false;
 
   constructor(private readonly opts: ProcessBackendOptions) {
@@ -74,18 +47,7 @@ class ProcessBackend implements RelayBackend {
   }
 
   resolvePlacement(placement: Record<string, unknown>): Record<string, unknown> {
-    for (const key of Object.keys(placement)) {
-      if (key !== 'bindAddress')
-        throw new ValidationError(`spec.placement.${key}`, 'unknown key for a process provider (allowed: bindAddress)');
-    }
-    const value = placement['bindAddress'] ?? this.opts.bindAddresses[0];
-    if (typeof value !== 'string' || !this.opts.bindAddresses.includes(value)) {
-      throw new ValidationError(
-        'spec.placement.bindAddress',
-        `${JSON.stringify(value)} is not a bind address of this relay (allowed: ${this.opts.bindAddresses.join(', ')})`,
-      );
-    }
-    return { bindAddress: value };
+    return resolveBindAddress(placement, this.opts.bindAddresses);
   }
 
   async create(input: InstanceSpec): Promise<Instance> {
@@ -124,15 +86,18 @@ class ProcessBackend implements RelayBackend {
     markers: [string, string],
     existing: ReadResult,
   ): Promise<Instance> {
-    // No live process on record: make sure no unrecorded one of this name is left behind.
-    for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
+    // No live process on record: make sure no unrecorded one of this name is left behind (a
+    // corrupt record's process, or one of an earlier run whose state file was lost).
+    this.leftovers ??= new LeftoverProcesses(markers[1]);
+    const unrecorded = existing.kind === 'corrupt' ? findByMarkers(markers) : this.leftovers.take(markers[0]);
+    for (const pid of await unrecorded) await terminate(pid, markers);
     // A process killed out of band may still be exiting, holding the port it is restarted on.
     if (existing.kind === 'ok') await awaitExit(existing.record.pid, markers);
     const preferred = existing.kind === 'ok' ? existing.record.port : undefined;
     const exclude = new Set<number>();
     // Its own source address: kept by a restarted instance, fresh for a new one.
     const source = await this.egress?.reserve(
-      () => this.takenEgress(store, spec.name),
+      async () => (await store.takenBy(spec.name)).egress,
       existing.kind === 'ok' ? existing.record.egressAddress : undefined,
     );
     try {
@@ -157,32 +122,21 @@ class ProcessBackend implements RelayBackend {
         requested: spec.port,
         preferred,
         exclude,
-        taken: () => this.takenPorts(store, spec.name),
+        taken: async () => (await store.takenBy(spec.name)).ports,
       });
-      const record: InstanceRecord = {
-        name: spec.name,
-        provider: this.name,
-        proxy: spec.proxy,
-        installationId: spec.installationId,
-        specHash: spec.specHash,
-        host,
-        port,
-        pid: 1,
-        createdAt: Date.now(),
-        credentials: spec.credentials,
-        ...(source !== undefined ? { egressAddress: source } : {}),
-      };
+      const record = this.newRecord(spec, host, port, source);
       try {
-        const localAddress = source ?? egressAddress(host);
+        const config = { host, port, credentials: spec.credentials, source: source ?? egressAddress(host) };
         const pid = await backendCall(
           'process.spawn',
           { 'process.instance': spec.name, 'server.address': host, 'server.port': port },
           () =>
-            spawnProxy(
+            spawnTinyproxy(
               {
-                proxyServerPath: this.opts.proxyServerPath,
+                tinyproxyPath: this.opts.tinyproxyPath ?? TINYPROXY_PATH,
                 markers,
-                config: { name: spec.name, host, port, ...spec.credentials, ...(localAddress ? { localAddress } : {}) },
+                config,
+                configPath: store.confPath(spec.name),
                 logPath: store.logPath(spec.name),
                 timeoutMs: this.opts.startTimeoutMs ?? 10_000,
               },
@@ -204,6 +158,25 @@ class ProcessBackend implements RelayBackend {
         this.ports.release(port);
       }
     }
+  }
+
+  /** The record of an instance about to start (its pid is written once the process exists). */
+  private newRecord(spec: InstanceSpec, host: string, port: number, source: string | undefined): InstanceRecord {
+    const { name, proxy, installationId, specHash, credentials } = spec;
+    const egress = source !== undefined ? { egressAddress: source } : {};
+    return {
+      name,
+      provider: this.name,
+      proxy,
+      installationId,
+      specHash,
+      host,
+      port,
+      pid: 1,
+      createdAt: Date.now(),
+      credentials,
+      ...egress,
+    };
   }
 
   async get(name: string): Promise<Instance> {
@@ -255,26 +228,7 @@ class ProcessBackend implements RelayBackend {
   }
 
   async check(): Promise<ProviderHealth> {
-    const started = performance.now();
-    const health = (ok: boolean, message: string): ProviderHealth => ({
-      ok,
-      message,
-      latencyMs: Math.round(performance.now() - started),
-    });
-    const [lo, hi] = this.opts.portRange;
-    if (!(Number.isInteger(lo) && Number.isInteger(hi) && lo >= 1 && lo <= hi && hi <= 65535)) {
-      return health(false, `port range ${lo}-${hi} is not a valid range`);
-    }
-    try {
-      const store = await this.state();
-      const probe = path.join(store.root, `.check-${process.pid}`);
-      await writeFile(probe, 'ok');
-      await rm(probe, { force: true });
-      await access(this.opts.proxyServerPath, constants.R_OK);
-      return health(true, `state in ${store.root}, ports ${lo}-${hi}`);
-    } catch (err) {
-      return health(false, err instanceof Error ? err.message : String(err));
-    }
+    return checkHealth(this.opts, () => this.state());
   }
 
   async credentials(name: string): Promise<ProxyCredentials | undefined> {
@@ -308,25 +262,9 @@ class ProcessBackend implements RelayBackend {
     return this.store;
   }
 
-  private async takenPorts(store: StateStore, self: string): Promise<Map<number, string>> {
-    const taken = new Map<number, string>();
-    for (const { name, result } of await store.readAll()) {
-      if (name !== self && result.kind === 'ok') taken.set(result.record.port, name);
-    }
-    return taken;
-  }
-
-  private async takenEgress(store: StateStore, self: string): Promise<Set<string>> {
-    const taken = new Set<string>();
-    for (const { name, result } of await store.readAll()) {
-      if (name !== self && result.kind === 'ok' && result.record.egressAddress) taken.add(result.record.egressAddress);
-    }
-    return taken;
-  }
-
   /** Running only when the recorded pid is alive and carries our markers (not a recycled pid). */
   private async observe(store: StateStore, record: InstanceRecord): Promise<Instance> {
-    // A process that has not printed its ready line yet may still fail to start.
+    // A process that does not listen yet may still fail to start.
     if (this.starting.has(record.name)) return this.toInstance(record, 'Pending');
     const alive = await isOurs(record.pid, markerArgs(record.name, store.root));
     return this.toInstance(record, alive ? 'Running' : 'Terminated');
@@ -352,7 +290,7 @@ class ProcessBackend implements RelayBackend {
  * @example
  * const backend = createProcessBackend({ provider: 'local', installationId: 'local',
  *   stateDir: '.egress/relay-state', bindAddresses: ['127.0.0.1'], portRange: [20000, 20999],
- *   proxyServerPath: '/app/dist/relay/proxy-server.js', logger });
+ *   logger });
  */
 export function createProcessBackend(opts: ProcessBackendOptions): RelayBackend {
   return new ProcessBackend(opts);

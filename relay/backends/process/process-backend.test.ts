@@ -1,11 +1,9 @@
-/** The process backend end to end: real proxy processes in a temporary state directory. */
+/** The process backend end to end: real tinyproxy processes in a temporary state directory. */
 import { mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   EgressError,
@@ -25,8 +23,6 @@ import { isOurs } from './processes.js';
 import { markerArgs } from './proxy-config.js';
 import { StateStore } from './state.js';
 
-const repo = fileURLToPath(new URL('../../../', import.meta.url));
-const proxyServerPath = path.join(repo, 'dist/test-proxy-server/process-backend/proxy-server.js');
 const PASSWORD = 's3cret-pw-do-not-log';
 const logLines: string[] = [];
 const logger = createLogger({ write: (line) => logLines.push(line), level: 'DEBUG' });
@@ -46,7 +42,6 @@ function backendFor(stateDir: string, overrides: Partial<ProcessBackendOptions> 
     stateDir,
     bindAddresses: ['127.0.0.1'],
     portRange: [21000, 21049],
-    proxyServerPath,
     logger,
     ...overrides,
   });
@@ -105,15 +100,6 @@ async function errorOf(promise: Promise<unknown>): Promise<EgressError> {
 }
 
 beforeAll(async () => {
-  await build({
-    entryPoints: [path.join(repo, 'relay/backends/process/proxy-server.ts')],
-    outfile: proxyServerPath,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    logLevel: 'warning',
-  });
   echo = await startEchoServer();
 }, 30_000);
 
@@ -134,10 +120,12 @@ describe('process backend', { timeout: 30_000 }, () => {
     backend = backendFor(stateDir);
   });
 
-  it('checks its state directory, range and proxy server', async () => {
+  it('checks its state directory, range and tinyproxy', async () => {
     expect(await backend.check()).toMatchObject({ ok: true });
-    const broken = backendFor(stateDir, { proxyServerPath: '/nonexistent/proxy-server.js' });
-    expect(await broken.check()).toMatchObject({ ok: false });
+    const broken = backendFor(stateDir, { tinyproxyPath: '/nonexistent/tinyproxy' });
+    const health = await broken.check();
+    expect(health.ok).toBe(false);
+    expect(health.message).toContain('tinyproxy-bin');
   });
 
   it('creates a running proxy that requires its credentials (forwarding and CONNECT)', async () => {
@@ -153,13 +141,14 @@ describe('process backend', { timeout: 30_000 }, () => {
     expect(ok.status).toBe(200);
     expect(JSON.parse(ok.body)).toEqual({ ip: '127.0.0.1' });
     expect((await forward(instance.port, echo.url)).status).toBe(407);
-    expect((await forward(instance.port, echo.url, 'user:wrong')).status).toBe(407);
+    // tinyproxy, like on the guests, answers wrong credentials with 401 (the contract accepts both).
+    expect([401, 407]).toContain((await forward(instance.port, echo.url, 'user:wrong')).status);
 
     const base = { host: instance.ip, port: instance.port, echoUrl: echo.url, timeoutMs: 3000 };
     const tunnel = await probeThroughProxy({ ...base, username: 'user', password: PASSWORD });
     expect(tunnel).toMatchObject({ ok: true, egressIp: '127.0.0.1' });
     const denied = await probeThroughProxy({ ...base, username: 'user', password: 'nope' });
-    expect(denied).toMatchObject({ ok: false, status: 407, error: 'proxy answered 407 to CONNECT' });
+    expect(denied).toMatchObject({ ok: false, status: 401, error: 'proxy answered 401 to CONNECT' });
     expect(await backend.credentials('ep-alpha')).toEqual({ username: 'user', password: PASSWORD });
   });
 
@@ -274,10 +263,12 @@ describe('process backend limits', { timeout: 30_000 }, () => {
 
   it('fails a create retryably when the proxy server cannot start, leaving no state', async () => {
     const dir = await newStateDir();
-    const missing = path.join(dir, 'missing.js');
-    const backend = backendFor(dir, { proxyServerPath: missing, portRange: [21052, 21053] });
+    const missing = path.join(dir, 'missing-tinyproxy');
+    const backend = backendFor(dir, { tinyproxyPath: missing, portRange: [21052, 21053] });
     expect(await errorOf(backend.create(spec('ep-broken')))).toBeInstanceOf(RetryableError);
     expect(await errorOf(backend.get('ep-broken'))).toBeInstanceOf(NotFoundError);
-    expect(await readFile(path.join(await realpath(dir), 'logs', 'ep-broken.log'), 'utf8')).toContain('missing.js');
+    expect(await readFile(path.join(await realpath(dir), 'logs', 'ep-broken.log'), 'utf8')).toContain(
+      'missing-tinyproxy',
+    );
   });
 });

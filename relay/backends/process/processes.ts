@@ -1,18 +1,12 @@
-/** OS processes of the process backend: spawning one proxy, recognising ours by marker, stopping it. */
-import { execFile, spawn } from 'node:child_process';
+/** OS processes of the process backend: recognising ours by marker, stopping them. */
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { open, readdir, readFile } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
+import { readdir, readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { RetryableError } from '../../../shared/errors.js';
-import { readyLineSchema, type ProxyProcessConfig } from './proxy-config.js';
 
 const execFileAsync = promisify(execFile);
 const HAS_PROC = existsSync('/proc/self/cmdline');
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** The process could not listen because its port is taken (by something that is not ours). */
-export class PortInUseError extends Error {}
 
 /**
  * The argv of a live process, or `undefined` when there is none (zombies have an empty one).
@@ -46,16 +40,47 @@ export async function isOurs(pid: number, markers: readonly string[]): Promise<b
   return argv !== undefined && markers.every((m) => argv.includes(m));
 }
 
-/** Pids of live processes carrying every marker (Linux only; elsewhere none are found). */
-export async function findByMarkers(markers: readonly string[]): Promise<number[]> {
+/** Live processes carrying every marker, with their argv (Linux only; elsewhere none are found). */
+export async function processesWith(markers: readonly string[]): Promise<Array<{ pid: number; argv: string[] }>> {
   if (!HAS_PROC) return [];
   const entries = await readdir('/proc').catch(() => []);
   const pids = entries
     .filter((e) => /^\d+$/.test(e))
     .map(Number)
     .filter((p) => p !== process.pid);
-  const ours = await Promise.all(pids.map(async (pid) => ((await isOurs(pid, markers)) ? pid : undefined)));
-  return ours.filter((p): p is number => p !== undefined);
+  const found = await Promise.all(pids.map(async (pid) => ({ pid, argv: await readArgv(pid) })));
+  return found.flatMap(({ pid, argv }) => (argv && markers.every((m) => argv.includes(m)) ? [{ pid, argv }] : []));
+}
+
+/**
+ * The processes of one state directory that were running when first asked, handed out once per
+ * instance. Every process a backend starts is recorded before it is ready, so only those of an
+ * earlier run whose state file was lost can be unrecorded: one scan of /proc finds them all (a
+ * scan per start made N starts cost N × every process on the host).
+ */
+export class LeftoverProcesses {
+  private byMarker: Promise<Map<string, number[]>> | undefined;
+
+  /** @param stateMarker - the marker every process of the directory carries (`--egress-state=<dir>`) */
+  constructor(private readonly stateMarker: string) {}
+
+  /** @returns the pids carrying `marker` (`--egress-proxy=<name>`) at the first call, once */
+  async take(marker: string): Promise<number[]> {
+    this.byMarker ??= processesWith([this.stateMarker]).then((found) => {
+      const byMarker = new Map<string, number[]>();
+      for (const { pid, argv } of found) for (const arg of argv) byMarker.set(arg, [...(byMarker.get(arg) ?? []), pid]);
+      return byMarker;
+    });
+    const byMarker = await this.byMarker;
+    const pids = byMarker.get(marker) ?? [];
+    byMarker.delete(marker);
+    return pids;
+  }
+}
+
+/** Pids of live processes carrying every marker (Linux only; elsewhere none are found). */
+export async function findByMarkers(markers: readonly string[]): Promise<number[]> {
+  return (await processesWith(markers)).map((p) => p.pid);
 }
 
 /**
@@ -123,102 +148,4 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   } catch {
     // Already gone: that is the goal.
   }
-}
-
-/** How to start one proxy process. */
-export interface SpawnOptions {
-  proxyServerPath: string;
-  markers: readonly string[];
-  config: ProxyProcessConfig;
-  /** Its stderr is appended here. */
-  logPath: string;
-  /** How long to wait for the ready line. */
-  timeoutMs: number;
-}
-
-/**
- * Starts a detached proxy process, writes its config to stdin and waits for its ready line.
- * The process is unref'd, so it outlives the relay.
- *
- * @param onSpawned - called with the pid as soon as the process exists (before it is ready), so
- *   the caller can record it and never lose track of a process it started
- * @returns the pid
- * @throws PortInUseError when the port is taken; RetryableError for other start failures
- */
-export async function spawnProxy(opts: SpawnOptions, onSpawned: (pid: number) => Promise<void>): Promise<number> {
-  const log = await open(opts.logPath, 'a', 0o600);
-  const env = { ...process.env };
-  // Test runners and debuggers put loaders and --inspect here; a proxy needs neither.
-  delete env['NODE_OPTIONS'];
-  let child: ReturnType<typeof spawn>;
-  try {
-    child = spawn(process.execPath, [opts.proxyServerPath, ...opts.markers], {
-      detached: true,
-      stdio: ['pipe', 'pipe', log.fd],
-      cwd: '/',
-      env,
-    });
-  } finally {
-    await log.close();
-  }
-  child.on('error', () => undefined);
-  // Listen at once: 'error' and 'exit' may fire before the awaits below finish.
-  const failed = new Promise<string>((resolve) => {
-    child.once('error', (e) => resolve(`cannot start: ${e.message}`));
-    child.once('exit', (code, sig) => {
-      // A failure line may still be buffered: let readline deliver it first.
-      setImmediate(() => resolve(`exited (${sig ?? `code ${code ?? '?'}`}) before it was ready`));
-    });
-  });
-  const { pid, stdin, stdout } = child;
-  if (pid === undefined || !stdin || !stdout) throw new RetryableError(`proxy process: ${await failed}`);
-  try {
-    await onSpawned(pid);
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw err;
-  }
-  stdin.on('error', () => undefined);
-  stdin.end(JSON.stringify(opts.config));
-
-  const lines = createInterface({ input: stdout });
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const ready = new Promise<Outcome>((resolve) => {
-      lines.on('line', (line) => {
-        const parsed = parseReadyLine(line);
-        if (parsed) resolve(parsed);
-      });
-    });
-    const timeout = new Promise<Outcome>((resolve) => {
-      timer = setTimeout(() => resolve({ error: `not ready after ${opts.timeoutMs} ms` }), opts.timeoutMs);
-    });
-    const outcome = await Promise.race([ready, timeout, failed.then((error): Outcome => ({ error }))]);
-    if ('port' in outcome) return pid;
-    // ChildProcess.kill is a no-op once the child has exited, so a recycled pid is never hit.
-    child.kill('SIGKILL');
-    if (outcome.code === 'EADDRINUSE') throw new PortInUseError(outcome.error);
-    throw new RetryableError(`proxy process failed to start: ${outcome.error} (log: ${opts.logPath})`);
-  } finally {
-    clearTimeout(timer);
-    lines.close();
-    stdout.destroy();
-    stdin.destroy();
-    child.removeAllListeners('exit');
-    child.unref();
-  }
-}
-
-type Outcome = { port: number } | { error: string; code?: string | undefined };
-
-function parseReadyLine(line: string): Outcome | undefined {
-  let json: unknown;
-  try {
-    json = JSON.parse(line);
-  } catch {
-    return undefined;
-  }
-  const parsed = readyLineSchema.safeParse(json);
-  if (!parsed.success) return undefined;
-  return parsed.data.ready ? { port: parsed.data.port } : { error: parsed.data.error, code: parsed.data.code };
 }

@@ -1,4 +1,7 @@
-/** Per-instance state files of the process backend: `<stateDir>/instances/<name>.json`, written atomically. */
+/**
+ * Per-instance files of the process backend: state `<stateDir>/instances/<name>.json` (written
+ * atomically), tinyproxy config `conf/<name>.conf` and log `logs/<name>.log`.
+ */
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -34,16 +37,25 @@ export type ReadResult =
 export class StateStore {
   readonly instancesDir: string;
   readonly logsDir: string;
+  readonly confDir: string;
+  /** Records this store has read or written, by name: {@link StateStore.takenBy} reads only the others. */
+  private readonly known = new Map<string, InstanceRecord>();
 
   constructor(readonly root: string) {
     this.instancesDir = path.join(root, 'instances');
     this.logsDir = path.join(root, 'logs');
+    this.confDir = path.join(root, 'conf');
   }
 
   /** Creates the directories (mode 0700). */
   async init(): Promise<void> {
-    await mkdir(this.instancesDir, { recursive: true, mode: 0o700 });
-    await mkdir(this.logsDir, { recursive: true, mode: 0o700 });
+    for (const dir of [this.instancesDir, this.logsDir, this.confDir])
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+  }
+
+  /** Where an instance's tinyproxy config is written (mode 0600: it holds the password). */
+  confPath(name: string): string {
+    return path.join(this.confDir, `${name}.conf`);
   }
 
   /** Where an instance's process writes its stderr. */
@@ -58,6 +70,7 @@ export class StateStore {
   /** Reads one instance's state; a name that is not a DNS-1123 label is simply missing. */
   async read(name: string): Promise<ReadResult> {
     if (!dnsLabel.safeParse(name).success) return { kind: 'missing' };
+    this.known.delete(name);
     let text: string;
     try {
       text = await readFile(this.statePath(name), 'utf8');
@@ -78,28 +91,60 @@ export class StateStore {
     }
     if (parsed.data.name !== name)
       return { kind: 'corrupt', error: `name is "${parsed.data.name}", expected "${name}"` };
+    this.known.set(name, parsed.data);
     return { kind: 'ok', record: parsed.data };
   }
 
   /** Writes one instance's state atomically with mode 0600. */
   async write(record: InstanceRecord): Promise<void> {
     await writeFileAtomic(this.statePath(record.name), `${JSON.stringify(record, null, 2)}\n`);
+    this.known.set(record.name, record);
   }
 
-  /** Removes an instance's state file only (its log stays for diagnosis); missing is fine. */
+  /** Removes an instance's state and config files only (its log stays for diagnosis); missing is fine. */
   async removeRecord(name: string): Promise<void> {
-    if (dnsLabel.safeParse(name).success) await rm(this.statePath(name), { force: true });
+    if (!dnsLabel.safeParse(name).success) return;
+    this.known.delete(name);
+    await rm(this.statePath(name), { force: true });
+    await rm(this.confPath(name), { force: true });
   }
 
-  /** Removes an instance's state and log files; missing files are fine. */
+  /** Removes an instance's state, config and log files; missing files are fine. */
   async remove(name: string): Promise<void> {
-    if (!dnsLabel.safeParse(name).success) return;
-    await rm(this.statePath(name), { force: true });
-    await rm(this.logPath(name), { force: true });
+    await this.removeRecord(name);
+    if (dnsLabel.safeParse(name).success) await rm(this.logPath(name), { force: true });
   }
 
   /** Every state file, read; a missing directory means none. */
   async readAll(): Promise<Array<{ name: string; result: ReadResult }>> {
+    return Promise.all(
+      (await this.names()).map(async (name): Promise<{ name: string; result: ReadResult }> =>
+        dnsLabel.safeParse(name).success
+          ? { name, result: await this.read(name) }
+          : { name, result: { kind: 'corrupt', error: 'file name is not a DNS-1123 label' } },
+      ),
+    );
+  }
+
+  /** What the other instances hold (`self` left out): their ports (port → name) and egress addresses. */
+  async takenBy(self: string): Promise<{ ports: Map<number, string>; egress: Set<string> }> {
+    const ports = new Map<number, string>();
+    const egress = new Set<string>();
+    for (const name of await this.names()) {
+      if (name === self) continue;
+      // Each allocation asks this: reading every file each time made N creates cost N² reads.
+      const known = this.known.get(name);
+      const result = known ? undefined : await this.read(name);
+      const record = known ?? (result?.kind === 'ok' ? result.record : undefined);
+      if (!record) continue;
+      ports.set(record.port, name);
+      if (record.egressAddress) egress.add(record.egressAddress);
+    }
+    return { ports, egress };
+  }
+
+  /** The names of the state files (`.json`); a missing directory means none. */
+  private async names(): Promise<string[]> {
     let files: string[];
     try {
       files = await readdir(this.instancesDir);
@@ -107,14 +152,7 @@ export class StateStore {
       if (isErrno(err, 'ENOENT')) return [];
       throw err;
     }
-    const names = files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length));
-    return Promise.all(
-      names.map(async (name): Promise<{ name: string; result: ReadResult }> =>
-        dnsLabel.safeParse(name).success
-          ? { name, result: await this.read(name) }
-          : { name, result: { kind: 'corrupt', error: 'file name is not a DNS-1123 label' } },
-      ),
-    );
+    return files.filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length));
   }
 }
 

@@ -1,0 +1,92 @@
+/** The process backend's options, its placement rule and its health check. */
+import { access, constants, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ValidationError } from '../../../shared/errors.js';
+import type { Logger } from '../../../shared/logger.js';
+import type { ProviderHealth } from '../../../shared/providers/contract.js';
+import type { StateStore } from './state.js';
+import { TINYPROXY_PATH } from './tinyproxy.js';
+
+/** How a process backend is set up (one per configured `process` provider on a relay). */
+export interface ProcessBackendOptions {
+  /** The provider name this backend serves. */
+  provider: string;
+  /** This installation's id: `list` returns only instances carrying it. */
+  installationId: string;
+  /**
+   * Where instance state (`instances/<name>.json`, mode 0600) and logs (`logs/<name>.log`) live.
+   * Several process backends may share one directory: records carry their provider, and ports are
+   * allocated across all of them.
+   */
+  stateDir: string;
+  /** Addresses a proxy may listen on; the first is the default placement. */
+  bindAddresses: readonly string[];
+  /** Inclusive port range for proxies. */
+  portRange: readonly [number, number];
+  /** The tinyproxy executable (default `/usr/bin/tinyproxy`, Debian package `tinyproxy-bin`). */
+  tinyproxyPath?: string | undefined;
+  /** The IP reported to clients and the prober; defaults to the bind address. */
+  advertiseHost?: string | undefined;
+  /**
+   * An IPv4 range (`127.1.0.0/16`) each proxy takes its own outgoing source address from, so each
+   * has an egress IP of its own; absent: a routable bind address is the source, else the OS picks.
+   */
+  egressAddresses?: string | undefined;
+  logger: Logger;
+  /** How long a new process may take to listen (default 10 s). */
+  startTimeoutMs?: number;
+}
+
+/**
+ * The placement of a process instance: `bindAddress`, one of the relay's `bindAddresses` (default
+ * the first).
+ *
+ * @throws ValidationError naming `spec.placement.<key>`
+ */
+export function resolveBindAddress(
+  placement: Record<string, unknown>,
+  bindAddresses: readonly string[],
+): Record<string, unknown> {
+  for (const key of Object.keys(placement)) {
+    if (key !== 'bindAddress')
+      throw new ValidationError(`spec.placement.${key}`, 'unknown key for a process provider (allowed: bindAddress)');
+  }
+  const value = placement['bindAddress'] ?? bindAddresses[0];
+  if (typeof value !== 'string' || !bindAddresses.includes(value)) {
+    throw new ValidationError(
+      'spec.placement.bindAddress',
+      `${JSON.stringify(value)} is not a bind address of this relay (allowed: ${bindAddresses.join(', ')})`,
+    );
+  }
+  return { bindAddress: value };
+}
+
+/** Healthy when the port range is valid, the state directory writable and tinyproxy executable. */
+export async function checkHealth(
+  opts: ProcessBackendOptions,
+  state: () => Promise<StateStore>,
+): Promise<ProviderHealth> {
+  const started = performance.now();
+  const health = (ok: boolean, message: string): ProviderHealth => ({
+    ok,
+    message,
+    latencyMs: Math.round(performance.now() - started),
+  });
+  const [lo, hi] = opts.portRange;
+  if (!(Number.isInteger(lo) && Number.isInteger(hi) && lo >= 1 && lo <= hi && hi <= 65535)) {
+    return health(false, `port range ${lo}-${hi} is not a valid range`);
+  }
+  const tinyproxy = opts.tinyproxyPath ?? TINYPROXY_PATH;
+  try {
+    const store = await state();
+    const probe = path.join(store.root, `.check-${process.pid}`);
+    await writeFile(probe, 'ok');
+    await rm(probe, { force: true });
+    await access(tinyproxy, constants.X_OK);
+    return health(true, `state in ${store.root}, ports ${lo}-${hi}, ${tinyproxy}`);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    return health(false, reason.includes(tinyproxy) ? `${reason} (Debian package tinyproxy-bin)` : reason);
+  }
+}

@@ -1,0 +1,162 @@
+/** One proxy of the process backend as a tinyproxy process: its config file, its start, its readiness. */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { appendFile, open, readdir, readFile, readlink } from 'node:fs/promises';
+import net from 'node:net';
+import { RetryableError } from '../../../shared/errors.js';
+import { basicAuthDirective } from '../../../shared/providers/tinyproxy.js';
+import { writeFileAtomic } from '../../atomic-file.js';
+
+/** Debian's tinyproxy (package `tinyproxy-bin`), the proxy software of the guests too. */
+export const TINYPROXY_PATH = '/usr/bin/tinyproxy';
+
+/** tinyproxy's exit status when it cannot create its listening socket (sysexits `EX_OSERR`). */
+const EXIT_NO_LISTENER = 71;
+
+const HAS_PROC_NET = existsSync('/proc/self/net/tcp');
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The process could not listen because its port is taken (by something that is not ours). */
+export class PortInUseError extends Error {}
+
+/** What one proxy serves. */
+export interface ProxyConfig {
+  host: string;
+  port: number;
+  credentials: { username: string; password: string };
+  /** Source address of its outgoing connections (its egress IP); absent: the OS picks. */
+  source?: string | undefined;
+}
+
+/**
+ * The tinyproxy configuration of one proxy: listen on `host:port` only, Basic auth required (407
+ * without credentials, 401 with wrong ones), no Via header, logs on stderr (run with `-d`).
+ *
+ * @throws PermanentError naming `credentials.username` or `credentials.password` when tinyproxy
+ *   could not parse the value
+ */
+export function tinyproxyConfig(config: ProxyConfig): string {
+  return [
+    `Port ${config.port}`,
+    `Listen ${config.host}`,
+    'Timeout 600',
+    'MaxClients 200',
+    'LogLevel Warning',
+    'DisableViaHeader Yes',
+    basicAuthDirective(config.credentials),
+    ...(config.source !== undefined ? [`Bind ${config.source}`] : []),
+    '',
+  ].join('\n');
+}
+
+/** How to start one proxy process. */
+export interface SpawnOptions {
+  tinyproxyPath: string;
+  markers: readonly string[];
+  config: ProxyConfig;
+  /** Where its config file goes (mode 0600: it holds the password). */
+  configPath: string;
+  /** Its stdout and stderr are appended here. */
+  logPath: string;
+  /** How long to wait until it listens. */
+  timeoutMs: number;
+}
+
+/**
+ * Starts a detached tinyproxy in the foreground (`-d`) and waits until it listens on its port.
+ * The markers follow `--`, where tinyproxy ignores them, so they stay in its argv. The process is
+ * unref'd, so it outlives the relay.
+ *
+ * @param onSpawned - called with the pid as soon as the process exists (before it is ready), so
+ *   the caller can record it and never lose track of a process it started
+ * @returns the pid
+ * @throws PortInUseError when the port is taken; RetryableError for other start failures
+ */
+export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number) => Promise<void>): Promise<number> {
+  await writeFileAtomic(opts.configPath, tinyproxyConfig(opts.config));
+  const log = await open(opts.logPath, 'a', 0o600);
+  let exited: string | undefined;
+  let portTaken = false;
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(opts.tinyproxyPath, ['-d', '-c', opts.configPath, '--', ...opts.markers], {
+      detached: true,
+      stdio: ['ignore', log.fd, log.fd],
+      cwd: '/',
+    });
+    // Listen at once: a spawn error is emitted on the next tick.
+    child.on('error', (e) => (exited ??= `cannot start: ${e.message}`));
+    child.once('exit', (code, sig) => {
+      portTaken = code === EXIT_NO_LISTENER;
+      exited = `exited (${sig ?? `code ${code ?? '?'}`}) before it was ready`;
+    });
+    child.unref();
+  } finally {
+    await log.close();
+  }
+  const { pid } = child;
+  try {
+    if (pid === undefined) {
+      const reason = `${opts.tinyproxyPath}: ${await exitReason(() => exited)}`;
+      await appendFile(opts.logPath, `${reason}\n`);
+      throw new RetryableError(`proxy process failed to start: ${reason} (log: ${opts.logPath})`);
+    }
+    await onSpawned(pid);
+    const deadline = Date.now() + opts.timeoutMs;
+    while (exited === undefined && Date.now() < deadline) {
+      if (await listens(pid, opts.config.host, opts.config.port)) return pid;
+      await sleep(5);
+    }
+    // ChildProcess.kill is a no-op once the child has exited, so a recycled pid is never hit.
+    child.kill('SIGKILL');
+    if (portTaken) throw new PortInUseError(`port ${opts.config.port} is in use on ${opts.config.host}`);
+    const error = exited ?? `not ready after ${opts.timeoutMs} ms`;
+    throw new RetryableError(`proxy process failed to start: ${error} (log: ${opts.logPath})`);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  } finally {
+    child.removeAllListeners('exit');
+  }
+}
+
+/** Waits briefly for the spawn error of a process that got no pid. */
+async function exitReason(reason: () => string | undefined): Promise<string> {
+  for (let i = 0; i < 100 && reason() === undefined; i++) await sleep(10);
+  return reason() ?? 'no pid';
+}
+
+/**
+ * True when `pid` itself holds a socket listening on `port` (Linux: its socket fds against the
+ * LISTEN rows of `/proc/<pid>/net/tcp*`), so a foreign listener on the port never counts as our proxy being
+ * ready. Elsewhere: a TCP connect to `host:port` succeeds.
+ */
+export async function listens(pid: number, host: string, port: number): Promise<boolean> {
+  if (!HAS_PROC_NET) return connects(host, port);
+  // Its fds first (cheap): the tables list every socket of the host, which is slow with many.
+  const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
+  const links = await Promise.all(fds.map((fd) => readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')));
+  const sockets = new Set(links.flatMap((l) => /^socket:\[(\d+)\]$/.exec(l)?.[1] ?? []));
+  if (sockets.size === 0) return false;
+  const tables = await Promise.all(
+    ['tcp', 'tcp6'].map((t) => readFile(`/proc/${pid}/net/${t}`, 'utf8').catch(() => undefined)),
+  );
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return tables.some((table) =>
+    (table ?? '').split('\n').some((row) => {
+      const cols = row.trim().split(/\s+/);
+      // local_address is column 1, st column 3 (0A = LISTEN), inode column 9.
+      return cols[1]?.endsWith(hexPort) === true && cols[3] === '0A' && sockets.has(cols[9] ?? '');
+    }),
+  );
+}
+
+function connects(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.once('connect', () => resolve(true));
+    socket.once('error', () => resolve(false));
+    socket.setTimeout(1000, () => socket.destroy(new Error('timeout')));
+    socket.once('close', () => resolve(false));
+  });
+}
