@@ -28,9 +28,7 @@ describe('PROVIDER_TYPES: every type has what runs it', () => {
 
   it.each(RELAY_TYPES)('%s has a relay backend', (type) => {
     const logger = createLogger({ level: 'ERROR', write: () => undefined });
-    const built = relayConfigs.flatMap((config) => [
-      ...createBackends(config, { logger }).values(),
-    ]);
+    const built = relayConfigs.flatMap((config) => [...createBackends(config, { logger }).values()]);
     expect(built.map((b) => b.type)).toContain(type);
   });
 });
