@@ -104,8 +104,9 @@ export function createCheckEnv(
     void task.finally(() => inFlight.delete(task));
   };
   const bus: Bus = {
-    publish(topic, data, attributes = {}) {
-      countMessage(counts, topic, JSON.stringify(data), attributes);
+    publish(topic, data, attributes = {}, sign) {
+      const text = JSON.stringify(data);
+      countMessage(counts, topic, text, { ...attributes, ...sign?.(text) });
       if (topic === TOPICS.proxyChecks) deliver(data);
       return Promise.resolve(`bench-${counts.messages}`);
     },

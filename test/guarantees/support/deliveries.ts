@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BusMessage } from '../../../shared/bus/message.js';
-import type { Bus } from '../../../shared/bus/pubsub.js';
+import type { BodySigner, Bus } from '../../../shared/bus/pubsub.js';
 import { decodeBody } from '../../../shared/bus/message.js';
 import type { Figures } from './figures.js';
 import type { Rng } from './prng.js';
@@ -104,8 +104,10 @@ export function onTheWire(
   data: unknown,
   publishTime = Date.now(),
   attributes: Record<string, string> = {},
+  sign?: BodySigner,
 ): BusMessage {
-  return decodeBody(`msg-${++sequence}`, publishTime, attributes, JSON.stringify(data));
+  const text = JSON.stringify(data);
+  return decodeBody(`msg-${++sequence}`, publishTime, { ...attributes, ...sign?.(text) }, text);
 }
 
 /**
@@ -119,10 +121,10 @@ export function deliveringBus(
   maxCopies?: number,
 ): Bus {
   return {
-    publish(topic, data, attributes = {}) {
+    publish(topic, data, attributes = {}, sign) {
       const route = routes[topic];
       if (!route) return Promise.resolve(`dropped-${++sequence}`);
-      const message = onTheWire(data, Date.now(), attributes);
+      const message = onTheWire(data, Date.now(), attributes, sign);
       void deliveries.send(rng, topic, () => route(message), maxCopies && rng.int(1, maxCopies));
       return Promise.resolve(message.id);
     },
@@ -132,9 +134,9 @@ export function deliveringBus(
 /** A bus that publishes every message 1–maxCopies times to `inner`, each copy after a random delay. */
 export function duplicatingBus(inner: Bus, deliveries: Deliveries, rng: Rng, kind: string): Bus {
   return {
-    publish(topic, data, attributes) {
+    publish(topic, data, attributes, sign) {
       const id = `dup-${++sequence}`;
-      void deliveries.send(rng, kind, async () => void (await inner.publish(topic, data, attributes)));
+      void deliveries.send(rng, kind, async () => void (await inner.publish(topic, data, attributes, sign)));
       return Promise.resolve(id);
     },
   };

@@ -130,7 +130,7 @@ export class Faults {
   /** Wraps the bus relay commands go out on: an armed `publish-lost` never publishes and hangs. */
   commandBus(inner: Bus): Bus {
     return {
-      publish: (topic, data, attributes) => {
+      publish: (topic, data, attributes, sign) => {
         const command = relayCommandSchema.safeParse(data);
         const target = command.success
           ? command.data.kind === 'create'
@@ -138,7 +138,7 @@ export class Faults {
             : command.data.name
           : '';
         if (this.fire('publish-lost', target)) return hang();
-        return inner.publish(topic, data, attributes);
+        return inner.publish(topic, data, attributes, sign);
       },
     };
   }
