@@ -249,6 +249,26 @@ describe('gateway (in process)', () => {
 });
 
 describe('gateway in front of a real tinyproxy', () => {
+  it('retries elsewhere when a listed address now answers with a tinyproxy that refuses the credentials (401)', async () => {
+    // A stale list: the address is another fleet proxy's now, so the credentials sent are wrong.
+    const dir = mkdtempSync(join(tmpdir(), 'gateway-tinyproxy-'));
+    const tiny = await startTinyproxy('reused', dir);
+    const stale = {
+      ...tiny.upstream,
+      name: 'stale',
+      authorization: `Basic ${Buffer.from('u-gone:p-gone').toString('base64')}`,
+    };
+    fleet = createMemoryFleet([stale, proxies[0]!.upstream]);
+    gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
+    try {
+      for (let i = 0; i < 6; i++) expect((await through(target.url, undefined, i % 2 ? ['-p'] : [])).status).toBe(200);
+      expect(gw.router.metrics.proxy('stale')?.errors).toBeGreaterThan(0);
+    } finally {
+      await tiny.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('keeps a session on it across keep-alive requests although tinyproxy closes each connection', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gateway-tinyproxy-'));
     const tiny = await startTinyproxy('a-tiny', dir);

@@ -10,6 +10,20 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Methods that may be sent again after the request went out (RFC 9110 §9.2.2). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 /** Errors that mean the proxy was never reached: the request did not go out. */
+/**
+ * True when the fleet proxy itself refused the credentials it was sent: a 407, or tinyproxy's own
+ * 401 (every backend runs tinyproxy, which answers wrong credentials with 401 where RFC 9110 wants
+ * 407), told from a target's 401 by tinyproxy's realm and Server field. It happens when the list
+ * is stale and another proxy of the fleet now listens at an old address.
+ */
+function refusesCredentials(response: http.IncomingMessage): boolean {
+  if (response.statusCode === 407) return true;
+  return (
+    response.statusCode === 401 &&
+    response.headers['www-authenticate'] === 'Basic realm="Tinyproxy"' &&
+    (response.headers['server'] ?? '').startsWith('tinyproxy/')
+  );
+}
 const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND']);
 
 export interface ForwardOptions {
@@ -122,14 +136,15 @@ function attemptOnce(
     upstreamReq.on('response', (response) => {
       const status = response.statusCode ?? 0;
       const keep = { value: { response, startedAt }, discard: () => response.destroy() };
-      if (HOP_FAILURES.has(status)) {
-        if (status === 407) response.resume();
+      const refused = refusesCredentials(response);
+      if (refused || HOP_FAILURES.has(status)) {
+        if (refused) response.resume();
         done({
           ok: false,
-          reason: status === 407 ? 'the proxy refused its credentials (407)' : `${status} at the proxy hop`,
+          reason: refused ? `the proxy refused its credentials (${status})` : `${status} at the proxy hop`,
           penalize: true,
           retry: true,
-          ...(status !== 407 && { fallback: keep }),
+          ...(!refused && { fallback: keep }),
         });
       } else if (options.banOn.has(status)) {
         done({

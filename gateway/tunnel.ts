@@ -5,6 +5,12 @@ import type { Upstream } from './selection.js';
 
 /** Statuses of a proxy's answer that say the proxy hop failed, not the target: try another proxy. */
 export const HOP_FAILURES = new Set([407, 502, 503, 504]);
+/**
+ * A CONNECT answer is always the proxy's own, so a 401 there is the proxy refusing the credentials:
+ * tinyproxy (every backend's proxy) answers wrong credentials with 401 where RFC 9110 wants 407.
+ * The gateway meets it when its list is stale and another proxy now listens at an old address.
+ */
+const CONNECT_HOP_FAILURES = new Set([401, ...HOP_FAILURES]);
 const MAX_HEAD = 16 * 1024;
 
 /** An established tunnel: the socket to the target through the proxy, and any bytes read past the proxy's answer. */
@@ -62,7 +68,7 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
         socket.off('close', onClose);
         socket.pause();
         resolve({ ok: true, value: { socket, head: buffered.subarray(end + 4) } });
-      } else if (HOP_FAILURES.has(status)) {
+      } else if (CONNECT_HOP_FAILURES.has(status)) {
         fail(`the proxy answered CONNECT with ${status}`, true, true);
       } else if (Number.isNaN(status)) {
         fail('the proxy answered CONNECT with something that is not HTTP/1.x', true, true);
