@@ -9,7 +9,6 @@ import { HOP_FAILURES } from './tunnel.js';
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Methods that may be sent again after the request went out (RFC 9110 §9.2.2). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
-/** Errors that mean the proxy was never reached: the request did not go out. */
 /**
  * True when the fleet proxy itself refused the credentials it was sent: a 407, or tinyproxy's own
  * 401 (every backend runs tinyproxy, which answers wrong credentials with 401 where RFC 9110 wants
@@ -21,9 +20,10 @@ function refusesCredentials(response: http.IncomingMessage): boolean {
   return (
     response.statusCode === 401 &&
     response.headers['www-authenticate'] === 'Basic realm="Tinyproxy"' &&
-    (response.headers['server'] ?? '').startsWith('tinyproxy/')
+    String(response.headers['server'] ?? '').startsWith('tinyproxy/')
   );
 }
+/** Errors that mean the proxy was never reached: the request did not go out. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND']);
 
 export interface ForwardOptions {
