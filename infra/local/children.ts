@@ -1,6 +1,6 @@
 /** Child processes of the local stack: started with their output in a log file, stopped by PID. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -60,4 +60,46 @@ export async function portFree(host: string, port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(true));
   });
+}
+
+/** A child kept running: started again after an exit nobody asked for. */
+export interface Supervised {
+  /** The process running now. */
+  current(): Child;
+  /** Stops it for good (no restart) and resolves once it has exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `start()` as systemd's `Restart=always` or Cloud Run's new instance would: when the child
+ * exits without `stop()`, `onExit` is told and it is started again after `restartDelayMs`. Each
+ * start writes the PID to `pidFile` (what `npm run chaos` and an operator kill).
+ */
+export function supervise(
+  start: () => Child,
+  pidFile: string,
+  onExit: (code: number | null, signal: NodeJS.Signals | null) => void,
+  restartDelayMs = 500,
+): Supervised {
+  let wanted = true;
+  let child: Child;
+  let timer: NodeJS.Timeout | undefined;
+  const run = () => {
+    child = start();
+    writeFileSync(pidFile, `${child.process.pid ?? ''}\n`);
+    child.process.once('exit', (code, signal) => {
+      if (!wanted) return;
+      onExit(code, signal);
+      timer = setTimeout(() => wanted && run(), restartDelayMs);
+    });
+  };
+  run();
+  return {
+    current: () => child,
+    async stop() {
+      wanted = false;
+      clearTimeout(timer);
+      await child.stop();
+    },
+  };
 }

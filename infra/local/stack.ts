@@ -12,7 +12,7 @@ import type { Logger } from '../../shared/logger.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/relay/signature.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
-import { portFree, startChild, waitForPort, type Child } from './children.js';
+import { portFree, startChild, supervise, waitForPort, type Supervised } from './children.js';
 import { startEmulators, type RunningEmulators } from './emulators.js';
 import {
   applyTopology,
@@ -136,23 +136,31 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       'main.js',
     );
     const functionPort = new Map(functionNames.map((name, i) => [name, ports.functions + i]));
-    let functions: Child[] = [];
+    const pidDir = join(home, 'pids');
+    mkdirSync(pidDir, { recursive: true });
+    let functions: Supervised[] = [];
+    // Each function is restarted when its process dies, as Cloud Run starts a new instance.
     const startFunctions = async () => {
       functions = functionNames.map((name) =>
-        startChild(
-          `function ${name}`,
-          [
-            ffMain,
-            `--target=${name}`,
-            `--source=${join(root, 'dist', 'functions', name)}`,
-            `--port=${functionPort.get(name)}`,
-            `--signature-type=${httpNames.includes(name) ? 'http' : 'cloudevent'}`,
-          ],
-          env,
-          join(logDir, `function-${name}.log`),
+        supervise(
+          () =>
+            startChild(
+              `function ${name}`,
+              [
+                ffMain,
+                `--target=${name}`,
+                `--source=${join(root, 'dist', 'functions', name)}`,
+                `--port=${functionPort.get(name)}`,
+                `--signature-type=${httpNames.includes(name) ? 'http' : 'cloudevent'}`,
+              ],
+              env,
+              join(logDir, `function-${name}.log`),
+            ),
+          join(pidDir, `function-${name}.pid`),
+          (code, signal) => logger.warn(`the function ${name} exited; starting a new instance`, { code, signal }),
         ),
       );
-      await Promise.all(functions.map((f, i) => waitForPort(host, ports.functions + i, 30_000, f)));
+      await Promise.all(functions.map((f, i) => waitForPort(host, ports.functions + i, 30_000, f.current())));
     };
     const stopFunctions = async () => {
       await Promise.all(functions.map((f) => f.stop()));
@@ -171,20 +179,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     logger.info('starting the relay');
     // Supervised like a systemd unit with Restart=always: a relay that dies is started again and
     // re-adopts the proxy processes it left running.
-    let relay: Child;
-    let relayWanted = true;
-    const startRelay = () => {
-      relay = startChild('relay', [join(root, 'dist', 'relay', 'main.js')], env, join(logDir, 'relay.log'));
-      writeFileSync(join(home, 'relay.pid'), `${relay.process.pid ?? ''}\n`);
-      relay.process.once('exit', (code, signal) => {
-        if (!relayWanted) return;
-        logger.warn('the relay exited; restarting it', { code, signal });
-        setTimeout(() => relayWanted && startRelay(), 500);
-      });
-    };
-    startRelay();
+    const relay = supervise(
+      () => startChild('relay', [join(root, 'dist', 'relay', 'main.js')], env, join(logDir, 'relay.log')),
+      join(home, 'relay.pid'),
+      (code, signal) => logger.warn('the relay exited; restarting it', { code, signal }),
+    );
     stoppers.push(async () => {
-      relayWanted = false;
       await relay.stop();
       const stopped = await stopAllInstances(stateDir);
       rmSync(stateDir, { recursive: true, force: true });

@@ -8,7 +8,7 @@ import { TOPICS } from '../../shared/bus/topics.js';
 import { loadConfig } from '../../shared/config/load.js';
 import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import type { Logger } from '../../shared/logger.js';
-import { createFleetApi, startGateway, type Gateway } from '../../gateway/index.js';
+import { createFleetApi, FleetApiError, startGateway, type Gateway } from '../../gateway/index.js';
 import { startStack, stackHome, type Stack } from './stack.js';
 
 /** Human-readable launcher output (this is a terminal program, not a function). */
@@ -94,7 +94,19 @@ function watchConfig(file: string, stack: Stack, env: NodeJS.ProcessEnv, logger:
  */
 async function startLocalGateway(stack: Stack, home: string, portOffset: number, logger: Logger): Promise<Gateway> {
   const fleet = createFleetApi({ apiUrl: stack.apiUrl, token: stack.config.apiTokens[0] });
-  const start = (port: number) => startGateway({ fleet, listen: { host: '127.0.0.1', port }, logger });
+  // The functions were just started: on a loaded machine the API's first answer can take longer
+  // than the gateway's 5 s discovery timeout, so its first list is asked for again for a while.
+  const start = async (port: number): Promise<Gateway> => {
+    for (const deadline = Date.now() + 60_000; ;) {
+      try {
+        return await startGateway({ fleet, listen: { host: '127.0.0.1', port }, logger });
+      } catch (err) {
+        if (!(err instanceof FleetApiError) || Date.now() > deadline) throw err;
+        logger.info('the gateway is waiting for the API to answer', { error: err });
+        await sleep(1000);
+      }
+    }
+  };
   let gateway: Gateway;
   try {
     gateway = await start(8899 + portOffset);

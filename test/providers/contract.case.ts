@@ -90,7 +90,7 @@ export function runProviderContract(c: ContractCase): void {
     let h: ContractHarness;
     let echo: EchoServer;
     const created = new Set<string>();
-    const spec = (over: Partial<InstanceSpec> = {}): InstanceSpec => {
+    const make = (over: Partial<InstanceSpec> = {}): InstanceSpec => {
       const proxy = uniq('ct');
       const s = {
         name: `ep-${proxy}`,
@@ -102,6 +102,11 @@ export function runProviderContract(c: ContractCase): void {
         credentials: { username: 'u', password: `p-${proxy}` },
         ...over,
       };
+      return s;
+    };
+    /** A spec whose instance afterEach deletes. */
+    const spec = (over: Partial<InstanceSpec> = {}): InstanceSpec => {
+      const s = make(over);
       created.add(s.name);
       return s;
     };
@@ -116,6 +121,21 @@ export function runProviderContract(c: ContractCase): void {
         await expect(h.provider.get(name)).rejects.toBeInstanceOf(NotFoundError);
       }, timeout);
 
+    // One running instance for the tests that only read it or create it again: a guest boots in
+    // about a minute under TCG. Whichever of them runs first creates it (each still runs alone with
+    // -t); afterAll deletes it.
+    let shared: Promise<{ spec: InstanceSpec; instance: Instance }> | undefined;
+    let sharedName: string | undefined;
+    const sharedInstance = () => {
+      shared ??= (async () => {
+        const s = make();
+        sharedName = s.name;
+        await h.provider.create(s);
+        return { spec: s, instance: await running(s.name) };
+      })();
+      return shared;
+    };
+
     beforeAll(async () => {
       h = await c.setup();
       echo = await startEchoServer(h.echoHost ? { host: h.echoHost } : {});
@@ -126,15 +146,14 @@ export function runProviderContract(c: ContractCase): void {
       created.clear();
     }, 120_000);
     afterAll(async () => {
+      if (sharedName) created.add(sharedName);
       for (const name of created) await h?.provider.delete(name).catch(() => undefined);
       await echo?.close();
       await h?.cleanup();
     }, 120_000);
 
     test('create reaches Running with a non-zero createdAt', async () => {
-      const s = spec();
-      await h.provider.create(s);
-      const i = await running(s.name);
+      const { spec: s, instance: i } = await sharedInstance();
       expect(i.createdAt).toBeGreaterThan(0);
       expect(i).toMatchObject({ name: s.name, proxy: s.proxy, installationId: h.installationId, specHash: s.specHash });
       expect(i.ip).not.toBe('');
@@ -142,9 +161,7 @@ export function runProviderContract(c: ContractCase): void {
     });
 
     test('a duplicate create adopts the instance', async () => {
-      const s = spec();
-      await h.provider.create(s);
-      const first = await running(s.name);
+      const { spec: s, instance: first } = await sharedInstance();
       await h.provider.create(s);
       const again = await running(s.name);
       expect(again.port).toBe(first.port);
@@ -153,9 +170,7 @@ export function runProviderContract(c: ContractCase): void {
     });
 
     test('the instance is reachable through the proxy with its credentials, and refuses without', async () => {
-      const s = spec();
-      await h.provider.create(s);
-      const i = await running(s.name);
+      const { spec: s, instance: i } = await sharedInstance();
       const ok = await probeThroughProxy({
         host: i.ip,
         port: i.port,
@@ -187,10 +202,11 @@ export function runProviderContract(c: ContractCase): void {
     });
 
     test('list returns only this installation’s instances', async () => {
-      const mine = spec();
+      const { spec: mine } = await sharedInstance();
       const theirs = spec({ installationId: `${h.installationId}-other` });
-      await Promise.all([h.provider.create(mine), h.provider.create(theirs)]);
-      await running(mine.name);
+      await h.provider.create(theirs);
+      // The other installation's instance exists on the backend before the list is judged.
+      await eventually(() => h.provider.get(theirs.name), timeout);
       await eventually(async () => {
         const names = (await h.provider.list()).map((i) => i.name);
         expect(names).toContain(mine.name);

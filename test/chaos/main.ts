@@ -1,0 +1,44 @@
+/**
+ * `npm run chaos [-- --seed N --proxies 500 --minutes 5 --settle-minutes 5]`: the chaos run on the
+ * live local stack (test/chaos/run.ts). Prints the report; exits 1, with the replay command, when
+ * anything is wrong at the end.
+ */
+import { parseArgs } from 'node:util';
+import { runChaos } from './run.js';
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: 'string' },
+    proxies: { type: 'string', default: '500' },
+    minutes: { type: 'string', default: '5' },
+    'settle-minutes': { type: 'string', default: '5' },
+    'port-offset': { type: 'string', default: '1100' },
+  },
+});
+
+function positive(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, not "${text}"`);
+  return n;
+}
+
+const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : positive('seed', values.seed);
+const proxies = positive('proxies', values.proxies);
+const minutes = positive('minutes', values.minutes);
+const report = await runChaos({
+  seed,
+  proxies,
+  churnSeconds: minutes * 60,
+  settleSeconds: positive('settle-minutes', values['settle-minutes']) * 60,
+  portOffset: positive('port-offset', values['port-offset']),
+  log: (line) => console.log(`[chaos] ${line}`),
+});
+console.log(JSON.stringify({ ...report, failedOtherwise: report.failedOtherwise.length }, null, 2));
+if (report.problems.length > 0) {
+  console.log(`\nFAILED (${report.problems.length} problems):\n  ${report.problems.slice(0, 50).join('\n  ')}`);
+  console.log(`replay: npm run chaos -- --seed ${seed} --proxies ${proxies} --minutes ${minutes}`);
+  process.exit(1);
+}
+console.log(
+  `passed: ${report.requests} requests through the gateway, ${report.failedAtProxyDeath} failed at a proxy's own death, settled in ${(report.settledMs / 1000).toFixed(1)} s`,
+);

@@ -1,0 +1,138 @@
+/**
+ * `npm run chaos` and its short seeded run in `npm test`: the local stack `npm start` runs, a churn
+ * of proxies with traffic through the gateway, and SIGKILLs of the relay, the functions and proxy
+ * processes and cuts of the emulators' connections at random moments; then the fleet must settle
+ * to exactly what was last asked, with nothing leaked, and the stack must stop everything it started.
+ */
+import { startLocalStack } from '../e2e/stack.js';
+import { mulberry32 } from '../guarantees/support/prng.js';
+import { Churn, type ChurnCounts } from './churn.js';
+import { Faults, proxyProcesses, type FaultEvent, type FaultKind } from './faults.js';
+import { startTraffic, type Failure } from './traffic.js';
+import { settle } from './verify.js';
+
+export interface ChaosOptions {
+  seed: number;
+  /** How many proxy names the churn uses (all applied first). */
+  proxies: number;
+  /** How long the churn and the faults last after the ramp-up. */
+  churnSeconds: number;
+  /** How long the fleet may take to settle after the faults stop. */
+  settleSeconds: number;
+  /** EGRESS_PORT_OFFSET of the stack (the e2e files use their own). */
+  portOffset: number;
+  log(line: string): void;
+}
+
+export interface ChaosReport {
+  seed: number;
+  proxies: number;
+  churn: ChurnCounts;
+  faults: Record<FaultKind, number>;
+  requests: number;
+  /** Failed requests through the gateway during a proxy process's death (a SIGKILL of it), and the rest. */
+  failedAtProxyDeath: number;
+  failedOtherwise: Failure[];
+  settledMs: number;
+  /** Everything wrong at the end; empty when the run passed. */
+  problems: string[];
+}
+
+/** Kills and cuts at random moments, 1–4 s apart, until `stop()`. */
+function startFaults(faults: Faults, rng: ReturnType<typeof mulberry32>, log: (l: string) => void) {
+  const events: FaultEvent[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      await new Promise((resolve) => setTimeout(resolve, rng.int(1000, 4000)));
+      if (!running) break;
+      const roll = rng.next();
+      const event =
+        roll < 0.2
+          ? faults.killRelay()
+          : roll < 0.5
+            ? faults.killFunction()
+            : roll < 0.8
+              ? faults.killProxy()
+              : await faults.cutEmulators(rng.int(1000, 4000));
+      if (event) {
+        events.push(event);
+        log(`fault: ${event.kind} ${event.target}`);
+      }
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return events;
+    },
+  };
+}
+
+export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
+  const rng = mulberry32(opts.seed);
+  const stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(opts.portOffset), EGRESS_SAMPLES: 'none' });
+  const problems: string[] = [];
+  try {
+    const env = stack.localEnv();
+    const gatewayUrl = env['EGRESS_GATEWAY_URL'];
+    if (!gatewayUrl) throw new Error(`the stack wrote no EGRESS_GATEWAY_URL:\n${stack.output()}`);
+    const echoUrl = `http://127.0.0.1:${8088 + opts.portOffset}/`;
+    const emulatorPorts = [env['FIRESTORE_EMULATOR_HOST'], env['PUBSUB_EMULATOR_HOST']].map((h) =>
+      Number(h?.split(':').pop()),
+    );
+    const names = Array.from({ length: opts.proxies }, (_, i) => `ch-${i}`);
+    const churn = new Churn(stack.pubsub, rng.fork(), names);
+    opts.log(`seed ${opts.seed}: applying ${names.length} proxies`);
+    await churn.rampUp();
+    // Traffic starts on a Ready fleet: before it, "no Ready fleet proxy" is the truth, not a failure.
+    const up = await settle(stack.db, stack.home, 'local', churn.wanted, 180_000);
+    if (up.problems.length > 0) throw new Error(`the fleet never came up:\n  ${up.problems.join('\n  ')}`);
+    opts.log(
+      `${names.length} proxies Ready in ${(up.ms / 1000).toFixed(1)} s; churn and faults for ${opts.churnSeconds} s`,
+    );
+    const traffic = startTraffic(gatewayUrl, echoUrl, 4);
+    const faults = startFaults(new Faults(stack.home, emulatorPorts, rng.fork()), rng.fork(), (line) => opts.log(line));
+    for (const until = Date.now() + opts.churnSeconds * 1000; Date.now() < until;) {
+      await churn.step();
+      await new Promise((resolve) => setTimeout(resolve, rng.int(20, 200)));
+    }
+    const events = await faults.stop();
+    await churn.quiesce();
+    opts.log(`churn over (${JSON.stringify(churn.counts)}); settling`);
+    const settled = await settle(stack.db, stack.home, 'local', churn.wanted, opts.settleSeconds * 1000);
+    const result = await traffic.stop();
+    problems.push(...settled.problems);
+    opts.log(
+      `settled in ${(settled.ms / 1000).toFixed(1)} s; ${result.total} requests, ${result.failures.length} failed`,
+    );
+    const deaths = events.filter((e) => e.kind === 'proxy').map((e) => e.at);
+    const atDeath = (f: Failure) => deaths.some((t) => f.start <= t + 1000 && t <= f.end);
+    const failedOtherwise = result.failures.filter((f) => !atDeath(f));
+    for (const f of failedOtherwise.slice(0, 10))
+      problems.push(`a request through the gateway failed at ${new Date(f.start).toISOString()}: ${f.error}`);
+    const count = (kind: FaultKind) => events.filter((e) => e.kind === kind).length;
+    return {
+      seed: opts.seed,
+      proxies: opts.proxies,
+      churn: churn.counts,
+      faults: {
+        relay: count('relay'),
+        function: count('function'),
+        proxy: count('proxy'),
+        emulators: count('emulators'),
+      },
+      requests: result.total,
+      failedAtProxyDeath: result.failures.length - failedOtherwise.length,
+      failedOtherwise,
+      settledMs: settled.ms,
+      problems,
+    };
+  } finally {
+    const code = await stack.interrupt();
+    const left = proxyProcesses(stack.home);
+    if (code !== 0) problems.push(`the stack exited with ${code}`);
+    if (left.length > 0) problems.push(`${left.length} proxy processes still run after the stack stopped`);
+  }
+}
