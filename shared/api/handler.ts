@@ -70,18 +70,22 @@ async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
 async function discovery(deps: ApiDeps, params: URLSearchParams): Promise<ApiResponse> {
   const q = parseDiscoveryQuery(params);
   const picked = selectForDiscovery(await deps.proxies.list(), q, Math.random, (deps.now ?? Date.now)());
-  const entries = [];
-  for (const d of picked) {
-    const creds = await deps.proxies.credentials(d.metadata.name);
-    if (!creds || !d.status.address) continue;
-    entries.push({
-      name: d.metadata.name,
-      provider: d.spec.provider,
-      url: proxyUrl(d.status.address, creds.username, creds.password),
-      egressIp: d.status.health?.egressIp ?? null,
-      latencyMs: d.status.health?.latencyMs ?? null,
-    });
-  }
+  // The credentials are read at once, not one round trip after another: a gateway asks every
+  // 2 s with a 5 s timeout, and a slow answer leaves it on a stale list.
+  const credentials = await Promise.all(picked.map((d) => deps.proxies.credentials(d.metadata.name)));
+  const entries = picked.flatMap((d, i) => {
+    const creds = credentials[i];
+    if (!creds || !d.status.address) return [];
+    return [
+      {
+        name: d.metadata.name,
+        provider: d.spec.provider,
+        url: proxyUrl(d.status.address, creds.username, creds.password),
+        egressIp: d.status.health?.egressIp ?? null,
+        latencyMs: d.status.health?.latencyMs ?? null,
+      },
+    ];
+  });
   if (q.format === 'urls')
     return {
       status: 200,
