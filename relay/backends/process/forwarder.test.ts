@@ -22,7 +22,7 @@ import { StateStore } from './state.js';
 
 const logger = createLogger({ write: () => undefined });
 const credentials = { username: 'user', password: 'forwarder-test-pw' };
-const RANGE = '127.5.0.0/24';
+const RANGE = '127.7.0.0/24';
 let echo: EchoServer;
 let remote: RemoteTarget;
 let stateDir: string;
@@ -87,7 +87,7 @@ afterAll(async () => {
 describe('a proxy with a loopback egress address', { timeout: 30_000 }, () => {
   it('reaches a target off this host with a plain GET and through a CONNECT tunnel', async () => {
     const proxy = await newBackend().create(spec('fw-one'));
-    // The target sees the host's address on the way there: the forwarder connected, not 127.5.0.1.
+    // The target sees the host's address on the way there: the forwarder connected, not 127.7.0.1.
     expect(await forward(proxy.port, remote.url)).toEqual({ status: 200, ip: remote.hostIp });
     expect(await tunnel(proxy.port, remote.url)).toMatchObject({ ok: true, egressIp: remote.hostIp });
   });
@@ -96,10 +96,10 @@ describe('a proxy with a loopback egress address', { timeout: 30_000 }, () => {
     const backend = newBackend();
     const two = await backend.create(spec('fw-two'));
     const one = await backend.create(spec('fw-one'));
-    expect(await forward(one.port, echo.url)).toEqual({ status: 200, ip: '127.5.0.1' });
-    expect(await tunnel(two.port, echo.url)).toMatchObject({ ok: true, egressIp: '127.5.0.2' });
+    expect(await forward(one.port, echo.url)).toEqual({ status: 200, ip: '127.7.0.1' });
+    expect(await tunnel(two.port, echo.url)).toMatchObject({ ok: true, egressIp: '127.7.0.2' });
     const byName = echo.url.replace('127.0.0.1', 'localhost');
-    expect(await forward(two.port, byName)).toEqual({ status: 200, ip: '127.5.0.2' });
+    expect(await forward(two.port, byName)).toEqual({ status: 200, ip: '127.7.0.2' });
   });
 
   it('has one forwarder, adopted after a relay restart, healed by the health check once killed', async () => {
@@ -107,7 +107,7 @@ describe('a proxy with a loopback egress address', { timeout: 30_000 }, () => {
     const restarted = newBackend();
     const health = await restarted.check();
     expect(health).toMatchObject({ ok: true });
-    expect(health.message).toContain(`forwarder 127.5.0.0:23500 (pid ${pid})`);
+    expect(health.message).toContain(`forwarder 127.7.0.0:23500 (pid ${pid})`);
     expect(await forwarderPid()).toBe(pid);
 
     const one = await restarted.create(spec('fw-one'));
