@@ -113,9 +113,14 @@ async function runOnce(count: number, echo: EchoServer, firstPort: number): Prom
     for (const o of outcomes) if (o.status === 'rejected') failures.push(String(o.reason));
     const store = new StateStore(await realpath(stateDir));
     const pids = (await store.readAll()).flatMap(({ result }) => (result.kind === 'ok' ? [result.record.pid] : []));
-    const rss = await Promise.all(pids.map((pid) => memoryKb(pid, 'status', 'VmRSS')));
-    const pss = await Promise.all(pids.map((pid) => memoryKb(pid, 'smaps_rollup', 'Pss')));
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+    // The forwarder (relay/backends/process/forwarder.ts) serves them all: its share counts too.
+    const forwarder = await readFile(store.forwarderPaths('bench').record, 'utf8')
+      .then((text) => [(JSON.parse(text) as { pid: number }).pid])
+      .catch(() => []);
+    const all = [...pids, ...forwarder];
+    const rss = await Promise.all(all.map((pid) => memoryKb(pid, 'status', 'VmRSS')));
+    const pss = await Promise.all(all.map((pid) => memoryKb(pid, 'smaps_rollup', 'Pss')));
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, pids.length);
     const serving = outcomes.filter((o) => o.status === 'fulfilled').length;
     return { count, readyMs, serving, egressIps: ips.size, rssKb: mean(rss), pssKb: mean(pss), failures };
   } finally {

@@ -79,6 +79,9 @@ describe('egress address rules', () => {
     ['127.1.0.0', 'CIDR'],
     ['::1/128', 'CIDR'],
     ['127.0.0.0/4', '8 to 32'],
+    ['127.1.0.0/30', { base: 0x7f010000, size: 4 }],
+    ['127.1.0.0/31', 'a loopback range needs a prefix of /30 or shorter'],
+    ['10.0.0.8/31', { base: 0x0a000008, size: 2 }],
   ])('parses %s', (cidr, want) => {
     const got = parseIpv4Range(cidr);
     if (typeof want === 'string') expect(got).toMatch(want);

@@ -23,7 +23,8 @@ const toNumber = (ip: string) => ip.split('.').reduce((n, part) => n * 256 + Num
 const toIp = (n: number) => [24, 16, 8, 0].map((shift) => Math.floor(n / 2 ** shift) % 256).join('.');
 
 /**
- * Parses `a.b.c.d/len` (IPv4; 8 ≤ len ≤ 32; the address must be the range's first).
+ * Parses `a.b.c.d/len` (IPv4; 8 ≤ len ≤ 32; the address must be the range's first; a loopback
+ * range needs at least 4 addresses, since its first is its forwarder's, see `forwarder.ts`).
  *
  * @returns the range, or a reason it is not one
  */
@@ -36,7 +37,19 @@ export function parseIpv4Range(cidr: string): Ipv4Range | string {
   const size = 2 ** (32 - prefix);
   const base = toNumber(ip);
   if (base % size !== 0) return `${ip} is not the first address of a /${prefix}`;
+  if (isLoopback({ base, size }) && prefix > 30)
+    return "a loopback range needs a prefix of /30 or shorter (its first address is its forwarder's)";
   return { base, size };
+}
+
+/** Whether a range lies in 127.0.0.0/8, where a socket bound to one of its addresses reaches only this host. */
+export function isLoopback(range: Ipv4Range): boolean {
+  return Math.floor(range.base / 2 ** 24) === 127;
+}
+
+/** Where the forwarder of a loopback range listens: its first address, which no proxy is given. */
+export function forwarderHost(range: Ipv4Range): string {
+  return toIp(range.base);
 }
 
 /** Whether `ip` lies in `range`. */

@@ -7,13 +7,14 @@ import type { Instance, InstanceSpec, InstanceState, ProviderHealth } from '../.
 import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
-import { cursorPath, EgressAllocator, parseIpv4Range } from './egress.js';
+import { cursorPath, EgressAllocator, forwarderHost, isLoopback, parseIpv4Range } from './egress.js';
+import { Forwarder } from './forwarder.js';
 import { checkHealth, resolveBindAddress, type ProcessBackendOptions } from './options.js';
 import { PortAllocator } from './ports.js';
 import { awaitExit, findByMarkers, isOurs, LeftoverProcesses, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
-import { StateStore, type InstanceRecord, type ReadResult } from './state.js';
-import { PortInUseError, spawnTinyproxy, TINYPROXY_PATH } from './tinyproxy.js';
+import { newInstanceRecord, StateStore, type InstanceRecord, type ReadResult } from './state.js';
+import { PortInUseError, spawnTinyproxy, TINYPROXY_PATH, tinyproxyConfig } from './tinyproxy.js';
 
 export type { ProcessBackendOptions } from './options.js';
 export { stopAllInstances } from './stop-all.js';
@@ -29,6 +30,8 @@ class ProcessBackend implements RelayBackend {
   private readonly starting = new Set<string>();
   private readonly ports: PortAllocator;
   private readonly egress: EgressAllocator | undefined;
+  /** Carries what proxies with loopback egress addresses cannot reach themselves. */
+  private readonly forwarder: Forwarder | undefined;
   private readonly log: Logger;
   private readonly reportedCorrupt = new Set<string>();
   private store: Promise<StateStore> | undefined;
@@ -38,12 +41,20 @@ class ProcessBackend implements RelayBackend {
   constructor(private readonly opts: ProcessBackendOptions) {
     this.name = opts.provider;
     this.ports = new PortAllocator(opts.portRange);
-    if (opts.egressAddresses !== undefined) {
-      const range = parseIpv4Range(opts.egressAddresses);
-      if (typeof range === 'string') throw new ValidationError('egressAddresses', range);
-      this.egress = new EgressAllocator(range, cursorPath(path.resolve(opts.stateDir), opts.provider));
-    }
     this.log = opts.logger.child({ provider: opts.provider, backend: 'process' });
+    const range = opts.egressAddresses === undefined ? undefined : parseIpv4Range(opts.egressAddresses);
+    if (typeof range === 'string') throw new ValidationError('egressAddresses', range);
+    if (range === undefined) return;
+    this.egress = new EgressAllocator(range, cursorPath(path.resolve(opts.stateDir), opts.provider));
+    if (isLoopback(range)) {
+      this.forwarder = new Forwarder({
+        provider: opts.provider,
+        listen: { host: forwarderHost(range), port: opts.portRange[0] },
+        tinyproxyPath: opts.tinyproxyPath ?? TINYPROXY_PATH,
+        timeoutMs: opts.startTimeoutMs ?? 10_000,
+        logger: this.log,
+      });
+    }
   }
 
   resolvePlacement(placement: Record<string, unknown>): Record<string, unknown> {
@@ -59,6 +70,8 @@ class ProcessBackend implements RelayBackend {
 
   private async createLocked(spec: InstanceSpec, host: string): Promise<Instance> {
     const store = await this.state();
+    // No proxy without its way out: the forwarder is healed first, or the create fails.
+    await this.forwarder?.ensure(store);
     const markers = markerArgs(spec.name, store.root);
     const existing = await store.read(spec.name);
     if (existing.kind === 'ok' && existing.record.provider !== this.name) {
@@ -124,9 +137,15 @@ class ProcessBackend implements RelayBackend {
         exclude,
         taken: async () => (await store.takenBy(spec.name)).ports,
       });
-      const record = this.newRecord(spec, host, port, source);
+      const record = newInstanceRecord(spec, this.name, { host, port, source });
       try {
-        const config = { host, port, credentials: spec.credentials, source: source ?? egressAddress(host) };
+        const config = tinyproxyConfig({
+          host,
+          port,
+          credentials: spec.credentials,
+          source: source ?? egressAddress(host),
+          upstream: this.forwarder?.address,
+        });
         const pid = await backendCall(
           'process.spawn',
           { 'process.instance': spec.name, 'server.address': host, 'server.port': port },
@@ -136,6 +155,7 @@ class ProcessBackend implements RelayBackend {
                 tinyproxyPath: this.opts.tinyproxyPath ?? TINYPROXY_PATH,
                 markers,
                 config,
+                listen: { host, port },
                 configPath: store.confPath(spec.name),
                 logPath: store.logPath(spec.name),
                 timeoutMs: this.opts.startTimeoutMs ?? 10_000,
@@ -158,25 +178,6 @@ class ProcessBackend implements RelayBackend {
         this.ports.release(port);
       }
     }
-  }
-
-  /** The record of an instance about to start (its pid is written once the process exists). */
-  private newRecord(spec: InstanceSpec, host: string, port: number, source: string | undefined): InstanceRecord {
-    const { name, proxy, installationId, specHash, credentials } = spec;
-    const egress = source !== undefined ? { egressAddress: source } : {};
-    return {
-      name,
-      provider: this.name,
-      proxy,
-      installationId,
-      specHash,
-      host,
-      port,
-      pid: 1,
-      createdAt: Date.now(),
-      credentials,
-      ...egress,
-    };
   }
 
   async get(name: string): Promise<Instance> {
@@ -228,7 +229,7 @@ class ProcessBackend implements RelayBackend {
   }
 
   async check(): Promise<ProviderHealth> {
-    return checkHealth(this.opts, () => this.state());
+    return checkHealth(this.opts, () => this.state(), this.forwarder);
   }
 
   async credentials(name: string): Promise<ProxyCredentials | undefined> {

@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { ValidationError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { ProviderHealth } from '../../../shared/providers/contract.js';
+import type { Forwarder } from './forwarder.js';
 import type { StateStore } from './state.js';
 import { TINYPROXY_PATH } from './tinyproxy.js';
 
@@ -31,6 +32,8 @@ export interface ProcessBackendOptions {
   /**
    * An IPv4 range (`127.1.0.0/16`) each proxy takes its own outgoing source address from, so each
    * has an egress IP of its own; absent: a routable bind address is the source, else the OS picks.
+   * A loopback range gets a forwarder on its first address and the first port of `portRange`
+   * (`forwarder.ts`), through which its proxies reach what is not on this host.
    */
   egressAddresses?: string | undefined;
   logger: Logger;
@@ -62,10 +65,14 @@ export function resolveBindAddress(
   return { bindAddress: value };
 }
 
-/** Healthy when the port range is valid, the state directory writable and tinyproxy executable. */
+/**
+ * Healthy when the port range is valid, the state directory writable, tinyproxy executable and the
+ * forwarder (when the backend has one) running: a dead one is started again here.
+ */
 export async function checkHealth(
   opts: ProcessBackendOptions,
   state: () => Promise<StateStore>,
+  forwarder: Forwarder | undefined,
 ): Promise<ProviderHealth> {
   const started = performance.now();
   const health = (ok: boolean, message: string): ProviderHealth => ({
@@ -84,7 +91,11 @@ export async function checkHealth(
     await writeFile(probe, 'ok');
     await rm(probe, { force: true });
     await access(tinyproxy, constants.X_OK);
-    return health(true, `state in ${store.root}, ports ${lo}-${hi}, ${tinyproxy}`);
+    const message = `state in ${store.root}, ports ${lo}-${hi}, ${tinyproxy}`;
+    if (forwarder === undefined) return health(true, message);
+    const pid = await forwarder.ensure(store);
+    const { host, port } = forwarder.address;
+    return health(true, `${message}, forwarder ${host}:${port} (pid ${pid})`);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     return health(false, reason.includes(tinyproxy) ? `${reason} (Debian package tinyproxy-bin)` : reason);

@@ -30,6 +30,11 @@ export function markerArgs(name: string, stateDir: string): [string, string] {
   return [`--egress-proxy=${name}`, stateMarker(stateDir)];
 }
 
+/** The argv markers of a provider's forwarder (`forwarder.ts`) in `stateDir`. */
+export function forwarderMarkers(provider: string, stateDir: string): [string, string] {
+  return [`--egress-forwarder=${provider}`, stateMarker(stateDir)];
+}
+
 /** The marker every process started for `stateDir` carries, whatever its name. */
 export function stateMarker(stateDir: string): string {
   return `--egress-state=${stateDir}`;

@@ -1,11 +1,13 @@
 /**
  * Per-instance files of the process backend: state `<stateDir>/instances/<name>.json` (written
- * atomically), tinyproxy config `conf/<name>.conf` and log `logs/<name>.log`.
+ * atomically), tinyproxy config `conf/<name>.conf` and log `logs/<name>.log`; a provider's
+ * forwarder has `forwarders/<provider>.{json,conf,log}`.
  */
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { dnsLabel } from '../../../shared/domain/names.js';
+import type { InstanceSpec } from '../../../shared/providers/contract.js';
 import { writeFileAtomic } from '../../atomic-file.js';
 import { isErrno } from '../../errno.js';
 
@@ -29,6 +31,34 @@ export const instanceRecordSchema = z.object({
 /** What the backend remembers about one instance. The file is mode 0600: it holds credentials. */
 export type InstanceRecord = z.infer<typeof instanceRecordSchema>;
 
+/**
+ * The record of an instance about to start (its pid is written once the process exists).
+ *
+ * @param where - where it listens and its egress address (absent: none of its own)
+ */
+export function newInstanceRecord(
+  spec: InstanceSpec,
+  provider: string,
+  where: { host: string; port: number; source: string | undefined },
+): InstanceRecord {
+  const { name, proxy, installationId, specHash, credentials } = spec;
+  const egress = where.source !== undefined ? { egressAddress: where.source } : {};
+  const { host, port } = where;
+  return {
+    name,
+    provider,
+    proxy,
+    installationId,
+    specHash,
+    host,
+    port,
+    pid: 1,
+    createdAt: Date.now(),
+    credentials,
+    ...egress,
+  };
+}
+
 /** The outcome of reading one state file. */
 export type ReadResult =
   { kind: 'missing' } | { kind: 'corrupt'; error: string } | { kind: 'ok'; record: InstanceRecord };
@@ -38,6 +68,7 @@ export class StateStore {
   readonly instancesDir: string;
   readonly logsDir: string;
   readonly confDir: string;
+  readonly forwardersDir: string;
   /** Records this store has read or written, by name: {@link StateStore.takenBy} reads only the others. */
   private readonly known = new Map<string, InstanceRecord>();
 
@@ -45,11 +76,12 @@ export class StateStore {
     this.instancesDir = path.join(root, 'instances');
     this.logsDir = path.join(root, 'logs');
     this.confDir = path.join(root, 'conf');
+    this.forwardersDir = path.join(root, 'forwarders');
   }
 
   /** Creates the directories (mode 0700). */
   async init(): Promise<void> {
-    for (const dir of [this.instancesDir, this.logsDir, this.confDir])
+    for (const dir of [this.instancesDir, this.logsDir, this.confDir, this.forwardersDir])
       await mkdir(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -61,6 +93,12 @@ export class StateStore {
   /** Where an instance's process writes its stderr. */
   logPath(name: string): string {
     return path.join(this.logsDir, `${name}.log`);
+  }
+
+  /** The files of a provider's forwarder: its pid record, its config and its log. */
+  forwarderPaths(provider: string): { record: string; conf: string; log: string } {
+    const base = path.join(this.forwardersDir, provider);
+    return { record: `${base}.json`, conf: `${base}.conf`, log: `${base}.log` };
   }
 
   private statePath(name: string): string {

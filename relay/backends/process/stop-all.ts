@@ -1,5 +1,5 @@
-/** Stops every proxy process a state directory knows of (the local launcher's Ctrl-C). */
-import { realpath } from 'node:fs/promises';
+/** Stops every proxy and forwarder process a state directory knows of (the local launcher's Ctrl-C). */
+import { realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { findByMarkers, terminate } from './processes.js';
 import { markerArgs, stateMarker } from './proxy-config.js';
@@ -7,8 +7,8 @@ import { StateStore } from './state.js';
 
 /**
  * Stops every process recorded in `stateDir` (only those that carry our markers, so a recycled
- * pid is never signalled), plus any unrecorded process started for this directory, and removes
- * their state and logs.
+ * pid is never signalled), plus any unrecorded process started for this directory (the forwarders
+ * among them), and removes their state and logs.
  *
  * @param stateDir - the process backend's state directory
  * @returns how many processes were stopped
@@ -32,5 +32,6 @@ export async function stopAllInstances(stateDir: string): Promise<number> {
   const marker = [stateMarker(root)];
   const orphans = await findByMarkers(marker);
   const stoppedOrphans = await Promise.all(orphans.map((pid) => terminate(pid, marker)));
+  await rm(store.forwardersDir, { recursive: true, force: true });
   return [...stopped, ...stoppedOrphans].filter(Boolean).length;
 }

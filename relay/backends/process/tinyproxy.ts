@@ -1,4 +1,4 @@
-/** One proxy of the process backend as a tinyproxy process: its config file, its start, its readiness. */
+/** tinyproxy processes of the process backend (proxies and forwarders): their config files, their start, their readiness. */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { appendFile, open, readdir, readFile, readlink } from 'node:fs/promises';
@@ -19,23 +19,34 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** The process could not listen because its port is taken (by something that is not ours). */
 export class PortInUseError extends Error {}
 
-/** What one proxy serves. */
-export interface ProxyConfig {
+/** An address tinyproxy listens on or connects to. */
+export interface HostPort {
   host: string;
   port: number;
+}
+
+/** What one proxy serves. */
+export interface ProxyConfig extends HostPort {
   credentials: { username: string; password: string };
   /** Source address of its outgoing connections (its egress IP); absent: the OS picks. */
   source?: string | undefined;
+  /**
+   * The forwarder that carries what is not for this host (a loopback `source` reaches nothing
+   * else); loopback targets are still reached directly, from `source`.
+   */
+  upstream?: HostPort | undefined;
 }
 
 /**
  * The tinyproxy configuration of one proxy: listen on `host:port` only, Basic auth required (407
  * without credentials, 401 with wrong ones), no Via header, logs on stderr (run with `-d`).
+ * tinyproxy tries its site-specific `Upstream` rules before the default one, whatever their order.
  *
  * @throws PermanentError naming `credentials.username` or `credentials.password` when tinyproxy
  *   could not parse the value
  */
 export function tinyproxyConfig(config: ProxyConfig): string {
+  const { upstream } = config;
   return [
     `Port ${config.port}`,
     `Listen ${config.host}`,
@@ -45,16 +56,40 @@ export function tinyproxyConfig(config: ProxyConfig): string {
     'DisableViaHeader Yes',
     basicAuthDirective(config.credentials),
     ...(config.source !== undefined ? [`Bind ${config.source}`] : []),
+    ...(upstream !== undefined
+      ? [`Upstream http ${upstream.host}:${upstream.port}`, 'Upstream none "127.0.0.0/8"', 'Upstream none "localhost"']
+      : []),
     '',
   ].join('\n');
 }
 
-/** How to start one proxy process. */
+/**
+ * The tinyproxy configuration of a forwarder: no auth and no `Bind` (it connects from the host's
+ * own address), listening on a loopback `host:port` and serving loopback clients only.
+ */
+export function forwarderConfig(listen: HostPort): string {
+  return [
+    `Port ${listen.port}`,
+    `Listen ${listen.host}`,
+    'Timeout 600',
+    // It carries the traffic of every proxy of its backend.
+    'MaxClients 1000',
+    'LogLevel Warning',
+    'DisableViaHeader Yes',
+    'Allow 127.0.0.0/8',
+    '',
+  ].join('\n');
+}
+
+/** How to start one tinyproxy process. */
 export interface SpawnOptions {
   tinyproxyPath: string;
   markers: readonly string[];
-  config: ProxyConfig;
-  /** Where its config file goes (mode 0600: it holds the password). */
+  /** Its configuration file (`tinyproxyConfig` or `forwarderConfig`). */
+  config: string;
+  /** Where that configuration makes it listen: it is ready once it does. */
+  listen: HostPort;
+  /** Where its config file goes (mode 0600: it may hold a password). */
   configPath: string;
   /** Its stdout and stderr are appended here. */
   logPath: string;
@@ -73,7 +108,7 @@ export interface SpawnOptions {
  * @throws PortInUseError when the port is taken; RetryableError for other start failures
  */
 export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number) => Promise<void>): Promise<number> {
-  await writeFileAtomic(opts.configPath, tinyproxyConfig(opts.config));
+  await writeFileAtomic(opts.configPath, opts.config);
   const log = await open(opts.logPath, 'a', 0o600);
   let exited: string | undefined;
   let portTaken = false;
@@ -104,12 +139,12 @@ export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number
     await onSpawned(pid);
     const deadline = Date.now() + opts.timeoutMs;
     while (exited === undefined && Date.now() < deadline) {
-      if (await listens(pid, opts.config.host, opts.config.port)) return pid;
+      if (await listens(pid, opts.listen.host, opts.listen.port)) return pid;
       await sleep(5);
     }
     // ChildProcess.kill is a no-op once the child has exited, so a recycled pid is never hit.
     child.kill('SIGKILL');
-    if (portTaken) throw new PortInUseError(`port ${opts.config.port} is in use on ${opts.config.host}`);
+    if (portTaken) throw new PortInUseError(`port ${opts.listen.port} is in use on ${opts.listen.host}`);
     const error = exited ?? `not ready after ${opts.timeoutMs} ms`;
     throw new RetryableError(`proxy process failed to start: ${error} (log: ${opts.logPath})`);
   } catch (err) {
