@@ -30,7 +30,7 @@ describe('loadRelayConfig', () => {
     expect(config).toMatchObject({ relay: 'local', subscription: 'relay-commands-local', installationId: 'local' });
     expect(config.backends[0]).toMatchObject({ provider: 'local', type: 'process', portRange: [20000, 20999] });
     expect(Object.isFrozen(config.backends[0])).toBe(true);
-    expect(relayStatePath(config)).toBe(path.resolve('.egress/relay-state/relay-commands.json'));
+    expect(relayStatePath(config)).toBe(path.resolve('.egress/relay-state/local/relay-commands.json'));
   });
 
   it('gives the local default two process providers with their own ports and egress ranges', () => {
@@ -40,6 +40,11 @@ describe('loadRelayConfig', () => {
       ['local-b', '127.2.0.0/16'],
     ]);
     expect(config.backends[1]).toMatchObject({ portRange: [22000, 22999] });
+    // Each its own state directory: a fault in one (its health check) is not a fault in the other.
+    expect(config.backends.map((b) => b.stateDir)).toEqual([
+      '.egress/relay-state/local',
+      '.egress/relay-state/local-b',
+    ]);
   });
 
   it('names egressAddresses when it is not a range, or overlaps another provider', () => {
@@ -70,7 +75,9 @@ describe('loadRelayConfig', () => {
       EGRESS_RELAY_STATE_DIR: '/tmp/relay-x',
     });
     expect(config).toMatchObject({ project: 'p1', echoUrl: 'http://10.0.0.1:9000/' });
-    expect(config.backends[0]?.stateDir).toBe('/tmp/relay-x');
+    // Each backend in its own directory under it, the relay's ledger in it.
+    expect(config.backends.map((b) => b.stateDir)).toEqual(['/tmp/relay-x/local', '/tmp/relay-x/local-b']);
+    expect(relayStatePath(config)).toBe('/tmp/relay-x/relay-commands.json');
     expect(loadRelayConfig({ EGRESS_PROJECT: 'p2', GOOGLE_CLOUD_PROJECT: 'p1' }).project).toBe('p2');
   });
 

@@ -205,7 +205,8 @@ export type RelayConfig = Readonly<z.infer<typeof relayConfigSchema>>;
 
 /**
  * The embedded default: relay `local` running two process providers on 127.0.0.1, `local` and
- * `local-b`, each proxy leaving from its own loopback address (127.1.x.y and 127.2.x.y).
+ * `local-b`, each proxy leaving from its own loopback address (127.1.x.y and 127.2.x.y), each
+ * provider with its own state directory (a fault in one is not a fault in the other).
  */
 export const LOCAL_RELAY_CONFIG = {
   relay: 'local',
@@ -221,7 +222,7 @@ export const LOCAL_RELAY_CONFIG = {
     {
       provider: 'local',
       type: 'process',
-      stateDir: '.egress/relay-state',
+      stateDir: '.egress/relay-state/local',
       bindAddresses: ['127.0.0.1'],
       portRange: [20000, 20999],
       egressAddresses: '127.1.0.0/16',
@@ -229,7 +230,7 @@ export const LOCAL_RELAY_CONFIG = {
     {
       provider: 'local-b',
       type: 'process',
-      stateDir: '.egress/relay-state',
+      stateDir: '.egress/relay-state/local-b',
       bindAddresses: ['127.0.0.1'],
       portRange: [22000, 22999],
       egressAddresses: '127.2.0.0/16',
@@ -239,8 +240,9 @@ export const LOCAL_RELAY_CONFIG = {
 
 /**
  * Loads the relay configuration once. Environment overrides: `EGRESS_PROJECT` (or
- * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the stateDir of every
- * backend; they may share it: process records carry the provider, kvm files live under `kvm/<provider>/`).
+ * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the relay's stateDir;
+ * each backend's becomes `<dir>/<provider>`, so no two backends share one and one backend's broken
+ * state directory fails only that backend's health check).
  *
  * @param env - the environment (tests pass their own)
  * @returns a deeply frozen RelayConfig
@@ -264,9 +266,13 @@ export function parseRelayConfig(raw: unknown, env: Env = {}): RelayConfig {
   if (env['EGRESS_ECHO_URL']) merged['echoUrl'] = env['EGRESS_ECHO_URL'];
   if (env['EGRESS_INSTALLATION']) merged['installationId'] = env['EGRESS_INSTALLATION'];
   const stateDir = env['EGRESS_RELAY_STATE_DIR'];
+  if (stateDir) merged['stateDir'] = stateDir;
   if (stateDir && Array.isArray(merged['backends'])) {
+    // A backend without a valid provider name is refused by the schema below, naming the field.
     merged['backends'] = merged['backends'].map((b: unknown) =>
-      typeof b === 'object' && b !== null ? { ...b, stateDir } : b,
+      typeof b === 'object' && b !== null && 'provider' in b && typeof b.provider === 'string'
+        ? { ...b, stateDir: path.join(stateDir, b.provider) }
+        : b,
     );
   }
   const parsed = relayConfigSchema.safeParse(merged);

@@ -1,6 +1,6 @@
 /** The local stack: emulators, topology, every function under functions-framework, echo endpoint, relay, schedules. */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
@@ -51,6 +51,17 @@ export interface Stack {
   /** Restarts every function (picks up an edited EGRESS_CONFIG). */
   restartFunctions(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** The backends' state directories under the relay's (`EGRESS_RELAY_STATE_DIR`: `<dir>/<provider>`). */
+function backendDirs(stateDir: string): string[] {
+  try {
+    return readdirSync(stateDir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(stateDir, e.name));
+  } catch {
+    return [];
+  }
 }
 
 /** Starts everything; on failure stops what it started and rethrows. */
@@ -186,7 +197,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     stoppers.push(async () => {
       await relay.stop();
-      const stopped = await stopAllInstances(stateDir);
+      // Each backend keeps its state in its own directory under it (`<stateDir>/<provider>`).
+      let stopped = 0;
+      for (const dir of backendDirs(stateDir)) stopped += await stopAllInstances(dir);
       rmSync(stateDir, { recursive: true, force: true });
       logger.info('stopped the relay and its proxy processes', { proxies: stopped });
     });

@@ -203,7 +203,6 @@ describe('planPool', () => {
   });
 
   it('maxAge: members past it surge-replaced; never fewer than minAvailable Ready, never above replicas + maxSurge', () => {
-    // A simulated world: created members take two reconciles to be Ready; drained ones vanish.
     const p = pool({
       replicas: 20,
       minAvailable: 18,
@@ -211,29 +210,92 @@ describe('planPool', () => {
       template: { metadata: { labels: {} }, spec: { provider: 'a', placement: {}, port: 0, maxAge: '1h' } },
       spread: undefined,
     });
-    let members = Array.from({ length: 20 }, () => member(p, 'a', 'Ready', T0));
-    const born = new Map<string, number>();
-    let now = T0 + 3_600_000 + 1000;
-    let minReady = Infinity;
-    let maxLive = 0;
-    for (let step = 0; step < 200; step++) {
-      for (const m of members) if ((born.get(m.metadata.name) ?? -9) <= step - 2) m.status.phase = 'Ready';
-      const plan = planPool(input(p, members, { now }));
-      const drained = new Set(plan.drains.map((d) => d.name));
-      members = members.filter((m) => !drained.has(m.metadata.name));
-      for (const c of plan.creates) {
-        const m = member(p, c.entry.provider, 'Provisioning', now);
-        born.set(m.metadata.name, step);
-        members.push(m);
-      }
-      minReady = Math.min(minReady, members.filter((m) => m.status.phase === 'Ready').length);
-      maxLive = Math.max(maxLive, members.length);
-      now += 1000;
-      if (plan.settled) break;
-    }
-    expect(members.every((m) => Date.parse(m.createdAt) > T0)).toBe(true);
-    expect(members).toHaveLength(20);
-    expect(minReady).toBeGreaterThanOrEqual(18);
-    expect(maxLive).toBeLessThanOrEqual(22);
+    const world = simulate(
+      p,
+      Array.from({ length: 20 }, () => member(p, 'a', 'Ready', T0)),
+      { deleteAfter: 0 },
+    );
+    expect(world.members.every((m) => Date.parse(m.createdAt) > T0)).toBe(true);
+    expect(world.members).toHaveLength(20);
+    expect(world.minReady).toBeGreaterThanOrEqual(18);
+    expect(world.maxMembers).toBeLessThanOrEqual(22);
+  });
+
+  it('draining members slow to delete count against replicas + maxSurge: a rotation never has more members', () => {
+    const p = pool({
+      replicas: 20,
+      minAvailable: 18,
+      maxSurge: 2,
+      template: { metadata: { labels: {} }, spec: { provider: 'a', placement: {}, port: 0, maxAge: '1h' } },
+      spread: undefined,
+    });
+    const world = simulate(
+      p,
+      Array.from({ length: 20 }, () => member(p, 'a', 'Ready', T0)),
+      { deleteAfter: 5 },
+    );
+    expect(world.settled).toBe(true);
+    const live = world.members.filter((m) => !m.deletionRequestedAt);
+    expect(live).toHaveLength(20);
+    expect(live.every((m) => Date.parse(m.createdAt) > T0)).toBe(true);
+    expect(world.minReady).toBeGreaterThanOrEqual(18);
+    expect(world.maxMembers).toBeLessThanOrEqual(22);
+  });
+
+  it('draining members on a down provider do not hold its share from moving to the other entries', () => {
+    const p = pool();
+    const members = ['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x));
+    const down = (x: string) => (x === 'b' ? 'no heartbeat' : undefined);
+    // b's members are never deleted while b is down; a still takes all 6.
+    const world = simulate(p, members, { deleteAfter: 1, providerDown: down });
+    const onA = world.members.filter((m) => m.spec.provider === 'a' && !m.deletionRequestedAt);
+    expect(onA.filter((m) => m.status.phase === 'Ready')).toHaveLength(6);
+    expect(world.members.filter((m) => m.deletionRequestedAt).map((m) => m.spec.provider)).toEqual(['b', 'b', 'b']);
+    expect(world.minReady).toBeGreaterThanOrEqual(5);
   });
 });
+
+/**
+ * A simulated world, one reconcile a second: created members are Ready two steps later; drained
+ * ones are deleted `deleteAfter` steps later (never while their provider is down). Runs until the
+ * pool settles (at most 300 steps).
+ */
+function simulate(
+  p: PoolDoc,
+  initial: ProxyDoc[],
+  opts: { deleteAfter: number; providerDown?: PlanInput['providerDown'] },
+) {
+  const providerDown = opts.providerDown ?? (() => undefined);
+  let members = [...initial];
+  const born = new Map<string, number>();
+  const drainedAt = new Map<string, number>();
+  let now = T0 + 3_600_000 + 1000;
+  let minReady = Infinity;
+  let maxMembers = 0;
+  let settled = false;
+  for (let step = 0; step < 300 && !settled; step++) {
+    for (const m of members) if ((born.get(m.metadata.name) ?? -9) <= step - 2) m.status.phase = 'Ready';
+    members = members.filter((m) => {
+      const at = drainedAt.get(m.metadata.name);
+      return at === undefined || providerDown(m.spec.provider) !== undefined || step - at < opts.deleteAfter;
+    });
+    const plan = planPool(input(p, members, { now, providerDown }));
+    p.status.entries = plan.entries;
+    for (const d of plan.drains) {
+      const m = members.find((x) => x.metadata.name === d.name);
+      if (m) m.deletionRequestedAt = new Date(now).toISOString();
+      drainedAt.set(d.name, step);
+    }
+    if (opts.deleteAfter === 0) members = members.filter((m) => !drainedAt.has(m.metadata.name));
+    for (const c of plan.creates) {
+      const m = member(p, c.entry.provider, 'Provisioning', now);
+      born.set(m.metadata.name, step);
+      members.push(m);
+    }
+    minReady = Math.min(minReady, members.filter((m) => m.status.phase === 'Ready' && !m.deletionRequestedAt).length);
+    maxMembers = Math.max(maxMembers, members.length);
+    now += 1000;
+    settled = plan.settled;
+  }
+  return { members, minReady, maxMembers, settled };
+}

@@ -213,14 +213,19 @@ export function planPool(input: PlanInput): Plan {
   statuses.forEach((s, i) => (s.desired = desired[i] ?? 0));
   const currentCount = current.reduce((n, c) => n + c.length, 0);
 
-  // Creates: fill each entry's deficit, never above replicas + maxSurge live members.
+  // Creates: fill each entry's deficit, never above replicas + maxSurge members. Draining members
+  // count (their instances run until deleted), except on a down provider: their deletion waits for
+  // it, and counting them would hold the failover hostage to the outage.
   const creates: PlannedCreate[] = [];
-  let room = spec.replicas + spec.maxSurge - live.length;
+  const occupying = input.members.filter((m) => !m.deletionRequestedAt || !input.providerDown(m.spec.provider));
+  let room = spec.replicas + spec.maxSurge - occupying.length;
   const deficits = current.map((c, i) => Math.max(0, (desired[i] ?? 0) - c.length));
-  // No room to surge (maxSurge 0, or every extra slot taken) and no new member coming up that
-  // could cover: replace in place, within minAvailable.
+  // No room to surge (maxSurge 0, or every extra slot taken by live members) and no new member
+  // coming up that could cover: replace in place, within minAvailable. Room taken by draining
+  // members is not "no room": it frees once they are deleted.
   const currentReadyCount = current.reduce((n, c) => n + c.filter(isReady).length, 0);
-  const blocked = room <= 0 && deficits.some((d) => d > 0) && currentReadyCount === currentCount;
+  const liveRoom = spec.replicas + spec.maxSurge - live.length;
+  const blocked = liveRoom <= 0 && deficits.some((d) => d > 0) && currentReadyCount === currentCount;
   while (room > 0 && deficits.some((d) => d > 0)) {
     for (let i = 0; i < entries.length && room > 0; i++) {
       if ((deficits[i] ?? 0) <= 0) continue;

@@ -3,7 +3,7 @@
  * HTTPS), Python requests, a Scrapy crawl of 50 pages, headless Chromium; sticky sessions across
  * a killed proxy process, ban → report → retry, and no gateway credential reaching the target.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -44,14 +44,16 @@ async function discovery(): Promise<{ name: string; egressIp?: string | null }[]
   return (await res.json()) as { name: string; egressIp?: string | null }[];
 }
 
-/** The PID of a proxy's process, from the process backend's instance records. */
+/** The PID of a proxy's process, from the process backends' instance records (`relay-state/<provider>`). */
 function pidOf(proxy: string): number {
-  const instances = join(stack.home, 'relay-state', 'instances');
-  for (const file of readdirSync(instances)) {
-    const record = JSON.parse(readFileSync(join(instances, file), 'utf8')) as { proxy: string; pid: number };
-    if (record.proxy === proxy) return record.pid;
+  const dirs = ['local', 'local-b'].map((p) => join(stack.home, 'relay-state', p, 'instances'));
+  for (const instances of dirs.filter((d) => existsSync(d))) {
+    for (const file of readdirSync(instances)) {
+      const record = JSON.parse(readFileSync(join(instances, file), 'utf8')) as { proxy: string; pid: number };
+      if (record.proxy === proxy) return record.pid;
+    }
   }
-  throw new Error(`no instance record for ${proxy} in ${instances}`);
+  throw new Error(`no instance record for ${proxy} in ${dirs.join(', ')}`);
 }
 
 beforeAll(async () => {

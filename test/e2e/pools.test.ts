@@ -2,11 +2,13 @@
  * A pool on the stack `npm start` runs, driven as a user would: the built `egress` CLI for every
  * change, the HTTP API (`GET /v1/pools/{name}`) to watch it every 250 ms, curl through members to
  * see their egress addresses. Six members over `local` and `local-b` come up 3 + 3, scale to 2 and
- * back, roll a template change with `minAvailable` held, and a banned member is replaced by one
+ * back, move to `local` while `local-b` is really broken (its state directory replaced by a file:
+ * its health check fails, the health function's verdict turns Unhealthy) and come back once it is
+ * repaired, roll a template change with `minAvailable` held, and a banned member is replaced by one
  * leaving from another address.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -37,19 +39,31 @@ type Member = z.infer<typeof memberSchema>;
 
 const egress = cliOf(() => stack);
 
-/** The pool as `GET /v1/pools/crawl` shows it. */
-async function pool() {
+/** `GET <path>` on the stack's API, as the CLI would call it; the body must be 200 JSON. */
+async function get(path: string): Promise<unknown> {
   const env = stack.localEnv();
-  const response = await fetch(`${env['EGRESS_API_URL']}/v1/pools/crawl`, {
+  const response = await fetch(`${env['EGRESS_API_URL']}${path}`, {
     headers: { authorization: `Bearer ${env['EGRESS_TOKEN']}` },
   });
   expect(response.status).toBe(200);
-  return poolSchema.parse(await response.json());
+  return response.json();
 }
+
+/** The pool as `GET /v1/pools/crawl` shows it. */
+const pool = async () => poolSchema.parse(await get('/v1/pools/crawl'));
 
 const serving = (members: Member[]) => members.filter((m) => m.phase === 'Ready' && !m.draining);
 const byProvider = (members: Member[]) =>
   Object.fromEntries(['local', 'local-b'].map((p) => [p, members.filter((m) => m.provider === p).length]));
+
+/** Polls `done` every 500 ms until it holds (at most `ms`); the failure says what it waited for. */
+async function waitFor(what: string, done: () => Promise<boolean>, ms = 60_000) {
+  for (const deadline = Date.now() + ms; Date.now() < deadline;) {
+    if (await done()) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`not ${what} within ${ms} ms`);
+}
 
 /** Polls the pool until `done` holds (at most `ms`), then returns it; the failure says what it waited for. */
 async function until(what: string, done: (p: Awaited<ReturnType<typeof pool>>) => boolean, ms = 120_000) {
@@ -60,6 +74,41 @@ async function until(what: string, done: (p: Awaited<ReturnType<typeof pool>>) =
     await new Promise((r) => setTimeout(r, 500));
   }
   throw new Error(`pool crawl: not ${what} within ${ms} ms; last seen ${JSON.stringify(last?.members)}`);
+}
+
+/** A provider's status as the health function last recorded it (`GET /v1/providers`). */
+async function providerStatus(name: string): Promise<string | undefined> {
+  const body = z.object({ items: z.array(z.object({ name: z.string(), status: z.string() })) });
+  return body.parse(await get('/v1/providers')).items.find((p) => p.name === name)?.status;
+}
+
+/** Samples the pool every 250 ms: when each member was first seen, the fewest serving, the most members. */
+function watchPool() {
+  const firstSeen = new Map<string, { at: number; provider: string }>();
+  let minServing = Infinity;
+  let maxMembers = 0;
+  let count = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const started = Date.now();
+      const p = await pool();
+      count++;
+      for (const m of p.members)
+        if (!firstSeen.has(m.name)) firstSeen.set(m.name, { at: started, provider: m.provider });
+      minServing = Math.min(minServing, serving(p.members).length);
+      maxMembers = Math.max(maxMembers, p.members.length);
+      await new Promise((r) => setTimeout(r, Math.max(0, 250 - (Date.now() - started))));
+    }
+  })();
+  return {
+    firstSeen,
+    stop: async () => {
+      running = false;
+      await loop;
+      return { minServing, maxMembers, count };
+    },
+  };
 }
 
 /** The egress address the echo endpoint sees through one member (its discovery URL carries the credentials). */
@@ -128,15 +177,77 @@ describe('e2e: a pool on the local stack', () => {
     expect(byProvider(six.members)).toEqual({ local: 3, 'local-b': 3 });
   }, 300_000);
 
+  it('local-b made unhealthy: its share moves to local and back, never below minAvailable, without churn', async () => {
+    const before = await until('3 + 3 serving', (x) => serving(x.members).length === 6 && x.members.length === 6);
+    const stayed = before.members.filter((m) => m.provider === 'local').map((m) => m.name);
+    // A real fault: local-b's state directory becomes a file, so its check fails (ENOTDIR) and the
+    // relay reports it not ok; `local`, with its own directory, is untouched.
+    const state = join(stack.home, 'relay-state', 'local-b');
+    const watch = watchPool();
+    let watched = { minServing: 0, maxMembers: 0, count: 0 };
+    let restoredAt = 0;
+    try {
+      renameSync(state, `${state}.away`);
+      writeFileSync(state, 'fault injected by test/e2e/pools.test.ts\n');
+      await waitFor(
+        'the health verdict on local-b to be Unhealthy',
+        async () => (await providerStatus('local-b')) === 'Unhealthy',
+      );
+      expect(await providerStatus('local')).toBe('Healthy');
+      const moved = await until(
+        '6 serving on local, none on local-b',
+        (x) => serving(x.members).length === 6 && byProvider(serving(x.members))['local'] === 6,
+        150_000,
+      );
+      // Its drained members wait for local-b to answer again before they are deleted.
+      expect(moved.members.filter((m) => m.provider === 'local-b').every((m) => m.draining)).toBe(true);
+      rmSync(state);
+      renameSync(`${state}.away`, state);
+      restoredAt = Date.now();
+      await waitFor(
+        'the health verdict on local-b to be Healthy',
+        async () => (await providerStatus('local-b')) === 'Healthy',
+      );
+      const back = await until(
+        '3 + 3 again, none draining',
+        (x) => x.members.length === 6 && serving(x.members).length === 6 && byProvider(x.members)['local-b'] === 3,
+        240_000,
+      );
+      // Exactly the members that moved moved back (the newest on local): the original three stayed.
+      const onLocalNow = back.members.filter((m) => m.provider === 'local').map((m) => m.name);
+      expect(onLocalNow.sort()).toEqual(stayed.sort());
+    } finally {
+      if (restoredAt === 0 && existsSync(`${state}.away`)) {
+        rmSync(state, { force: true });
+        renameSync(`${state}.away`, state);
+      }
+      watched = await watch.stop();
+    }
+    const { minServing, count } = watched;
+    const created = [...watch.firstSeen].filter(([name]) => !before.members.some((m) => m.name === name));
+    const onLocal = created.filter(([, m]) => m.provider === 'local');
+    const onB = created.filter(([, m]) => m.provider === 'local-b');
+    console.log(
+      `pool failover: ${count} samples, min serving ${minServing}, created ${onLocal.length} on local, ${onB.length} on local-b`,
+    );
+    // No churn: three members moved out and three back, one create each.
+    expect(onLocal).toHaveLength(3);
+    expect(onB).toHaveLength(3);
+    // Hysteresis: local-b got members back only after staying healthy for poolRecoverSeconds (60 s;
+    // less the sweep interval, 5 s, by which the last "still down" look may precede the repair).
+    for (const [, m] of onB) expect(m.at - restoredAt).toBeGreaterThanOrEqual(55_000);
+    expect(minServing).toBeGreaterThanOrEqual(5);
+  }, 480_000);
+
   it('a template change rolls every member; sampled every 250 ms, never fewer than minAvailable (5) serve', async () => {
     const before = new Set((await pool()).members.map((m) => m.name));
-    const samples: { serving: number; live: number }[] = [];
+    const samples: { serving: number; members: number }[] = [];
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         const started = Date.now();
         const p = await pool();
-        samples.push({ serving: serving(p.members).length, live: p.members.filter((m) => !m.draining).length });
+        samples.push({ serving: serving(p.members).length, members: p.members.length });
         await new Promise((r) => setTimeout(r, Math.max(0, 250 - (Date.now() - started))));
       }
     })();
@@ -153,12 +264,12 @@ describe('e2e: a pool on the local stack', () => {
       await sampler;
     }
     const minServing = Math.min(...samples.map((s) => s.serving));
-    const maxLive = Math.max(...samples.map((s) => s.live));
-    console.log(`pool rotation: ${samples.length} samples, min serving ${minServing}, max live ${maxLive}`);
+    const maxMembers = Math.max(...samples.map((s) => s.members));
+    console.log(`pool rotation: ${samples.length} samples, min serving ${minServing}, max members ${maxMembers}`);
     expect(samples.length).toBeGreaterThan(20);
     expect(Math.min(...samples.map((s) => s.serving))).toBeGreaterThanOrEqual(5);
-    // maxSurge 1: at most 7 members that are not being drained.
-    expect(Math.max(...samples.map((s) => s.live))).toBeLessThanOrEqual(7);
+    // maxSurge 1: at most 7 members, drained ones not yet deleted included.
+    expect(maxMembers).toBeLessThanOrEqual(7);
   }, 300_000);
 
   it('a member reported banned is replaced by a new member leaving from another address', async () => {

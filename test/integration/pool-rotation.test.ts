@@ -2,7 +2,8 @@
  * Rotation without gaps, on the emulators with a real relay and real proxy processes: a pool of 20
  * with minAvailable 18 is fully rolled (template change) and fully rotated (maxAge), with two pool
  * reconciles racing all along, while the Ready count is sampled every 250 ms. It never drops below
- * 18, and the pool never has more than replicas + maxSurge live members.
+ * 18, and the pool never has more than replicas + maxSurge members, drained ones still being
+ * deleted included.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolApplyRequest } from '../../shared/domain/pool.js';
@@ -67,22 +68,23 @@ describe('pool rotation without gaps', () => {
     await settled({ v: '1' }, 120_000);
   }, 150_000);
 
-  it('a template change rolls all 20, never fewer than 18 Ready, never more than 22 live', async () => {
+  it('a template change rolls all 20, never fewer than 18 Ready, never more than 22 members', async () => {
     const sampler = samplePool(deps.pools, 'rot');
     const started = Date.now();
     await deps.pools.apply(request({ v: '2' }), Date.now(), Date.now());
-    await settled({ v: '2' }, 150_000, started);
+    await settled({ v: '2' }, 300_000, started);
     await sampler.stop();
     const ready = sampler.samples.map((s) => s.ready);
     h.logger.info('rotation samples', {
       count: ready.length,
       min: Math.min(...ready),
+      maxMembers: Math.max(...sampler.samples.map((s) => s.members)),
       seconds: (Date.now() - started) / 1000,
     });
     expect(ready.length).toBeGreaterThan(20);
     expect(Math.min(...ready)).toBeGreaterThanOrEqual(18);
-    expect(Math.max(...sampler.samples.map((s) => s.live))).toBeLessThanOrEqual(22);
-  }, 180_000);
+    expect(Math.max(...sampler.samples.map((s) => s.members))).toBeLessThanOrEqual(22);
+  }, 330_000);
 
   it('maxAge rotates all 20 the same way, and no member is rotated in place', async () => {
     const before = new Map(
@@ -91,16 +93,16 @@ describe('pool rotation without gaps', () => {
     const sampler = samplePool(deps.pools, 'rot');
     const started = Date.now() + 3_600_000;
     shift = 3_600_000 + 60_000;
-    await settled({ v: '2' }, 150_000, started);
+    await settled({ v: '2' }, 300_000, started);
     await sampler.stop();
     const ready = sampler.samples.map((s) => s.ready);
     expect(ready.length).toBeGreaterThan(20);
     expect(Math.min(...ready)).toBeGreaterThanOrEqual(18);
-    expect(Math.max(...sampler.samples.map((s) => s.live))).toBeLessThanOrEqual(22);
+    expect(Math.max(...sampler.samples.map((s) => s.members))).toBeLessThanOrEqual(22);
     // Every old member left as a whole: none kept its name with a new instance.
     const after = await deps.pools.members('rot');
     expect(after.some((m) => before.has(m.metadata.name))).toBe(false);
     const events = await deps.pools.events('rot', 50);
     expect(events.some((e) => e.reason === 'MemberDrained' && e.message.includes('maxAge'))).toBe(true);
-  }, 180_000);
+  }, 330_000);
 });

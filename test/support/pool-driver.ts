@@ -60,11 +60,12 @@ export function drivePool(
 }
 
 export interface Sampler {
-  samples: { at: number; ready: number; live: number }[];
+  /** `live`: members not being drained; `members`: all of them, drained ones still being deleted included. */
+  samples: { at: number; ready: number; live: number; members: number }[];
   stop(): Promise<void>;
 }
 
-/** Samples the pool's Ready and live members every `everyMs`. */
+/** Samples the pool's Ready, live and all members every `everyMs`. */
 export function samplePool(pools: PoolStore, pool: string, everyMs = 250): Sampler {
   let running = true;
   const sampler: Sampler = { samples: [], stop: async () => {} };
@@ -72,8 +73,9 @@ export function samplePool(pools: PoolStore, pool: string, everyMs = 250): Sampl
     while (running) {
       const started = Date.now();
       const members = await pools.members(pool);
-      const live = members.filter((m) => !m.deletionRequestedAt && m.metadata.labels[POOL_LABEL] === pool);
-      sampler.samples.push({ at: started, ready: readyMembers(members), live: live.length });
+      const mine = members.filter((m) => m.metadata.labels[POOL_LABEL] === pool);
+      const live = mine.filter((m) => !m.deletionRequestedAt);
+      sampler.samples.push({ at: started, ready: readyMembers(mine), live: live.length, members: mine.length });
       await sleep(Math.max(0, everyMs - (Date.now() - started)));
     }
   })();

@@ -1,5 +1,5 @@
 /** The process backend end to end: real tinyproxy processes in a temporary state directory. */
-import { mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -126,6 +126,21 @@ describe('process backend', { timeout: 30_000 }, () => {
     const health = await broken.check();
     expect(health.ok).toBe(false);
     expect(health.message).toContain('tinyproxy-bin');
+  });
+
+  it('fails its check while its state directory is replaced by a file, and passes once it is back', async () => {
+    const [own, other] = [await newStateDir(), await newStateDir()];
+    const [b, neighbour] = [backendFor(own), backendFor(other, { provider: 'local-b' })];
+    expect(await b.check()).toMatchObject({ ok: true });
+    await rename(own, `${own}.away`);
+    await writeFile(own, 'not a directory');
+    const broken = await b.check();
+    expect(broken.ok).toBe(false);
+    expect(broken.message).toContain('ENOTDIR');
+    expect(await neighbour.check()).toMatchObject({ ok: true });
+    await rm(own);
+    await rename(`${own}.away`, own);
+    expect(await b.check()).toMatchObject({ ok: true });
   });
 
   it('creates a running proxy that requires its credentials (forwarding and CONNECT)', async () => {
