@@ -9,10 +9,12 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, faultError, type Fault, type Method } from './errors.js';
 import { GuestRunner } from './guest.js';
+import { DEFAULT_NETWORKS, type FakeNetwork } from './networks.js';
 import { route, ROUTES, type RouteContext } from './routes.js';
 import { World, type Timing, type Vm } from './world.js';
 
 export type { Fault, Method } from './errors.js';
+export type { FakeNetwork } from './networks.js';
 export { parseTinyproxyConfig, parseUserData } from './guest.js';
 
 export interface FakeGceOptions {
@@ -25,6 +27,11 @@ export interface FakeGceOptions {
   waitMaxMs?: number;
   /** Items per aggregated-list page (default and Compute's maximum: 500). */
   pageSize?: number;
+  /**
+   * The VPC networks of every project (default: the auto-mode `default` network). A list without
+   * `default` is a project without a default network, as organisations often create them.
+   */
+  networks?: FakeNetwork[];
 }
 
 export interface FakeGce {
@@ -119,6 +126,7 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       pageSize: Math.min(options.pageSize ?? 500, 500),
       unreachableZones,
       deniedConstraints,
+      networks: options.networks ?? DEFAULT_NETWORKS,
     };
     if (fault?.kind === 'slow') await sleep(fault.delayMs);
     if (fault?.kind === 'drop') return void req.socket.destroy();

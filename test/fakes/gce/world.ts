@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { alreadyExists, notFound, notReady, OPERATION_ERRORS } from './errors.js';
 import { parseUserData, type GuestProcess, type GuestRunner } from './guest.js';
 import type { InsertBody } from './insert-body.js';
+import type { ResolvedNic } from './networks.js';
 
 export const BASE = 'https://www.googleapis.com/compute/v1';
 
@@ -27,6 +28,8 @@ export interface Vm {
   createdAt: number;
   /** The instance body as inserted (labels, metadata, disks, network interfaces, …). */
   body: InsertBody;
+  /** The interface's network and subnetwork (full paths), as the insert resolved them. */
+  nic: ResolvedNic;
   natIP: string;
   networkIP: string;
   /** The operation now acting on it (insert or delete): another one is refused (resourceNotReady). */
@@ -89,6 +92,7 @@ export class World {
     project: string,
     zone: string,
     body: InsertBody,
+    nic: ResolvedNic,
     requestId: string | undefined,
     failure?: { code: string; location?: string | undefined; afterMs?: number | undefined },
   ): Op {
@@ -107,6 +111,7 @@ export class World {
       status: 'PROVISIONING',
       createdAt: Date.now(),
       body,
+      nic,
       natIP: '',
       networkIP: `10.128.0.${(this.hostCounter % 250) + 2}`,
       attributes: new Map(),
