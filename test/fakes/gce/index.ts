@@ -56,6 +56,10 @@ export interface FakeGce {
   find(name: string): Vm | undefined;
   /** Stops a VM behind the provider's back (it ends TERMINATED). */
   stopInstance(name: string): void;
+  /** Hard-resets a VM behind the provider's back (it stays RUNNING; its guest boots again). */
+  resetInstance(name: string): void;
+  /** The metadata server loses the next `n` guest-attribute PUTs (the guest's retries see it). */
+  loseGuestPuts(n: number): void;
   /** The `--gce-fake=<id>` marker on every guest proxy process of this fake. */
   guestMarker: string;
   close(): Promise<void>;
@@ -166,11 +170,9 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
     deniedConstraints,
     instances: () => [...world.vms.values()],
     find: (name) => [...world.vms.values()].find((vm) => vm.name === name),
-    stopInstance: (name) => {
-      const vm = [...world.vms.values()].find((v) => v.name === name);
-      if (!vm) throw new Error(`fake: no instance ${name}`);
-      world.stop(vm);
-    },
+    stopInstance: (name) => world.stop(vmNamed(world, name)),
+    resetInstance: (name) => world.reset(vmNamed(world, name)),
+    loseGuestPuts: (n) => (world.lostPuts = n),
     guestMarker: marker,
     async close() {
       server.closeAllConnections();
@@ -179,6 +181,12 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       await guests.close();
     },
   };
+}
+
+function vmNamed(world: World, name: string): Vm {
+  const vm = [...world.vms.values()].find((v) => v.name === name);
+  if (!vm) throw new Error(`fake: no instance ${name}`);
+  return vm;
 }
 
 /** The IAM permission a method needs, for the 403 body of an injected `forbidden`. */

@@ -71,7 +71,7 @@ export function instanceJson(vm: Vm, body: InsertBody): Record<string, unknown> 
     startRestricted: false,
     deletionProtection: false,
     fingerprint: fingerprint(vm, 'instance'),
-    ...(vm.status === 'RUNNING' ? { lastStartTimestamp: timestamp(vm.createdAt + 1000) } : {}),
+    ...(vm.startedAt ? { lastStartTimestamp: timestamp(vm.startedAt) } : {}),
   };
 }
 
