@@ -61,6 +61,12 @@ export const kubernetesOptionsSchema = accessSchema
      * confirming) is deleted with grace 0, the forced delete.
      */
     forceDeleteAfterSeconds: z.number().int().min(0).max(3600).default(60),
+    /**
+     * A Pod Running but not Ready this long (since its Ready condition turned False: a lost node, a
+     * hung proxy) is reported Stopped, so it is replaced; also the `tolerationSeconds` of its
+     * lost-node NoExecute tolerations, after which the cluster evicts it.
+     */
+    notReadySeconds: z.number().int().min(1).max(3600).default(120),
     /** Each API call gives up after this long (a RetryableError). */
     requestTimeoutSeconds: z.number().positive().max(300).default(10),
   })
