@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { PermanentError } from '../../errors.js';
-import { buildUserData, READY_ATTRIBUTE } from './cloud-init.js';
+import { buildUserData, READY_ATTEMPTS, READY_ATTRIBUTE, READY_SCRIPT, READY_UNIT } from './cloud-init.js';
 import { TINYPROXY_CONF } from '../tinyproxy.js';
 import { instanceResource } from './resources.js';
 import { parseGcpOptions, resolveGcpPlacement } from './options.js';
@@ -12,7 +12,13 @@ const credentials = { username: 'u-eu-1', password: 'Zm9v-YmFy_YmF6.cXV4' };
 const cloudConfig = z.object({
   packages: z.array(z.string()),
   write_files: z.array(
-    z.object({ path: z.string(), content: z.string(), owner: z.string(), permissions: z.string(), defer: z.boolean() }),
+    z.object({
+      path: z.string(),
+      content: z.string(),
+      owner: z.string(),
+      permissions: z.string(),
+      defer: z.boolean().optional(),
+    }),
   ),
   runcmd: z.array(z.array(z.string())),
 });
@@ -41,10 +47,26 @@ describe('buildUserData', () => {
     expect(directives).toContainEqual(['DisableViaHeader', 'Yes']);
   });
 
-  it('restarts tinyproxy with the config, then reports ready through a guest attribute', () => {
-    const last = doc.runcmd.at(-1)?.join(' ') ?? '';
-    expect(last).toMatch(
-      new RegExp(`systemctl restart tinyproxy && curl .*--data 8443 .*guest-attributes/${READY_ATTRIBUTE}`),
+  it('restarts tinyproxy with the config, then starts (without waiting) a unit enabled for every boot that reports ready', () => {
+    const commands = doc.runcmd.map((c) => c.join(' '));
+    expect(commands.slice(1)).toEqual([
+      'systemctl restart tinyproxy',
+      'systemctl daemon-reload',
+      `systemctl enable ${READY_UNIT}`,
+      `systemctl start --no-block ${READY_UNIT}`,
+    ]);
+    const unit = doc.write_files.find((f) => f.path === `/etc/systemd/system/${READY_UNIT}`)?.content ?? '';
+    expect(unit).toMatch(/^After=network-online\.target tinyproxy\.service$/m);
+    expect(unit).toMatch(new RegExp(`^ExecStart=${READY_SCRIPT}$`, 'm'));
+    expect(unit).toMatch(/^WantedBy=multi-user\.target$/m);
+  });
+
+  it('the readiness script retries the PUT, and only once tinyproxy is active', () => {
+    const script = doc.write_files.find((f) => f.path === READY_SCRIPT);
+    expect(script).toMatchObject({ permissions: '0755', owner: 'root:root' });
+    expect(script?.content).toContain(`for attempt in $(seq 1 ${READY_ATTEMPTS}); do`);
+    expect(script?.content).toMatch(
+      new RegExp(`systemctl is-active --quiet tinyproxy && curl .*--data 8443 .*guest-attributes/${READY_ATTRIBUTE}`),
     );
   });
 

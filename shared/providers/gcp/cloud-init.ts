@@ -9,6 +9,12 @@ import { tinyproxyConfigFile } from '../tinyproxy.js';
  */
 export const READY_ATTRIBUTE = 'egress/ready';
 const METADATA_URL = 'http://metadata.google.internal/computeMetadata/v1/instance/guest-attributes';
+/** The script that sets READY_ATTRIBUTE, and the systemd unit that runs it on every boot. */
+export const READY_SCRIPT = '/usr/local/sbin/egress-ready';
+export const READY_UNIT = 'egress-ready.service';
+/** PUT attempts per boot, `READY_RETRY_SECONDS` apart: one lost request no longer strands the VM. */
+export const READY_ATTEMPTS = 60;
+const READY_RETRY_SECONDS = 5;
 
 export interface UserDataInput {
   instance: string;
@@ -18,9 +24,44 @@ export interface UserDataInput {
 }
 
 /**
+ * The readiness script: once tinyproxy is active, PUT the guest attribute, retried. runcmd runs
+ * once per instance; the unit that runs this script is enabled, so a reboot sets it again.
+ */
+function readyScript(port: number): string {
+  const put = `curl -sf -m 5 -X PUT --data ${port} -H 'Metadata-Flavor: Google' ${METADATA_URL}/${READY_ATTRIBUTE}`;
+  return [
+    '#!/bin/sh',
+    `# Sets the guest attribute ${READY_ATTRIBUTE} once tinyproxy serves; run on every boot by ${READY_UNIT}.`,
+    `for attempt in $(seq 1 ${READY_ATTEMPTS}); do`,
+    `  if systemctl is-active --quiet tinyproxy && ${put}; then exit 0; fi`,
+    `  sleep ${READY_RETRY_SECONDS}`,
+    'done',
+    `echo "egress-ready: could not set ${READY_ATTRIBUTE}" >&2`,
+    'exit 1',
+    '',
+  ].join('\n');
+}
+
+const READY_UNIT_TEXT = [
+  '[Unit]',
+  `Description=Report the egress proxy ready (guest attribute ${READY_ATTRIBUTE})`,
+  'Wants=network-online.target',
+  'After=network-online.target tinyproxy.service',
+  '',
+  '[Service]',
+  'Type=oneshot',
+  `ExecStart=${READY_SCRIPT}`,
+  '',
+  '[Install]',
+  'WantedBy=multi-user.target',
+  '',
+].join('\n');
+
+/**
  * The `user-data` metadata value (cloud-init reads it on GCE). The package is installed first; the
  * configuration is written after it (`defer`), when the `tinyproxy` group exists; then the service
- * is restarted with it and the VM reports itself ready through a guest attribute.
+ * is restarted with it, and the readiness unit enabled and started without waiting for it (it
+ * reports the VM ready through a guest attribute, retried, on this and every later boot).
  *
  * @throws PermanentError on `credentials` the proxy's config grammar cannot carry
  */
@@ -28,14 +69,17 @@ export function buildUserData(input: UserDataInput): string {
   const doc = {
     package_update: true,
     packages: ['tinyproxy'],
-    write_files: [tinyproxyConfigFile(input.port, input.credentials)],
+    write_files: [
+      tinyproxyConfigFile(input.port, input.credentials),
+      { path: READY_SCRIPT, content: readyScript(input.port), owner: 'root:root', permissions: '0755' },
+      { path: `/etc/systemd/system/${READY_UNIT}`, content: READY_UNIT_TEXT, owner: 'root:root', permissions: '0644' },
+    ],
     runcmd: [
       ['systemctl', 'enable', 'tinyproxy'],
-      [
-        'sh',
-        '-c',
-        `systemctl restart tinyproxy && curl -sf -X PUT --data ${input.port} -H 'Metadata-Flavor: Google' ${METADATA_URL}/${READY_ATTRIBUTE}`,
-      ],
+      ['systemctl', 'restart', 'tinyproxy'],
+      ['systemctl', 'daemon-reload'],
+      ['systemctl', 'enable', READY_UNIT],
+      ['systemctl', 'start', '--no-block', READY_UNIT],
     ],
   };
   return `#cloud-config\n# egress proxy ${input.proxy} (instance ${input.instance}), written by the gcp provider\n${stringify(doc)}`;

@@ -94,7 +94,7 @@ class GcpProvider implements Provider {
       if (isAlreadyExists(failure)) return this.adopt(spec, placement.zone);
       failure.message = hide(failure.message, spec.credentials.password);
       let error = typedError(failure, what, 'compute.instances.create');
-      if (isInvalid(failure)) error = await withField(api, error, placement);
+      if (isInvalid(failure)) error = await withField(api, error, placement, isNotFound(failure));
       throw error;
     }
     this.zones.set(spec.name, placement.zone);
@@ -207,21 +207,38 @@ class GcpProvider implements Provider {
     }
   }
 
-  /** A RUNNING VM is Running only once its guest reported the proxy ready (READY_ATTRIBUTE). */
+  /**
+   * A RUNNING VM is Running only once its guest reported the proxy ready (READY_ATTRIBUTE) since it
+   * last started; a VM that has not within `readySeconds` of that start is Failed (cloud-init did
+   * not bring the proxy up: a lost PUT the guest gave up retrying, an image without cloud-init).
+   */
   private async withReadiness(api: ComputeApi, gce: GceInstance): Promise<Instance> {
     const instance = toInstance(gce);
-    const key = `${gce.name}#${gce.id ?? gce.creationTimestamp ?? ''}`;
+    const key = `${gce.name}#${gce.id ?? gce.creationTimestamp ?? ''}#${gce.lastStartTimestamp ?? ''}`;
     if (instance.state !== 'Running' || this.ready.has(key)) return instance;
     try {
       await api.getGuestAttribute(lastSegment(gce.zone), gce.name, READY_ATTRIBUTE);
+      for (const k of this.ready) if (k.startsWith(`${gce.name}#`)) this.ready.delete(k);
       this.ready.add(key);
       return instance;
     } catch (err) {
       const failure = decodeFailure(err);
       if (!isNotFound(failure))
         throw typedError(failure, `readiness of instance ${gce.name}`, 'compute.instances.getGuestAttributes');
-      return { ...instance, state: 'Pending', ip: '' };
+      return { ...instance, ...this.notReady(gce, instance.createdAt), ip: '' };
     }
+  }
+
+  /** Pending while the guest may still report ready; Failed, saying why, past `readySeconds`. */
+  private notReady(gce: GceInstance, createdAt: number): Pick<Instance, 'state' | 'error'> {
+    const started = Date.parse(gce.lastStartTimestamp ?? '') || createdAt;
+    const waited = Math.round((this.now() - started) / 1000);
+    if (waited < this.options.readySeconds) return { state: 'Pending' };
+    const message =
+      `instance ${gce.name} has run ${waited} s since it started without setting guest attribute ` +
+      `${READY_ATTRIBUTE} (readySeconds ${this.options.readySeconds}): cloud-init did not bring the proxy up; ` +
+      'its serial port output says why';
+    return { state: 'Failed', error: { code: 'Retryable', message } };
   }
 
   private placementOf(spec: InstanceSpec): GcpPlacement {

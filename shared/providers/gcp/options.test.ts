@@ -77,6 +77,20 @@ describe('resolveGcpPlacement', () => {
     expect(fieldOf(() => resolveGcpPlacement(placement, options))).toBe(field);
   });
 
+  it('admits only image projects known to run cloud-init: an allow-list, widened by cloudInitImageProjects', () => {
+    // Not on the old deny-list (debian, cos, windows), and no cloud-init in its GCE images either.
+    const rocky = { image: 'projects/rocky-linux-cloud/global/images/family/rocky-linux-9' };
+    expect(fieldOf(() => resolveGcpPlacement(rocky, options))).toBe('spec.placement.image');
+    expect(() => resolveGcpPlacement(rocky, options)).toThrow(/not known to run cloud-init .*cloudInitImageProjects/);
+    const custom = { image: 'projects/my-images/global/images/family/proxy-base' };
+    const widened = parseGcpOptions(
+      { project: 'my-project', zone: 'us-central1-a', cloudInitImageProjects: ['my-images'] },
+      'config.providers.0',
+    );
+    expect(resolveGcpPlacement(custom, widened).image).toBe(custom.image);
+    expect(resolveGcpPlacement({ image: 'projects/ubuntu-os-pro-cloud/global/images/family/x' }, options)).toBeTruthy();
+  });
+
   it('an unknown key names itself and lists the known ones', () => {
     expect(() => resolveGcpPlacement({ bindAddress: '127.0.0.1' }, options)).toThrow(
       /spec\.placement\.bindAddress: unknown key .*zone, machineType, image/,

@@ -12,21 +12,23 @@ const SUBNETWORK =
   /^(projects\/[^/]+\/)?regions\/([a-z]+-[a-z]+[0-9]+)\/subnetworks\/([a-z]([-a-z0-9]{0,61}[a-z0-9])?)$/;
 
 /**
- * Public image projects whose images do not install packages from cloud-init user-data: Debian's
- * GCE images run the guest agent instead of cloud-init, COS has no package manager, Windows no
- * cloud-init. A proxy on them would never come up, so they are refused up front.
+ * Public image projects whose images run cloud-init from `user-data` on Compute Engine (an
+ * allow-list: Debian, RHEL-family, SUSE and COS images run Google's guest agent or nothing, and
+ * ignore it, so a proxy on them would never come up). Custom images that do run cloud-init are
+ * admitted by naming their project in `cloudInitImageProjects`.
  */
-const NO_CLOUD_INIT = new Set(['debian-cloud', 'cos-cloud', 'windows-cloud', 'windows-sql-cloud']);
+export const CLOUD_INIT_IMAGE_PROJECTS = ['ubuntu-os-cloud', 'ubuntu-os-pro-cloud'];
 
 const zone = z.string().regex(ZONE, 'must be a zone name like "us-central1-a"');
 const machineType = z.string().regex(RESOURCE_NAME, 'must be a machine type name like "e2-micro"');
-const image = z
-  .string()
-  .regex(IMAGE, 'must be "projects/P/global/images/family/F" or "projects/P/global/images/NAME"')
-  .refine(
-    (i) => !NO_CLOUD_INIT.has(IMAGE.exec(i)?.[1] ?? ''),
-    'images from this project do not run cloud-init user-data; use one that does, like projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64',
-  );
+const image = z.string().regex(IMAGE, 'must be "projects/P/global/images/family/F" or "projects/P/global/images/NAME"');
+
+/** Why `image` cannot carry the proxy, or undefined when its project is known to run cloud-init. */
+function imageRefusal(path: string, extra: readonly string[]): string | undefined {
+  const project = IMAGE.exec(path)?.[1] ?? '';
+  if (CLOUD_INIT_IMAGE_PROJECTS.includes(project) || extra.includes(project)) return undefined;
+  return `images of project ${project} are not known to run cloud-init user-data (known: ${[...CLOUD_INIT_IMAGE_PROJECTS, ...extra].join(', ')}); use one that does, like projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64, or name a custom image's project in cloudInitImageProjects`;
+}
 const network = z
   .string()
   .regex(/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$|^(projects\/[^/]+\/)?global\/networks\/[^/]+$/, 'must be a network name');
@@ -66,10 +68,21 @@ export const gcpOptionsSchema = z
     operationWaitSeconds: z.number().positive().max(600).default(20),
     /** Deadline of one Compute API call. */
     callTimeoutSeconds: z.number().positive().max(600).default(30),
+    /**
+     * How long a RUNNING VM may go (since it last started) without setting its readiness guest
+     * attribute before it is Failed: cloud-init did not bring the proxy up.
+     */
+    readySeconds: z.number().int().min(60).max(3600).default(900),
+    /** Image projects besides the public Ubuntu ones whose images run cloud-init (custom images). */
+    cloudInitImageProjects: z.array(z.string().regex(/^[a-z][-a-z0-9.:]{4,62}$/, 'must be a project id')).default([]),
   })
   .refine((o) => !(o.keyFile && o.protocol === 'http'), {
     message: 'a key file is never used over plain http (its tokens would travel in clear)',
     path: ['keyFile'],
+  })
+  .superRefine((o, ctx) => {
+    const refusal = imageRefusal(o.image, o.cloudInitImageProjects);
+    if (refusal) ctx.addIssue({ code: 'custom', path: ['image'], message: refusal });
   });
 export type GcpOptions = z.infer<typeof gcpOptionsSchema>;
 
@@ -138,6 +151,8 @@ export function resolveGcpPlacement(placement: Record<string, unknown>, defaults
   const parsed = placementSchema.safeParse(placement);
   if (!parsed.success) throw firstIssue(parsed.error, 'spec.placement');
   const p = parsed.data;
+  const refusal = p.image === undefined ? undefined : imageRefusal(p.image, defaults.cloudInitImageProjects);
+  if (refusal) throw new ValidationError('spec.placement.image', refusal);
   const resolved: GcpPlacement = {
     zone: p.zone ?? defaults.zone,
     machineType: p.machineType ?? defaults.machineType,

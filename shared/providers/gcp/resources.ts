@@ -27,6 +27,8 @@ export const gceInstanceSchema = z.object({
   zone: z.string().nullish(),
   status: z.string().nullish(),
   creationTimestamp: z.string().nullish(),
+  /** When the VM last started (each boot, reboots included). */
+  lastStartTimestamp: z.string().nullish(),
   labels: z.record(z.string(), z.string()).nullish(),
   networkInterfaces: z
     .array(z.object({ accessConfigs: z.array(z.object({ natIP: z.string().nullish() })).nullish() }))

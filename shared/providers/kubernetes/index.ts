@@ -230,7 +230,8 @@ class KubernetesProvider implements Provider {
 
   private instance(pod: PodView): Instance {
     const graceMs = this.options.unschedulableSeconds * 1000;
-    return podToInstance(pod, `${this.optionsPath}.image`, { graceMs, now: Date.now() });
+    const notReadyMs = this.options.notReadySeconds * 1000;
+    return podToInstance(pod, `${this.optionsPath}.image`, { graceMs, notReadyMs, now: Date.now() });
   }
 }
 

@@ -60,9 +60,20 @@ describe('manifests', () => {
     expect(pod.spec?.nodeSelector).toEqual({ pool: 'egress' });
     expect(pod.spec?.tolerations).toEqual([
       { key: 'dedicated', operator: 'Equal', value: 'egress', effect: 'NoSchedule' },
+      // A lost node's Pod is evicted after notReadySeconds (taint-based eviction).
+      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
+      { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
     ]);
     expect(pod.spec?.automountServiceAccountToken).toBe(false);
     expect(pod.spec?.hostNetwork).toBeUndefined();
+  });
+
+  it('"*" tolerates every taint, but NoExecute only for notReadySeconds (else a lost node keeps the Pod for ever)', () => {
+    const pod = podManifest(spec, 'k8s', { namespace: 'egress', tolerations: ['*'] }, options, 3128);
+    const tolerations = pod.spec?.tolerations ?? [];
+    expect(tolerations).not.toContainEqual({ operator: 'Exists' });
+    expect(tolerations.filter((t) => t.effect === 'NoExecute').every((t) => t.tolerationSeconds === 120)).toBe(true);
+    expect(tolerations).toContainEqual({ operator: 'Exists', effect: 'NoSchedule' });
   });
 
   it('hostNetwork publishes the port on the node and resolves cluster DNS', () => {

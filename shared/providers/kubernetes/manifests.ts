@@ -3,7 +3,7 @@ import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { InstanceSpec } from '../contract.js';
 import { basicAuthDirective } from '../tinyproxy.js';
 import type { KubernetesOptions } from './options.js';
-import { parseToleration, type KubernetesPlacement, type Toleration } from './placement.js';
+import { podTolerations, type KubernetesPlacement } from './placement.js';
 
 /** Ownership labels. `managed-by` and the installation id are what GC and `list` select on. */
 export const LABELS = {
@@ -80,7 +80,7 @@ export function podManifest(
   port: number,
 ): V1Pod {
   const onHost = placement.hostNetwork === true || placement.hostPort === true;
-  const tolerations = (placement.tolerations ?? []).map(parseToleration).filter((t): t is Toleration => !!t);
+  const tolerations = podTolerations(placement.tolerations, options.notReadySeconds);
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -108,7 +108,7 @@ export function podManifest(
       },
       ...(placement.hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
       ...(placement.nodeSelector ? { nodeSelector: placement.nodeSelector } : {}),
-      ...(tolerations.length > 0 ? { tolerations } : {}),
+      tolerations,
       containers: [
         {
           name: CONTAINER,

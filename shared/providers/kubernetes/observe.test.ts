@@ -179,3 +179,22 @@ describe('podToInstance: Unschedulable', () => {
     expect(i.error).toMatchObject({ code, ...(field ? { field } : {}) });
   });
 });
+
+describe('podToInstance: Running but not Ready', () => {
+  const since = Date.parse('2026-01-02T03:10:00Z');
+  const notReady = pod({
+    status: {
+      phase: 'Running',
+      conditions: [
+        { type: 'PodScheduled', status: 'True' },
+        { type: 'Ready', status: 'False', lastTransitionTime: '2026-01-02T03:10:00Z' },
+      ],
+    },
+  });
+
+  it('is Pending within notReadyMs of the Ready condition turning False, then Stopped (replaced)', () => {
+    const clock = (after: number) => ({ graceMs: 0, notReadyMs: 120_000, now: since + after });
+    expect(podToInstance(notReady, IMAGE, clock(119_000)).state).toBe('Pending');
+    expect(podToInstance(notReady, IMAGE, clock(120_000)).state).toBe('Stopped');
+  });
+});

@@ -87,12 +87,15 @@ export function ownerOf(pod: PodView): { installationId: string; provider: strin
  * looping); `Succeeded`/`Failed` → `Terminated`; `Unknown` (node lost) → `Stopped`.
  *
  * @param imageField - the config field that names the image (for an invalid image name)
- * @param unschedulable - how long Unschedulable stays Pending, and the time now
+ * A Pod Running but not Ready for `notReadyMs` since its Ready condition turned False (a lost node
+ * whose Pods the cluster does not evict, a hung proxy) is `Stopped`: the reconciler replaces it.
+ *
+ * @param unschedulable - how long Unschedulable stays Pending, how long Running may stay not Ready, and the time now
  */
 export function podToInstance(
   pod: PodView,
   imageField: string,
-  unschedulable: { graceMs: number; now: number } = { graceMs: 0, now: Date.now() },
+  unschedulable: Clock = { graceMs: 0, now: Date.now() },
 ): Instance {
   const labels = pod.metadata.labels ?? {};
   const status = pod.status;
@@ -115,11 +118,10 @@ export function podToInstance(
   return instance;
 }
 
-function stateOf(
-  pod: PodView,
-  imageField: string,
-  unschedulable: { graceMs: number; now: number },
-): { state: InstanceState; error?: ErrorInfo } {
+/** Grace periods (ms) and the time now. */
+export type Clock = { graceMs: number; notReadyMs?: number; now: number };
+
+function stateOf(pod: PodView, imageField: string, unschedulable: Clock): { state: InstanceState; error?: ErrorInfo } {
   if (pod.metadata.deletionTimestamp !== undefined) return { state: 'Terminated' };
   const status = pod.status;
   const condition = (type: string) => status?.conditions?.find((c) => c.type === type);
@@ -134,9 +136,14 @@ function stateOf(
     return { state: 'Failed', error: { code: 'Retryable', message } };
   };
   switch (status?.phase) {
-    case 'Running':
-      if (condition('Ready')?.status === 'True') return { state: 'Running' };
+    case 'Running': {
+      const ready = condition('Ready');
+      if (ready?.status === 'True') return { state: 'Running' };
+      const since = ready?.lastTransitionTime ?? Number.NaN;
+      const limit = unschedulable.notReadyMs ?? Number.POSITIVE_INFINITY;
+      if (ready?.status === 'False' && unschedulable.now - since >= limit) return { state: 'Stopped' };
       return stuck() ?? { state: 'Pending' };
+    }
     case 'Succeeded':
     case 'Failed':
       return { state: 'Terminated' };

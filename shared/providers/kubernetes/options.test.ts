@@ -20,6 +20,11 @@ describe('kubernetes options', () => {
     expect(managedNamespaces({ ...o, namespaces: ['b', 'default'] })).toEqual(['default', 'b']);
   });
 
+  it('accepts an image pinned by digest', () => {
+    const image = `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`;
+    expect(parseKubernetesOptions({ ...access, image }, PATH).image).toBe(image);
+  });
+
   it.each([
     [{}, 'kubeconfig', /exactly one way/],
     [{ ...access, inCluster: true }, 'kubeconfig', /exactly one way/],
@@ -27,6 +32,7 @@ describe('kubernetes options', () => {
     [{ inCluster: true, context: 'prod' }, 'context', /kubeconfig/],
     [{ ...access, namespace: 'Not_Valid' }, 'namespace', /DNS-1123/],
     [{ ...access, port: 70000 }, 'port', /./],
+    [{ ...access, image: 'docker.io/vimagick/tinyproxy@sha256:abc' }, 'image', /64 hex/],
     [{ ...access, resources: { limits: { cpu: 'lots' } } }, 'resources.limits.cpu', /quantity/],
     [{ ...access, zone: 'x' }, 'zone', /unknown option/],
     [{ gke: { server: 'ftp://x' } }, 'gke.server', /./],

@@ -44,7 +44,19 @@ export const kubernetesOptionsSchema = accessSchema
     namespace: dnsLabel.default('default'),
     /** Further namespaces placements may name; `get`, `delete`, `list` and `check` cover all of them. */
     namespaces: z.array(dnsLabel).max(20).default([]),
-    image: z.string().min(1).max(512).default(DEFAULT_IMAGE),
+    /**
+     * The proxy image. Pin it by digest (`name@sha256:<64 hex>`) to run one known build: with
+     * `imagePullPolicy: IfNotPresent` a tag is pulled once per node and may differ between nodes.
+     */
+    image: z
+      .string()
+      .min(1)
+      .max(512)
+      .refine(
+        (i) => !i.includes('@') || /@sha256:[0-9a-f]{64}$/.test(i),
+        'a digest must be "@sha256:" and 64 hex digits',
+      )
+      .default(DEFAULT_IMAGE),
     /** The proxy port when a proxy asks for port 0 (each Pod has its own IP, so one port fits all). */
     port: z.number().int().min(1).max(65535).default(8888),
     resources: z
@@ -61,6 +73,12 @@ export const kubernetesOptionsSchema = accessSchema
      * confirming) is deleted with grace 0, the forced delete.
      */
     forceDeleteAfterSeconds: z.number().int().min(0).max(3600).default(60),
+    /**
+     * A Pod Running but not Ready this long (since its Ready condition turned False: a lost node, a
+     * hung proxy) is reported Stopped, so it is replaced; also the `tolerationSeconds` of its
+     * lost-node NoExecute tolerations, after which the cluster evicts it.
+     */
+    notReadySeconds: z.number().int().min(1).max(3600).default(120),
     /** Each API call gives up after this long (a RetryableError). */
     requestTimeoutSeconds: z.number().positive().max(300).default(10),
   })

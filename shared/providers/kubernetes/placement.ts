@@ -21,6 +21,36 @@ export interface Toleration {
   operator: 'Equal' | 'Exists';
   value?: string;
   effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  tolerationSeconds?: number;
+}
+
+/** The NoExecute taints a node controller puts on a node it lost or that is not ready. */
+const NODE_LOST_TAINTS = ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'];
+
+/**
+ * The Pod's tolerations: the placement's, with `*` spelled per effect so that NoExecute is
+ * tolerated for `seconds` only (a bare "tolerate everything" also tolerates a lost node's
+ * `unreachable` taint for ever, and the DefaultTolerationSeconds plugin then adds nothing), and the
+ * lost-node taints tolerated for `seconds`: taint-based eviction then removes the Pod of a lost node
+ * (the smallest matching `tolerationSeconds` wins,
+ * https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/#taint-based-evictions).
+ */
+export function podTolerations(placement: string[] | undefined, seconds: number): Toleration[] {
+  const parsed = (placement ?? []).flatMap((text): Toleration[] => {
+    if (text !== '*') return [parseToleration(text)].filter((t): t is Toleration => !!t);
+    return [
+      { operator: 'Exists', effect: 'NoSchedule' },
+      { operator: 'Exists', effect: 'PreferNoSchedule' },
+      { operator: 'Exists', effect: 'NoExecute', tolerationSeconds: seconds },
+    ];
+  });
+  const lost = NODE_LOST_TAINTS.map((key): Toleration => ({
+    key,
+    operator: 'Exists',
+    effect: 'NoExecute',
+    tolerationSeconds: seconds,
+  }));
+  return [...parsed, ...lost];
 }
 
 const KNOWN_KEYS = ['namespace', 'nodeSelector', 'tolerations', 'hostNetwork', 'hostPort'] as const;

@@ -19,8 +19,20 @@ export interface GuestProxyConfig {
   listen?: string | undefined;
   /** `Allow` lines: without any, every client may connect (it must still authenticate). */
   allow: string[];
-  /** The guest attribute a runcmd sets once the proxy serves (`curl -X PUT … guest-attributes/<key>`). */
-  readyAttribute?: { key: string; value: string } | undefined;
+  /** The guest attribute the guest sets once the proxy serves (`curl -X PUT … guest-attributes/<key>`). */
+  readyAttribute?: ReadyAttribute | undefined;
+}
+
+/** How the guest sets its readiness attribute. */
+export interface ReadyAttribute {
+  key: string;
+  value: string;
+  /** PUTs the guest makes before it gives up (a `for … in $(seq 1 N)` loop around the curl, else 1). */
+  attempts: number;
+  /** Set on the first boot (runcmd runs the PUT, or starts the unit that does). */
+  firstBoot: boolean;
+  /** Set on every later boot: an enabled systemd unit wanted by multi-user.target runs it (runcmd runs once per instance). */
+  everyBoot: boolean;
 }
 
 const TINYPROXY_CONF = '/etc/tinyproxy/tinyproxy.conf';
@@ -48,9 +60,33 @@ export function parseUserData(userData: string): GuestProxyConfig {
   const commands = (doc.runcmd ?? []).map((c) => [c].flat().join(' '));
   const restart = commands.find((c) => c.includes('restart tinyproxy'));
   if (!restart) throw new Error('cloud-config never restarts tinyproxy with the written configuration');
-  const put = /--data (\S+).*guest-attributes\/([\w/-]+)/.exec(restart);
-  const readyAttribute = put?.[1] && put[2] ? { key: put[2], value: put[1] } : undefined;
-  return { ...parseTinyproxyConfig(file.content), readyAttribute };
+  return { ...parseTinyproxyConfig(file.content), readyAttribute: readinessOf(commands, doc.write_files ?? []) };
+}
+
+const PUT = /--data (\S+).*guest-attributes\/([\w/-]+)/;
+
+/**
+ * How the user-data sets its readiness attribute: a runcmd that PUTs it (once, first boot only:
+ * cloud-init's runcmd is per instance), or a runcmd that enables (and starts) a systemd unit whose
+ * ExecStart script PUTs it, as many times as its `seq 1 N` loop says, on every boot.
+ */
+function readinessOf(commands: string[], files: { path: string; content?: string | undefined }[]) {
+  const direct = commands.map((c) => PUT.exec(c)).find(Boolean);
+  if (direct?.[1] && direct[2])
+    return { key: direct[2], value: direct[1], attempts: 1, firstBoot: true, everyBoot: false };
+  const content = (path: string) => files.find((f) => f.path === path)?.content ?? '';
+  for (const command of commands) {
+    const unit = /^systemctl (?:--now )?enable (?:--now )?(\S+\.service)$/.exec(command)?.[1];
+    const text = unit ? content(`/etc/systemd/system/${unit}`) : '';
+    const script = content(/^ExecStart=(\S+)/m.exec(text)?.[1] ?? '');
+    const put = PUT.exec(script);
+    if (!unit || !put?.[1] || !put[2]) continue;
+    const started = command.includes('--now') || commands.some((c) => /^systemctl start /.test(c) && c.endsWith(unit));
+    const attempts = Number(/\$\(seq 1 (\d+)\)/.exec(script)?.[1] ?? 1);
+    const everyBoot = /^WantedBy=multi-user\.target$/m.test(text);
+    return { key: put[2], value: put[1], attempts, firstBoot: started, everyBoot };
+  }
+  return undefined;
 }
 
 /** Parses the directives this fake honours: Port, Listen, Allow and BasicAuth (tinyproxy's grammar). */

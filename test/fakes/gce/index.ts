@@ -9,10 +9,12 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, faultError, type Fault, type Method } from './errors.js';
 import { GuestRunner } from './guest.js';
+import { DEFAULT_NETWORKS, type FakeNetwork } from './networks.js';
 import { route, ROUTES, type RouteContext } from './routes.js';
 import { World, type Timing, type Vm } from './world.js';
 
 export type { Fault, Method } from './errors.js';
+export type { FakeNetwork } from './networks.js';
 export { parseTinyproxyConfig, parseUserData } from './guest.js';
 
 export interface FakeGceOptions {
@@ -25,6 +27,11 @@ export interface FakeGceOptions {
   waitMaxMs?: number;
   /** Items per aggregated-list page (default and Compute's maximum: 500). */
   pageSize?: number;
+  /**
+   * The VPC networks of every project (default: the auto-mode `default` network). A list without
+   * `default` is a project without a default network, as organisations often create them.
+   */
+  networks?: FakeNetwork[];
 }
 
 export interface FakeGce {
@@ -49,6 +56,10 @@ export interface FakeGce {
   find(name: string): Vm | undefined;
   /** Stops a VM behind the provider's back (it ends TERMINATED). */
   stopInstance(name: string): void;
+  /** Hard-resets a VM behind the provider's back (it stays RUNNING; its guest boots again). */
+  resetInstance(name: string): void;
+  /** The metadata server loses the next `n` guest-attribute PUTs (the guest's retries see it). */
+  loseGuestPuts(n: number): void;
   /** The `--gce-fake=<id>` marker on every guest proxy process of this fake. */
   guestMarker: string;
   close(): Promise<void>;
@@ -119,6 +130,7 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       pageSize: Math.min(options.pageSize ?? 500, 500),
       unreachableZones,
       deniedConstraints,
+      networks: options.networks ?? DEFAULT_NETWORKS,
     };
     if (fault?.kind === 'slow') await sleep(fault.delayMs);
     if (fault?.kind === 'drop') return void req.socket.destroy();
@@ -158,11 +170,9 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
     deniedConstraints,
     instances: () => [...world.vms.values()],
     find: (name) => [...world.vms.values()].find((vm) => vm.name === name),
-    stopInstance: (name) => {
-      const vm = [...world.vms.values()].find((v) => v.name === name);
-      if (!vm) throw new Error(`fake: no instance ${name}`);
-      world.stop(vm);
-    },
+    stopInstance: (name) => world.stop(vmNamed(world, name)),
+    resetInstance: (name) => world.reset(vmNamed(world, name)),
+    loseGuestPuts: (n) => (world.lostPuts = n),
     guestMarker: marker,
     async close() {
       server.closeAllConnections();
@@ -171,6 +181,12 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       await guests.close();
     },
   };
+}
+
+function vmNamed(world: World, name: string): Vm {
+  const vm = [...world.vms.values()].find((v) => v.name === name);
+  if (!vm) throw new Error(`fake: no instance ${name}`);
+  return vm;
 }
 
 /** The IAM permission a method needs, for the 403 body of an injected `forbidden`. */

@@ -16,8 +16,6 @@ const fingerprint = (vm: Vm, what: string) => Buffer.from(`${vm.id}/${what}`).to
 /** An Instance resource. The external address exists from STAGING until the VM stops. */
 export function instanceJson(vm: Vm, body: InsertBody): Record<string, unknown> {
   const zone = zoneUrl(vm.project, vm.zone);
-  const region = regionOfZone(vm.zone) ?? '';
-  const nic = body.networkInterfaces?.[0];
   return {
     kind: 'compute#instance',
     id: vm.id,
@@ -32,8 +30,8 @@ export function instanceJson(vm: Vm, body: InsertBody): Record<string, unknown> 
     networkInterfaces: [
       {
         kind: 'compute#networkInterface',
-        network: absolute(vm.project, nic?.network ?? 'global/networks/default'),
-        subnetwork: absolute(vm.project, nic?.subnetwork ?? `regions/${region}/subnetworks/default`),
+        network: absolute(vm.project, vm.nic.network),
+        subnetwork: absolute(vm.project, vm.nic.subnetwork),
         networkIP: vm.networkIP,
         name: 'nic0',
         accessConfigs: [
@@ -73,7 +71,7 @@ export function instanceJson(vm: Vm, body: InsertBody): Record<string, unknown> 
     startRestricted: false,
     deletionProtection: false,
     fingerprint: fingerprint(vm, 'instance'),
-    ...(vm.status === 'RUNNING' ? { lastStartTimestamp: timestamp(vm.createdAt + 1000) } : {}),
+    ...(vm.startedAt ? { lastStartTimestamp: timestamp(vm.startedAt) } : {}),
   };
 }
 

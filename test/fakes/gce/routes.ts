@@ -1,8 +1,9 @@
 /** The fake's REST routes: exactly the Compute v1 methods the gcp provider calls, with Compute's validations. */
-import { ALL_ZONES, MACHINE_TYPES, regionOfZone, resolveImage } from './catalog.js';
+import { ALL_ZONES, MACHINE_TYPES, resolveImage } from './catalog.js';
 import { ApiError, invalidField, notFound, policyViolated, type Method } from './errors.js';
 import { matches, parseFilter } from './filter.js';
 import { insertBodySchema } from './insert-body.js';
+import { resolveNic, type FakeNetwork } from './networks.js';
 import {
   guestAttributes,
   imageJson,
@@ -33,6 +34,8 @@ export interface RouteContext {
   /** Items per aggregated-list page when the client asks for more (Compute: at most 500). */
   pageSize: number;
   unreachableZones: Set<string>;
+  /** The VPC networks of the fake's projects (an insert's interface must name one of them). */
+  networks: FakeNetwork[];
   /** Organisation-policy constraints enforced as "deny all" (`compute.vmExternalIpAccess`). */
   deniedConstraints: Set<string>;
   /** A pending `operationError` fault for this insert, if one was injected. */
@@ -166,16 +169,7 @@ function insert(ctx: RouteContext, project: string, zone: string, call: Call): O
     throw invalidField('labels', badLabel?.join('=') ?? '', 'Label keys and values must conform to RFC 1035.');
   const metadataSize = (body.metadata?.items ?? []).reduce((n, i) => n + i.key.length + (i.value ?? '').length, 0);
   if (metadataSize > 512 * 1024) throw new ApiError(400, 'invalid', 'Metadata exceeds the 512 KB limit.');
-  const nic = body.networkInterfaces?.[0];
-  const network = /global\/networks\/([^/]+)$/.exec(nic?.network ?? 'global/networks/default')?.[1];
-  if (network !== 'default') throw notFound(`projects/${project}/global/networks/${network ?? ''}`);
-  const subnetRegion = /regions\/([^/]+)\/subnetworks\//.exec(nic?.subnetwork ?? '')?.[1];
-  if (subnetRegion && subnetRegion !== regionOfZone(zone))
-    throw invalidField(
-      'resource.networkInterfaces[0].subnetwork',
-      nic?.subnetwork ?? '',
-      'Subnetwork must be in the region of the instance.',
-    );
+  const nic = resolveNic(ctx.networks, project, zone, body.networkInterfaces?.[0]);
   // Org policies are checked after the request is valid: an external IP under a deny-all
   // vmExternalIpAccess is refused 412 conditionNotMet (never an operation error).
   const external = (body.networkInterfaces ?? []).some(
@@ -187,7 +181,7 @@ function insert(ctx: RouteContext, project: string, zone: string, call: Call): O
       project,
       `projects/${project}/zones/${zone}/instances/${body.name}`,
     );
-  return ctx.world.insert(project, zone, body, call.query.get('requestId') ?? undefined, ctx.insertFailure);
+  return ctx.world.insert(project, zone, body, nic, call.query.get('requestId') ?? undefined, ctx.insertFailure);
 }
 
 /** An aggregated list over every zone: matching items per scope, warnings for empty and unreachable scopes. */

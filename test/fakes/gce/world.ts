@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { alreadyExists, notFound, notReady, OPERATION_ERRORS } from './errors.js';
 import { parseUserData, type GuestProcess, type GuestRunner } from './guest.js';
 import type { InsertBody } from './insert-body.js';
+import type { ResolvedNic } from './networks.js';
 
 export const BASE = 'https://www.googleapis.com/compute/v1';
 
@@ -27,6 +28,8 @@ export interface Vm {
   createdAt: number;
   /** The instance body as inserted (labels, metadata, disks, network interfaces, …). */
   body: InsertBody;
+  /** The interface's network and subnetwork (full paths), as the insert resolved them. */
+  nic: ResolvedNic;
   natIP: string;
   networkIP: string;
   /** The operation now acting on it (insert or delete): another one is refused (resourceNotReady). */
@@ -36,6 +39,11 @@ export interface Vm {
   guestError?: string | undefined;
   /** Guest attributes the guest has set (`namespace/key` → value). */
   attributes: Map<string, string>;
+  /** When the guest last booted (`lastStartTimestamp`), and how many boots it has had. */
+  startedAt: number;
+  boots: number;
+  /** Guest-attribute PUTs the guest made (each attempt, lost or not). */
+  puts: number;
 }
 
 export interface Op {
@@ -62,8 +70,13 @@ export function timestamp(ms: number): string {
   return new Date(ms - 7 * 3600_000).toISOString().replace('Z', '-07:00');
 }
 
+/** The guest's pause between PUT attempts, compressed (the script sleeps 5 s). */
+const PUT_RETRY_MS = 20;
+
 export class World {
   readonly vms = new Map<string, Vm>();
+  /** The metadata server loses this many of the next guest-attribute PUTs (of any VM). */
+  lostPuts = 0;
   readonly ops = new Map<string, Op>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly subnet = `127.${16 + (randomBytes(1).readUInt8() % 224)}.${randomBytes(1).readUInt8()}.`;
@@ -89,6 +102,7 @@ export class World {
     project: string,
     zone: string,
     body: InsertBody,
+    nic: ResolvedNic,
     requestId: string | undefined,
     failure?: { code: string; location?: string | undefined; afterMs?: number | undefined },
   ): Op {
@@ -107,9 +121,13 @@ export class World {
       status: 'PROVISIONING',
       createdAt: Date.now(),
       body,
+      nic,
       natIP: '',
       networkIP: `10.128.0.${(this.hostCounter % 250) + 2}`,
       attributes: new Map(),
+      startedAt: 0,
+      boots: 0,
+      puts: 0,
     };
     const op = this.newOp(project, zone, 'insert', vm, requestId);
     vm.busy = op.name;
@@ -163,6 +181,17 @@ export class World {
       vm.status = 'TERMINATED';
       // A stopped VM gives its ephemeral external address back.
       vm.natIP = '';
+    });
+  }
+
+  /**
+   * A hard reset (instances.reset, or a host error's restart with automaticRestart): the guest
+   * stops without shutdown and boots again, RUNNING throughout. Its guest attributes are cleared,
+   * as on a stop; whether Compute keeps them across a reset is not documented (not verified).
+   */
+  reset(vm: Vm): void {
+    void this.halt(vm).then(() => {
+      if (vm.status === 'RUNNING') this.boot(vm);
     });
   }
 
@@ -227,26 +256,42 @@ export class World {
     return `${this.subnet}${(this.hostCounter % 250) + 2}`;
   }
 
-  /** What the guest does at boot: cloud-init applies the user-data and tinyproxy starts. */
+  /**
+   * What the guest does at boot: cloud-init applies the user-data and tinyproxy starts (its
+   * runcmd only on the first boot), and the guest PUTs its readiness attribute as the user-data says.
+   */
   private boot(vm: Vm): void {
     const items = vm.body.metadata?.items ?? [];
     const userData = items.find((i) => i.key === 'user-data')?.value ?? '';
     const attributesEnabled = items.find((i) => i.key === 'enable-guest-attributes')?.value?.toUpperCase() === 'TRUE';
+    vm.startedAt = Date.now();
+    vm.boots += 1;
     try {
       const config = parseUserData(userData);
       const guest = this.guests.start(vm.name, vm.natIP, config);
       vm.guest = guest;
+      const ready = config.readyAttribute;
+      const puts = ready && (vm.boots === 1 ? ready.firstBoot : ready.everyBoot) ? ready.attempts : 0;
       guest.ready.then(
         () => {
-          // What the runcmd's `curl -X PUT` to the metadata server does once the proxy serves.
-          if (attributesEnabled && config.readyAttribute && vm.guest === guest)
-            vm.attributes.set(config.readyAttribute.key, config.readyAttribute.value);
+          if (attributesEnabled && ready && puts > 0) this.put(vm, guest, ready, puts);
         },
         (err: unknown) => (vm.guestError = String(err)),
       );
     } catch (err) {
       vm.guestError = err instanceof Error ? err.message : String(err);
     }
+  }
+
+  /** One PUT to the metadata server (lost while `lostPuts` says so), retried `left - 1` more times. */
+  private put(vm: Vm, guest: GuestProcess, ready: { key: string; value: string }, left: number): void {
+    if (vm.guest !== guest || left <= 0) return;
+    vm.puts += 1;
+    if (this.lostPuts > 0) {
+      this.lostPuts -= 1;
+      return this.after(PUT_RETRY_MS, () => this.put(vm, guest, ready, left - 1));
+    }
+    vm.attributes.set(ready.key, ready.value);
   }
 
   private async halt(vm: Vm): Promise<void> {

@@ -8,6 +8,7 @@ import { createServer as createTcpServer, type AddressInfo, type Socket } from '
 import { buildProxyServer, type ProxyServerBundle } from '../../support/proxy-server-bundle.js';
 import type { NamespaceRules } from './admission.js';
 import { Kubelet } from './kubelet.js';
+import { loseNode } from './node-lifecycle.js';
 import type { FakeNode } from './scheduling.js';
 import {
   deletePod,
@@ -67,6 +68,11 @@ export interface FakeKube {
   addNode(node: { name: string; labels?: Record<string, string>; taints?: FakeNode['taints'] }): void;
   /** Someone else deletes the Pod (like `kubectl delete pod`): graceful, as through the API. */
   deletePodOutOfBand(namespace: string, name: string): void;
+  /**
+   * The node becomes unreachable (node-lifecycle.ts): its Pods go Ready=False and, unless `evict`
+   * is false (a fully disrupted zone), are evicted as their NoExecute tolerations say.
+   */
+  loseNode(name: string, options?: { evict?: boolean }): void;
   /** The node evicts the Pod: phase Failed, its process killed. */
   evict(namespace: string, name: string): void;
   /** The proxy process crashes; restartPolicy Always restarts it. */
@@ -137,6 +143,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   const pod = (ns: string, name: string) => store.findPod(ns, name);
+  const lifecycleTimers = new Set<NodeJS.Timeout>();
 
   return {
     url,
@@ -174,6 +181,17 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
       const p = pod(ns, name);
       if (p) deletePod(state, p);
     },
+    loseNode(name, o = {}) {
+      const timers = lifecycleTimers;
+      const deps = {
+        nodes,
+        pods: () => store.listPods(),
+        lose: (p: StoredPod) => kubelet.lose(p),
+        deletePod: (p: StoredPod) => void deletePod(state, p),
+        later: (ms: number, fn: () => void) => void timers.add(setTimeout(fn, ms)),
+      };
+      loseNode(deps, name, o.evict ?? true);
+    },
     evict(ns, name) {
       const p = pod(ns, name);
       if (p) kubelet.evict(p);
@@ -184,6 +202,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     },
     requests: state.log,
     async close() {
+      for (const t of lifecycleTimers) clearTimeout(t);
       await kubelet.close();
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -32,6 +32,8 @@ interface Run {
   /** Set once the Pod is terminating, evicted or gone: no more restarts. */
   stopping: boolean;
   terminating?: boolean;
+  /** Its node is lost: nothing the kubelet does reaches the API any more. */
+  lost?: boolean;
 }
 
 export class Kubelet {
@@ -53,7 +55,8 @@ export class Kubelet {
     const run = this.runs.get(pod);
     if (!run) return this.o.store.removePod(pod);
     // A second DELETE of a terminating Pod changes nothing here (the real API may only shorten the grace).
-    if (run.terminating) return;
+    // A lost node's kubelet never confirms: the Pod stays until a forced delete.
+    if (run.terminating || run.lost) return;
     run.terminating = true;
     run.stopping = true;
     this.clear(run);
@@ -102,6 +105,23 @@ export class Kubelet {
         state: { terminated: { reason: 'Error', exitCode: 137 } },
       })),
     };
+    this.o.store.touch(pod);
+  }
+
+  /**
+   * The Pod's node is lost (see node-lifecycle.ts): its process is out of reach (killed here), the
+   * node lifecycle controller sets Ready False, the phase stays Running, and no kubelet answers again.
+   */
+  lose(pod: StoredPod): void {
+    const run = this.runs.get(pod);
+    if (!run) return;
+    run.lost = true;
+    run.stopping = true;
+    this.clear(run);
+    run.proxy?.child.kill('SIGKILL');
+    pod.status.conditions = this.conditions(pod, { Ready: false, ContainersReady: false });
+    const status = pod.status.containerStatuses?.[0];
+    if (status) status.ready = false;
     this.o.store.touch(pod);
   }
 

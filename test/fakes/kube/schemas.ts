@@ -42,6 +42,7 @@ const toleration = z.object({
   operator: z.string().optional(),
   value: z.string().optional(),
   effect: z.string().optional(),
+  tolerationSeconds: z.number().int().optional(),
 });
 
 export const podSpecSchema = z

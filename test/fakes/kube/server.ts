@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { IncomingMessage } from 'node:http';
 import { admitLimits, admitNamespace, admitPodSecurity, type NamespaceRules } from './admission.js';
 import type { Kubelet } from './kubelet.js';
+import { withDefaultTolerations } from './node-lifecycle.js';
 import { accessReviewSchema, decode, podBodySchema, secretBodySchema, validatePod, validateSecret } from './schemas.js';
 import { parseSelector } from './selector.js';
 import * as status from './status.js';
@@ -236,6 +237,7 @@ function pods(
       // a full namespace is refused 403 before it could be 409 AlreadyExists
       // (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#resourcequota).
       if (hard !== undefined && used >= hard) throw status.quotaExceeded('pods', pod.metadata.name, used, hard);
+      pod.spec.tolerations = withDefaultTolerations(pod.spec.tolerations);
       const created = store.createPod(namespace, pod);
       state.kubelet.admit(created);
       return { code: 201, body: created };

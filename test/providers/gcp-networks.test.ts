@@ -1,0 +1,74 @@
+/**
+ * The `gcp` provider in projects whose networks are not the default one: a custom VPC, a Shared-VPC
+ * subnetwork of a host project, and a project without a `default` network, with the fake holding
+ * exactly those networks (test/fakes/gce/networks.ts follows the instances.insert reference).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EgressError, PermanentError } from '../../shared/errors.js';
+import { createLogger } from '../../shared/logger.js';
+import type { Provider } from '../../shared/providers/contract.js';
+import { createGcpProvider } from '../../shared/providers/gcp/index.js';
+import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
+import { instanceSpec } from '../support/instance-spec.js';
+import { rejectionOf } from '../support/rejection.js';
+
+const logger = createLogger({ write: () => undefined, level: 'ERROR' });
+const PROJECT = 'vpc-project';
+let fake: FakeGce;
+
+const provider = (over: Record<string, unknown> = {}): Provider =>
+  createGcpProvider({
+    provider: {
+      name: 'gce',
+      type: 'gcp',
+      catalogue: {},
+      rolloutBudget: 2,
+      options: { project: PROJECT, zone: 'us-central1-a', operationWaitSeconds: 3, ...fake.endpoint, ...over },
+    },
+    path: 'config.providers.0',
+    config: { installationId: 'it' },
+    logger,
+  });
+
+beforeAll(async () => {
+  // No `default` network: the project has a custom-mode VPC, and a host project shares a subnetwork.
+  fake = await startFakeGce({
+    networks: [
+      { project: PROJECT, name: 'egress-vpc', subnetworks: ['us-central1/proxies'] },
+      { project: 'host-project', name: 'shared', subnetworks: ['us-central1/shared-proxies'] },
+    ],
+  });
+});
+afterAll(() => fake?.close());
+
+describe('gcp provider: networks other than default', () => {
+  it('places a VM on a custom-VPC subnetwork without naming a network (there is no default one)', async () => {
+    const s = instanceSpec('vpc', { subnetwork: 'proxies' });
+    await provider().create(s);
+    const vm = fake.find(s.name);
+    expect(vm?.body.networkInterfaces?.[0]).not.toHaveProperty('network');
+    expect(vm?.nic).toEqual({
+      network: `projects/${PROJECT}/global/networks/egress-vpc`,
+      subnetwork: `projects/${PROJECT}/regions/us-central1/subnetworks/proxies`,
+    });
+  });
+
+  it('places a VM on a Shared-VPC subnetwork of the host project', async () => {
+    const subnetwork = 'projects/host-project/regions/us-central1/subnetworks/shared-proxies';
+    const s = instanceSpec('vpc', { subnetwork });
+    await provider().create(s);
+    expect(fake.find(s.name)?.nic.network).toBe('projects/host-project/global/networks/shared');
+  });
+
+  it('without a subnetwork in a project that has no default network: Permanent on spec.placement.network', async () => {
+    const err = await rejectionOf(provider().create(instanceSpec('vpc')), EgressError);
+    expect(err).toBeInstanceOf(PermanentError);
+    expect(err.toInfo()).toMatchObject({ code: 'Permanent', field: 'spec.placement.network' });
+    expect(err.message).toContain('global/networks/default');
+  });
+
+  it('a subnetwork the project does not have: Permanent on spec.placement.subnetwork', async () => {
+    const err = await rejectionOf(provider().create(instanceSpec('vpc', { subnetwork: 'nope' })), EgressError);
+    expect(err.toInfo()).toMatchObject({ code: 'Permanent', field: 'spec.placement.subnetwork' });
+  });
+});
