@@ -21,6 +21,8 @@ export interface GatewayResults {
   directRps: number;
   gatewayRps: number;
   tunnels: { count: number; failed: number; rssMb: number };
+  /** CPU time (ms) per 1,000 requests through the gateway, of the fleet proxy and of the gateway (medians of the rounds). */
+  cpuPer1000?: { fleetMs: number; gatewayMs: number };
   /** RSS samples at equal intervals over the soak, when it ran (`--soak`). */
   soak?: { seconds: number; rssMb: number[] };
 }
@@ -31,6 +33,11 @@ const SOAK_SAMPLES = 60;
 /** Concurrent keep-alive clients of the throughput rounds: enough to keep the fleet proxy busy. */
 export const CLIENTS = 32;
 
+/** User + system CPU time of a process so far, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 const rssMb = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
@@ -136,10 +143,15 @@ export async function runGatewayBench(
     opts.log(`gateway: throughput, ${CLIENTS} keep-alive clients, direct and through the gateway in turn`);
     const d: number[] = [];
     const g: number[] = [];
+    const fleetCpu: number[] = [];
+    const gatewayCpu: number[] = [];
     // Many short alternating rounds: on a shared machine the load drifts within seconds.
     for (let i = 0; i < 10; i++) {
       d.push(await throughput(fleet.hop, url, CLIENTS, 1000));
+      const before = [cpuMs(fleet.child.process.pid ?? 0), cpuMs(pid)];
       g.push(await throughput(gateway, url, CLIENTS, 1000));
+      fleetCpu.push(((cpuMs(fleet.child.process.pid ?? 0) - (before[0] ?? 0)) / (g.at(-1) ?? 1)) * 1000);
+      gatewayCpu.push(((cpuMs(pid) - (before[1] ?? 0)) / (g.at(-1) ?? 1)) * 1000);
     }
     opts.log('gateway: 1,000 concurrent CONNECT tunnels');
     const held = await holdTunnels(gateway, authority, 1000);
@@ -155,6 +167,7 @@ export async function runGatewayBench(
       ...latency,
       directRps: median(d),
       gatewayRps: median(g),
+      cpuPer1000: { fleetMs: median(fleetCpu), gatewayMs: median(gatewayCpu) },
       tunnels,
       ...(soaked && { soak: soaked }),
     };

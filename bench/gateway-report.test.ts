@@ -38,6 +38,11 @@ describe('gateway bench rows', () => {
 
   it('say not run when the section was left out', () => expect(gatewayRows(undefined)[0]?.[2]).toBe('not run'));
 
+  it('show the CPU per request of the gateway and the fleet proxy as info when measured', () => {
+    const row = gatewayRows(run({ cpuPer1000: { fleetMs: 80, gatewayMs: 100 } }))[4];
+    expect(row?.slice(2)).toEqual(['100 vs 80 ms (1.25×)', 'info']);
+  });
+
   it('say not run (--soak) for the soak when it was not asked for', () => {
     const { soak: _left, ...noSoak } = run();
     expect(gatewayRows(noSoak)[3]?.slice(2)).toEqual(['not run (--soak)', '—']);

@@ -223,6 +223,16 @@ export function gatewayRows(g: GatewayResults | undefined): string[][] {
       yes(g.tunnels.rssMb <= 200 && g.tunnels.count === 1000),
     ],
     soakRow(g.soak),
+    ...(g.cpuPer1000
+      ? [
+          [
+            'why: CPU per 1,000 requests through the gateway, gateway vs fleet proxy (same 2 cores)',
+            'info',
+            `${fmt(g.cpuPer1000.gatewayMs, 0)} vs ${fmt(g.cpuPer1000.fleetMs, 0)} ms (${fmt(g.cpuPer1000.gatewayMs / g.cpuPer1000.fleetMs, 2)}×)`,
+            'info',
+          ],
+        ]
+      : []),
   ];
 }
 
