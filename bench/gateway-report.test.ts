@@ -9,7 +9,7 @@ const run = (over: Partial<GatewayResults> = {}): GatewayResults => ({
   directRps: 1000,
   gatewayRps: 850,
   tunnels: { count: 1000, failed: 0, rssMb: 90 },
-  soak: { seconds: 60, rssMb: [80, 100, 101, 102, 103, 104, 105, 106] },
+  soak: { seconds: 600, rssMb: [80, 95, 100, 101, 100, 102, 101, 100, 101, 102, 100, 101] },
   ...over,
 });
 const met = (g?: GatewayResults) => gatewayRows(g).map((r) => r[3]);
@@ -22,10 +22,29 @@ describe('gateway bench rows', () => {
     ['throughput below 80 %', { gatewayRps: 799 }, 1],
     ['RSS above 200 MB', { tunnels: { count: 1000, failed: 0, rssMb: 201 } }, 2],
     ['a tunnel not held', { tunnels: { count: 999, failed: 1, rssMb: 90 } }, 2],
-    ['RSS growing after the first quarter', { soak: { seconds: 60, rssMb: [80, 100, 105, 111] } }, 3],
+    [
+      'RSS growing after warm-up',
+      { soak: { seconds: 600, rssMb: [80, 100, 100, 100, 103, 105, 107, 109, 111, 113, 115, 117] } },
+      3,
+    ],
+    [
+      'a soak shorter than 10 minutes',
+      { soak: { seconds: 300, rssMb: [80, 95, 100, 101, 100, 102, 101, 100, 101, 102, 100, 101] } },
+      3,
+    ],
   ])('say NO for %s', (_what, over, row) => {
     expect(met(run(over))[row]).toBe('NO');
   });
 
   it('say not run when the section was left out', () => expect(gatewayRows(undefined)[0]?.[2]).toBe('not run'));
+
+  it('show the CPU per request of the gateway and the fleet proxy as info when measured', () => {
+    const row = gatewayRows(run({ cpuPer1000: { fleetMs: 80, gatewayMs: 100 } }))[4];
+    expect(row?.slice(2)).toEqual(['100 vs 80 ms (1.25×)', 'info']);
+  });
+
+  it('say not run (--soak) for the soak when it was not asked for', () => {
+    const { soak: _left, ...noSoak } = run();
+    expect(gatewayRows(noSoak)[3]?.slice(2)).toEqual(['not run (--soak)', '—']);
+  });
 });

@@ -20,6 +20,17 @@ export function randomCredentials(): GatewayCredentials {
 
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
+/** The digest of each credentials object, computed once rather than on every request. */
+const expectedDigests = new WeakMap<GatewayCredentials, Buffer>();
+function expectedDigest(expected: GatewayCredentials): Buffer {
+  let d = expectedDigests.get(expected);
+  if (!d) {
+    d = digest(`${expected.username}:${expected.password}`);
+    expectedDigests.set(expected, d);
+  }
+  return d;
+}
+
 /**
  * Checks a `Proxy-Authorization` header against the gateway's credentials. The comparison runs
  * over SHA-256 digests of equal length with `timingSafeEqual`, so neither the content nor the
@@ -36,7 +47,7 @@ export function checkProxyAuthorization(header: string | undefined, expected: Ga
   const user = colon >= 0 ? decoded.slice(0, colon) : '';
   const password = colon >= 0 ? decoded.slice(colon + 1) : '';
   const session = SESSION.exec(user);
-  const want = digest(`${expected.username}:${expected.password}`);
+  const want = expectedDigest(expected);
   // Both readings are compared every time, so a user name holding "-session-" itself still works.
   const whole = timingSafeEqual(digest(`${user}:${password}`), want);
   const base = timingSafeEqual(digest(`${session?.[1] ?? user}:${password}`), want);

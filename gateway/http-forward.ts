@@ -106,8 +106,7 @@ function attemptOnce(
   const startedAt = performance.now();
   return new Promise((resolve) => {
     let settled = false;
-    const connectMs = options.connectTimeoutMs;
-    let timer = setTimeout(() => upstreamReq.destroy(new Error(`no connection within ${connectMs} ms`)), connectMs);
+    let timer: NodeJS.Timeout | undefined;
     const done = (a: Attempt<{ response: http.IncomingMessage; startedAt: number }>) => {
       if (settled) return;
       settled = true;
@@ -129,9 +128,14 @@ function attemptOnce(
       const ms = options.responseTimeoutMs;
       timer = setTimeout(() => upstreamReq.destroy(new Error(`no response within ${ms} ms`)), ms);
     };
+    // One timer at a time: the connect timeout only while a new socket connects (a kept-alive one
+    // is connected already), then the response timeout.
     upstreamReq.once('socket', (socket) => {
-      if (socket.connecting) socket.once('connect', onConnected);
-      else onConnected();
+      if (settled) return;
+      if (!socket.connecting) return onConnected();
+      const ms = options.connectTimeoutMs;
+      timer = setTimeout(() => upstreamReq.destroy(new Error(`no connection within ${ms} ms`)), ms);
+      socket.once('connect', onConnected);
     });
     upstreamReq.on('response', (response) => {
       const status = response.statusCode ?? 0;

@@ -59,10 +59,11 @@ export class GatewayMetrics {
 
   /** One request or tunnel through `proxy` that got an answer (latency: to the response head or the tunnel). */
   request(proxy: string, session: string | undefined, latencyMs: number): void {
+    const seconds = latencyMs / 1000;
+    const i = BUCKETS.findIndex((b) => seconds <= b);
     for (const u of this.targets(proxy, session)) {
       u.requests += 1;
-      u.latencySum += latencyMs / 1000;
-      const i = BUCKETS.findIndex((b) => latencyMs / 1000 <= b);
+      u.latencySum += seconds;
       for (let j = i < 0 ? BUCKETS.length : i; j <= BUCKETS.length; j++)
         u.latencyBuckets[j] = (u.latencyBuckets[j] ?? 0) + 1;
     }
