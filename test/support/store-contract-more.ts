@@ -4,8 +4,23 @@
  */
 import { describe, expect, it } from 'vitest';
 import { POOL_LABEL, type PoolApplyRequest } from '../../shared/domain/pool.js';
+import type {
+  PoolRepository,
+  ProviderStatusRepository,
+  ProxyRepository,
+  RelayRepository,
+  ReportRepository,
+} from '../../shared/store/ports.js';
 import type { ReportInput } from '../../shared/store/report-rules.js';
-import type { Stores } from './store-contract.js';
+
+/** The repositories of one store, sharing one database. */
+export interface Stores {
+  proxies: ProxyRepository;
+  relays: RelayRepository;
+  pools: PoolRepository;
+  providerStatus: ProviderStatusRepository;
+  reports: ReportRepository;
+}
 
 const T = Date.UTC(2026, 5, 1);
 const pool = (name: string, replicas = 1, labels: Record<string, string> = {}): PoolApplyRequest => ({

@@ -5,24 +5,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { initialStatus, PHASES, type ProxyStatus } from '../../shared/domain/status.js';
-import type {
-  PoolRepository,
-  ProviderStatusRepository,
-  ProxyRepository,
-  RelayRepository,
-  ReportRepository,
-} from '../../shared/store/ports.js';
-import { moreContract } from './store-contract-more.js';
+import type { ProxyRepository } from '../../shared/store/ports.js';
+import { moreContract, type Stores } from './store-contract-more.js';
 import { relayContract } from './store-contract-relays.js';
-
-/** The repositories of one store, sharing one database. */
-export interface Stores {
-  proxies: ProxyRepository;
-  relays: RelayRepository;
-  pools: PoolRepository;
-  providerStatus: ProviderStatusRepository;
-  reports: ReportRepository;
-}
 
 /**
  * A fresh, empty store; `close` releases it.
