@@ -2,13 +2,13 @@
 import { asEgressError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { Provider, ProviderHealth, Registry } from './providers/contract.js';
-import type { ProviderStatus, ProviderStore } from './store/providers.js';
-import type { ProxyRepository } from './store/ports.js';
+import type { ProviderStatus } from './store/providers.js';
+import type { ProviderStatusRepository, ProxyRepository } from './store/ports.js';
 import { recordProxiesByPhase } from './telemetry/metrics.js';
 
 export interface HealthDeps {
   registry: Registry;
-  providerStatus: ProviderStore;
+  providerStatus: ProviderStatusRepository;
   logger: Logger;
   now?: () => number;
   /** A check taking longer than this counts as a failure. */
@@ -71,7 +71,7 @@ export function freshVerdict(
  */
 export async function currentHealth(
   provider: Provider,
-  opts: { providerStatus?: ProviderStore | undefined; intervalMs: number; now: number },
+  opts: { providerStatus?: ProviderStatusRepository | undefined; intervalMs: number; now: number },
 ): Promise<ProviderHealth | undefined> {
   const verdict = freshVerdict(await opts.providerStatus?.get(provider.name), opts.intervalMs, opts.now);
   if (verdict) return { ok: verdict.status === 'Healthy', message: verdict.message, latencyMs: verdict.latencyMs };

@@ -7,13 +7,13 @@ import type { Logger } from './logger.js';
 import { kickChecks } from './reconcile/check.js';
 import { relayReportSchema, type RelayReport } from './relay/protocol.js';
 import { RELAY_KEYS_ENV, verifySignature, type RelayKeyring } from './relay/signature.js';
-import type { RelayStore } from './store/relays.js';
 import { inTraceOf } from './telemetry/spans.js';
+import type { RelayRepository } from './store/ports.js';
 
 export interface RelayReportDeps {
   /** The configured providers name the relays that may report. */
   config: Pick<Config, 'providers'>;
-  relays: RelayStore;
+  relays: RelayRepository;
   /** When set, every report must be signed with a key of the relay it names (shared/relay/signature.ts). */
   relayKeys?: RelayKeyring | undefined;
   bus: Bus;

@@ -7,8 +7,7 @@ import { claimedAction, parseProxyRequest } from './domain/proxy.js';
 import { EgressError, ValidationError } from './errors.js';
 import type { Logger } from './logger.js';
 import { kickChecks, kickPools } from './reconcile/check.js';
-import type { PoolStore } from './store/pools.js';
-import type { ProxyRepository } from './store/ports.js';
+import type { PoolRepository, ProxyRepository } from './store/ports.js';
 import { TOPICS } from './bus/topics.js';
 
 export interface RequestDeps {
@@ -18,7 +17,7 @@ export interface RequestDeps {
   maxEvents: number;
   now?: () => number;
   /** Pools (`kind: ProxyPool`); without it a pool request is rejected. */
-  pools?: PoolStore;
+  pools?: PoolRepository;
   /** The configured providers a pool's spread is checked against. */
   config?: Pick<Config, 'providers'>;
 }

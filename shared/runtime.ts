@@ -13,20 +13,27 @@ import { PoolStore } from './store/pools.js';
 import { ProviderStore } from './store/providers.js';
 import { RelayStore } from './store/relays.js';
 import { ReportStore } from './store/reports.js';
+import type {
+  PoolRepository,
+  ProviderStatusRepository,
+  ProxyRepository,
+  RelayRepository,
+  ReportRepository,
+} from './store/ports.js';
 
 export interface Runtime {
   config: Config;
   logger: Logger;
   bus: Bus;
-  proxies: ProxyStore;
-  relays: RelayStore;
+  proxies: ProxyRepository;
+  relays: RelayRepository;
   /** From `EGRESS_RELAY_KEYS`; when set, relay reports and commands are signed and checked. */
   relayKeys: RelayKeyring | undefined;
-  reports: ReportStore;
+  reports: ReportRepository;
   /** Built on first use: only the functions that drive providers pay for (and validate) them. */
   registry: Registry;
-  providerStatus: ProviderStore;
-  pools: PoolStore;
+  providerStatus: ProviderStatusRepository;
+  pools: PoolRepository;
   maxEvents: number;
   countReplacing: (provider: string) => Promise<number>;
   /** Says once per process that relay messages go unauthenticated, when they do; called where they are handled. */

@@ -2,20 +2,22 @@
 import type { Bus } from '../bus/pubsub.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../logger.js';
-import type { PoolStore } from '../store/pools.js';
-import type { ProviderStore } from '../store/providers.js';
-import type { ProxyRepository } from '../store/ports.js';
-import type { RelayStore } from '../store/relays.js';
-import type { ReportStore } from '../store/reports.js';
+import type {
+  PoolRepository,
+  ProviderStatusRepository,
+  ProxyRepository,
+  RelayRepository,
+  ReportRepository,
+} from '../store/ports.js';
 
 export interface ApiDeps {
   config: Config;
   proxies: ProxyRepository;
-  relays: RelayStore;
-  reports: ReportStore;
-  providerStatus: ProviderStore;
+  relays: RelayRepository;
+  reports: ReportRepository;
+  providerStatus: ProviderStatusRepository;
   /** Pools; without it the pool routes answer 404. */
-  pools?: PoolStore;
+  pools?: PoolRepository;
   bus: Bus;
   logger: Logger;
   /** The dashboard page served at `GET /`. */

@@ -7,18 +7,16 @@ import type { ProxyDoc } from '../domain/status.js';
 import { banApplies } from '../domain/reports.js';
 import { freshVerdict } from '../health.js';
 import type { Logger } from '../logger.js';
-import type { PoolStore, PoolWrites } from '../store/pools.js';
-import type { ProviderStore } from '../store/providers.js';
-import type { ProxyRepository } from '../store/ports.js';
+import type { PoolRepository, PoolWrites, ProviderStatusRepository, ProxyRepository } from '../store/ports.js';
 import { planPool, TEMPLATE_LABEL, type Plan } from './plan.js';
 
 export interface PoolDeps {
   config: Config;
-  pools: PoolStore;
+  pools: PoolRepository;
   proxies: ProxyRepository;
   bus: Bus;
   logger: Logger;
-  providerStatus?: ProviderStore | undefined;
+  providerStatus?: ProviderStatusRepository | undefined;
   now?: () => number;
   /** Whether a member is marked banned (feedback from traffic). */
   banned?: (member: ProxyDoc) => boolean;

@@ -6,13 +6,13 @@ import type { Bus } from '../bus/pubsub.js';
 import type { Config, ProviderConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
 import type { RelayKeyring } from '../relay/signature.js';
-import type { RelayStore } from '../store/relays.js';
 import type { Provider } from './contract.js';
+import type { RelayRepository } from '../store/ports.js';
 
 /** The shared clients the registry is built from (shared/runtime.ts). */
 export interface RegistryDeps {
   config: Config;
-  relays: RelayStore;
+  relays: RelayRepository;
   bus: Bus;
   logger: Logger;
   /** The clock of providers that keep time (the relay-backed ones); default `Date.now`. */

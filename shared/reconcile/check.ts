@@ -6,8 +6,7 @@ import { dnsLabel } from '../domain/names.js';
 import { toValidationError } from '../domain/proxy.js';
 import { RetryableError, ValidationError } from '../errors.js';
 import { reconcilePool } from '../pools/reconcile.js';
-import type { PoolStore } from '../store/pools.js';
-import type { StoredProxy } from '../store/ports.js';
+import type { PoolRepository, StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
 import { newCheckBatch, type CheckBatch } from './batch.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
@@ -33,7 +32,7 @@ export function parseCheckMessage(input: unknown): CheckMessage {
 export interface CheckDeps extends ReconcileDeps {
   bus: Bus;
   /** The pools' store; without it pool kicks are acknowledged and nothing else is done for pools. */
-  pools?: PoolStore;
+  pools?: PoolRepository;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */

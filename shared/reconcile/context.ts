@@ -9,8 +9,7 @@ import type { ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Provider, Registry } from '../providers/contract.js';
 import type { probeThroughProxy } from '../probe/probe.js';
-import type { ProviderStore } from '../store/providers.js';
-import type { StoredProxy } from '../store/ports.js';
+import type { ProviderStatusRepository, StoredProxy } from '../store/ports.js';
 import type { ProxyRepository } from '../store/ports.js';
 import type { Decision, Policy } from './decision.js';
 
@@ -25,7 +24,7 @@ export interface ReconcileDeps {
   /** Counts this provider's proxies in phase Replacing (the rollout budget). */
   countReplacing?: (provider: string) => Promise<number>;
   /** The provider-health monitor's verdicts; without them each batch asks the providers. */
-  providerStatus?: ProviderStore;
+  providerStatus?: ProviderStatusRepository;
 }
 
 /** How a check looks at a proxy. */

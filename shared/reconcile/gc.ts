@@ -4,8 +4,7 @@ import { instanceName } from '../domain/names.js';
 import { asEgressError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Registry } from '../providers/contract.js';
-import type { ProxyRepository } from '../store/ports.js';
-import type { ProviderStore } from '../store/providers.js';
+import type { ProviderStatusRepository, ProxyRepository } from '../store/ports.js';
 import { currentHealth } from '../health.js';
 import { recordGcDeletion } from '../telemetry/metrics.js';
 
@@ -16,7 +15,7 @@ export interface GcDeps {
   logger: Logger;
   now?: () => number;
   /** The provider-health monitor's verdicts: GC never deletes on a provider known to be down. */
-  providerStatus?: ProviderStore;
+  providerStatus?: ProviderStatusRepository;
 }
 
 export interface GcReport {

@@ -1,35 +1,22 @@
 /** The `pools/{name}` repository: pool requests, the members' query, and the reconcile transaction. */
-import { randomBytes } from 'node:crypto';
 import { FieldPath, FieldValue, type Firestore, type Transaction } from '@google-cloud/firestore';
-import { MEMBER_SUFFIX_LENGTH, POOL_LABEL, type PoolApplyRequest } from '../domain/pool.js';
-import { initialPoolStatus, poolDocSchema, type PoolDoc, type PoolStatus } from '../domain/pool-status.js';
-import { initialStatus, proxyDocSchema, type ProxyDoc } from '../domain/status.js';
+import { POOL_LABEL, type PoolApplyRequest } from '../domain/pool.js';
+import { poolDocSchema, type PoolDoc } from '../domain/pool-status.js';
+import { proxyDocSchema, type ProxyDoc } from '../domain/status.js';
 import type { Logger } from '../logger.js';
+import { generateCredentials } from './credentials-memo.js';
 import { COLLECTIONS } from './firestore.js';
 import { appendEvent, readEvents, type ProxyEvent } from './events.js';
-import { generateCredentials, type ApplyOutcome, type DeleteOutcome } from './proxies.js';
+import type { PoolRepository, PoolWrites } from './ports.js';
+import { memberDocs, poolApplyStep, poolTombId } from './pool-rules.js';
+import { orderDelete, type ApplyOutcome, type DeleteOutcome } from './proxy-rules.js';
+
+export type { PoolWrites } from './ports.js';
+export { memberName } from './pool-rules.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-/** Pools and proxies share `tombstones`; a pool's is `pool.{name}` (a proxy name has no dot). */
-const tombId = (name: string) => `pool.${name}`;
 
-/** What one pool reconcile writes, decided on what the transaction read. */
-export interface PoolWrites {
-  create: { spec: ProxyDoc['spec']; labels: Record<string, string> }[];
-  drain: string[];
-  status?: PoolStatus;
-  /** Remove the pool document (a deleted pool whose members are all gone). */
-  finalise?: boolean;
-}
-
-/** A fresh member name `<pool>-<5 random letters and digits>`. */
-export function memberName(pool: string): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  const bytes = randomBytes(MEMBER_SUFFIX_LENGTH);
-  return `${pool}-${[...bytes].map((b) => alphabet[b % alphabet.length]).join('')}`;
-}
-
-export class PoolStore {
+export class PoolStore implements PoolRepository {
   constructor(
     private readonly db: Firestore,
     private readonly logger: Logger,
@@ -37,6 +24,10 @@ export class PoolStore {
 
   private ref(name: string) {
     return this.db.collection(COLLECTIONS.pools).doc(name);
+  }
+
+  private tombRef(name: string) {
+    return this.db.collection(COLLECTIONS.tombstones).doc(poolTombId(name));
   }
 
   private membersQuery(name: string) {
@@ -78,80 +69,46 @@ export class PoolStore {
     return this.parseMembers(snap.docs).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   }
 
-  /**
-   * Records a pool apply. Requests older than the newest one applied (or than a completed delete)
-   * are stale and ignored, so redelivered and reordered messages converge.
-   */
+  /** Records a pool apply (pool-rules.ts#poolApplyStep: ordered as proxies' are). */
   async apply(request: PoolApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome> {
     const name = request.metadata.name;
     return this.db.runTransaction(async (tx) => {
-      const [snap, tomb] = await Promise.all([
-        tx.get(this.ref(name)),
-        tx.get(this.db.collection(COLLECTIONS.tombstones).doc(tombId(name))),
-      ]);
-      if (!snap.exists && publishTime <= Number(tomb.get('requestTime') ?? 0)) return 'stale';
+      const [snap, tomb] = await Promise.all([tx.get(this.ref(name)), tx.get(this.tombRef(name))]);
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
-      if (existing && publishTime < existing.requestTime) return 'stale';
-      if (!existing) {
-        const doc: PoolDoc = {
-          apiVersion: 'egress.dev/v1',
-          kind: 'ProxyPool',
-          metadata: { name, labels: request.metadata.labels },
+      const tombAt = snap.exists ? 0 : Number(tomb.get('requestTime') ?? 0);
+      const step = poolApplyStep(existing, tombAt, request, publishTime, now);
+      if (step.outcome === 'created') tx.set(this.ref(name), step.doc);
+      if (step.outcome === 'unchanged' && step.requestTime !== undefined)
+        tx.update(this.ref(name), { requestTime: step.requestTime });
+      if (step.outcome === 'updated')
+        tx.update(this.ref(name), {
           spec: request.spec,
-          generation: 1,
-          requestTime: publishTime,
-          createdAt: iso(now),
-          status: initialPoolStatus(),
-        };
-        tx.set(this.ref(name), doc);
-        return 'created';
-      }
-      const changed =
-        JSON.stringify(existing.spec) !== JSON.stringify(request.spec) ||
-        JSON.stringify(existing.metadata.labels) !== JSON.stringify(request.metadata.labels) ||
-        existing.deletionRequestedAt !== undefined;
-      if (!changed) {
-        if (publishTime > existing.requestTime) tx.update(this.ref(name), { requestTime: publishTime });
-        return 'unchanged';
-      }
-      tx.update(this.ref(name), {
-        spec: request.spec,
-        'metadata.labels': request.metadata.labels,
-        requestTime: publishTime,
-        generation: existing.generation + 1,
-        deletionRequestedAt: FieldValue.delete(),
-      });
-      return 'updated';
+          'metadata.labels': request.metadata.labels,
+          requestTime: step.requestTime,
+          generation: step.generation,
+          deletionRequestedAt: FieldValue.delete(),
+        });
+      return step.outcome;
     });
   }
 
-  /** Marks a pool for deletion (its reconcile then drains every member), or leaves a tombstone. */
+  /** Marks a pool for deletion (its reconcile then drains every member), or leaves a tombstone (proxy-rules.ts#orderDelete). */
   async requestDelete(name: string, publishTime: number, now: number): Promise<DeleteOutcome> {
     return this.db.runTransaction(async (tx) => {
       const snap = await tx.get(this.ref(name));
-      const tombRef = this.db.collection(COLLECTIONS.tombstones).doc(tombId(name));
-      if (!snap.exists) {
-        const tomb = await tx.get(tombRef);
-        if (Number(tomb.get('requestTime') ?? 0) < publishTime)
-          tx.set(tombRef, { requestTime: publishTime, at: iso(now) });
-        return 'absent';
-      }
-      const existing = this.parse(name, snap.data());
-      if (!existing) {
+      const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
+      if (snap.exists && !existing) {
         tx.delete(this.ref(name));
         return 'absent';
       }
-      if (publishTime < existing.requestTime) return 'stale';
-      if (existing.deletionRequestedAt) {
-        if (publishTime > existing.requestTime) tx.update(this.ref(name), { requestTime: publishTime });
-        return 'already';
-      }
-      tx.update(this.ref(name), {
-        deletionRequestedAt: iso(now),
-        requestTime: publishTime,
-        generation: existing.generation + 1,
-      });
-      return 'marked';
+      const tomb = existing ? undefined : await tx.get(this.tombRef(name));
+      const step = orderDelete(existing, Number(tomb?.get('requestTime') ?? 0), publishTime, now);
+      if (step.outcome === 'absent' && step.tombstone)
+        tx.set(this.tombRef(name), { requestTime: publishTime, at: iso(now) });
+      if (step.outcome === 'already' && step.requestTime !== undefined)
+        tx.update(this.ref(name), { requestTime: step.requestTime });
+      if (step.outcome === 'marked') tx.update(this.ref(name), step.patch);
+      return step.outcome;
     });
   }
 
@@ -180,20 +137,9 @@ export class PoolStore {
 
   private write(tx: Transaction, name: string, pool: PoolDoc | undefined, writes: PoolWrites, now: number): string[] {
     if (!pool) return [];
-    const created: string[] = [];
-    for (const member of writes.create) {
-      const proxy = memberName(name);
-      created.push(proxy);
-      const doc: ProxyDoc = {
-        apiVersion: 'egress.dev/v1',
-        kind: 'Proxy',
-        metadata: { name: proxy, labels: { ...member.labels, [POOL_LABEL]: name } },
-        spec: member.spec,
-        generation: 1,
-        requestTime: now,
-        createdAt: iso(now),
-        status: initialStatus(),
-      };
+    const members = memberDocs(name, writes.create, now);
+    for (const doc of members) {
+      const proxy = doc.metadata.name;
       // `create` fails the transaction if the name was taken (a 1-in-60M collision): it is retried.
       tx.create(this.db.collection(COLLECTIONS.proxies).doc(proxy), doc);
       tx.set(this.db.collection(COLLECTIONS.credentials).doc(proxy), {
@@ -209,14 +155,11 @@ export class PoolStore {
     }
     if (writes.finalise) {
       tx.delete(this.ref(name));
-      tx.set(this.db.collection(COLLECTIONS.tombstones).doc(tombId(name)), {
-        requestTime: pool.requestTime,
-        at: iso(now),
-      });
+      tx.set(this.tombRef(name), { requestTime: pool.requestTime, at: iso(now) });
     } else if (writes.status) {
       tx.update(this.ref(name), { status: writes.status });
     }
-    return created;
+    return members.map((doc) => doc.metadata.name);
   }
 
   /** Appends to the pool's audit trail and keeps only the newest `keep` events. */

@@ -3,11 +3,16 @@
  * (`shared/store/*.ts`) and in memory (`shared/store/memory/`), both held to one contract suite
  * (test/store/contract.case.ts).
  */
+import type { PoolApplyRequest } from '../domain/pool.js';
+import type { PoolDoc, PoolStatus } from '../domain/pool-status.js';
 import type { ApplyRequest } from '../domain/proxy.js';
 import type { ProxyDoc, ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
+import type { InventoryItem, RelayReport } from '../relay/protocol.js';
 import type { ProxyEvent } from './events.js';
 import type { ApplyOutcome, DeleteOutcome } from './proxy-rules.js';
+import type { CommandDoc, ProviderStatus, RelayDoc } from './records.js';
+import type { RecordOutcome, ReportInput } from './report-rules.js';
 
 /**
  * A proxy document as read, with the update time it had then (`readAt`, an RFC 3339 timestamp with
@@ -91,4 +96,80 @@ export interface ProxyRepository {
   trimEvents(name: string, keep: number): Promise<void>;
   /** Records a request that failed validation, for its sender (`rejections/{messageId}`). */
   reject(messageId: string, error: ErrorInfo, raw: string, topic: string, now: number): Promise<void>;
+}
+
+/** What applying a relay report changed: the proxies whose instances changed (worth a check). */
+export interface ReportOutcome {
+  stale: boolean;
+  changedProxies: string[];
+}
+
+/** The relays' state: `relays/{id}` heartbeat, `instances/{name}` inventory, `commands/{name}` issued commands. */
+export interface RelayRepository {
+  /** A relay's heartbeat document; undefined when absent or corrupt. */
+  relay(relay: string): Promise<RelayDoc | undefined>;
+  instance(relay: string, name: string): Promise<InventoryItem | undefined>;
+  instances(relay: string): Promise<InventoryItem[]>;
+  command(relay: string, name: string): Promise<CommandDoc | undefined>;
+  /** Records a command about to be published (before the publish); it counts as unsent until `markSent`. */
+  recordCommand(relay: string, name: string, command: Omit<CommandDoc, 'done' | 'error' | 'sentAt'>): Promise<void>;
+  /** Notes that command `commandId` was published at `at`; a newer command recorded since is left alone. */
+  markSent(relay: string, name: string, commandId: string, at: number): Promise<void>;
+  /**
+   * Applies a relay report (see relay-rules.ts): heartbeat, the inventory's changes, command results.
+   * Older or duplicated reports are stale; their results still complete the commands they name.
+   *
+   * @throws RetryableError when concurrent reports kept winning the race
+   */
+  applyReport(report: RelayReport, now: number): Promise<ReportOutcome>;
+}
+
+/** What one pool reconcile writes, decided on what the transaction read. */
+export interface PoolWrites {
+  create: { spec: ProxyDoc['spec']; labels: Record<string, string> }[];
+  drain: string[];
+  status?: PoolStatus;
+  /** Remove the pool document (a deleted pool whose members are all gone). */
+  finalise?: boolean;
+}
+
+/** The `pools/{name}` repository: pool requests (ordered as proxies' are), members, the reconcile transaction. */
+export interface PoolRepository {
+  get(name: string): Promise<PoolDoc | undefined>;
+  /** Every pool, in name order. */
+  list(): Promise<PoolDoc[]>;
+  names(): Promise<string[]>;
+  /** The pool's members (every proxy labelled with it), in name order. */
+  members(name: string): Promise<ProxyDoc[]>;
+  apply(request: PoolApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome>;
+  requestDelete(name: string, publishTime: number, now: number): Promise<DeleteOutcome>;
+  /**
+   * One pool reconcile as a transaction: `decide` sees the pool and its members and chooses the
+   * writes, committed together with the pool document (so two reconciles decided on one read
+   * cannot both commit: the second is decided again).
+   *
+   * @returns what `decide` returned, and the names of the members created
+   */
+  reconcile<T>(
+    name: string,
+    now: number,
+    decide: (pool: PoolDoc | undefined, members: ProxyDoc[]) => { writes: PoolWrites; result: T },
+  ): Promise<{ result: T; created: string[] }>;
+  addEvent(name: string, event: ProxyEvent, keep: number): Promise<void>;
+  events(name: string, limit?: number): Promise<ProxyEvent[]>;
+  /** Removes the events of a finalised pool. */
+  removeEvents(name: string): Promise<void>;
+}
+
+/** `providers/{name}`: the provider-health monitor's latest verdict per provider. */
+export interface ProviderStatusRepository {
+  write(status: ProviderStatus): Promise<void>;
+  get(name: string): Promise<ProviderStatus | undefined>;
+  all(): Promise<ProviderStatus[]>;
+}
+
+/** Reports from traffic: counted on the proxy's status with an event and the caller's budget, atomically. */
+export interface ReportRepository {
+  /** Records one report (a retry with the same `requestId` from the same caller is a duplicate). */
+  record(input: ReportInput): Promise<RecordOutcome>;
 }

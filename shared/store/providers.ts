@@ -1,20 +1,12 @@
-/** `providers/{name}`: the provider-health monitor's latest verdict per provider. */
+/** `providers/{name}` on Firestore: the provider-health monitor's latest verdict per provider. */
 import type { Firestore } from '@google-cloud/firestore';
-import { z } from 'zod';
 import { COLLECTIONS } from './firestore.js';
+import type { ProviderStatusRepository } from './ports.js';
+import { providerStatusSchema, type ProviderStatus } from './records.js';
 
-export const providerStatusSchema = z.object({
-  name: z.string(),
-  type: z.string(),
-  status: z.enum(['Healthy', 'Unhealthy', 'Unknown']),
-  message: z.string(),
-  latencyMs: z.number(),
-  lastCheckAt: z.string(),
-  detail: z.record(z.string(), z.object({ ok: z.boolean(), message: z.string() })).optional(),
-});
-export type ProviderStatus = z.infer<typeof providerStatusSchema>;
+export { providerStatusSchema, type ProviderStatus } from './records.js';
 
-export class ProviderStore {
+export class ProviderStore implements ProviderStatusRepository {
   constructor(private readonly db: Firestore) {}
 
   async write(status: ProviderStatus): Promise<void> {
@@ -28,6 +20,7 @@ export class ProviderStore {
     return parsed.success ? parsed.data : undefined;
   }
 
+  /** Every verdict, in name order. */
   async all(): Promise<ProviderStatus[]> {
     const snap = await this.db.collection(COLLECTIONS.providers).get();
     return snap.docs.flatMap((d) => {

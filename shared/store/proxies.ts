@@ -11,11 +11,9 @@ import type { ApplyRequest } from '../domain/proxy.js';
 import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { CredentialsMemo, credentialsThrough } from './credentials-memo.js';
-export { generateCredentials } from './credentials-memo.js';
+import { CredentialsMemo, credentialsThrough, generateCredentials } from './credentials-memo.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
 import { COLLECTIONS, readAtOf } from './firestore.js';
-import { generateCredentials } from './credentials-memo.js';
 import { grpcCode, GRPC_CODES } from './grpc-codes.js';
 import type { Credentials, ProxyRepository, StoredProxy } from './ports.js';
 import {
@@ -30,13 +28,12 @@ import {
   type DeleteOutcome,
 } from './proxy-rules.js';
 
-export type { ApplyOutcome, DeleteOutcome } from './proxy-rules.js';
-export { refuseMember, REJECTION_RETENTION_MS } from './proxy-rules.js';
+export { generateCredentials } from './credentials-memo.js';
+export { refuseMember, REJECTION_RETENTION_MS, type ApplyOutcome, type DeleteOutcome } from './proxy-rules.js';
 export type { ProxyEvent } from './events.js';
 export type { Credentials, StoredProxy } from './ports.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const FieldValueDelete = FieldValue.delete();
 export class ProxyStore implements ProxyRepository {
   private readonly memo = new CredentialsMemo();
 
@@ -72,11 +69,7 @@ export class ProxyStore implements ProxyRepository {
     return snap.exists ? this.stored(name, snap.data(), snap.updateTime) : undefined;
   }
 
-  /**
-   * One page of proxies in name order, after `after` (a sweep batch: one read per proxy).
-   * `next` is the cursor for the following page, or null after the last one; corrupt documents
-   * are skipped but still advance the cursor.
-   */
+  /** A sweep batch (one read per proxy); corrupt documents are skipped but still advance the cursor. */
   async page(after: string | null, limit: number): Promise<{ items: StoredProxy[]; next: string | null }> {
     let query = this.db.collection(COLLECTIONS.proxies).orderBy(FieldPath.documentId()).limit(limit);
     if (after) query = query.startAfter(after);
@@ -85,7 +78,6 @@ export class ProxyStore implements ProxyRepository {
     return { items, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
   }
 
-  /** Names of other live proxies whose last probe saw `ip` as their egress IP (at most 20). */
   async sharingEgressIp(ip: string, except: string): Promise<string[]> {
     const snap = await this.db
       .collection(COLLECTIONS.proxies)
@@ -108,7 +100,6 @@ export class ProxyStore implements ProxyRepository {
     return all;
   }
 
-  /** Proxies of `provider` currently in phase Replacing (the rollout budget; a count query). */
   async countReplacing(provider: string): Promise<number> {
     const snap = await this.db
       .collection(COLLECTIONS.proxies)
@@ -131,7 +122,6 @@ export class ProxyStore implements ProxyRepository {
     return Object.fromEntries(counts);
   }
 
-  /** Names of every proxy document (GC's ownership check; reads ids only). */
   async names(): Promise<Set<string>> {
     const snap = await this.db.collection(COLLECTIONS.proxies).select().get();
     return new Set(snap.docs.map((d) => d.id));
@@ -159,7 +149,7 @@ export class ProxyStore implements ProxyRepository {
       if (step.outcome === 'updated') {
         const { labels, ...fields } = step.patch;
         const update: Record<string, unknown> = { ...fields, 'metadata.labels': labels };
-        if (step.undelete) update['deletionRequestedAt'] = FieldValueDelete;
+        if (step.undelete) update['deletionRequestedAt'] = FieldValue.delete();
         tx.update(this.ref(name), update);
       }
       return step.outcome;
@@ -217,7 +207,7 @@ export class ProxyStore implements ProxyRepository {
       const step = statusStep(doc, generation, status, now, holder);
       if (!step) return undefined;
       const update: Record<string, unknown> = { status: step.status };
-      if (step.releaseLease) update['lease'] = FieldValueDelete;
+      if (step.releaseLease) update['lease'] = FieldValue.delete();
       return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
     });
   }
@@ -256,10 +246,7 @@ export class ProxyStore implements ProxyRepository {
     return false;
   }
 
-  /**
-   * Removes a deleted proxy once its instance is confirmed gone: the document, its credentials
-   * and its events; leaves a tombstone so a late apply cannot resurrect it.
-   */
+  /** Removes a deleted proxy: document, credentials, then events; the tombstone stops a late apply. */
   async finalise(name: string, generation: number): Promise<boolean> {
     const removed = await this.writeIfUnchanged(name, (doc) => {
       if (!mayFinalise(doc, generation)) return undefined;
@@ -286,17 +273,14 @@ export class ProxyStore implements ProxyRepository {
     });
   }
 
-  /** Forgets a proxy's remembered credentials (a probe with them failed: read them again next time). */
   forgetCredentials(name: string): void {
     this.memo.forget(name);
   }
 
-  /** Appends to the proxy's audit trail and keeps only the newest `keep` events. */
   addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {
     return appendEvent(this.db, this.ref(name).collection('events'), event, keep);
   }
 
-  /** Keeps only the newest `keep` events of a proxy. */
   trimEvents(name: string, keep: number): Promise<void> {
     return trimEvents(this.db, this.ref(name).collection('events'), keep);
   }
@@ -305,7 +289,6 @@ export class ProxyStore implements ProxyRepository {
     return readEvents(this.ref(name).collection('events'), limit);
   }
 
-  /** Records a request that failed validation, for its sender (`rejections/{messageId}`). */
   async reject(messageId: string, error: ErrorInfo, raw: string, topic: string, now: number): Promise<void> {
     await this.db
       .collection(COLLECTIONS.rejections)

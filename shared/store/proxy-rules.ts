@@ -52,9 +52,51 @@ export function refusePoolLabel(request: ApplyRequest): void {
     throw new ValidationError(`metadata.labels.${POOL_LABEL}`, 'is set only by a pool on its members');
 }
 
+/** What request ordering reads of a stored proxy or pool document. */
+export interface Ordered {
+  generation: number;
+  requestTime: number;
+  deletionRequestedAt?: string | undefined;
+  spec: unknown;
+  metadata: { labels: Record<string, string> };
+}
+
+/** How an apply changes a stored document: new `requestTime` and `generation` (`undelete` clears the delete mark). */
+export type OrderedUpdate =
+  | { outcome: 'stale' }
+  | { outcome: 'create' }
+  | { outcome: 'unchanged'; requestTime?: number }
+  | { outcome: 'updated'; requestTime: number; generation: number; undelete: boolean };
+
 /**
- * An apply request against what is stored. Requests older than the newest one applied (or than a
- * completed delete, `tombAt`) are stale and ignored, so redelivered and reordered messages converge.
+ * Request ordering, for proxies and pools alike. Requests older than the newest one applied (or
+ * than a completed delete, `tombAt`) are stale and ignored, so redelivered and reordered messages
+ * converge; a newer one with nothing to change only moves `requestTime`.
+ *
+ * @param labelsBump - whether a label change alone is a new generation (pools: yes; proxies: no)
+ */
+export function orderApply(
+  existing: Ordered | undefined,
+  tombAt: number,
+  request: { spec: unknown; metadata: { labels: Record<string, string> } },
+  publishTime: number,
+  labelsBump: boolean,
+): OrderedUpdate {
+  if (!existing) return publishTime <= tombAt ? { outcome: 'stale' } : { outcome: 'create' };
+  if (publishTime < existing.requestTime) return { outcome: 'stale' };
+  const specChanged = JSON.stringify(existing.spec) !== JSON.stringify(request.spec);
+  const labelsChanged = JSON.stringify(existing.metadata.labels) !== JSON.stringify(request.metadata.labels);
+  const undelete = existing.deletionRequestedAt !== undefined;
+  if (!specChanged && !labelsChanged && !undelete)
+    return publishTime > existing.requestTime
+      ? { outcome: 'unchanged', requestTime: publishTime }
+      : { outcome: 'unchanged' };
+  const bump = specChanged || undelete || (labelsBump && labelsChanged);
+  return { outcome: 'updated', requestTime: publishTime, generation: existing.generation + (bump ? 1 : 0), undelete };
+}
+
+/**
+ * An apply request against what is stored (ordered by `orderApply`).
  *
  * @throws ValidationError on `spec.provider` when it would change (immutable), or for a pool member
  */
@@ -66,16 +108,16 @@ export function applyStep(
   now: number,
 ): ApplyStep {
   const name = request.metadata.name;
-  if (!existing && publishTime <= tombAt) return { outcome: 'stale' };
   if (existing) refuseMember(existing);
-  if (existing && publishTime < existing.requestTime) return { outcome: 'stale' };
+  const order = orderApply(existing, tombAt, request, publishTime, false);
+  if (order.outcome === 'stale' || order.outcome === 'unchanged') return order;
   if (existing && existing.spec.provider !== request.spec.provider) {
     throw new ValidationError(
       'spec.provider',
       `is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`,
     );
   }
-  if (!existing) {
+  if (order.outcome === 'create') {
     const doc: ProxyDoc = {
       apiVersion: 'egress.dev/v1',
       kind: 'Proxy',
@@ -88,25 +130,38 @@ export function applyStep(
     };
     return { outcome: 'created', doc };
   }
-  const specChanged = JSON.stringify(existing.spec) !== JSON.stringify(request.spec);
-  const labelsChanged = JSON.stringify(existing.metadata.labels) !== JSON.stringify(request.metadata.labels);
-  const undelete = existing.deletionRequestedAt !== undefined;
-  if (!specChanged && !labelsChanged && !undelete)
-    return publishTime > existing.requestTime
-      ? { outcome: 'unchanged', requestTime: publishTime }
-      : { outcome: 'unchanged' };
-  const patch = {
-    spec: request.spec,
-    labels: request.metadata.labels,
-    requestTime: publishTime,
-    generation: existing.generation + (specChanged || undelete ? 1 : 0),
+  const { requestTime, generation, undelete } = order;
+  return {
+    outcome: 'updated',
+    patch: { spec: request.spec, labels: request.metadata.labels, requestTime, generation },
+    undelete,
   };
-  return { outcome: 'updated', patch, undelete };
 }
 
 /**
- * A delete request against what is stored: marks the proxy, or leaves a tombstone when it does not
- * exist yet (so an apply published before it, arriving later, is stale).
+ * A delete request against what is stored, for proxies and pools alike: marks the document, or
+ * leaves a tombstone when it does not exist yet (so an apply published before it, arriving later,
+ * is stale).
+ */
+export function orderDelete(
+  existing: Ordered | undefined,
+  tombAt: number,
+  publishTime: number,
+  now: number,
+): DeleteStep {
+  if (!existing) return { outcome: 'absent', tombstone: tombAt < publishTime };
+  if (publishTime < existing.requestTime) return { outcome: 'stale' };
+  if (existing.deletionRequestedAt)
+    // Still the newest request: an apply published before it, arriving later, is stale.
+    return publishTime > existing.requestTime
+      ? { outcome: 'already', requestTime: publishTime }
+      : { outcome: 'already' };
+  const patch = { deletionRequestedAt: iso(now), requestTime: publishTime, generation: existing.generation + 1 };
+  return { outcome: 'marked', patch };
+}
+
+/**
+ * A proxy delete request (`orderDelete`).
  *
  * @throws ValidationError for a pool member
  */
@@ -116,16 +171,8 @@ export function deleteStep(
   publishTime: number,
   now: number,
 ): DeleteStep {
-  if (!existing) return { outcome: 'absent', tombstone: tombAt < publishTime };
-  refuseMember(existing);
-  if (publishTime < existing.requestTime) return { outcome: 'stale' };
-  if (existing.deletionRequestedAt)
-    // Still the newest request: an apply published before it, arriving later, is stale.
-    return publishTime > existing.requestTime
-      ? { outcome: 'already', requestTime: publishTime }
-      : { outcome: 'already' };
-  const patch = { deletionRequestedAt: iso(now), requestTime: publishTime, generation: existing.generation + 1 };
-  return { outcome: 'marked', patch };
+  if (existing) refuseMember(existing);
+  return orderDelete(existing, tombAt, publishTime, now);
 }
 
 /**

@@ -1,120 +1,27 @@
-/** The relays' state: `relays/{id}` heartbeat, `instances/{name}` inventory, `commands/{name}` issued commands. */
-import { createHash } from 'node:crypto';
+/** The relays' state on Firestore: the rules in relay-rules.ts, written in preconditioned batches. */
 import { FieldValue, type DocumentReference, type Firestore, type WriteBatch } from '@google-cloud/firestore';
 import { RetryableError } from '../errors.js';
-import { z } from 'zod';
-import { canonicalJson } from '../domain/spec-hash.js';
 import type { Logger } from '../logger.js';
-import { inventoryItemSchema, type InventoryItem, type RelayReport } from '../relay/protocol.js';
+import { inventoryItemSchema, type CommandResult, type InventoryItem, type RelayReport } from '../relay/protocol.js';
 import { COLLECTIONS } from './firestore.js';
 import { grpcCode, GRPC_CODES } from './grpc-codes.js';
+import type { RelayRepository, ReportOutcome } from './ports.js';
+import { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from './records.js';
+import {
+  BATCH_SIZE,
+  completes,
+  diffInventory,
+  isStale,
+  mayChangeInventory,
+  noDiff,
+  relayRecord,
+} from './relay-rules.js';
 
-export const relayDocSchema = z.object({
-  bootId: z.string(),
-  seq: z.number(),
-  sentAt: z.number(),
-  startedAt: z.number(),
-  /** When the last report was stored (the heartbeat). */
-  heartbeatAt: z.number(),
-  providers: z.array(z.object({ name: z.string(), type: z.string(), ok: z.boolean(), message: z.string() })),
-  /** `inventoryDigest` of the report whose inventory is stored; absent when its writes took several batches. */
-  inventoryDigest: z.string().optional(),
-  /** When the stored inventory's first probe heartbeat falls due (epoch ms). */
-  probeDueAt: z.number().optional(),
-  /** JSON `{instance: sentAt}` of the items changed or removed recently (`*`: any item); see `changedSince`. */
-  changes: z.string().optional(),
-});
-export type RelayDoc = z.infer<typeof relayDocSchema>;
+export { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from './records.js';
+export { changedSince, inventoryDigest } from './relay-rules.js';
+export type { ReportOutcome } from './ports.js';
 
-const changesSchema = z.record(z.string(), z.number());
-/** Changes are kept a heartbeat and this long (relay clocks may drift from the functions'). */
-const CHANGES_SLACK_MS = 300_000;
-/** More recent changes than this are recorded as one: every item changed (`*`). */
-const MAX_CHANGES = 2000;
-
-function parseChanges(json: string | undefined): Record<string, number> | undefined {
-  if (json === undefined) return undefined;
-  try {
-    const parsed = changesSchema.safeParse(JSON.parse(json));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The recent changes after a report sent at `at` changed (or removed) `changed`: older entries
- * are dropped a heartbeat (and some slack) later. Without a record of earlier changes (a first
- * report, or one stored before changes were recorded), every item counts as changed now.
- */
-function recordChanges(previous: string | undefined, changed: Set<string>, at: number, heartbeatMs: number): string {
-  const known = parseChanges(previous) ?? { '*': at };
-  const kept: Record<string, number> = {};
-  for (const [name, t] of Object.entries(known)) if (t >= at - heartbeatMs - CHANGES_SLACK_MS) kept[name] = t;
-  for (const name of changed) kept[name] = at;
-  return JSON.stringify(Object.keys(kept).length > MAX_CHANGES ? { '*': at } : kept);
-}
-
-/**
- * Whether an inventory item may have changed since `sinceMs` (the relay's clock, like the report
- * times the changes carry). True when the relay document records no changes to go by.
- */
-export function changedSince(doc: RelayDoc | undefined): (instance: string, sinceMs: number) => boolean {
-  const changes = parseChanges(doc?.changes);
-  if (!changes) return () => true;
-  const any = changes['*'] ?? Number.NEGATIVE_INFINITY;
-  return (instance, sinceMs) => Math.max(changes[instance] ?? Number.NEGATIVE_INFINITY, any) >= sinceMs;
-}
-
-/** What a report says about the inventory, as `diffInventory` compares it (probe timing aside). */
-export function inventoryDigest(report: RelayReport): string {
-  const items = report.instances.map(significant).sort();
-  const unlisted = report.providers.flatMap((p) => (p.ok ? [] : [p.name])).sort();
-  return createHash('sha256').update(JSON.stringify({ items, unlisted })).digest('hex');
-}
-
-/** The newest probe in a report (0 when none). */
-function latestProbe(report: RelayReport): number {
-  return Math.max(0, ...report.instances.map((i) => (i.health ? Date.parse(i.health.lastProbeAt) : 0)));
-}
-
-/** Firestore writes of one batch at most. */
-const BATCH_SIZE = 400;
-
-/** The last command issued for an instance, and whether the relay has applied it. */
-export const commandDocSchema = z.object({
-  commandId: z.string(),
-  kind: z.enum(['create', 'delete']),
-  issuedAt: z.number(),
-  provider: z.string(),
-  proxy: z.string(),
-  specHash: z.string(),
-  done: z.boolean(),
-  error: inventoryItemSchema.shape.error.nullable(),
-  /**
-   * When the command was last published (epoch ms). Absent: recorded but its publish never
-   * completed (the sender died or the publish failed), so it must be sent again.
-   */
-  sentAt: z.number().optional(),
-});
-export type CommandDoc = z.infer<typeof commandDocSchema>;
-
-/** What applying a report changed: the proxies whose instances changed (worth a check). */
-export interface ReportOutcome {
-  stale: boolean;
-  changedProxies: string[];
-}
-
-/** Fields that change with every probe; they alone do not justify a write. */
-function significant(item: InventoryItem): string {
-  const { health, ...rest } = item;
-  return canonicalJson({
-    ...rest,
-    health: health ? { ok: health.ok, failures: health.consecutiveFailures, egressIp: health.egressIp } : null,
-  });
-}
-
-export class RelayStore {
+export class RelayStore implements RelayRepository {
   constructor(
     private readonly db: Firestore,
     private readonly logger: Logger,
@@ -156,10 +63,6 @@ export class RelayStore {
     return parsed.success ? parsed.data : undefined;
   }
 
-  /**
-   * Records a command about to be published (before the publish, so a report cannot race it); it
-   * counts as unsent until {@link markSent}.
-   */
   async recordCommand(
     relay: string,
     name: string,
@@ -171,7 +74,6 @@ export class RelayStore {
       .set({ ...command, done: false, error: null });
   }
 
-  /** Notes that command `commandId` was published at `at`; a newer command recorded since is left alone. */
   async markSent(relay: string, name: string, commandId: string, at: number): Promise<void> {
     const ref = this.relayRef(relay).collection('commands').doc(name);
     await this.db.runTransaction(async (tx) => {
@@ -181,74 +83,23 @@ export class RelayStore {
   }
 
   /**
-   * Applies a relay report: heartbeat, inventory (writing only what changed), command results.
-   * Reports are ordered by (bootId, seq); an older or duplicated one is ignored. A report only
-   * ever writes under its own `relays/{report.relay}`.
-   *
-   * The stored inventory is read only when the report may change it: a report with the same
-   * `inventoryDigest` as the one stored, none of whose probes is due (`probeDueAt`), changes nothing
-   * but the heartbeat. The digest is stored in the same batch as the inventory writes, and only when
-   * one batch holds them all, so it always describes what is stored.
+   * Applies a relay report (relay-rules.ts). A report only ever writes under its own
+   * `relays/{report.relay}`. The heartbeat write is preconditioned on the relay document not having
+   * moved since it was read, and commits in the same batch as the inventory diff: a report
+   * processed concurrently makes this batch fail and be redone, so an older report can never
+   * overwrite (or delete) what a newer one wrote. No transaction: reports arrive together and a
+   * transaction's lock on this one document serialised them into lock timeouts.
    */
   async applyReport(report: RelayReport, now: number): Promise<ReportOutcome> {
-    const ref = this.relayRef(report.relay);
-    const doc: RelayDoc = {
-      bootId: report.bootId,
-      seq: report.seq,
-      sentAt: report.sentAt,
-      startedAt: report.startedAt,
-      heartbeatAt: now,
-      providers: report.providers,
-    };
     for (let attempt = 0; attempt < 10; attempt++) {
-      const snap = await ref.get();
-      const parsed = relayDocSchema.safeParse(snap.data());
-      const prev = parsed.success ? parsed.data : undefined;
-      const stale =
-        prev !== undefined &&
-        (prev.bootId === report.bootId ? report.seq <= prev.seq : report.startedAt < prev.startedAt);
-      const changed = new Set<string>();
-      const changedInstances = new Set<string>();
-      const writes: ((batch: WriteBatch) => void)[] = [];
-      const digest = inventoryDigest(report);
-      let probeDueAt = prev?.probeDueAt;
-      if (!stale) {
-        // The heartbeat write is preconditioned on the relay document not having moved since it was
-        // read, and it commits in the same batch as the inventory diff: a report processed
-        // concurrently makes this batch fail and be redone, so an older report can never
-        // overwrite (or delete) what a newer one wrote. No transaction: reports arrive together
-        // and a transaction's lock on this one document serialised them into lock timeouts.
-        writes.push((b) => {
-          const whole = writes.length <= BATCH_SIZE && probeDueAt !== undefined;
-          const inventory = whole ? { inventoryDigest: digest, probeDueAt } : undefined;
-          // Recorded before the items are written: a check that reads them meanwhile reads again.
-          const changes = recordChanges(prev?.changes, changedInstances, report.sentAt, this.heartbeatMs);
-          if (snap.exists && snap.updateTime) {
-            const cleared = { inventoryDigest: FieldValue.delete(), probeDueAt: FieldValue.delete() };
-            b.update(ref, { ...doc, ...(inventory ?? cleared), changes }, { lastUpdateTime: snap.updateTime });
-          } else b.create(ref, { ...doc, ...inventory, changes });
-        });
-        const unchanged =
-          prev?.inventoryDigest === digest && probeDueAt !== undefined && latestProbe(report) < probeDueAt;
-        if (!unchanged) probeDueAt = await this.diffInventory(ref, report, writes, changed, changedInstances);
-      }
-      // Results are applied even from a stale report: they only ever complete the very command
-      // they name, and a result lost with a dropped report would leave its command pending forever.
-      for (const result of report.results) {
-        const cmdRef = ref.collection('commands').doc(result.name);
-        const cmd = commandDocSchema.safeParse((await cmdRef.get()).data());
-        if (cmd.success && cmd.data.commandId === result.commandId && !cmd.data.done) {
-          writes.push((b) => b.update(cmdRef, { done: true, error: result.error ?? null }));
-          changed.add(cmd.data.proxy);
-        }
-      }
+      const writes = await this.reportWrites(report, now);
       try {
-        for (let i = 0; i < writes.length; i += BATCH_SIZE) {
+        for (let i = 0; i < writes.batches.length; i += BATCH_SIZE) {
           const batch = this.db.batch();
-          for (const write of writes.slice(i, i + BATCH_SIZE)) write(batch);
+          for (const write of writes.batches.slice(i, i + BATCH_SIZE)) write(batch);
           await batch.commit();
         }
-        return { stale, changedProxies: [...changed] };
+        return writes.outcome;
       } catch (err) {
         const code = grpcCode(err);
         // Another report got there first (a precondition failed, or a create found the document): look again.
@@ -258,49 +109,58 @@ export class RelayStore {
     throw new RetryableError(`too much contention storing relay ${report.relay}'s report`);
   }
 
-  /**
-   * Queues the inventory writes of an accepted report: only what changed, what disappeared, and
-   * healthy items whose probe heartbeat is due. When one is due, those half-way there are rewritten
-   * with it, so the inventory's heartbeats fall due together rather than one report after another.
-   *
-   * @returns when the stored inventory's first probe heartbeat falls due
-   */
-  private async diffInventory(
-    ref: DocumentReference,
+  /** Reads what a report is applied to and returns its writes, heartbeat first. */
+  private async reportWrites(
     report: RelayReport,
-    writes: ((batch: WriteBatch) => void)[],
-    changed: Set<string>,
-    changedInstances: Set<string>,
-  ): Promise<number> {
-    const instancesRef = ref.collection('instances');
-    const stored = new Map((await this.instances(report.relay)).map((i) => [i.name, i]));
-    const probeAge = (item: InventoryItem) => {
-      const prev = stored.get(item.name)?.health;
-      return item.health && prev ? Date.parse(item.health.lastProbeAt) - Date.parse(prev.lastProbeAt) : 0;
-    };
-    const anyDue = report.instances.some((item) => probeAge(item) >= this.heartbeatMs);
-    let probeDueAt = Number.MAX_SAFE_INTEGER;
-    for (const item of report.instances) {
-      const prev = stored.get(item.name);
-      const moved = !prev || significant(prev) !== significant(item);
-      const probeDue = item.health && (!prev?.health || (anyDue && probeAge(item) >= this.heartbeatMs / 2));
-      stored.delete(item.name);
-      const kept = moved || probeDue ? item : prev;
-      if (kept?.health) probeDueAt = Math.min(probeDueAt, Date.parse(kept.health.lastProbeAt) + this.heartbeatMs);
-      if (!moved && !probeDue) continue;
-      writes.push((b) => b.set(instancesRef.doc(item.name), item));
-      if (!moved) continue;
-      changed.add(item.proxy);
-      changedInstances.add(item.name);
+    now: number,
+  ): Promise<{ batches: ((batch: WriteBatch) => void)[]; outcome: ReportOutcome }> {
+    const ref = this.relayRef(report.relay);
+    const snap = await ref.get();
+    const parsed = relayDocSchema.safeParse(snap.data());
+    const prev = parsed.success ? parsed.data : undefined;
+    const stale = isStale(prev, report);
+    const diff =
+      !stale && mayChangeInventory(prev, report)
+        ? diffInventory(await this.instances(report.relay), report, this.heartbeatMs)
+        : noDiff(prev);
+    // Results are applied even from a stale report: they only ever complete the very command
+    // they name, and a result lost with a dropped report would leave its command pending forever.
+    const completed = await this.completedCommands(ref, report.results);
+    const batches: ((batch: WriteBatch) => void)[] = [];
+    if (!stale) {
+      const count = 1 + diff.puts.length + diff.deletes.length + completed.length;
+      const doc = relayRecord(prev, report, now, diff, count, this.heartbeatMs);
+      const cleared = { inventoryDigest: FieldValue.delete(), probeDueAt: FieldValue.delete() };
+      batches.push((b) =>
+        snap.exists && snap.updateTime
+          ? b.update(ref, { ...cleared, ...doc }, { lastUpdateTime: snap.updateTime })
+          : b.create(ref, doc),
+      );
     }
-    // A provider whose listing failed sent no instances: its absence proves nothing.
-    const unlisted = new Set(report.providers.filter((p) => !p.ok).map((p) => p.name));
-    for (const gone of stored.values()) {
-      if (unlisted.has(gone.provider)) continue;
-      writes.push((b) => b.delete(instancesRef.doc(gone.name)));
-      changed.add(gone.proxy);
-      changedInstances.add(gone.name);
+    const instances = ref.collection('instances');
+    for (const item of diff.puts) batches.push((b) => b.set(instances.doc(item.name), item));
+    for (const name of diff.deletes) batches.push((b) => b.delete(instances.doc(name)));
+    const changed = new Set(diff.changedProxies);
+    for (const { cmd, result } of completed) {
+      batches.push((b) =>
+        b.update(ref.collection('commands').doc(result.name), { done: true, error: result.error ?? null }),
+      );
+      changed.add(cmd.proxy);
     }
-    return probeDueAt;
+    return { batches, outcome: { stale, changedProxies: [...changed] } };
+  }
+
+  /** The commands the report's results complete (relay-rules.ts#completes). */
+  private async completedCommands(
+    ref: DocumentReference,
+    results: CommandResult[],
+  ): Promise<{ cmd: CommandDoc; result: CommandResult }[]> {
+    const completed: { cmd: CommandDoc; result: CommandResult }[] = [];
+    for (const result of results) {
+      const parsed = commandDocSchema.safeParse((await ref.collection('commands').doc(result.name).get()).data());
+      const cmd = parsed.success ? parsed.data : undefined;
+      if (completes(cmd, result)) completed.push({ cmd, result });
+    }
+    return completed;
   }
 }

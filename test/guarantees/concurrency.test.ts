@@ -117,12 +117,15 @@ describe('guarantee: concurrent checks and requests on one proxy never make the 
     const name = 'cc-slow-lease';
     const message = onTheWire(requestBody('apply', name, 0), publishTimes(1));
     await handleRequest(world.requestDeps(dropped), 'apply', message);
-    // The database takes longer than the whole lease (leaseSeconds: 5) to take it.
-    world.proxies.hook = async (point, proxy) => {
-      if (point === 'acquireLease:before' && proxy === name) await sleep(5_500);
+    // The database takes longer than the whole lease (leaseSeconds: 5) to take it: the worker's
+    // clock moves 5.5 s while the acquisition is under way (no wall-clock wait).
+    let slowness = 0;
+    const workerClock = () => Date.now() + slowness;
+    world.proxies.hook = (point, proxy) => {
+      if (point === 'acquireLease:before' && proxy === name) slowness += 5_500;
     };
     try {
-      await runCheck(world.checkDeps(dropped), { names: [name] });
+      await runCheck({ ...world.checkDeps(dropped), now: workerClock }, { names: [name] });
     } finally {
       world.proxies.hook = () => undefined;
     }

@@ -1,5 +1,4 @@
 /** The reconcile loop and GC on the real emulators with a real relay and real proxy processes. */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config/load.js';
 import { createRegistry } from '../../shared/providers/registry.js';
@@ -15,6 +14,25 @@ import { startRelayHarness, type RelayHarness } from '../support/relay-harness.j
 let h: RelayHarness;
 let deps: CheckDeps;
 const apply = (name: string, provider = 'proc', port = 0) => applyRequest(name, provider, port);
+/**
+ * The `proc` provider with a 1 s heartbeat timeout, on a clock `skewMs` ahead of the wall clock:
+ * a relay that stopped reporting is silent at once, without waiting for its heartbeat to age.
+ */
+const silentRelay = (skewMs: number) => {
+  const config = parseConfig({
+    ...h.config,
+    providers: [{ name: 'proc', type: 'process', relay: 'reconcile', options: { heartbeatTimeoutSeconds: 1 } }],
+  });
+  const registry = createRegistry({
+    config,
+    relays: h.relays,
+    bus: h.bus,
+    logger: h.logger,
+    relayKeys: h.relayKeys,
+    now: () => Date.now() + skewMs,
+  });
+  return { config, registry };
+};
 /** Runs checks for `name` until `until` holds of its phase. */
 const settle = (name: string, until: (phase: string | undefined) => boolean, ms = 20_000) =>
   settleWith(deps, name, until, ms, 300);
@@ -166,43 +184,32 @@ describe('gc', () => {
     await eventually(async () => expect(provider.get(orphan.name)).rejects.toThrow(), 20_000);
     expect((await h.proxies.get('r-1'))?.doc.status.phase).toBe('Ready');
 
-    // A relay that stopped reporting: with a 1 s heartbeat timeout its listing is not trusted.
+    // A relay that stopped reporting: with a 1 s heartbeat timeout, and the providers' clock 5 s
+    // past its last heartbeat, its listing is not trusted.
     await h.agent.stop();
-    await sleep(2500);
-    const strict = parseConfig({
-      ...h.config,
-      providers: [{ name: 'proc', type: 'process', relay: 'reconcile', options: { heartbeatTimeoutSeconds: 1 } }],
-    });
-    const registry = createRegistry({
-      config: strict,
-      relays: h.relays,
-      bus: h.bus,
-      logger: h.logger,
-      relayKeys: h.relayKeys,
-    });
-    const silent = await collectGarbage({ ...deps, config: strict, registry, now: () => Date.now() + 3_600_000 });
-    expect(silent[0]?.skipped).toMatch(/relay/);
-    expect(silent[0]?.deleted).toEqual([]);
+    try {
+      const { config, registry } = silentRelay(5_000);
+      const silent = await collectGarbage({ ...deps, config, registry, now: () => Date.now() + 3_600_000 });
+      expect(silent[0]?.skipped).toMatch(/relay/);
+      expect(silent[0]?.deleted).toEqual([]);
+    } finally {
+      await h.agent.start();
+    }
   });
 });
 
 describe('provider health', () => {
   it('a silent relay turns its provider Unhealthy: no create is attempted, GC deletes nothing; it recovers by itself', async () => {
-    // The gc test above stopped the relay. With a 1 s heartbeat timeout the monitor sees it.
-    const strict = parseConfig({
-      ...h.config,
-      providers: [{ name: 'proc', type: 'process', relay: 'reconcile', options: { heartbeatTimeoutSeconds: 1 } }],
-    });
-    const registry = createRegistry({
-      config: strict,
-      relays: h.relays,
-      bus: h.bus,
+    await h.agent.stop();
+    const stoppedAt = Date.now();
+    // With a 1 s heartbeat timeout and the providers' clock 5 s ahead, the monitor sees it silent.
+    const skewed = silentRelay(5_000);
+    const monitored = { ...deps, config: skewed.config, registry: skewed.registry, providerStatus: h.providerStatus };
+    const [down] = await checkProviders({
+      registry: skewed.registry,
+      providerStatus: h.providerStatus,
       logger: h.logger,
-      relayKeys: h.relayKeys,
     });
-    const monitored = { ...deps, config: strict, registry, providerStatus: h.providerStatus };
-    await sleep(1500);
-    const [down] = await checkProviders({ registry, providerStatus: h.providerStatus, logger: h.logger });
     expect(down).toMatchObject({ name: 'proc', status: 'Unhealthy' });
     await h.proxies.apply(apply('r-5'), Date.now(), Date.now());
     await runCheck(monitored, { names: ['r-5'] });
@@ -215,8 +222,14 @@ describe('provider health', () => {
     expect((await collectGarbage({ ...monitored, now: () => Date.now() + 3_600_000 }))[0]?.skipped).toMatch(/down/);
 
     await h.agent.start();
+    // Back on the real clock once the relay has reported since it stopped.
+    const { registry } = silentRelay(0);
+    const recovered = { ...monitored, registry };
     await eventually(
       async () => {
+        expect((await h.relays.relay('reconcile'))?.heartbeatAt, 'a heartbeat since the stop').toBeGreaterThan(
+          stoppedAt,
+        );
         const [up] = await checkProviders({ registry, providerStatus: h.providerStatus, logger: h.logger });
         expect(up?.status).toBe('Healthy');
       },
@@ -225,7 +238,7 @@ describe('provider health', () => {
     );
     await eventually(
       async () => {
-        await runCheck(monitored, { names: ['r-5'] });
+        await runCheck(recovered, { names: ['r-5'] });
         expect((await h.proxies.get('r-5'))?.doc.status.phase).toBe('Ready');
       },
       30_000,

@@ -6,9 +6,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { initialStatus, PHASES, type ProxyStatus } from '../../shared/domain/status.js';
 import type { ProxyRepository } from '../../shared/store/ports.js';
+import { moreContract, type Stores } from './store-contract-more.js';
+import { relayContract } from './store-contract-relays.js';
 
-/** A fresh, empty store; `close` releases it. */
-export type MakeStore = () => Promise<{ proxies: ProxyRepository; close(): Promise<void> }>;
+/**
+ * A fresh, empty store; `close` releases it.
+ *
+ * @param heartbeatMs - the relay repository's probe heartbeat (its default when absent)
+ */
+export type MakeStore = (heartbeatMs?: number) => Promise<Stores & { close(): Promise<void> }>;
 
 const T = Date.UTC(2026, 5, 1);
 const request = (name: string, port = 0, labels: Record<string, string> = {}): ApplyRequest => ({
@@ -22,16 +28,18 @@ const provisioning: ProxyStatus = { ...initialStatus(), phase: 'Provisioning' };
 
 export function storeContract(name: string, make: MakeStore): void {
   describe(`store contract: ${name}`, () => {
-    let closing: (() => Promise<void>) | undefined;
+    const closing: (() => Promise<void>)[] = [];
     afterEach(async () => {
-      await closing?.();
-      closing = undefined;
+      await Promise.all(closing.splice(0).map((close) => close()));
     });
-    const open = async () => {
-      const store = await make();
-      closing = () => store.close();
-      return store.proxies;
+    const openAll = async (heartbeatMs?: number): Promise<Stores> => {
+      const store = await make(heartbeatMs);
+      closing.push(() => store.close());
+      return store;
     };
+    const open = async () => (await openAll()).proxies;
+    relayContract(async (heartbeatMs) => (await openAll(heartbeatMs)).relays);
+    moreContract(openAll);
     const readAt = async (proxies: ProxyRepository, n: string) => (await proxies.get(n))?.readAt ?? 'absent';
 
     it('applies by publish time: duplicates are unchanged, late requests stale', async () => {

@@ -8,13 +8,15 @@ import type { Bus } from '../../bus/pubsub.js';
 import type { Config, ProviderConfig } from '../../config/schema.js';
 import { NotFoundError, RetryableError, ValidationError } from '../../errors.js';
 import type { RelayCommand } from '../../relay/protocol.js';
-import { changedSince, type CommandDoc, type RelayStore } from '../../store/relays.js';
+import type { CommandDoc } from '../../store/records.js';
+import { changedSince } from '../../store/relay-rules.js';
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
 import { signer, type SigningKey } from '../../relay/signature.js';
 import { TOPICS } from '../../bus/topics.js';
 import type { ProviderFactoryDeps } from '../factory.js';
+import type { RelayRepository } from '../../store/ports.js';
 
 /** What the factory takes from the registry's {@link ProviderFactoryDeps}. */
 export type RelayedProviderDeps = Pick<
@@ -28,7 +30,7 @@ export type RelayedProviderDeps = Pick<
 interface RelayedSettings {
   config: ProviderConfig;
   installationId: string;
-  relays: RelayStore;
+  relays: RelayRepository;
   bus: Bus;
   /** A relay whose last report is older than this is considered down. */
   heartbeatTimeoutMs: number;

@@ -6,7 +6,6 @@
 import type { ApplyRequest } from '../../domain/proxy.js';
 import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../../domain/status.js';
 import type { ErrorInfo } from '../../errors.js';
-import { UpdateTimes } from '../clock.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from '../credentials-memo.js';
 import { EVENT_RETENTION_MS, type ProxyEvent } from '../events.js';
 import type { Clock, Credentials, ProxyRepository, StoredProxy } from '../ports.js';
@@ -22,41 +21,42 @@ import {
   type DeleteOutcome,
 } from '../proxy-rules.js';
 import { transaction, TransactionAborted } from './optimistic.js';
-
-/** A stored document: replaced (never changed in place) on every write, so its identity is its version. */
-interface Row {
-  doc: ProxyDoc;
-  updatedAt: string;
-}
+import { byName, MemoryState, newestFirst, plainEvent, type Row, type StoredEvent } from './state.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 /** As many attempts as the Firestore repository's preconditioned writes make. */
 const WRITE_ATTEMPTS = 10;
 
 export class MemoryProxyRepository implements ProxyRepository {
-  private readonly rows = new Map<string, Row>();
-  private readonly tombstones = new Map<string, { requestTime: number; at: string }>();
-  private readonly secrets = new Map<string, Credentials & { createdAt: string }>();
-  private readonly trails = new Map<string, (ProxyEvent & { expireAt: Date })[]>();
+  private readonly rows: Map<string, Row<ProxyDoc>>;
+  private readonly tombstones: MemoryState['tombstones'];
+  private readonly secrets: MemoryState['secrets'];
+  private readonly trails: Map<string, StoredEvent[]>;
   /** Requests that failed validation, by message id (what `rejections/{messageId}` holds). */
   readonly rejections = new Map<string, ReturnType<typeof rejectionRecord>>();
   private readonly memo = new CredentialsMemo();
-  private readonly times: UpdateTimes;
 
-  constructor(private readonly clock: Clock) {
-    this.times = new UpdateTimes(clock);
+  /** @param state - the database shared with the other memory repositories (a new one by default) */
+  constructor(
+    private readonly clock: Clock,
+    private readonly state = new MemoryState(clock),
+  ) {
+    this.rows = state.proxies;
+    this.tombstones = state.tombstones;
+    this.secrets = state.secrets;
+    this.trails = state.proxyEvents;
   }
 
   private write(name: string, doc: ProxyDoc): void {
-    this.rows.set(name, { doc: structuredClone(doc), updatedAt: this.times.next() });
+    this.rows.set(name, this.state.row(doc));
   }
 
-  private stored(row: Row): StoredProxy {
+  private stored(row: Row<ProxyDoc>): StoredProxy {
     return { doc: proxyDocSchema.parse(structuredClone(row.doc)), readAt: row.updatedAt };
   }
 
-  private sorted(): [string, Row][] {
-    return [...this.rows].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  private sorted(): [string, Row<ProxyDoc>][] {
+    return byName(this.rows);
   }
 
   get(name: string): Promise<StoredProxy | undefined> {
@@ -231,17 +231,12 @@ export class MemoryProxyRepository implements ProxyRepository {
     this.memo.forget(name);
   }
 
-  /** Newest first; events of one instant stay in the order they were added. */
-  private trail(name: string): (ProxyEvent & { expireAt: Date })[] {
-    return [...(this.trails.get(name) ?? [])].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+  private trail(name: string): StoredEvent[] {
+    return newestFirst(this.trails.get(name));
   }
 
   events(name: string, limit = 20): Promise<ProxyEvent[]> {
-    return Promise.resolve(
-      this.trail(name)
-        .slice(0, limit)
-        .map(({ at, type, reason, message }) => ({ at, type, reason, message })),
-    );
+    return Promise.resolve(this.trail(name).slice(0, limit).map(plainEvent));
   }
 
   addEvent(name: string, event: ProxyEvent, keep: number): Promise<void> {

@@ -1,0 +1,122 @@
+/**
+ * GC on the in-memory stores with a ManualClock: the relay's inventory arrives as a relay report
+ * would store it, the relay-backed provider issues its delete commands on a bus that keeps them.
+ * The end-to-end GC (a real relay deleting real processes) stays in test/integration/reconcile.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Bus } from '../bus/pubsub.js';
+import { parseConfig } from '../config/load.js';
+import { instanceName } from '../domain/names.js';
+import { createLogger } from '../logger.js';
+import { createRegistry } from '../providers/registry.js';
+import type { InventoryItem } from '../relay/protocol.js';
+import { ManualClock } from '../store/clock.js';
+import { MemoryProxyRepository } from '../store/memory/proxies.js';
+import { MemoryRelayRepository } from '../store/memory/relays.js';
+import { MemoryState } from '../store/memory/state.js';
+import { collectGarbage } from './gc.js';
+
+const logger = createLogger({ write: () => undefined });
+const HOUR = 3_600_000;
+
+/** A published message, as the bus keeps it. */
+interface Sent {
+  topic: string;
+  data: unknown;
+}
+
+function world() {
+  const clock = new ManualClock();
+  const state = new MemoryState(clock);
+  const proxies = new MemoryProxyRepository(clock, state);
+  const relays = new MemoryRelayRepository(clock, 300_000, state);
+  const sent: Sent[] = [];
+  const bus: Bus = {
+    publish: (topic, data) => {
+      sent.push({ topic, data });
+      return Promise.resolve(`m-${sent.length}`);
+    },
+  };
+  const config = parseConfig({
+    installationId: 'it',
+    echoUrl: 'http://127.0.0.1:1/',
+    gcGraceSeconds: 60,
+    providers: [{ name: 'proc', type: 'process', relay: 'r1', options: { heartbeatTimeoutSeconds: 30 } }],
+  });
+  const registry = createRegistry({ config, relays, bus, logger, now: () => clock.now() });
+  const deps = { config, proxies, registry, logger, now: () => clock.now() };
+  let seq = 0;
+  /** The relay reports `items` now. */
+  const report = (items: InventoryItem[]) =>
+    relays.applyReport(
+      {
+        relay: 'r1',
+        bootId: 'b',
+        seq: ++seq,
+        sentAt: clock.now(),
+        startedAt: 1,
+        providers: [{ name: 'proc', type: 'process', ok: true, message: 'ok' }],
+        instances: items,
+        results: [],
+      },
+      clock.now(),
+    );
+  return { clock, proxies, relays, sent, deps, report };
+}
+
+const item = (proxy: string, createdAt: number, installationId = 'it'): InventoryItem => ({
+  name: instanceName(installationId, proxy),
+  proxy,
+  provider: 'proc',
+  installationId,
+  specHash: 'h',
+  state: 'Running',
+  ip: '127.0.0.1',
+  port: 1,
+  createdAt,
+});
+
+describe('gc on the in-memory stores', () => {
+  it('collects an unowned instance past the grace period; keeps owned, young and foreign ones', async () => {
+    const w = world();
+    const t = w.clock.now();
+    await w.proxies.apply(
+      {
+        apiVersion: 'egress.dev/v1',
+        kind: 'Proxy',
+        action: 'apply',
+        metadata: { name: 'owned', labels: {} },
+        spec: { provider: 'proc', placement: {}, port: 0 },
+      },
+      t,
+      t,
+    );
+    w.clock.advance(120_000);
+    await w.report([item('owned', t), item('orphan', t), item('young', w.clock.now()), item('theirs', t, 'other')]);
+    const [gc] = await collectGarbage(w.deps);
+    expect(gc).toMatchObject({ provider: 'proc', listed: 3, deleted: [instanceName('it', 'orphan')] });
+    expect(gc?.skipped).toBeUndefined();
+    expect(await w.relays.command('r1', instanceName('it', 'orphan'))).toMatchObject({ kind: 'delete', done: false });
+    expect(w.sent).toHaveLength(1);
+  });
+
+  it('collects an instance whose listing says createdAt 0 at once, whatever the grace period', async () => {
+    const w = world();
+    await w.report([item('zero', 0), item('fresh', w.clock.now())]);
+    // GC's clock one second past the epoch: no age (createdAt 0 included) passes the grace period,
+    // so only the zero itself can make the instance collectable.
+    const [gc] = await collectGarbage({ ...w.deps, now: () => 1000 });
+    expect(gc?.deleted).toEqual([instanceName('it', 'zero')]);
+  });
+
+  it('skips a relay that stopped reporting: its listing is not trusted', async () => {
+    const w = world();
+    const t = w.clock.now();
+    await w.report([item('orphan', t)]);
+    w.clock.advance(HOUR);
+    const [gc] = await collectGarbage(w.deps);
+    expect(gc?.skipped).toMatch(/relay/);
+    expect(gc?.deleted).toEqual([]);
+    expect(w.sent).toEqual([]);
+  });
+});

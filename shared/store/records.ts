@@ -1,0 +1,53 @@
+/**
+ * What the relay and provider stores hold (`relays/{id}`, `relays/{id}/commands/{name}`,
+ * `providers/{name}`), parsed on every read by both implementations of their ports.
+ */
+import { z } from 'zod';
+import { inventoryItemSchema } from '../relay/protocol.js';
+
+export const relayDocSchema = z.object({
+  bootId: z.string(),
+  seq: z.number(),
+  sentAt: z.number(),
+  startedAt: z.number(),
+  /** When the last report was stored (the heartbeat). */
+  heartbeatAt: z.number(),
+  providers: z.array(z.object({ name: z.string(), type: z.string(), ok: z.boolean(), message: z.string() })),
+  /** `inventoryDigest` of the report whose inventory is stored; absent when its writes took several batches. */
+  inventoryDigest: z.string().optional(),
+  /** When the stored inventory's first probe heartbeat falls due (epoch ms). */
+  probeDueAt: z.number().optional(),
+  /** JSON `{instance: sentAt}` of the items changed or removed recently (`*`: any item); see `changedSince`. */
+  changes: z.string().optional(),
+});
+export type RelayDoc = z.infer<typeof relayDocSchema>;
+
+/** The last command issued for an instance, and whether the relay has applied it. */
+export const commandDocSchema = z.object({
+  commandId: z.string(),
+  kind: z.enum(['create', 'delete']),
+  issuedAt: z.number(),
+  provider: z.string(),
+  proxy: z.string(),
+  specHash: z.string(),
+  done: z.boolean(),
+  error: inventoryItemSchema.shape.error.nullable(),
+  /**
+   * When the command was last published (epoch ms). Absent: recorded but its publish never
+   * completed (the sender died or the publish failed), so it must be sent again.
+   */
+  sentAt: z.number().optional(),
+});
+export type CommandDoc = z.infer<typeof commandDocSchema>;
+
+/** The provider-health monitor's latest verdict on one provider. */
+export const providerStatusSchema = z.object({
+  name: z.string(),
+  type: z.string(),
+  status: z.enum(['Healthy', 'Unhealthy', 'Unknown']),
+  message: z.string(),
+  latencyMs: z.number(),
+  lastCheckAt: z.string(),
+  detail: z.record(z.string(), z.object({ ok: z.boolean(), message: z.string() })).optional(),
+});
+export type ProviderStatus = z.infer<typeof providerStatusSchema>;

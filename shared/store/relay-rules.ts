@@ -1,0 +1,172 @@
+/**
+ * The relay report rules, once: report ordering, the inventory diff, probe heartbeats and the
+ * recent-changes record. Pure functions of what was read; the Firestore and in-memory relay
+ * repositories only read, call these, and write what they return.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { canonicalJson } from '../domain/spec-hash.js';
+import type { CommandResult, InventoryItem, RelayReport } from '../relay/protocol.js';
+import type { CommandDoc, RelayDoc } from './records.js';
+
+const changesSchema = z.record(z.string(), z.number());
+/** Changes are kept a heartbeat and this long (relay clocks may drift from the functions'). */
+const CHANGES_SLACK_MS = 300_000;
+/** More recent changes than this are recorded as one: every item changed (`*`). */
+const MAX_CHANGES = 2000;
+/** Firestore writes of one batch at most; a report's inventory is whole only when one batch holds it. */
+export const BATCH_SIZE = 400;
+
+function parseChanges(json: string | undefined): Record<string, number> | undefined {
+  if (json === undefined) return undefined;
+  try {
+    const parsed = changesSchema.safeParse(JSON.parse(json));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The recent changes after a report sent at `at` changed (or removed) `changed`: older entries
+ * are dropped a heartbeat (and some slack) later. Without a record of earlier changes (a first
+ * report, or one stored before changes were recorded), every item counts as changed now.
+ */
+function recordChanges(previous: string | undefined, changed: Set<string>, at: number, heartbeatMs: number): string {
+  const known = parseChanges(previous) ?? { '*': at };
+  const kept: Record<string, number> = {};
+  for (const [name, t] of Object.entries(known)) if (t >= at - heartbeatMs - CHANGES_SLACK_MS) kept[name] = t;
+  for (const name of changed) kept[name] = at;
+  return JSON.stringify(Object.keys(kept).length > MAX_CHANGES ? { '*': at } : kept);
+}
+
+/**
+ * Whether an inventory item may have changed since `sinceMs` (the relay's clock, like the report
+ * times the changes carry). True when the relay document records no changes to go by.
+ */
+export function changedSince(doc: RelayDoc | undefined): (instance: string, sinceMs: number) => boolean {
+  const changes = parseChanges(doc?.changes);
+  if (!changes) return () => true;
+  const any = changes['*'] ?? Number.NEGATIVE_INFINITY;
+  return (instance, sinceMs) => Math.max(changes[instance] ?? Number.NEGATIVE_INFINITY, any) >= sinceMs;
+}
+
+/** Fields that change with every probe; they alone do not justify a write. */
+function significant(item: InventoryItem): string {
+  const { health, ...rest } = item;
+  return canonicalJson({
+    ...rest,
+    health: health ? { ok: health.ok, failures: health.consecutiveFailures, egressIp: health.egressIp } : null,
+  });
+}
+
+/** What a report says about the inventory, as `diffInventory` compares it (probe timing aside). */
+export function inventoryDigest(report: RelayReport): string {
+  const items = report.instances.map(significant).sort();
+  const unlisted = report.providers.flatMap((p) => (p.ok ? [] : [p.name])).sort();
+  return createHash('sha256').update(JSON.stringify({ items, unlisted })).digest('hex');
+}
+
+/** The newest probe in a report (0 when none). */
+function latestProbe(report: RelayReport): number {
+  return Math.max(0, ...report.instances.map((i) => (i.health ? Date.parse(i.health.lastProbeAt) : 0)));
+}
+
+/** Reports are ordered by (bootId, seq); across boots by `startedAt`. */
+export function isStale(prev: RelayDoc | undefined, report: RelayReport): boolean {
+  if (prev === undefined) return false;
+  return prev.bootId === report.bootId ? report.seq <= prev.seq : report.startedAt < prev.startedAt;
+}
+
+/**
+ * Whether the stored inventory must be read: not when the report has the stored `inventoryDigest`
+ * and none of its probes is due (`probeDueAt`), so it changes nothing but the heartbeat.
+ */
+export function mayChangeInventory(prev: RelayDoc | undefined, report: RelayReport): boolean {
+  const due = prev?.probeDueAt;
+  return !(prev?.inventoryDigest === inventoryDigest(report) && due !== undefined && latestProbe(report) < due);
+}
+
+/** The inventory writes of an accepted report, and what they change. */
+export interface InventoryDiff {
+  puts: InventoryItem[];
+  /** Names of the instances to remove. */
+  deletes: string[];
+  /** Proxies whose instances changed (worth a check). */
+  changedProxies: Set<string>;
+  /** Instances changed or removed (the recent-changes record). */
+  changedInstances: Set<string>;
+  /** When the stored inventory's first probe heartbeat falls due (undefined: not diffed). */
+  probeDueAt: number | undefined;
+}
+
+/** No inventory writes: the stored inventory stands, due when it was. */
+export function noDiff(prev: RelayDoc | undefined): InventoryDiff {
+  const none = { puts: [], deletes: [], changedProxies: new Set<string>(), changedInstances: new Set<string>() };
+  return { ...none, probeDueAt: prev?.probeDueAt };
+}
+
+/**
+ * Diffs a report against the stored inventory: only what changed, what disappeared, and healthy
+ * items whose probe heartbeat is due. When one is due, those half-way there are rewritten with it,
+ * so the inventory's heartbeats fall due together rather than one report after another.
+ */
+export function diffInventory(stored: InventoryItem[], report: RelayReport, heartbeatMs: number): InventoryDiff {
+  const left = new Map(stored.map((i) => [i.name, i]));
+  const diff = noDiff(undefined);
+  let probeDueAt = Number.MAX_SAFE_INTEGER;
+  const probeAge = (item: InventoryItem) => {
+    const prev = left.get(item.name)?.health;
+    return item.health && prev ? Date.parse(item.health.lastProbeAt) - Date.parse(prev.lastProbeAt) : 0;
+  };
+  const anyDue = report.instances.some((item) => probeAge(item) >= heartbeatMs);
+  for (const item of report.instances) {
+    const prev = left.get(item.name);
+    const moved = !prev || significant(prev) !== significant(item);
+    const probeDue = item.health && (!prev?.health || (anyDue && probeAge(item) >= heartbeatMs / 2));
+    left.delete(item.name);
+    const kept = moved || probeDue ? item : prev;
+    if (kept?.health) probeDueAt = Math.min(probeDueAt, Date.parse(kept.health.lastProbeAt) + heartbeatMs);
+    if (!moved && !probeDue) continue;
+    diff.puts.push(item);
+    if (!moved) continue;
+    diff.changedProxies.add(item.proxy);
+    diff.changedInstances.add(item.name);
+  }
+  // A provider whose listing failed sent no instances: its absence proves nothing.
+  const unlisted = new Set(report.providers.filter((p) => !p.ok).map((p) => p.name));
+  for (const gone of left.values()) {
+    if (unlisted.has(gone.provider)) continue;
+    diff.deletes.push(gone.name);
+    diff.changedProxies.add(gone.proxy);
+    diff.changedInstances.add(gone.name);
+  }
+  return { ...diff, probeDueAt };
+}
+
+/** Whether a command result completes the stored command (only the very command it names, once). */
+export function completes(cmd: CommandDoc | undefined, result: CommandResult): cmd is CommandDoc {
+  return cmd !== undefined && cmd.commandId === result.commandId && !cmd.done;
+}
+
+/**
+ * The relay document an accepted report stores. Its `inventoryDigest` and `probeDueAt` are kept
+ * only when one batch holds all `writes` (so they always describe what is stored); the changes are
+ * recorded in the same write, before the items are (a check reading them meanwhile reads again).
+ *
+ * @param writes - every write of the report, this one included
+ */
+export function relayRecord(
+  prev: RelayDoc | undefined,
+  report: RelayReport,
+  now: number,
+  diff: InventoryDiff,
+  writes: number,
+  heartbeatMs: number,
+): RelayDoc {
+  const { bootId, seq, sentAt, startedAt, providers } = report;
+  const changes = recordChanges(prev?.changes, diff.changedInstances, report.sentAt, heartbeatMs);
+  const doc: RelayDoc = { bootId, seq, sentAt, startedAt, heartbeatAt: now, providers, changes };
+  if (writes > BATCH_SIZE || diff.probeDueAt === undefined) return doc;
+  return { ...doc, inventoryDigest: inventoryDigest(report), probeDueAt: diff.probeDueAt };
+}
