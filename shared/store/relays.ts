@@ -1,6 +1,12 @@
 /** The relays' state: `relays/{id}` heartbeat, `instances/{name}` inventory, `commands/{name}` issued commands. */
 import { createHash } from 'node:crypto';
-import { FieldValue, type DocumentReference, type Firestore, type WriteBatch } from '@google-cloud/firestore';
+import {
+  FieldValue,
+  type DocumentReference,
+  type DocumentSnapshot,
+  type Firestore,
+  type WriteBatch,
+} from '@google-cloud/firestore';
 import { RetryableError } from '../errors.js';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/spec-hash.js';
@@ -99,6 +105,12 @@ export const commandDocSchema = z.object({
 });
 export type CommandDoc = z.infer<typeof commandDocSchema>;
 
+function parseCommand(snap: DocumentSnapshot): CommandDoc | undefined {
+  if (!snap.exists) return undefined;
+  const parsed = commandDocSchema.safeParse(snap.data());
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** What applying a report changed: the proxies whose instances changed (worth a check). */
 export interface ReportOutcome {
   stale: boolean;
@@ -134,11 +146,33 @@ export class RelayStore {
   }
 
   async instance(relay: string, name: string): Promise<InventoryItem | undefined> {
-    const snap = await this.relayRef(relay).collection('instances').doc(name).get();
+    return this.parseInstance(relay, name, await this.relayRef(relay).collection('instances').doc(name).get());
+  }
+
+  private parseInstance(relay: string, name: string, snap: DocumentSnapshot): InventoryItem | undefined {
     if (!snap.exists) return undefined;
     const parsed = inventoryItemSchema.safeParse(snap.data());
     if (!parsed.success) this.logger.warn('corrupt inventory document ignored', { relay, instance: name });
     return parsed.success ? parsed.data : undefined;
+  }
+
+  /**
+   * An instance's inventory item and its last command, read at one read time (one batch get). Two
+   * separate reads can straddle a report: the item read before the report stored it, the command
+   * after the report marked its create done — a running instance that looks gone (NotFound).
+   */
+  async instanceAndCommand(
+    relay: string,
+    name: string,
+  ): Promise<{ item: InventoryItem | undefined; command: CommandDoc | undefined }> {
+    const ref = this.relayRef(relay);
+    const [item, command] = await this.db.getAll(
+      ref.collection('instances').doc(name),
+      ref.collection('commands').doc(name),
+    );
+    if (!item || !command)
+      throw new Error(`getAll of relays/${relay} instance and command ${name} returned too few documents`);
+    return { item: this.parseInstance(relay, name, item), command: parseCommand(command) };
   }
 
   async instances(relay: string): Promise<InventoryItem[]> {
@@ -150,10 +184,7 @@ export class RelayStore {
   }
 
   async command(relay: string, name: string): Promise<CommandDoc | undefined> {
-    const snap = await this.relayRef(relay).collection('commands').doc(name).get();
-    if (!snap.exists) return undefined;
-    const parsed = commandDocSchema.safeParse(snap.data());
-    return parsed.success ? parsed.data : undefined;
+    return parseCommand(await this.relayRef(relay).collection('commands').doc(name).get());
   }
 
   /**
