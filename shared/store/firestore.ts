@@ -26,23 +26,20 @@ const emulatorAuth = {
 };
 
 /**
- * Firestore's REST transport (`preferRest`: no gRPC stack to load on the first call) is off: with
- * it, `test/guarantees/redelivery.test.ts` ("24 random scenarios", seed 1592590337) leaks an
- * instance on the emulator — a proxy is finalised while its replacement instance runs — and passes
- * over gRPC. The cause is not found yet; until it is, every store speaks gRPC, as it did before.
- */
-const PREFER_REST = false;
-
-/**
- * The Firestore client of every store. Over REST (when `PREFER_REST`) the transport asks for
- * credentials even for the emulator, which wants none but the owner's.
+ * The Firestore client of every store, over REST (HTTP/1.1, `preferRest`) where a call allows it:
+ * its REST fallback loads on the first call, not the gRPC stack (listeners would still use gRPC;
+ * the stores use none). The REST transport asks for credentials even for the emulator, which
+ * wants none but the owner's.
+ *
+ * REST was once switched off: the redelivery guarantee suite leaked an instance with it. The cause
+ * was ours, not REST's — two separate reads that a report could land between
+ * (`RelayStore.instanceAndCommand` says how); REST's separate requests only widened the gap.
  *
  * @param env - where `FIRESTORE_EMULATOR_HOST` is read (the client itself reads `process.env`)
  */
 export function createFirestore(projectId: string, env: Record<string, string | undefined> = process.env): Firestore {
   const emulator = env['FIRESTORE_EMULATOR_HOST'] ? { authClient: emulatorAuth } : {};
-  const rest = PREFER_REST ? { preferRest: true, ...emulator } : {};
-  return new Firestore({ projectId, ignoreUndefinedProperties: true, ...rest });
+  return new Firestore({ projectId, ignoreUndefinedProperties: true, preferRest: true, ...emulator });
 }
 
 /** A Firestore update time as a `readAt` (RFC 3339 with all nine fractional digits: exact, and ordered as text). */
