@@ -104,6 +104,11 @@ export interface ReportOutcome {
   changedProxies: string[];
 }
 
+export interface InstanceAndCommand {
+  item: InventoryItem | undefined;
+  command: CommandDoc | undefined;
+}
+
 /** The relays' state: `relays/{id}` heartbeat, `instances/{name}` inventory, `commands/{name}` issued commands. */
 export interface RelayRepository {
   /** A relay's heartbeat document; undefined when absent or corrupt. */
@@ -111,6 +116,12 @@ export interface RelayRepository {
   instance(relay: string, name: string): Promise<InventoryItem | undefined>;
   instances(relay: string): Promise<InventoryItem[]>;
   command(relay: string, name: string): Promise<CommandDoc | undefined>;
+  /**
+   * An instance's inventory item and its last command at one read time. Two separate reads can
+   * straddle a report: the item read before the report stored it, the command after the report
+   * marked its create done — a running instance that looks gone (NotFound), finalised and leaked.
+   */
+  instanceAndCommand(relay: string, name: string): Promise<InstanceAndCommand>;
   /** Records a command about to be published (before the publish); it counts as unsent until `markSent`. */
   recordCommand(relay: string, name: string, command: Omit<CommandDoc, 'done' | 'error' | 'sentAt'>): Promise<void>;
   /** Notes that command `commandId` was published at `at`; a newer command recorded since is left alone. */

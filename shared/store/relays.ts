@@ -1,11 +1,17 @@
 /** The relays' state on Firestore: the rules in relay-rules.ts, written in preconditioned batches. */
-import { FieldValue, type DocumentReference, type Firestore, type WriteBatch } from '@google-cloud/firestore';
+import {
+  FieldValue,
+  type DocumentReference,
+  type DocumentSnapshot,
+  type Firestore,
+  type WriteBatch,
+} from '@google-cloud/firestore';
 import { RetryableError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { inventoryItemSchema, type CommandResult, type InventoryItem, type RelayReport } from '../relay/protocol.js';
 import { COLLECTIONS } from './firestore.js';
 import { grpcCode, GRPC_CODES } from './grpc-codes.js';
-import type { RelayRepository, ReportOutcome } from './ports.js';
+import type { InstanceAndCommand, RelayRepository, ReportOutcome } from './ports.js';
 import { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from './records.js';
 import {
   BATCH_SIZE,
@@ -20,6 +26,12 @@ import {
 export { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from './records.js';
 export { changedSince, inventoryDigest } from './relay-rules.js';
 export type { ReportOutcome } from './ports.js';
+
+function parseCommand(snap: DocumentSnapshot): CommandDoc | undefined {
+  if (!snap.exists) return undefined;
+  const parsed = commandDocSchema.safeParse(snap.data());
+  return parsed.success ? parsed.data : undefined;
+}
 
 export class RelayStore implements RelayRepository {
   constructor(
@@ -41,11 +53,26 @@ export class RelayStore implements RelayRepository {
   }
 
   async instance(relay: string, name: string): Promise<InventoryItem | undefined> {
-    const snap = await this.relayRef(relay).collection('instances').doc(name).get();
+    return this.parseInstance(relay, name, await this.relayRef(relay).collection('instances').doc(name).get());
+  }
+
+  private parseInstance(relay: string, name: string, snap: DocumentSnapshot): InventoryItem | undefined {
     if (!snap.exists) return undefined;
     const parsed = inventoryItemSchema.safeParse(snap.data());
     if (!parsed.success) this.logger.warn('corrupt inventory document ignored', { relay, instance: name });
     return parsed.success ? parsed.data : undefined;
+  }
+
+  /** Both documents at one read time (one batch get): two reads could straddle a report. */
+  async instanceAndCommand(relay: string, name: string): Promise<InstanceAndCommand> {
+    const ref = this.relayRef(relay);
+    const [item, command] = await this.db.getAll(
+      ref.collection('instances').doc(name),
+      ref.collection('commands').doc(name),
+    );
+    if (!item || !command)
+      throw new Error(`getAll of relays/${relay} instance and command ${name} returned too few documents`);
+    return { item: this.parseInstance(relay, name, item), command: parseCommand(command) };
   }
 
   async instances(relay: string): Promise<InventoryItem[]> {
@@ -57,10 +84,7 @@ export class RelayStore implements RelayRepository {
   }
 
   async command(relay: string, name: string): Promise<CommandDoc | undefined> {
-    const snap = await this.relayRef(relay).collection('commands').doc(name).get();
-    if (!snap.exists) return undefined;
-    const parsed = commandDocSchema.safeParse(snap.data());
-    return parsed.success ? parsed.data : undefined;
+    return parseCommand(await this.relayRef(relay).collection('commands').doc(name).get());
   }
 
   async recordCommand(

@@ -88,10 +88,10 @@ class RelayedProvider implements Provider {
   }
 
   async get(name: string): Promise<Instance> {
-    const [item, cmd] = await Promise.all([
-      this.firestore('get', 'instances', () => this.deps.relays.instance(this.relay, name)),
-      this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, name)),
-    ]);
+    // One read time for both: a report landing between two reads would make a created instance look gone.
+    const { item, command: cmd } = await this.firestore('get', 'instances+commands', () =>
+      this.deps.relays.instanceAndCommand(this.relay, name),
+    );
     if (item && item.provider === this.name) {
       // A delete not applied yet: the instance is on its way out and must not be seen serving (a
       // proxy re-applied while being deleted, a spec changed back during a replacement).

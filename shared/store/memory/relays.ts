@@ -6,7 +6,7 @@
  */
 import { RetryableError } from '../../errors.js';
 import type { InventoryItem, RelayReport } from '../../relay/protocol.js';
-import type { Clock, RelayRepository, ReportOutcome } from '../ports.js';
+import type { Clock, InstanceAndCommand, RelayRepository, ReportOutcome } from '../ports.js';
 import { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from '../records.js';
 import { completes, diffInventory, isStale, mayChangeInventory, noDiff, relayRecord } from '../relay-rules.js';
 import { roundTrip } from './optimistic.js';
@@ -66,6 +66,12 @@ export class MemoryRelayRepository implements RelayRepository {
   command(relay: string, name: string): Promise<CommandDoc | undefined> {
     const parsed = commandDocSchema.safeParse(structuredClone(this.relays.get(relay)?.commands.get(name)));
     return Promise.resolve(parsed.success ? parsed.data : undefined);
+  }
+
+  /** Both rows in one synchronous step: nothing can land between them. */
+  async instanceAndCommand(relay: string, name: string): Promise<InstanceAndCommand> {
+    const [item, command] = [this.instance(relay, name), this.command(relay, name)];
+    return { item: await item, command: await command };
   }
 
   recordCommand(relay: string, name: string, command: Omit<CommandDoc, 'done' | 'error' | 'sentAt'>): Promise<void> {
