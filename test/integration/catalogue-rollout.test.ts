@@ -23,7 +23,7 @@ afterAll(() => world?.close(), 60_000);
 
 /** The world's config with the `loopback` catalogue entry of the provider replaced by `entry`. */
 function withCatalogueEntry(entry: Record<string, unknown>) {
-  const config = world.h.config;
+  const config = world.config;
   return parseConfig({
     ...config,
     providers: config.providers.map((p) => (p.name === PROVIDER ? { ...p, catalogue: { loopback: entry } } : p)),
@@ -32,7 +32,7 @@ function withCatalogueEntry(entry: Record<string, unknown>) {
 
 describe('reconcile: a catalogue edit', () => {
   it('leaves a Ready proxy alone while the entry is unchanged, and replaces it once the entry changes', async () => {
-    const deps = world.checkDeps(world.h.bus);
+    const deps = world.checkDeps(world.bus);
     await world.proxies.apply(request, Date.now(), Date.now());
     await settle(deps, NAME, (phase) => phase === 'Ready');
     const before = (await world.snapshot(NAME)).doc;
