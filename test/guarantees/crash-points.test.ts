@@ -3,7 +3,9 @@
  * lease, after the provider call (before the status write), after the status write (before the
  * ack), after recording a relay command (before publishing it: a timeout), with the relay's report
  * lost, and paused past the lease to resume later (a zombie). After recovery and one GC cycle
- * nothing is leaked, nothing that should live was deleted, and no lease is held.
+ * nothing is leaked, nothing that should live was deleted, and no lease is held. Against each
+ * provider type (support/grounds.ts); the relay's own points (a lost command, a lost report, a
+ * relay dying mid-command) only where there is a relay.
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,7 +21,8 @@ import { Figures } from './support/figures.js';
 import { replayHint, suiteSeed } from './support/prng.js';
 import { expectationOf, publishTimes, requestBody } from './support/scenarios.js';
 import { settle } from './support/settle.js';
-import { iname, INSTALLATION, PROVIDER, startWorld, type Expected, type World } from './support/world.js';
+import { iname, INSTALLATION, startWorld, type Expected, type World } from './support/world.js';
+import { providersUnderTest, type ProviderKind } from './support/grounds.js';
 
 const FILE = 'test/guarantees/crash-points.test.ts';
 const SEED = suiteSeed(0x5eed0002);
@@ -39,14 +42,19 @@ interface CrashCase {
   /** In a replacement: crash at its delete or at its create. */
   step?: 'delete' | 'create';
 }
-const CASES: CrashCase[] = [
-  ...POINTS.map((point): CrashCase => ({ flow: 'create', point })),
-  ...POINTS.flatMap((point): CrashCase[] => [
+/** Points that need a relay: its command on the bus, its report. */
+const RELAY_POINTS: FaultPoint[] = ['publish-lost', 'report-lost'];
+const casesOf = (points: FaultPoint[]): CrashCase[] => [
+  ...points.map((point): CrashCase => ({ flow: 'create', point })),
+  ...points.flatMap((point): CrashCase[] => [
     { flow: 'replace', point, step: 'delete' },
     { flow: 'replace', point, step: 'create' },
   ]),
-  ...POINTS.map((point): CrashCase => ({ flow: 'delete', point })),
+  ...points.map((point): CrashCase => ({ flow: 'delete', point })),
 ];
+const relayed = (kind: ProviderKind) => kind === 'process' || kind === 'kvm';
+/** Process ports of the process backend. */
+const PORTS: [number, number] = [25200, 25299];
 
 /** The relay's backend acts, then the relay dies before recording, acknowledging or reporting it. */
 const RELAY_CASES: CrashCase[] = [
@@ -56,187 +64,200 @@ const RELAY_CASES: CrashCase[] = [
   { flow: 'delete', point: 'relay-dies-mid-command' },
 ];
 
-const figures = new Figures('crash-points', SEED);
-const faults = new Faults(figures);
-/** Kicks are dropped: the test plays Pub/Sub and runs the check function itself. */
-const dropped: Bus = { publish: () => Promise.resolve('dropped') };
-let world: World;
-const expectations = new Map<string, Expected>();
+function crashSuite(kind: ProviderKind): void {
+  const POINTS_HERE = relayed(kind) ? POINTS : POINTS.filter((p) => !RELAY_POINTS.includes(p));
+  const CASES = casesOf(POINTS_HERE);
+  const figures = new Figures('crash-points', SEED, kind);
+  const faults = new Faults(figures);
+  /** Kicks are dropped: the test plays Pub/Sub and runs the check function itself. */
+  const dropped: Bus = { publish: () => Promise.resolve('dropped') };
+  let world: World;
+  const expectations = new Map<string, Expected>();
 
-const checkDeps = () => world.checkDeps(dropped);
-/** Publishes one request: both request functions handle it once. */
-async function request(body: Record<string, unknown>): Promise<void> {
-  const message = onTheWire(body, publishTimes(1));
-  for (const side of ['apply', 'delete'] as const) await handleRequest(world.requestDeps(dropped), side, message);
-}
-
-/** One invocation of the check function: it finishes, crashes, or hangs until abandoned (its timeout). */
-async function invoke(name: string, timeoutMs = 3000): Promise<string> {
-  const run = runCheck(checkDeps(), { names: [name] }).then(
-    () => 'ok',
-    (err: unknown) => (err instanceof Crash ? 'crashed' : `failed: ${String(err)}`),
-  );
-  return Promise.race([run, sleep(timeoutMs).then(() => 'timed out')]);
-}
-
-/** A case brought to its crash point: what it must converge to once recovered. */
-interface Crashed {
-  c: CrashCase;
-  name: string;
-  label: string;
-  expected: Map<string, Expected>;
-}
-
-/** Sets the case up, arms its crash point and runs the check function until the point fires. */
-async function provoke(c: CrashCase, index: number): Promise<Crashed> {
-  const name = `cr-${index}`;
-  const label = `${c.flow}${c.step ? `/${c.step}` : ''} × ${c.point}`;
-  if (c.flow !== 'create') {
-    await request(requestBody('apply', name, 0));
-    await settle(world, checkDeps(), new Map([[name, expectationOf('apply', name, 0)]]));
+  const checkDeps = () => world.checkDeps(dropped);
+  /** Publishes one request: both request functions handle it once. */
+  async function request(body: Record<string, unknown>): Promise<void> {
+    const message = onTheWire(body, publishTimes(1));
+    for (const side of ['apply', 'delete'] as const) await handleRequest(world.requestDeps(dropped), side, message);
   }
-  faults.arm(c.point, name, c.step === 'create' ? 1 : 0);
-  // A replacement moves to variant 1 (another placement: another spec hash).
-  const [kind, variant] =
-    c.flow === 'delete' ? (['delete', 0] as const) : (['apply', c.flow === 'replace' ? 1 : 0] as const);
-  await request(requestBody(kind, name, variant));
-  const expected = new Map([[name, expectationOf(kind, name, variant)]]);
-  const deadline = Date.now() + 30_000;
-  const outcomes: string[] = [];
-  while (!faults.fired(c.point, name)) {
-    if (Date.now() > deadline) throw new Error(`${label}: the crash point was never reached (${outcomes.join(', ')})`);
-    outcomes.push(await invoke(name));
-    if (process.env['GUARANTEE_DEBUG']) console.log(label, JSON.stringify(await world.snapshot(name)).slice(0, 2000));
-    await sleep(200);
-  }
-  return { c, name, label, expected };
-}
 
-/** Recovery: Pub/Sub redelivers, the sweep comes by: checks run until it converges; then no lease is held. */
-async function recover({ c, name, label, expected }: Crashed): Promise<void> {
-  try {
-    await settle(world, checkDeps(), expected);
-    if (c.point === 'paused-past-lease') {
-      const before = (await world.snapshot(name)).item?.createdAt;
-      faults.release(name);
-      await sleep(2000);
-      // Whatever the zombie does with its stale decision, nothing that lives may be lost.
-      expect(await world.problems(name, expected.get(name) ?? { exists: false })).toEqual([]);
-      expect((await world.snapshot(name)).item?.createdAt, 'the live instance was replaced').toBe(before);
-      await settle(world, checkDeps(), expected);
-    }
-  } catch (err) {
-    figures.add('stuck');
-    if (c.flow === 'delete') figures.add('lostDeletes');
-    throw new Error(`${label} (${name}): ${String(err)}`);
-  }
-  const lease = (await world.snapshot(name)).doc?.lease;
-  expect(lease === undefined || lease.until <= Date.now(), `${label}: a lease is held`).toBe(true);
-  for (const [n, e] of expected) expectations.set(n, e);
-  figures.add('crashCases');
-}
-
-/** One GC pass as the GC function: it finishes, or hangs and is abandoned. */
-async function gcPass(now: () => number): Promise<string> {
-  const run = collectGarbage(world.gcDeps(now)).then((reports) => JSON.stringify(reports.map((r) => r.deleted)));
-  return Promise.race([run, sleep(3000).then(() => 'timed out')]);
-}
-
-/** After recovery, one GC cycle past the grace period must find nothing to collect. */
-async function gcFindsNothing(): Promise<void> {
-  const reports = await collectGarbage(world.gcDeps(() => Date.now() + (GRACE_SECONDS + 60) * 1000));
-  const deleted = reports.flatMap((r) => r.deleted);
-  figures.add('leaked', deleted.length);
-  expect(deleted, 'GC found leaked instances').toEqual([]);
-  const live = [...expectations].filter(([, e]) => e.exists).map(([n]) => iname(n));
-  const inventory = (await world.h.relays.instances(world.relay)).map((i) => i.name);
-  expect(inventory.sort()).toEqual(live.sort());
-}
-
-beforeAll(async () => {
-  world = await startWorld({
-    relay: 'crash',
-    ports: [25200, 25299],
-    config: { leaseSeconds: 2, gcGraceSeconds: GRACE_SECONDS },
-    providerOptions: { commandResendSeconds: 3 },
-    harness: { deliverReport: faults.deliverReport, wrapBackend: (backend) => faults.relayBackend(backend) },
-    hooks: faults.providerHooks,
-    commandBus: (bus) => faults.commandBus(bus),
-  });
-  world.proxies.hook = faults.storeHook;
-}, 60_000);
-
-afterAll(async () => {
-  figures.zero('leaked', 'stuck', 'lostDeletes');
-  figures.report();
-  await world?.close();
-}, 60_000);
-
-describe('guarantee: a crash at any step of create, replace or delete recovers without leaks or losses', () => {
-  it(`${CASES.length} cases (${POINTS.length} crash points × create, replacement delete, replacement create, delete): each converges, then one GC cycle finds nothing`, async () => {
-    onTestFailed(() => console.log(replayHint(FILE, SEED)));
-    // GUARANTEE_ONLY=<text> runs the cases whose `flow/step/point` contains it (`paused-past-lease`, `replace/create/`).
-    const only = process.env['GUARANTEE_ONLY'];
-    const cases = CASES.map((c, i) => ({ c, i })).filter(
-      ({ c }) => !only || `${c.flow}/${c.step ?? ''}/${c.point}`.includes(only),
+  /** One invocation of the check function: it finishes, crashes, or hangs until abandoned (its timeout). */
+  async function invoke(name: string, timeoutMs = 3000): Promise<string> {
+    const run = runCheck(checkDeps(), { names: [name] }).then(
+      () => 'ok',
+      (err: unknown) => (err instanceof Crash ? 'crashed' : `failed: ${String(err)}`),
     );
-    for (let k = 0; k < cases.length; k += 12) {
-      await Promise.all(cases.slice(k, k + 12).map(async ({ c, i }) => recover(await provoke(c, i))));
-    }
-    await gcFindsNothing();
-  }, 400_000);
-});
+    return Promise.race([run, sleep(timeoutMs).then(() => 'timed out')]);
+  }
 
-describe('guarantee: a relay that dies mid-command loses nothing and leaks nothing once restarted', () => {
-  it(`${RELAY_CASES.length} commands cut off after the backend acted: the next boot converges: one proxy process per live proxy, none for a deleted one`, async () => {
-    onTestFailed(() => console.log(replayHint(FILE, SEED)));
-    const crashed = await Promise.all(RELAY_CASES.map((c, i) => provoke(c, CASES.length + i)));
-    // The relay comes back as a new boot; the cut-off commands were never acknowledged.
-    await world.h.agent.stop();
-    await world.h.agent.start();
-    figures.add('relayRestarts');
-    await Promise.all(crashed.map(recover));
-    await gcFindsNothing();
-  }, 180_000);
-});
+  /** A case brought to its crash point: what it must converge to once recovered. */
+  interface Crashed {
+    c: CrashCase;
+    name: string;
+    label: string;
+    expected: Map<string, Expected>;
+  }
 
-describe('guarantee: GC that dies mid-pass or loses its command collects every orphan later, never a live instance', () => {
-  it('orphans are collected over the next passes; the live proxy is untouched', async () => {
-    const live = 'cr-gc-live';
-    await request(requestBody('apply', live, 0));
-    await settle(world, checkDeps(), new Map([[live, expectationOf('apply', live, 0)]]));
-    const raw = world.h.registry.get(PROVIDER);
-    if (!raw) throw new Error('no provider');
-    const orphans = ['orphan-a', 'orphan-b', 'orphan-c'];
-    for (const proxy of orphans) {
-      const credentials = { username: `u-${proxy}`, password: randomBytes(18).toString('base64url') };
-      const spec = { name: iname(proxy), proxy, installationId: INSTALLATION, specHash: 'x', port: 0, placement: {} };
-      await raw.create({ ...spec, credentials });
+  /** Sets the case up, arms its crash point and runs the check function until the point fires. */
+  async function provoke(c: CrashCase, index: number): Promise<Crashed> {
+    const name = `cr-${index}`;
+    const label = `${c.flow}${c.step ? `/${c.step}` : ''} × ${c.point}`;
+    if (c.flow !== 'create') {
+      await request(requestBody('apply', name, 0));
+      await settle(world, checkDeps(), new Map([[name, expectationOf('apply', name, 0)]]));
     }
-    const inventory = async () => new Set((await world.h.relays.instances(world.relay)).map((i) => i.name));
-    let lastSeen = new Set<string>();
+    faults.arm(c.point, name, c.step === 'create' ? 1 : 0);
+    // A replacement moves to variant 1 (another placement: another spec hash).
+    const [kind, variant] =
+      c.flow === 'delete' ? (['delete', 0] as const) : (['apply', c.flow === 'replace' ? 1 : 0] as const);
+    await request(requestBody(kind, name, variant));
+    const expected = new Map([[name, expectationOf(kind, name, variant)]]);
     const deadline = Date.now() + 30_000;
-    while (!orphans.every((o) => lastSeen.has(iname(o)))) {
-      if (Date.now() > deadline) throw new Error('orphans never reached the inventory');
-      lastSeen = await inventory();
-      await sleep(300);
+    const outcomes: string[] = [];
+    while (!faults.fired(c.point, name)) {
+      if (Date.now() > deadline)
+        throw new Error(`${label}: the crash point was never reached (${outcomes.join(', ')})`);
+      outcomes.push(await invoke(name));
+      if (process.env['GUARANTEE_DEBUG']) console.log(label, JSON.stringify(await world.snapshot(name)).slice(0, 2000));
+      await sleep(200);
     }
-    faults.arm('gc-dies-after-delete', 'orphan-a');
-    faults.arm('publish-lost', 'orphan-b');
-    const later = () => Date.now() + (GRACE_SECONDS + 60) * 1000;
-    const passes: string[] = [];
-    const until = Date.now() + 60_000;
-    while (orphans.some((o) => lastSeen.has(iname(o)))) {
-      if (Date.now() > until) throw new Error(`orphans left after ${passes.length} GC passes: ${passes.join(' ')}`);
-      passes.push(await gcPass(later));
-      await sleep(500);
-      lastSeen = await inventory();
+    return { c, name, label, expected };
+  }
+
+  /** Recovery: Pub/Sub redelivers, the sweep comes by: checks run until it converges; then no lease is held. */
+  async function recover({ c, name, label, expected }: Crashed): Promise<void> {
+    try {
+      await settle(world, checkDeps(), expected);
+      if (c.point === 'paused-past-lease') {
+        const before = (await world.snapshot(name)).item?.createdAt;
+        faults.release(name);
+        await sleep(2000);
+        // Whatever the zombie does with its stale decision, nothing that lives may be lost.
+        expect(await world.problems(name, expected.get(name) ?? { exists: false })).toEqual([]);
+        expect((await world.snapshot(name)).item?.createdAt, 'the live instance was replaced').toBe(before);
+        await settle(world, checkDeps(), expected);
+      }
+    } catch (err) {
+      figures.add('stuck');
+      if (c.flow === 'delete') figures.add('lostDeletes');
+      throw new Error(`${label} (${name}): ${String(err)}`);
     }
-    expect(passes.filter((p) => p === 'timed out').length).toBeGreaterThanOrEqual(2);
-    expect(world.stats.deletes.get(iname(live)) ?? 0, 'GC deleted a live instance').toBe(0);
-    expect(await world.problems(live, expectationOf('apply', live, 0))).toEqual([]);
-    const processes = await world.processes();
-    expect(orphans.map((o) => processes.get(iname(o)) ?? 0)).toEqual([0, 0, 0]);
-    figures.add('gcPasses', passes.length);
-  }, 120_000);
-});
+    const lease = (await world.snapshot(name)).doc?.lease;
+    expect(lease === undefined || lease.until <= Date.now(), `${label}: a lease is held`).toBe(true);
+    for (const [n, e] of expected) expectations.set(n, e);
+    figures.add('crashCases');
+  }
+
+  /** One GC pass as the GC function: it finishes, or hangs and is abandoned. */
+  async function gcPass(now: () => number): Promise<string> {
+    const run = collectGarbage(world.gcDeps(now)).then((reports) => JSON.stringify(reports.map((r) => r.deleted)));
+    return Promise.race([run, sleep(3000).then(() => 'timed out')]);
+  }
+
+  /** After recovery, one GC cycle past the grace period must find nothing to collect. */
+  async function gcFindsNothing(): Promise<void> {
+    const reports = await collectGarbage(world.gcDeps(() => Date.now() + (GRACE_SECONDS + 60) * 1000));
+    const deleted = reports.flatMap((r) => r.deleted);
+    figures.add('leaked', deleted.length);
+    expect(deleted, 'GC found leaked instances').toEqual([]);
+    const live = [...expectations].filter(([, e]) => e.exists).map(([n]) => iname(n));
+    expect((await world.inventory()).sort()).toEqual(live.sort());
+  }
+
+  beforeAll(async () => {
+    world = await startWorld({
+      kind,
+      relay: kind === 'process' ? 'crash' : `crash-${kind}`,
+      ports: PORTS,
+      config: { leaseSeconds: 2, gcGraceSeconds: GRACE_SECONDS },
+      providerOptions: { commandResendSeconds: 3 },
+      harness: { deliverReport: faults.deliverReport, wrapBackend: (backend) => faults.relayBackend(backend) },
+      hooks: faults.providerHooks,
+      commandBus: (bus) => faults.commandBus(bus),
+    });
+    world.proxies.hook = faults.storeHook;
+    figures.begin();
+  }, 60_000);
+
+  afterAll(async () => {
+    figures.zero('leaked', 'stuck', 'lostDeletes');
+    figures.report();
+    await world?.close();
+  }, 60_000);
+
+  describe(`guarantee: ${kind}: a crash at any step of create, replace or delete recovers without leaks or losses`, () => {
+    it(`${CASES.length} cases (${POINTS_HERE.length} crash points × create, replacement delete, replacement create, delete): each converges, then one GC cycle finds nothing`, async () => {
+      onTestFailed(() => console.log(replayHint(FILE, SEED)));
+      // GUARANTEE_ONLY=<text> runs the cases whose `flow/step/point` contains it (`paused-past-lease`, `replace/create/`).
+      const only = process.env['GUARANTEE_ONLY'];
+      const cases = CASES.map((c, i) => ({ c, i })).filter(
+        ({ c }) => !only || `${c.flow}/${c.step ?? ''}/${c.point}`.includes(only),
+      );
+      for (let k = 0; k < cases.length; k += 12) {
+        await Promise.all(cases.slice(k, k + 12).map(async ({ c, i }) => recover(await provoke(c, i))));
+      }
+      await gcFindsNothing();
+    }, 400_000);
+  });
+
+  describe.runIf(relayed(kind))(
+    `guarantee: ${kind}: a relay that dies mid-command loses nothing and leaks nothing once restarted`,
+    () => {
+      it(`${RELAY_CASES.length} commands cut off after the backend acted: the next boot converges: one proxy process per live proxy, none for a deleted one`, async () => {
+        onTestFailed(() => console.log(replayHint(FILE, SEED)));
+        const crashed = await Promise.all(RELAY_CASES.map((c, i) => provoke(c, CASES.length + i)));
+        // The relay comes back as a new boot; the cut-off commands were never acknowledged.
+        const agent = world.h?.agent;
+        if (!agent) throw new Error('no relay to restart');
+        await agent.stop();
+        await agent.start();
+        figures.add('relayRestarts');
+        await Promise.all(crashed.map(recover));
+        await gcFindsNothing();
+      }, 180_000);
+    },
+  );
+
+  describe(`guarantee: ${kind}: GC that dies mid-pass or loses its command collects every orphan later, never a live instance`, () => {
+    it('orphans are collected over the next passes; the live proxy is untouched', async () => {
+      const live = 'cr-gc-live';
+      await request(requestBody('apply', live, 0));
+      await settle(world, checkDeps(), new Map([[live, expectationOf('apply', live, 0)]]));
+      const raw = world.raw;
+      const orphans = ['orphan-a', 'orphan-b', 'orphan-c'];
+      for (const proxy of orphans) {
+        const credentials = { username: `u-${proxy}`, password: randomBytes(18).toString('base64url') };
+        const spec = { name: iname(proxy), proxy, installationId: INSTALLATION, specHash: 'x', port: 0, placement: {} };
+        await raw.create({ ...spec, credentials });
+      }
+      const inventory = async () => new Set(await world.inventory());
+      let lastSeen = new Set<string>();
+      const deadline = Date.now() + 30_000;
+      while (!orphans.every((o) => lastSeen.has(iname(o)))) {
+        if (Date.now() > deadline) throw new Error('orphans never reached the inventory');
+        lastSeen = await inventory();
+        await sleep(300);
+      }
+      faults.arm('gc-dies-after-delete', 'orphan-a');
+      // Without a relay there is no command to lose: that orphan's delete simply goes through.
+      if (relayed(kind)) faults.arm('publish-lost', 'orphan-b');
+      const later = () => Date.now() + (GRACE_SECONDS + 60) * 1000;
+      const passes: string[] = [];
+      const until = Date.now() + 60_000;
+      while (orphans.some((o) => lastSeen.has(iname(o)))) {
+        if (Date.now() > until) throw new Error(`orphans left after ${passes.length} GC passes: ${passes.join(' ')}`);
+        passes.push(await gcPass(later));
+        await sleep(500);
+        lastSeen = await inventory();
+      }
+      expect(passes.filter((p) => p === 'timed out').length).toBeGreaterThanOrEqual(relayed(kind) ? 2 : 1);
+      expect(world.stats.deletes.get(iname(live)) ?? 0, 'GC deleted a live instance').toBe(0);
+      expect(await world.problems(live, expectationOf('apply', live, 0))).toEqual([]);
+      const processes = await world.processes();
+      expect(orphans.map((o) => processes.get(iname(o)) ?? 0)).toEqual([0, 0, 0]);
+      figures.add('gcPasses', passes.length);
+    }, 120_000);
+  });
+}
+
+for (const kind of providersUnderTest()) crashSuite(kind);

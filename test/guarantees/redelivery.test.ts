@@ -2,8 +2,9 @@
  * Redelivery and reordering: hundreds of seeded random scenarios of applies, spec changes and
  * deletes on overlapping names, every message (requests, check kicks, relay commands, relay
  * reports, sweeps) delivered 1–4 times in random order with random delays, through the real
- * handlers and a real relay with real proxy processes. Each must converge: one instance per
- * existing proxy with the last applied spec, none for a deleted one, no document stuck.
+ * handlers, against each provider type (support/grounds.ts: a real relay with real proxy processes
+ * or libvirt's test driver, the fake Compute and Kubernetes APIs). Each must converge: one instance
+ * per existing proxy with the last applied spec, none for a deleted one, no document stuck.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
@@ -20,198 +21,216 @@ import { describeOps, expectAfter, generateOps, publishTimes, requestBody } from
 import { onTheWire } from './support/deliveries.js';
 import { settle } from './support/settle.js';
 import { iname, startWorld, type Expected, type World } from './support/world.js';
+import { providersUnderTest, type ProviderKind } from './support/grounds.js';
 import { TOPICS } from '../../shared/bus/topics.js';
 
 const FILE = 'test/guarantees/redelivery.test.ts';
 const SEED = suiteSeed(0x5eed0001);
-const SCENARIOS = scenarioCount(24, 400);
+/** Scenarios per provider: the full count for `process`, fewer for the others (the soak runs many). */
+const SCENARIOS: Record<ProviderKind, number> = {
+  process: scenarioCount(24, 400),
+  kvm: scenarioCount(8, 100),
+  gcp: scenarioCount(8, 100),
+  kubernetes: scenarioCount(8, 100),
+};
+/** Proxy ports of the process backend; relay ids per provider. */
+const PORTS: [number, number] = [25000, 25199];
 /** Scenarios run this many at once, each lane on its own names (more lanes: more load on the 2 cores). */
 const LANES = Number(process.env['GUARANTEE_LANES'] ?? 4);
 const POOL = 3;
 const KICK_COPIES = Number(process.env['GUARANTEE_KICK_COPIES'] ?? 2);
 const GC_GRACE_SECONDS = 600;
 
-const figures = new Figures('redelivery', SEED);
-const rng = mulberry32(SEED);
-/** Commands, kicks and sweeps: shared by all lanes. */
-const shared = new Deliveries(figures);
-/** Reports never stop coming: apart, so that draining `shared` ends. */
-const reports = new Deliveries(figures);
-/** Kicks of the single-request tests are dropped: `settle` runs the checks. */
-const dropped: Bus = { publish: () => Promise.resolve('dropped') };
-let world: World;
-let sweeping = true;
-let sweeper: Promise<void> | undefined;
+function redeliverySuite(kind: ProviderKind): void {
+  const figures = new Figures('redelivery', SEED, kind);
+  const scenarios = SCENARIOS[kind];
+  const rng = mulberry32(SEED);
+  /** Commands, kicks and sweeps: shared by all lanes. */
+  const shared = new Deliveries(figures);
+  /** Reports never stop coming: apart, so that draining `shared` ends. */
+  const reports = new Deliveries(figures);
+  /** Kicks of the single-request tests are dropped: `settle` runs the checks. */
+  const dropped: Bus = { publish: () => Promise.resolve('dropped') };
+  let world: World;
+  let sweeping = true;
+  let sweeper: Promise<void> | undefined;
 
-/** The check function's handler; its "check again soon" (a thrown RetryableError) is a redelivery. */
-function checkHandler(deps: () => CheckDeps) {
-  return async (message: BusMessage): Promise<Handled> => {
-    try {
-      await handleCheckMessage(deps(), message);
-    } catch (err) {
-      if (err instanceof RetryableError) return { redeliverAfterMs: err.retryAfterMs };
-      throw err;
-    }
-  };
-}
-
-/** A bus delivering check kicks through `deliveries` to the check function. */
-function checkBus(deliveries: Deliveries, busRng: Rng): Bus {
-  let deps: CheckDeps | undefined;
-  const bus = deliveringBus(
-    deliveries,
-    busRng,
-    { [TOPICS.proxyChecks]: checkHandler(() => (deps ??= world.checkDeps(bus))) },
-    KICK_COPIES,
-  );
-  return bus;
-}
-
-/** The scheduler's sweep, every 2.5 s, itself delivered 1–2 times. */
-async function sweepLoop(): Promise<void> {
-  const bus = checkBus(shared, rng.fork());
-  const handle = checkHandler(() => world.checkDeps(bus));
-  while (sweeping) {
-    void shared.send(rng, 'sweep', () => handle(onTheWire({ sweep: true })), rng.int(1, 2));
-    await sleep(2500);
-  }
-}
-
-/** A sequence of scenarios on one pool of names, each starting from where the previous one ended. */
-async function runLane(lane: number, count: number, expected: Map<string, Expected>): Promise<void> {
-  const names = Array.from({ length: POOL }, (_, k) => `rd-${lane}-${'abcdefgh'[k]}`);
-  for (const name of names) if (!expected.has(name)) expected.set(name, { exists: false });
-  for (let s = 0; s < count; s++) {
-    const srng = mulberry32((SEED * 31 + lane * 1_000_003 + s * 7_919) >>> 0);
-    // Copies and redeliveries outlive the scenario: late ones land in the next scenarios (stale).
-    const bus = checkBus(shared, srng.fork());
-    const deps = world.requestDeps(bus);
-    const ops = generateOps(srng, names);
-    expectAfter(ops, expected);
-    figures.add('scenarios');
-    figures.add('requests', ops.length);
-    // Settling starts once every request is in the store; their other copies arrive meanwhile.
-    await Promise.all(
-      srng.shuffle(ops).map((op) => deliverRequest(shared, srng, (side) => handleRequest(deps, side, op.message))),
-    );
-    try {
-      const settled = await settle(world, world.checkDeps(bus), expected, 120_000, 15_000);
-      figures.add('settleMsTotal', settled.ms);
-      figures.max('settleMsMax', settled.ms);
-      if (process.env['GUARANTEE_DEBUG'])
-        console.log(`lane ${lane} scenario ${s}: ${describeOps(ops)} settled in ${settled.ms} ms`);
-    } catch (err) {
-      figures.add('stuck');
-      throw new Error(
-        `lane ${lane} scenario ${s} (seed ${SEED}): ${describeOps(ops)}\n${String(err)}\n${replayHint(FILE, SEED, SCENARIOS)}`,
-      );
-    }
-  }
-}
-
-const lanes = new Map<number, Map<string, Expected>>();
-/** The later tests build on the scenarios' end state: they skip when the scenarios did not converge. */
-let converged = false;
-
-beforeAll(async () => {
-  const reportRng = rng.fork();
-  world = await startWorld({
-    relay: 'redelivery',
-    ports: [25000, 25199],
-    config: { gcGraceSeconds: GC_GRACE_SECONDS },
-    harness: { deliverReport: (m, apply) => reports.send(reportRng, 'report', async () => void (await apply(m))) },
-    commandBus: (bus) => duplicatingBus(bus, shared, rng.fork(), 'command'),
-  });
-  sweeper = sweepLoop();
-}, 60_000);
-
-afterAll(async () => {
-  sweeping = false;
-  await sweeper;
-  // After a failure, lanes may still be running: their deliveries never drain.
-  if (converged) await shared.drain();
-  figures.add('creates', world ? [...world.stats.creates.values()].reduce((a, b) => a + b, 0) : 0);
-  figures.add('deletes', world ? [...world.stats.deletes.values()].reduce((a, b) => a + b, 0) : 0);
-  figures.zero('stuck', 'leaked', 'lostDeletes');
-  figures.report();
-  await world?.close();
-}, 120_000);
-
-describe('guarantee: redelivered, duplicated and reordered messages converge', () => {
-  it(
-    `${SCENARIOS} random scenarios end with one instance per live proxy at its last applied spec and none for a deleted one`,
-    async () => {
-      onTestFailed(() => console.log(replayHint(FILE, SEED, SCENARIOS)));
-      await Promise.all(
-        Array.from({ length: LANES }, (_, lane) => {
-          const expected = new Map<string, Expected>();
-          lanes.set(lane, expected);
-          const count = Math.floor(SCENARIOS / LANES) + (lane < SCENARIOS % LANES ? 1 : 0);
-          return runLane(lane, count, expected);
-        }),
-      );
-      converged = true;
-    },
-    180_000 + SCENARIOS * 5_000,
-  );
-
-  it('an apply published between two deletes but delivered after both is stale', async () => {
-    const name = 'rd-order';
-    const deps = world.requestDeps(dropped);
-    const base = publishTimes(4);
-    const [t0, t1, t2, t3] = [base, base + 1, base + 2, base + 3];
-    const send = async (kind: 'apply' | 'delete', at: number) => {
-      const message = onTheWire(requestBody(kind, name, 1), at);
-      return handleRequest(deps, kind, message);
+  /** The check function's handler; its "check again soon" (a thrown RetryableError) is a redelivery. */
+  function checkHandler(deps: () => CheckDeps) {
+    return async (message: BusMessage): Promise<Handled> => {
+      try {
+        await handleCheckMessage(deps(), message);
+      } catch (err) {
+        if (err instanceof RetryableError) return { redeliverAfterMs: err.retryAfterMs };
+        throw err;
+      }
     };
-    await send('apply', t0);
-    expect(await send('delete', t1)).toBe('marked');
-    // The second delete finds the proxy already being deleted; the apply published between them arrives last.
-    expect(await send('delete', t3)).toBe('already');
-    expect(await send('apply', t2)).toBe('stale');
-    expect((await world.proxies.get(name))?.doc.deletionRequestedAt).toBeDefined();
-    await settle(world, world.checkDeps(dropped), new Map([[name, { exists: false }]]));
+  }
+
+  /** A bus delivering check kicks through `deliveries` to the check function. */
+  function checkBus(deliveries: Deliveries, busRng: Rng): Bus {
+    let deps: CheckDeps | undefined;
+    const bus = deliveringBus(
+      deliveries,
+      busRng,
+      { [TOPICS.proxyChecks]: checkHandler(() => (deps ??= world.checkDeps(bus))) },
+      KICK_COPIES,
+    );
+    return bus;
+  }
+
+  /** The scheduler's sweep, every 2.5 s, itself delivered 1–2 times. */
+  async function sweepLoop(): Promise<void> {
+    const bus = checkBus(shared, rng.fork());
+    const handle = checkHandler(() => world.checkDeps(bus));
+    while (sweeping) {
+      void shared.send(rng, 'sweep', () => handle(onTheWire({ sweep: true })), rng.int(1, 2));
+      await sleep(2500);
+    }
+  }
+
+  /** A sequence of scenarios on one pool of names, each starting from where the previous one ended. */
+  async function runLane(lane: number, count: number, expected: Map<string, Expected>): Promise<void> {
+    const names = Array.from({ length: POOL }, (_, k) => `rd-${lane}-${'abcdefgh'[k]}`);
+    for (const name of names) if (!expected.has(name)) expected.set(name, { exists: false });
+    for (let s = 0; s < count; s++) {
+      const srng = mulberry32((SEED * 31 + lane * 1_000_003 + s * 7_919) >>> 0);
+      // Copies and redeliveries outlive the scenario: late ones land in the next scenarios (stale).
+      const bus = checkBus(shared, srng.fork());
+      const deps = world.requestDeps(bus);
+      const ops = generateOps(srng, names);
+      expectAfter(ops, expected);
+      figures.add('scenarios');
+      figures.add('requests', ops.length);
+      // Settling starts once every request is in the store; their other copies arrive meanwhile.
+      await Promise.all(
+        srng.shuffle(ops).map((op) => deliverRequest(shared, srng, (side) => handleRequest(deps, side, op.message))),
+      );
+      try {
+        const settled = await settle(world, world.checkDeps(bus), expected, 120_000, 15_000);
+        figures.add('settleMsTotal', settled.ms);
+        figures.max('settleMsMax', settled.ms);
+        if (process.env['GUARANTEE_DEBUG'])
+          console.log(`lane ${lane} scenario ${s}: ${describeOps(ops)} settled in ${settled.ms} ms`);
+      } catch (err) {
+        figures.add('stuck');
+        throw new Error(
+          `lane ${lane} scenario ${s} (seed ${SEED}): ${describeOps(ops)}\n${String(err)}\n${replayHint(FILE, SEED, scenarios)}`,
+        );
+      }
+    }
+  }
+
+  const lanes = new Map<number, Map<string, Expected>>();
+  /** The later tests build on the scenarios' end state: they skip when the scenarios did not converge. */
+  let converged = false;
+
+  beforeAll(async () => {
+    const reportRng = rng.fork();
+    world = await startWorld({
+      kind,
+      relay: kind === 'process' ? 'redelivery' : `redelivery-${kind}`,
+      ports: PORTS,
+      config: { gcGraceSeconds: GC_GRACE_SECONDS },
+      harness: { deliverReport: (m, apply) => reports.send(reportRng, 'report', async () => void (await apply(m))) },
+      commandBus: (bus) => duplicatingBus(bus, shared, rng.fork(), 'command'),
+    });
+    sweeper = sweepLoop();
+    figures.begin();
   }, 60_000);
 
-  it('one GC cycle past the grace period deletes nothing: no instance leaked, none that should live', async (ctx) => {
-    if (!converged) ctx.skip();
+  afterAll(async () => {
     sweeping = false;
     await sweeper;
-    await shared.drain();
-    const live = [...lanes.values()].flatMap((m) => [...m].filter(([, e]) => e.exists).map(([n]) => iname(n)));
-    const inventory = await world.h.relays.instances(world.relay);
-    const orphans = inventory.filter((i) => !live.includes(i.name)).map((i) => i.name);
-    figures.add('leaked', orphans.length);
-    expect(orphans, 'instances no live proxy owns').toEqual([]);
-    const reports = await collectGarbage(world.gcDeps(() => Date.now() + (GC_GRACE_SECONDS + 60) * 1000));
-    expect(reports.map((r) => r.skipped)).toEqual([undefined]);
-    expect(reports.flatMap((r) => r.deleted)).toEqual([]);
-    expect((await world.h.relays.instances(world.relay)).map((i) => i.name).sort()).toEqual([...live].sort());
-  }, 60_000);
-
-  it('deleting every proxy (each delete delivered 1–4 times) leaves no document, instance or process', async (ctx) => {
-    if (!converged) ctx.skip();
-    const deliveries = new Deliveries(figures);
-    const crng = rng.fork();
-    const bus = checkBus(deliveries, crng.fork());
-    const deps = world.requestDeps(bus);
-    const expected = new Map<string, Expected>();
-    const names = [...lanes.values()].flatMap((m) => [...m.keys()]);
-    const base = publishTimes(names.length);
-    await Promise.all(
-      names.map((name, i) => {
-        expected.set(name, { exists: false });
-        const message = onTheWire(requestBody('delete', name), base + i);
-        return deliverRequest(deliveries, crng, (side) => handleRequest(deps, side, message));
-      }),
-    );
-    try {
-      await settle(world, world.checkDeps(bus), expected);
-    } catch (err) {
-      figures.add('lostDeletes');
-      throw err;
-    }
-    expect(await world.h.relays.instances(world.relay)).toEqual([]);
-    expect([...(await world.processes()).values()].reduce((a, b) => a + b, 0)).toBe(0);
+    // After a failure, lanes may still be running: their deliveries never drain.
+    if (converged) await shared.drain();
+    figures.add('creates', world ? [...world.stats.creates.values()].reduce((a, b) => a + b, 0) : 0);
+    figures.add('deletes', world ? [...world.stats.deletes.values()].reduce((a, b) => a + b, 0) : 0);
+    figures.zero('stuck', 'leaked', 'lostDeletes');
+    figures.report();
+    await world?.close();
   }, 120_000);
-});
+
+  describe(`guarantee: ${kind}: redelivered, duplicated and reordered messages converge`, () => {
+    it(
+      `${scenarios} random scenarios end with one instance per live proxy at its last applied spec and none for a deleted one`,
+      async () => {
+        onTestFailed(() => console.log(replayHint(FILE, SEED, scenarios)));
+        await Promise.all(
+          Array.from({ length: LANES }, (_, lane) => {
+            const expected = new Map<string, Expected>();
+            lanes.set(lane, expected);
+            const count = Math.floor(scenarios / LANES) + (lane < scenarios % LANES ? 1 : 0);
+            return runLane(lane, count, expected);
+          }),
+        );
+        converged = true;
+      },
+      180_000 + scenarios * 5_000,
+    );
+
+    it('an apply published between two deletes but delivered after both is stale', async () => {
+      const name = 'rd-order';
+      const deps = world.requestDeps(dropped);
+      const base = publishTimes(4);
+      const [t0, t1, t2, t3] = [base, base + 1, base + 2, base + 3];
+      const send = async (kind: 'apply' | 'delete', at: number) => {
+        const message = onTheWire(requestBody(kind, name, 1), at);
+        return handleRequest(deps, kind, message);
+      };
+      await send('apply', t0);
+      expect(await send('delete', t1)).toBe('marked');
+      // The second delete finds the proxy already being deleted; the apply published between them arrives last.
+      expect(await send('delete', t3)).toBe('already');
+      expect(await send('apply', t2)).toBe('stale');
+      // Still being deleted, or already finalised (a sweep may come by first): never live again.
+      const left = await world.proxies.get(name);
+      expect(left === undefined || left.doc.deletionRequestedAt !== undefined, 'the stale apply revived it').toBe(true);
+      await settle(world, world.checkDeps(dropped), new Map([[name, { exists: false }]]));
+    }, 60_000);
+
+    it('one GC cycle past the grace period deletes nothing: no instance leaked, none that should live', async (ctx) => {
+      if (!converged) ctx.skip();
+      sweeping = false;
+      await sweeper;
+      await shared.drain();
+      const live = [...lanes.values()].flatMap((m) => [...m].filter(([, e]) => e.exists).map(([n]) => iname(n)));
+      const inventory = await world.inventory();
+      const orphans = inventory.filter((i) => !live.includes(i));
+      figures.add('leaked', orphans.length);
+      expect(orphans, 'instances no live proxy owns').toEqual([]);
+      const reports = await collectGarbage(world.gcDeps(() => Date.now() + (GC_GRACE_SECONDS + 60) * 1000));
+      expect(reports.map((r) => r.skipped)).toEqual([undefined]);
+      expect(reports.flatMap((r) => r.deleted)).toEqual([]);
+      expect((await world.inventory()).sort()).toEqual([...live].sort());
+    }, 60_000);
+
+    it('deleting every proxy (each delete delivered 1–4 times) leaves no document, instance or process', async (ctx) => {
+      if (!converged) ctx.skip();
+      const deliveries = new Deliveries(figures);
+      const crng = rng.fork();
+      const bus = checkBus(deliveries, crng.fork());
+      const deps = world.requestDeps(bus);
+      const expected = new Map<string, Expected>();
+      const names = [...lanes.values()].flatMap((m) => [...m.keys()]);
+      const base = publishTimes(names.length);
+      await Promise.all(
+        names.map((name, i) => {
+          expected.set(name, { exists: false });
+          const message = onTheWire(requestBody('delete', name), base + i);
+          return deliverRequest(deliveries, crng, (side) => handleRequest(deps, side, message));
+        }),
+      );
+      try {
+        await settle(world, world.checkDeps(bus), expected);
+      } catch (err) {
+        figures.add('lostDeletes');
+        throw err;
+      }
+      expect(await world.inventory()).toEqual([]);
+      expect([...(await world.processes()).values()].reduce((a, b) => a + b, 0)).toBe(0);
+    }, 120_000);
+  });
+}
+
+for (const kind of providersUnderTest()) redeliverySuite(kind);

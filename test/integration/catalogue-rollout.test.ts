@@ -13,7 +13,7 @@ const request: ApplyRequest = {
   kind: 'Proxy',
   action: 'apply',
   metadata: { name: NAME, labels: {} },
-  spec: { provider: PROVIDER, placement: { catalogue: 'loopback' }, port: 0 },
+  spec: { provider: PROVIDER, placement: { catalogue: 'alt' }, port: 0 },
 };
 
 beforeAll(async () => {
@@ -21,18 +21,18 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => world?.close(), 60_000);
 
-/** The world's config with the `loopback` catalogue entry of the provider replaced by `entry`. */
+/** The world's config with the `alt` catalogue entry of the provider replaced by `entry`. */
 function withCatalogueEntry(entry: Record<string, unknown>) {
-  const config = world.h.config;
+  const config = world.config;
   return parseConfig({
     ...config,
-    providers: config.providers.map((p) => (p.name === PROVIDER ? { ...p, catalogue: { loopback: entry } } : p)),
+    providers: config.providers.map((p) => (p.name === PROVIDER ? { ...p, catalogue: { alt: entry } } : p)),
   });
 }
 
 describe('reconcile: a catalogue edit', () => {
   it('leaves a Ready proxy alone while the entry is unchanged, and replaces it once the entry changes', async () => {
-    const deps = world.checkDeps(world.h.bus);
+    const deps = world.checkDeps(world.bus);
     await world.proxies.apply(request, Date.now(), Date.now());
     await settle(deps, NAME, (phase) => phase === 'Ready');
     const before = (await world.snapshot(NAME)).doc;
@@ -43,7 +43,7 @@ describe('reconcile: a catalogue edit', () => {
     expect((await world.snapshot(NAME)).doc?.status.phase).toBe('Ready');
     expect(world.stats.deletes.get(iname(NAME)) ?? 0).toBe(deletesBefore);
 
-    // The entry edited: the request still says `catalogue: loopback`, the resolved placement differs.
+    // The entry edited: the request still says `catalogue: alt`, the resolved placement differs.
     await runCheck({ ...deps, config: withCatalogueEntry({ bindAddress: '127.0.0.2' }) }, { names: [NAME] });
     const after = (await world.snapshot(NAME)).doc;
     expect(after?.spec).toEqual(before?.spec);

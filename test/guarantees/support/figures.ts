@@ -4,11 +4,19 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 /** Named counts of one suite (scenarios run, deliveries duplicated, crash points injected, …). */
 export class Figures {
   private readonly counts = new Map<string, number>();
+  private started = Date.now();
 
+  /** @param provider - the provider type the suite ran against */
   constructor(
     readonly suite: string,
     readonly seed: number,
+    readonly provider = 'process',
   ) {}
+
+  /** Starts the clock of `elapsedMs` (the world is up: what follows is the suite's own time). */
+  begin(): void {
+    this.started = Date.now();
+  }
 
   add(key: string, n = 1): void {
     this.counts.set(key, (this.counts.get(key) ?? 0) + n);
@@ -28,13 +36,16 @@ export class Figures {
     for (const key of keys) if (!this.counts.has(key)) this.counts.set(key, 0);
   }
 
-  /** Prints `guarantee-figures <suite> seed=… key=value …` and records it as a JSON line. */
+  /** Prints `guarantee-figures <suite> provider=… seed=… key=value …` and records it as a JSON line. */
   report(): string {
+    this.counts.set('elapsedMs', Date.now() - this.started);
     const entries = [...this.counts].sort(([a], [b]) => a.localeCompare(b));
-    const line = `guarantee-figures ${this.suite} seed=${this.seed} ${entries.map(([k, v]) => `${k}=${v}`).join(' ')}`;
+    const head = `guarantee-figures ${this.suite} provider=${this.provider} seed=${this.seed}`;
+    const line = `${head} ${entries.map(([k, v]) => `${k}=${v}`).join(' ')}`;
     console.log(line);
     mkdirSync('test-results', { recursive: true });
-    const record = { suite: this.suite, seed: this.seed, at: new Date().toISOString(), ...Object.fromEntries(entries) };
+    const at = new Date().toISOString();
+    const record = { suite: this.suite, provider: this.provider, seed: this.seed, at, ...Object.fromEntries(entries) };
     appendFileSync('test-results/guarantees.jsonl', `${JSON.stringify(record)}\n`);
     return line;
   }

@@ -5,17 +5,27 @@ import { onTheWire } from './deliveries.js';
 import type { Rng } from './prng.js';
 import { PROVIDER, type Expected } from './world.js';
 
+/** The placement of variant 1, the world's own (its provider's catalogue entry `alt` says the same). */
+let placement: Record<string, unknown> = {};
+
+/** Set by `startWorld` for the provider under test; the suites run their worlds one after another. */
+export function usePlacement(p: Record<string, unknown>): void {
+  placement = p;
+}
+
 /**
  * Spec variants. 0 and 3 hash alike (maxAge is not hashed), as do 1 and 2 (the catalogue entry
  * resolves to 1's placement): moving between the pairs replaces the instance, within a pair only
  * bumps the generation.
  */
-export const VARIANTS: readonly Record<string, unknown>[] = [
-  { provider: PROVIDER },
-  { provider: PROVIDER, placement: { bindAddress: '127.0.0.1' } },
-  { provider: PROVIDER, placement: { catalogue: 'loopback' } },
-  { provider: PROVIDER, maxAge: '24h' },
-];
+export const variant = (i: number): Record<string, unknown> =>
+  [
+    { provider: PROVIDER },
+    { provider: PROVIDER, placement },
+    { provider: PROVIDER, placement: { catalogue: 'alt' } },
+    { provider: PROVIDER, maxAge: '24h' },
+  ][i] ?? {};
+export const VARIANT_COUNT = 4;
 export const LABELS: readonly Record<string, string>[] = [{}, { team: 'a' }, { team: 'b', tier: 'gold' }];
 
 /** One request of a scenario, published once (its copies share the message id and publish time). */
@@ -28,14 +38,19 @@ export interface Op {
   message: BusMessage;
 }
 
-export function requestBody(kind: 'apply' | 'delete', name: string, variant = 0, labels = 0): Record<string, unknown> {
+export function requestBody(
+  kind: 'apply' | 'delete',
+  name: string,
+  variantIndex = 0,
+  labels = 0,
+): Record<string, unknown> {
   if (kind === 'delete') return { apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name } };
   return {
     apiVersion: 'egress.dev/v1',
     kind: 'Proxy',
     action: 'apply',
     metadata: { name, labels: LABELS[labels] },
-    spec: VARIANTS[variant],
+    spec: variant(variantIndex),
   };
 }
 
@@ -55,11 +70,11 @@ export function generateOps(rng: Rng, names: readonly string[], maxOps = 6): Op[
   return Array.from({ length: count }, (_, i) => {
     const kind = rng.chance(0.7) ? 'apply' : 'delete';
     const name = rng.pick(used);
-    const variant = rng.int(0, VARIANTS.length - 1);
+    const index = rng.int(0, VARIANT_COUNT - 1);
     const labels = rng.int(0, LABELS.length - 1);
     const publishTime = base + i;
-    const message = onTheWire(requestBody(kind, name, variant, labels), publishTime);
-    return { kind, name, variant, labels, publishTime, message };
+    const message = onTheWire(requestBody(kind, name, index, labels), publishTime);
+    return { kind, name, variant: index, labels, publishTime, message };
   });
 }
 

@@ -1,42 +1,48 @@
 /**
- * The world the guarantee suites drive: a real relay with real proxy processes over the emulators
- * (test/support/relay-harness.ts), and the functions' handlers wired to a crash-point store, a
- * counting provider registry and buses the test controls.
+ * The world the guarantee suites drive, for one provider type (support/grounds.ts: a real relay
+ * with real proxy processes or libvirt's test driver, or a wire-level fake cloud), over the
+ * emulators, and the functions' handlers wired to a crash-point store, a counting provider
+ * registry and buses the test controls.
  */
 import type { Bus } from '../../../shared/bus/pubsub.js';
+import type { Config } from '../../../shared/config/schema.js';
 import { canonicalJson, specHash } from '../../../shared/domain/spec-hash.js';
 import { instanceName } from '../../../shared/domain/names.js';
 import type { ProxySpec } from '../../../shared/domain/proxy.js';
 import type { ProxyDoc } from '../../../shared/domain/status.js';
-import type { Registry } from '../../../shared/providers/contract.js';
+import type { Logger } from '../../../shared/logger.js';
+import type { Provider, Registry } from '../../../shared/providers/contract.js';
 import { createRegistry } from '../../../shared/providers/registry.js';
 import type { CheckDeps } from '../../../shared/reconcile/check.js';
 import type { GcDeps } from '../../../shared/reconcile/gc.js';
 import { resolvePlacement } from '../../../shared/reconcile/reconcile.js';
-import type { InventoryItem } from '../../../shared/relay/protocol.js';
 import type { RequestDeps } from '../../../shared/requests.js';
 import type { CommandDoc } from '../../../shared/store/relays.js';
-import { startRelayHarness, type RelayHarness, type RelayHarnessOptions } from '../../support/relay-harness.js';
+import type { RelayHarness, RelayHarnessOptions } from '../../support/relay-harness.js';
 import { countingRegistry, ProviderStats, type ProviderHooks } from './counting-provider.js';
 import { FaultyProxyStore } from './faulty-store.js';
-import { proxyProcesses } from './processes.js';
+import { startGround, type Item, type ProviderKind } from './grounds.js';
+import { usePlacement } from './scenarios.js';
 
-export const PROVIDER = 'proc';
+export const PROVIDER = 'subject';
 export const INSTALLATION = 'it';
 
 export interface WorldOptions {
+  /** The provider type under test (default `process`). */
+  kind?: ProviderKind;
   /** The relay id (also the log file and project prefix). */
   relay: string;
   /** Proxy ports of this world's relay; keep them apart from other files'. */
   ports: [number, number];
   /** Config fields for the functions' side. */
   config?: Record<string, unknown>;
-  /** Options of the `proc` provider (heartbeatTimeoutSeconds, commandResendSeconds). */
+  /** Options of a relay-backed provider (heartbeatTimeoutSeconds, commandResendSeconds). */
   providerOptions?: Record<string, unknown>;
+  /** The relay's hooks (relay-backed providers; `onLog` everywhere). */
   harness?: RelayHarnessOptions;
   /** Around every provider call the functions make. */
   hooks?: ProviderHooks;
-  /** The bus the provider publishes relay commands on (wrap it to duplicate or lose commands). */
+  /** The bus a relay-backed provider publishes its commands on (wrap it to duplicate or lose commands). */
   commandBus?: (bus: Bus) => Bus;
 }
 
@@ -46,7 +52,7 @@ export interface Snapshot {
   instance: string;
   doc: ProxyDoc | undefined;
   credentials: boolean;
-  item: InventoryItem | undefined;
+  item: Item | undefined;
   command: CommandDoc | undefined;
 }
 
@@ -54,10 +60,18 @@ export interface Snapshot {
 export type Expected = { exists: false } | { exists: true; spec: ProxySpec; labels: Record<string, string> };
 
 export interface World {
-  h: RelayHarness;
+  kind: ProviderKind;
+  config: Config;
+  logger: Logger;
+  /** The bus of the relay (relay-backed providers), or one that takes nothing. */
+  bus: Bus;
+  /** The relay, for relay-backed providers. */
+  h: RelayHarness | undefined;
   proxies: FaultyProxyStore;
   stats: ProviderStats;
   registry: Registry;
+  /** The provider under test, uncounted and without faults (to make orphans behind the control plane's back). */
+  raw: Provider;
   relay: string;
   requestDeps(bus: Bus): RequestDeps;
   checkDeps(bus: Bus): CheckDeps;
@@ -67,7 +81,9 @@ export interface World {
   snapshot(name: string): Promise<Snapshot>;
   /** What is wrong with `name` against `expected` (empty when it is there). */
   problems(name: string, expected: Expected): Promise<string[]>;
-  /** Live proxy processes per instance name. */
+  /** Names of the instances the backend keeps (the relay's inventory, the fake's VMs or Pods). */
+  inventory(): Promise<string[]>;
+  /** Instances per name where they really are: proxy processes, libvirt domains, the fake's VMs or Pods. */
   processes(): Promise<Map<string, number>>;
   close(): Promise<void>;
 }
@@ -76,65 +92,61 @@ export const iname = (proxy: string) => instanceName(INSTALLATION, proxy);
 
 export async function startWorld(options: WorldOptions): Promise<World> {
   const { relay } = options;
-  const h = await startRelayHarness(
-    relay,
-    options.ports,
-    {
-      backoffBaseSeconds: 0.5,
-      backoffMaxSeconds: 2,
-      leaseSeconds: 5,
-      ...options.config,
-      providers: [
-        {
-          name: PROVIDER,
-          type: 'process',
-          relay,
-          catalogue: { loopback: { bindAddress: '127.0.0.1' } },
-          rolloutBudget: 50,
-          options: { heartbeatTimeoutSeconds: 30, ...options.providerOptions },
-        },
-      ],
-    },
-    options.harness,
-  );
-  const proxies = new FaultyProxyStore(h.db, h.logger);
-  const stats = new ProviderStats();
-  const commandBus = options.commandBus?.(h.bus) ?? h.bus;
-  const inner = createRegistry({
-    config: h.config,
-    relays: h.relays,
-    bus: commandBus,
-    logger: h.logger,
-    relayKeys: h.relayKeys,
+  const kind = options.kind ?? 'process';
+  const ground = await startGround({
+    kind,
+    provider: PROVIDER,
+    name: relay,
+    ports: options.ports,
+    config: { backoffBaseSeconds: 0.5, backoffMaxSeconds: 2, leaseSeconds: 5, ...options.config },
+    relayOptions: options.providerOptions ?? {},
+    harness: options.harness ?? {},
   });
-  const registry = countingRegistry(inner, stats, options.hooks);
+  usePlacement(ground.placement);
+  const { config, logger, harness: h } = ground;
+  const proxies = new FaultyProxyStore(ground.db, logger);
+  const stats = new ProviderStats();
+  const commandBus = options.commandBus?.(ground.bus) ?? ground.bus;
+  const registryDeps = {
+    config,
+    relays: ground.relays,
+    logger,
+    ...(ground.relayKeys && { relayKeys: ground.relayKeys }),
+  };
+  const registry = countingRegistry(createRegistry({ ...registryDeps, bus: commandBus }), stats, options.hooks);
   const provider = registry.get(PROVIDER);
-  if (!provider) throw new Error('no provider');
+  const raw = createRegistry({ ...registryDeps, bus: ground.bus }).get(PROVIDER);
+  if (!provider || !raw) throw new Error('no provider');
 
   const world: World = {
+    kind,
+    config,
+    logger,
+    bus: ground.bus,
     h,
     proxies,
     stats,
     registry,
+    raw,
     relay,
-    requestDeps: (bus) => ({ proxies, bus, logger: h.logger, maxEvents: h.config.maxEvents }),
+    requestDeps: (bus) => ({ proxies, bus, logger, maxEvents: config.maxEvents }),
     checkDeps: (bus) => ({
-      config: h.config,
+      config,
       proxies,
       registry,
-      logger: h.logger,
+      logger,
       bus,
       countReplacing: (p) => proxies.countReplacing(p),
     }),
-    gcDeps: (now) => ({ config: h.config, proxies, registry, logger: h.logger, ...(now ? { now } : {}) }),
-    hashOf: (spec) => specHash(spec, resolvePlacement(h.config, provider, spec.placement)),
+    gcDeps: (now) => ({ config, proxies, registry, logger, ...(now ? { now } : {}) }),
+    hashOf: (spec) => specHash(spec, resolvePlacement(config, provider, spec.placement)),
     async snapshot(name) {
       const instance = iname(name);
       const [doc, credentials, item, command] = await Promise.all([
         proxies.get(name),
         proxies.credentials(name),
-        h.relays.instance(relay, instance),
-        h.relays.command(relay, instance),
+        ground.item(instance),
+        h?.relays.command(relay, instance),
       ]);
       return { name, instance, doc: doc?.doc, credentials: credentials !== undefined, item, command };
     },
@@ -158,7 +170,8 @@ export async function startWorld(options: WorldOptions): Promise<World> {
         out.push(`spec ${canonicalJson(s.doc.spec)} is not the last applied ${canonicalJson(expected.spec)}`);
       if (canonicalJson(s.doc.metadata.labels) !== canonicalJson(expected.labels))
         out.push(`labels ${canonicalJson(s.doc.metadata.labels)} are not ${canonicalJson(expected.labels)}`);
-      if (s.doc.status.phase !== 'Ready') out.push(`phase ${s.doc.status.phase}`);
+      if (s.doc.status.phase !== ground.servingPhase)
+        out.push(`phase ${s.doc.status.phase}, want ${ground.servingPhase}`);
       if (s.doc.status.observedGeneration !== s.doc.generation)
         out.push(`observedGeneration ${s.doc.status.observedGeneration} != generation ${s.doc.generation}`);
       if (s.doc.status.instance?.specHash !== hash) out.push(`status instance hash is not ${hash}`);
@@ -169,8 +182,9 @@ export async function startWorld(options: WorldOptions): Promise<World> {
       if (live) out.push('a lease is held');
       return out;
     },
-    processes: () => proxyProcesses(h.stateDir),
-    close: () => h.close(),
+    inventory: () => ground.inventory(),
+    processes: () => ground.counts(),
+    close: () => ground.close(),
   };
   return world;
 }
