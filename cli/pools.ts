@@ -5,7 +5,7 @@ import { toValidationError } from '../shared/domain/proxy.js';
 import { canonicalJson } from '../shared/domain/spec-hash.js';
 import type { ApiClient } from './api-client.js';
 import type { ApiPool } from '../shared/api/schema.js';
-import type { GetOutput } from './args.js';
+import type { GetOutput } from './command.js';
 import { NONE, age, alignRows, toJson, toYaml } from './format.js';
 import { WaitError, type ProgressOutput } from './wait.js';
 
