@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LOCAL_DEFAULT_CONFIG } from '../shared/config/local-default.js';
+import { createPubSubBus } from '../shared/bus/pubsub.js';
 import { createFirestore } from '../shared/store/firestore.js';
 import { startEchoServer, type EchoServer } from '../shared/probe/echo-server.js';
 import { createRelayAgent, type RelayAgent } from '../relay/agent.js';
@@ -17,6 +18,7 @@ import type { RelayBackend } from '../relay/backends/backend.js';
 import { createBackends } from '../relay/backends/create-backends.js';
 import { stopAllInstances } from '../relay/backends/process/index.js';
 import { LOCAL_RELAY_CONFIG, parseRelayConfig } from '../relay/config.js';
+import { createStreamingSubscription } from '../relay/streaming-subscription.js';
 import { startChild, waitForPort, type Child } from '../infra/local/children.js';
 import { freePort } from '../infra/local/emulators.js';
 import { applyTopology, loadTopology, localPushEndpoint } from '../infra/local/topology.js';
@@ -173,7 +175,14 @@ export async function startOrchestrationStack(
       [...createBackends(relayConfig, { logger })].map(([k, b]) => [k, recordReachable(b, reachableAt)]),
     );
     const keys = parseRelayKeys(relayKeysText).get(relayConfig.relay);
-    const agent: RelayAgent = createRelayAgent({ config: relayConfig, pubsub, backends, logger, keys });
+    const agent: RelayAgent = createRelayAgent({
+      config: relayConfig,
+      bus: createPubSubBus(pubsub),
+      subscribe: (name, maxInFlight) => createStreamingSubscription(pubsub, name, maxInFlight),
+      backends,
+      logger,
+      keys,
+    });
     await agent.start();
     stoppers.push(async () => {
       await agent.stop();

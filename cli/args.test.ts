@@ -1,6 +1,7 @@
 /** Command-line parsing: every verb of interfaces.md §4, and the mistakes that are usage errors (exit 2). */
 import { describe, expect, it } from 'vitest';
-import { parseCommand, UsageError } from './args.js';
+import { parseCommand } from './args.js';
+import { UsageError } from './command.js';
 
 const split = (line: string) => line.split(' ').filter(Boolean);
 

@@ -1,93 +1,7 @@
 /** The `egress` command line (interfaces.md §4) parsed into a typed command; mistakes are usage errors (exit 2). */
 import { parseArgs } from 'node:util';
-import { parseDuration } from '../shared/domain/duration.js';
-import { dnsLabel } from '../shared/domain/names.js';
-import { normaliseTarget, REPORT_REASONS, type ReportReason } from '../shared/domain/reports.js';
-import { PHASES, type Phase } from '../shared/domain/status.js';
-
-/** A mistake on the command line: unknown verb or flag, missing argument, bad flag value (exit 2). */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-/** `-o` of the `get` verbs. */
-export const GET_OUTPUTS = ['table', 'wide', 'json', 'yaml'] as const;
-export type GetOutput = (typeof GET_OUTPUTS)[number];
-/** `-o` of `discover`. */
-export const DISCOVER_OUTPUTS = ['urls', 'json'] as const;
-export type DiscoverOutput = (typeof DISCOVER_OUTPUTS)[number];
-
-/** What the user asked for. */
-export type Command =
-  | { verb: 'help' }
-  | { verb: 'apply'; files: string[]; wait: boolean; timeoutMs: number }
-  | { verb: 'get-proxies'; output: GetOutput; provider?: string; phase?: Phase; labels: string[]; watch: boolean }
-  | { verb: 'get-proxy'; name: string; output: GetOutput }
-  | { verb: 'get-providers'; output: GetOutput }
-  | { verb: 'describe-proxy'; name: string }
-  | { verb: 'delete-proxy'; names: string[]; wait: boolean; timeoutMs: number }
-  | { verb: 'get-pools'; output: GetOutput }
-  | { verb: 'get-pool'; name: string; output: GetOutput }
-  | { verb: 'describe-pool'; name: string }
-  | { verb: 'delete-pool'; name: string; wait: boolean; timeoutMs: number }
-  | { verb: 'scale-pool'; name: string; replicas: number; wait: boolean; timeoutMs: number }
-  | { verb: 'report-proxy'; name: string; reason: ReportReason; target?: string; detail?: string }
-  | {
-      verb: 'discover';
-      output: DiscoverOutput;
-      provider?: string;
-      /** Only members of this pool (`?pool=`). */
-      pool?: string;
-      /** Leave out proxies reported for this domain (`?for=`). */
-      forDomain?: string;
-      labels: string[];
-      maxLatencyMs?: number;
-      distinct: boolean;
-      limit?: number;
-      random: boolean;
-    }
-  | {
-      verb: 'gateway';
-      listen: HostPort;
-      pool?: string;
-      provider?: string;
-      labels: string[];
-      banOn: number[];
-      metrics?: HostPort;
-    };
-
-/** `--listen` / `--metrics`: where to listen. */
-export interface HostPort {
-  host: string;
-  port: number;
-}
-
-/** Every flag of every verb; each verb then accepts only its own (see `FLAGS_BY_VERB`). */
-const OPTIONS = {
-  filename: { type: 'string', short: 'f', multiple: true },
-  wait: { type: 'boolean' },
-  timeout: { type: 'string' },
-  output: { type: 'string', short: 'o' },
-  provider: { type: 'string' },
-  phase: { type: 'string' },
-  label: { type: 'string', short: 'l', multiple: true },
-  watch: { type: 'boolean', short: 'w' },
-  'max-latency-ms': { type: 'string' },
-  distinct: { type: 'boolean' },
-  limit: { type: 'string' },
-  random: { type: 'boolean' },
-  replicas: { type: 'string' },
-  listen: { type: 'string' },
-  pool: { type: 'string' },
-  'ban-on': { type: 'string' },
-  metrics: { type: 'string' },
-  reason: { type: 'string' },
-  target: { type: 'string' },
-  for: { type: 'string' },
-  detail: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-type Flag = keyof typeof OPTIONS;
+import { OPTIONS, UsageError, type Command, type Flag } from './command.js';
+import { buildCommand } from './command-builders.js';
 
 const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   apply: ['filename', 'wait', 'timeout'],
@@ -162,57 +76,32 @@ function usageFromParseError(err: unknown): UsageError {
   return new UsageError(message);
 }
 
-function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
-  if (value === undefined) return fallback;
-  const found = allowed.find((a) => a === value);
-  if (!found) throw new UsageError(`--${flag} must be one of ${allowed.join(', ')} (got "${value}")`);
-  return found;
-}
-
-function positiveInt(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`--${flag} must be a positive integer`);
-  return Number(value);
-}
-
-function timeout(value: string | undefined): number {
-  if (value === undefined) return 5 * 60_000;
-  const ms = parseDuration(value);
-  if (ms === undefined || ms <= 0) throw new UsageError(`--timeout must be a duration like 90s, 5m or 1h`);
-  return ms;
-}
-
-function labels(values: string[] | undefined): string[] {
-  for (const v of values ?? []) {
-    if (!/^[^=]+=.*$/.test(v)) throw new UsageError(`--label must be key=value (got "${v}")`);
+/** The `verb resource` key of a command line (`get proxies`, `scale pool`, `discover`). */
+function commandKey(verb: string, resourceWord: string | undefined, rest: readonly string[]): string {
+  const resource = resourceWord === undefined ? undefined : RESOURCES[resourceWord];
+  if (verb === 'apply' || verb === 'discover' || verb === 'gateway') {
+    if (resourceWord !== undefined) throw new UsageError(`unexpected argument "${resourceWord}" for ${verb}`);
+    return verb;
+  } else if (verb === 'report') {
+    if (resourceWord === undefined) throw new UsageError('missing resource: egress report proxy NAME --reason R');
+    if (resource !== 'proxy') throw new UsageError(`unknown resource "${resourceWord}" for report`);
+    return 'report proxy';
+  } else if (verb === 'get' || verb === 'describe' || verb === 'delete') {
+    if (resourceWord === undefined)
+      throw new UsageError(`missing resource: egress ${verb} proxy|proxies|providers|pool|pools`);
+    if (!resource || (resource === 'provider' && verb !== 'get'))
+      throw new UsageError(`unknown resource "${resourceWord}" for ${verb}`);
+    const plural = resource === 'pool' ? 'pools' : 'proxies';
+    return resource === 'provider'
+      ? 'get providers'
+      : verb === 'get' && rest.length === 0
+        ? `get ${plural}`
+        : `${verb} ${resource}`;
+  } else if (verb === 'scale') {
+    if (resource !== 'pool') throw new UsageError('usage: egress scale pool NAME --replicas N');
+    return 'scale pool';
   }
-  return values ?? [];
-}
-
-/** `HOST:PORT` or `[V6]:PORT`; port 0 picks a free one. */
-function hostPort(flag: string, value: string): HostPort {
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(value);
-  if (!m?.[1] || Number(m[2]) > 65535)
-    throw new UsageError(`--${flag} must be HOST:PORT, e.g. 127.0.0.1:8899 (got "${value}")`);
-  return { host: m[1].replace(/^\[|\]$/g, ''), port: Number(m[2]) };
-}
-
-/** `--ban-on 403,429`: HTTP statuses 100–599. */
-function statuses(value: string | undefined): number[] {
-  if (value === undefined) return [];
-  return value.split(',').map((s) => {
-    const n = Number(s.trim());
-    if (!/^\d{3}$/.test(s.trim()) || n < 100 || n > 599)
-      throw new UsageError(`--ban-on must be HTTP statuses separated by commas, e.g. 403,429 (got "${s}")`);
-    return n;
-  });
-}
-
-function proxyName(value: string | undefined, usage: string, what = 'proxy'): string {
-  if (value === undefined) throw new UsageError(`missing ${what} name: ${usage}`);
-  const parsed = dnsLabel.safeParse(value);
-  if (!parsed.success) throw new UsageError(`invalid ${what} name "${value}": ${parsed.error.issues[0]?.message}`);
-  return value;
+  throw new UsageError(`unknown command "${verb}"`);
 }
 
 /**
@@ -234,34 +123,7 @@ export function parseCommand(argv: readonly string[]): Command {
   if (values.help || verb === 'help') return { verb: 'help' };
   if (verb === undefined) throw new UsageError('missing command');
 
-  const resource = resourceWord === undefined ? undefined : RESOURCES[resourceWord];
-  let key: string;
-  if (verb === 'apply' || verb === 'discover' || verb === 'gateway') {
-    if (resourceWord !== undefined) throw new UsageError(`unexpected argument "${resourceWord}" for ${verb}`);
-    key = verb;
-  } else if (verb === 'report') {
-    if (resourceWord === undefined) throw new UsageError('missing resource: egress report proxy NAME --reason R');
-    if (resource !== 'proxy') throw new UsageError(`unknown resource "${resourceWord}" for report`);
-    key = 'report proxy';
-  } else if (verb === 'get' || verb === 'describe' || verb === 'delete') {
-    if (resourceWord === undefined)
-      throw new UsageError(`missing resource: egress ${verb} proxy|proxies|providers|pool|pools`);
-    if (!resource || (resource === 'provider' && verb !== 'get'))
-      throw new UsageError(`unknown resource "${resourceWord}" for ${verb}`);
-    const plural = resource === 'pool' ? 'pools' : 'proxies';
-    key =
-      resource === 'provider'
-        ? 'get providers'
-        : verb === 'get' && rest.length === 0
-          ? `get ${plural}`
-          : `${verb} ${resource}`;
-  } else if (verb === 'scale') {
-    if (resource !== 'pool') throw new UsageError('usage: egress scale pool NAME --replicas N');
-    key = 'scale pool';
-  } else {
-    throw new UsageError(`unknown command "${verb}"`);
-  }
-
+  const key = commandKey(verb, resourceWord, rest);
   const allowed = FLAGS_BY_VERB[key] ?? [];
   for (const flag of Object.keys(values)) {
     if (!allowed.some((a) => a === flag)) throw new UsageError(`unknown flag --${flag} for "egress ${key}"`);
@@ -278,125 +140,5 @@ export function parseCommand(argv: readonly string[]): Command {
   const maxArgs = key === 'delete proxy' ? Infinity : single.includes(key) ? 1 : 0;
   if (rest.length > maxArgs) throw new UsageError(`unexpected argument "${String(rest[maxArgs])}"`);
 
-  switch (key) {
-    case 'apply': {
-      const files = values.filename ?? [];
-      if (files.length === 0) throw new UsageError('missing -f FILE');
-      return { verb: 'apply', files, wait: values.wait ?? false, timeoutMs: timeout(values.timeout) };
-    }
-    case 'get proxies':
-      return {
-        verb: 'get-proxies',
-        output: oneOf('output', values.output, GET_OUTPUTS, 'table'),
-        ...(values.provider !== undefined && { provider: values.provider }),
-        ...(values.phase !== undefined && { phase: oneOf('phase', values.phase, PHASES, 'Ready') }),
-        labels: labels(values.label),
-        watch: values.watch ?? false,
-      };
-    case 'get proxy':
-      return {
-        verb: 'get-proxy',
-        name: proxyName(rest[0], 'egress get proxy NAME'),
-        output: oneOf('output', values.output, GET_OUTPUTS, 'table'),
-      };
-    case 'get providers':
-      return { verb: 'get-providers', output: oneOf('output', values.output, GET_OUTPUTS, 'table') };
-    case 'describe proxy':
-      return { verb: 'describe-proxy', name: proxyName(rest[0], 'egress describe proxy NAME') };
-    case 'delete proxy': {
-      if (rest.length === 0) throw new UsageError('missing proxy name: egress delete proxy NAME');
-      const names = rest.map((n) => proxyName(n, 'egress delete proxy NAME'));
-      return { verb: 'delete-proxy', names, wait: values.wait ?? false, timeoutMs: timeout(values.timeout) };
-    }
-    case 'get pools':
-      return { verb: 'get-pools', output: oneOf('output', values.output, GET_OUTPUTS, 'table') };
-    case 'get pool':
-      return {
-        verb: 'get-pool',
-        name: proxyName(rest[0], 'egress get pool NAME', 'pool'),
-        output: oneOf('output', values.output, GET_OUTPUTS, 'table'),
-      };
-    case 'describe pool':
-      return { verb: 'describe-pool', name: proxyName(rest[0], 'egress describe pool NAME', 'pool') };
-    case 'delete pool':
-      return {
-        verb: 'delete-pool',
-        name: proxyName(rest[0], 'egress delete pool NAME', 'pool'),
-        wait: values.wait ?? false,
-        timeoutMs: timeout(values.timeout),
-      };
-    case 'scale pool': {
-      const name = proxyName(rest[0], 'egress scale pool NAME --replicas N', 'pool');
-      const raw = values.replicas;
-      if (raw === undefined) throw new UsageError('missing --replicas N');
-      if (!/^\d+$/.test(raw)) throw new UsageError('--replicas must be a whole number (0 or more)');
-      return {
-        verb: 'scale-pool',
-        name,
-        replicas: Number(raw),
-        wait: values.wait ?? false,
-        timeoutMs: timeout(values.timeout),
-      };
-    }
-    case 'gateway': {
-      const metrics = values.metrics === undefined ? undefined : hostPort('metrics', values.metrics);
-      return {
-        verb: 'gateway',
-        listen: hostPort('listen', values.listen ?? '127.0.0.1:8899'),
-        ...(values.pool !== undefined && { pool: values.pool }),
-        ...(values.provider !== undefined && { provider: values.provider }),
-        labels: labels(values.label),
-        banOn: statuses(values['ban-on']),
-        ...(metrics && { metrics }),
-      };
-    }
-    case 'report proxy':
-      return reportCommand(rest[0], values);
-    default: {
-      const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);
-      const limit = positiveInt('limit', values.limit);
-      const forDomain = values.for === undefined ? undefined : normaliseTarget(values.for);
-      if (values.for !== undefined && forDomain === undefined)
-        throw new UsageError(
-          `--for must be a host name like example.com, without scheme, port or path (got "${values.for}")`,
-        );
-      return {
-        verb: 'discover',
-        output: oneOf('output', values.output, DISCOVER_OUTPUTS, 'urls'),
-        ...(values.provider !== undefined && { provider: values.provider }),
-        ...(values.pool !== undefined && { pool: proxyName(values.pool, 'egress discover --pool NAME', 'pool') }),
-        ...(forDomain !== undefined && { forDomain }),
-        labels: labels(values.label),
-        ...(maxLatencyMs !== undefined && { maxLatencyMs }),
-        distinct: values.distinct ?? false,
-        ...(limit !== undefined && { limit }),
-        random: values.random ?? false,
-      };
-    }
-  }
-}
-
-/** `egress report proxy NAME --reason R [--target D] [--detail T]`. */
-function reportCommand(
-  name: string | undefined,
-  values: { reason?: string | undefined; target?: string | undefined; detail?: string | undefined },
-): Command {
-  const usage = 'egress report proxy NAME --reason banned|blocked|error';
-  const proxy = proxyName(name, usage);
-  if (values.reason === undefined) throw new UsageError(`missing --reason: ${usage}`);
-  const reason = oneOf('reason', values.reason, REPORT_REASONS, 'banned');
-  const target = values.target === undefined ? undefined : normaliseTarget(values.target);
-  if (values.target !== undefined && target === undefined)
-    throw new UsageError(
-      `--target must be a host name like example.com, without scheme, port or path (got "${values.target}")`,
-    );
-  if (values.detail !== undefined && values.detail.length > 1024)
-    throw new UsageError('--detail must be at most 1024 characters');
-  return {
-    verb: 'report-proxy',
-    name: proxy,
-    reason,
-    ...(target !== undefined && { target }),
-    ...(values.detail !== undefined && { detail: values.detail }),
-  };
+  return buildCommand(key, rest, values);
 }

@@ -5,7 +5,7 @@ import { parseDocuments, type ApplyDocument } from '../shared/domain/documents.j
 import type { PoolSpec } from '../shared/domain/pool.js';
 import { ValidationError } from '../shared/errors.js';
 import { ApiError, type ApiClient } from './api-client.js';
-import type { Command } from './args.js';
+import type { Command } from './command.js';
 import { describeProxy } from './describe.js';
 import { describePool, formatPools, scalePool, waitForPool } from './pools.js';
 import { formatProviders, formatProxies, toJson } from './format.js';

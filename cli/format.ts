@@ -1,7 +1,7 @@
 /** Output formats: kubectl-style aligned tables (table, wide), JSON and YAML, and human ages. */
 import { stringify } from 'yaml';
 import type { ApiProvider, ApiProxy } from '../shared/api/schema.js';
-import type { GetOutput } from './args.js';
+import type { GetOutput } from './command.js';
 
 /** What kubectl prints for an empty cell. */
 export const NONE = '<none>';

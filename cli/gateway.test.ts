@@ -1,6 +1,7 @@
 /** `egress gateway` on the command line: its flags, their mistakes (exit 2), and the credentials from the environment. */
 import { describe, expect, it } from 'vitest';
-import { parseCommand, UsageError } from './args.js';
+import { parseCommand } from './args.js';
+import { UsageError } from './command.js';
 import { gatewayCredentials } from './gateway.js';
 
 const split = (line: string) => line.split(' ').filter(Boolean);

@@ -1,7 +1,7 @@
 /** `egress gateway`: a thin layer over gateway/ — starts one, prints its URL, runs until Ctrl-C, prints the usage summary. */
 import { createFleetApi, startGateway, type GatewayCredentials } from '../gateway/index.js';
 import type { Logger } from '../shared/logger.js';
-import type { Command } from './args.js';
+import type { Command } from './command.js';
 import type { Io } from './commands.js';
 import type { CliConfig } from './config.js';
 

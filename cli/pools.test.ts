@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { poolSchema } from '../shared/api/schema.js';
-import type { PoolSpec } from '../shared/domain/pool.js';
+import { poolApplySchema, type PoolSpec } from '../shared/domain/pool.js';
 import type { ApiClient } from './api-client.js';
-import { describePool, formatPools, poolSettled, waitForPool } from './pools.js';
+import { describePool, formatPools, poolSettled, scalePool, waitForPool } from './pools.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
 const pool = poolSchema.parse({
@@ -121,5 +121,45 @@ describe('waitForPool', () => {
     await expect(
       waitForPool(client([undefined]), out, 'crawl', pool.spec as PoolSpec, { ...options, timeoutMs: 20 }),
     ).rejects.toThrow('pool/crawl: timed out: not recorded yet');
+  });
+});
+
+describe('scalePool', () => {
+  /** A client that answers `answer` for the pool and records what is applied. */
+  const client = (answer: typeof pool) => {
+    const applied: unknown[] = [];
+    const api = {
+      getPool: () => Promise.resolve(answer),
+      applyPool: (request: unknown) => Promise.resolve(void applied.push(request)),
+    } as unknown as ApiClient;
+    return { api, applied };
+  };
+
+  it('applies the stored pool with the new replicas, minAvailable lowered, as the schema parses it', async () => {
+    const { api, applied } = client(pool);
+    const scaled = await scalePool(api, 'crawl', 0);
+    expect(scaled.note).toBe('pool/crawl scaled to 0 (minAvailable lowered to 0)\n');
+    expect(applied).toEqual([poolApplySchema.parse({ ...(applied[0] as object) })]);
+    expect(applied[0]).toMatchObject({
+      action: 'apply',
+      metadata: { name: 'crawl' },
+      spec: { replicas: 0, minAvailable: 0 },
+    });
+    expect(scaled.spec).toEqual((applied[0] as { spec: unknown }).spec);
+  });
+
+  it('refuses a stored spec the schema rejects, naming the field, and applies nothing', async () => {
+    const { api, applied } = client({
+      ...pool,
+      spec: {
+        ...pool.spec,
+        spread: [
+          { provider: 'local', placement: {} },
+          { provider: 'local', placement: {} },
+        ],
+      },
+    });
+    await expect(scalePool(api, 'crawl', 1)).rejects.toThrow(/spec\.spread\.1.*repeats an earlier entry/);
+    expect(applied).toEqual([]);
   });
 });

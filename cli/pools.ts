@@ -1,10 +1,11 @@
 /** The pool verbs: `get pools`, `describe pool`, `delete pool [--wait]`, `scale pool --replicas N [--wait]`. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PoolSpec } from '../shared/domain/pool.js';
+import { poolApplySchema, type PoolSpec } from '../shared/domain/pool.js';
+import { toValidationError } from '../shared/domain/proxy.js';
 import { canonicalJson } from '../shared/domain/spec-hash.js';
 import type { ApiClient } from './api-client.js';
 import type { ApiPool } from '../shared/api/schema.js';
-import type { GetOutput } from './args.js';
+import type { GetOutput } from './command.js';
 import { NONE, age, alignRows, toJson, toYaml } from './format.js';
 import { WaitError, type ProgressOutput } from './wait.js';
 
@@ -153,9 +154,12 @@ export async function scalePool(
   const lowered = spec.minAvailable !== undefined && spec.minAvailable > replicas;
   if (lowered) spec.minAvailable = replicas;
   const body = { apiVersion: rest.apiVersion, kind: rest.kind, metadata: { name, labels: rest.metadata.labels }, spec };
-  await client.applyPool(body as unknown as Parameters<ApiClient['applyPool']>[0]);
+  // The API answers with loose shapes; the request is checked against the schema the API applies.
+  const parsed = poolApplySchema.safeParse({ ...body, action: 'apply' });
+  if (!parsed.success) throw toValidationError(parsed.error);
+  await client.applyPool(parsed.data);
   return {
     note: `pool/${name} scaled to ${replicas}${lowered ? ` (minAvailable lowered to ${replicas})` : ''}\n`,
-    spec: spec as PoolSpec,
+    spec: parsed.data.spec,
   };
 }

@@ -1,6 +1,7 @@
 /** `egress <args>` as a function: parses, loads the API config, runs the command, maps failures to exit codes. */
 import { ApiError, createApiClient, type ApiClient } from './api-client.js';
-import { USAGE, UsageError, parseCommand } from './args.js';
+import { USAGE, parseCommand } from './args.js';
+import { UsageError } from './command.js';
 import { apiErrorText, execute, ReportedFailure, type Io } from './commands.js';
 import { loadCliConfig } from './config.js';
 import { runGateway } from './gateway.js';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PHASES } from '../shared/domain/status.js';
 import type { ApiClient, ListFilters } from './api-client.js';
 import type { ApiProxy } from '../shared/api/schema.js';
-import type { GetOutput } from './args.js';
+import type { GetOutput } from './command.js';
 import { alignRows, columnWidths, proxyHeader, proxyRow, toYaml } from './format.js';
 
 /** What to watch and how to print it. */

@@ -5,9 +5,9 @@ import type { Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { PubSub } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { createBus } from '../shared/bus/pubsub.js';
 import { RetryableError } from '../shared/errors.js';
 import { createLogger } from '../shared/logger.js';
 import { traceIdOf } from '../shared/telemetry/propagation.js';
@@ -26,7 +26,7 @@ import { FakeBackend } from './testing/fake-backend.js';
 
 class FakeSubscription extends EventEmitter {
   closed = false;
-  constructor(readonly options: unknown) {
+  constructor(readonly options: { name: string; maxInFlight: number }) {
     super();
   }
   close(): Promise<void> {
@@ -35,27 +35,23 @@ class FakeSubscription extends EventEmitter {
   }
 }
 
-/** Just the parts of PubSub the agent and the bus use. */
-class FakePubSub {
+/** The agent's transport in memory: the real bus over a recording send, and subscriptions to emit on. */
+class FakeTransport {
   subscriptions: FakeSubscription[] = [];
   reports: Array<{ report: RelayReport; attributes: Record<string, string> }> = [];
   failPublish = false;
-  subscription(_name: string, options: unknown): FakeSubscription {
-    const sub = new FakeSubscription(options);
+  subscribe = (name: string, maxInFlight: number): FakeSubscription => {
+    const sub = new FakeSubscription({ name, maxInFlight });
     this.subscriptions.push(sub);
     return sub;
-  }
-  topic(name: string) {
-    return {
-      publishMessage: async (m: { data: Buffer; attributes: Record<string, string> }) => {
-        await Promise.resolve();
-        if (this.failPublish) throw new Error('publish failed');
-        expect(name).toBe('relay-reports');
-        this.reports.push({ report: relayReportSchema.parse(JSON.parse(m.data.toString())), attributes: m.attributes });
-        return String(this.reports.length);
-      },
-    };
-  }
+  };
+  bus = createBus(async (topic, data, attributes) => {
+    await Promise.resolve();
+    if (this.failPublish) throw new Error('publish failed');
+    expect(topic).toBe('relay-reports');
+    this.reports.push({ report: relayReportSchema.parse(JSON.parse(data.toString())), attributes });
+    return String(this.reports.length);
+  });
 }
 
 function message(body: unknown, attributes: Record<string, string> = { relay: 'local' }) {
@@ -98,7 +94,7 @@ describe('relay agent', () => {
   const logger = createLogger({ write: (l) => logLines.push(l), level: 'DEBUG' });
   const config = parseRelayConfig({ ...LOCAL_RELAY_CONFIG, probeIntervalSeconds: 3600, reportIntervalSeconds: 3600 });
   let dir: string;
-  let pubsub: FakePubSub;
+  let transport: FakeTransport;
   let backend: FakeBackend;
   let agent: RelayAgent;
 
@@ -110,11 +106,12 @@ describe('relay agent', () => {
     expect(logLines.join('\n')).not.toContain('pw-secret');
   });
   const startAgent = async (keys?: readonly SigningKey[]) => {
-    pubsub = new FakePubSub();
+    transport = new FakeTransport();
     backend = new FakeBackend('local');
     agent = createRelayAgent({
       config,
-      pubsub: pubsub as unknown as PubSub,
+      bus: transport.bus,
+      subscribe: transport.subscribe,
       backends: new Map([['local', backend]]),
       logger,
       keys,
@@ -127,21 +124,21 @@ describe('relay agent', () => {
     return () => agent.stop();
   });
   const sub = () => {
-    const s = pubsub.subscriptions[0];
+    const s = transport.subscriptions[0];
     if (!s) throw new Error('not subscribed');
     return s;
   };
 
   /** Waits for the report the agent sends after a command (the first carrying a result). */
   const reportedResult = async () => {
-    for (let i = 0; i < 200 && !pubsub.reports.some((r) => r.report.results.length > 0); i++)
+    for (let i = 0; i < 200 && !transport.reports.some((r) => r.report.results.length > 0); i++)
       await new Promise((r) => setTimeout(r, 5));
   };
 
   it('subscribes with flow control and reports at once', async () => {
-    expect(sub().options).toMatchObject({ flowControl: { maxMessages: 8, allowExcessMessages: false } });
+    expect(sub().options).toEqual({ name: config.subscription, maxInFlight: 8 });
     await agent.reportNow();
-    const first = pubsub.reports[0];
+    const first = transport.reports[0];
     expect(first?.attributes).toMatchObject({ relay: 'local' });
     expect(first?.report).toMatchObject({
       relay: 'local',
@@ -160,7 +157,7 @@ describe('relay agent', () => {
     expect(backend.instances.has('ep-a')).toBe(true);
     await reportedResult();
     await agent.reportNow();
-    const withResult = pubsub.reports.find((r) => r.report.results.length > 0)?.report;
+    const withResult = transport.reports.find((r) => r.report.results.length > 0)?.report;
     expect(withResult?.results).toEqual([
       { commandId: 'c1', provider: 'local', name: 'ep-a', kind: 'create', ok: true },
     ]);
@@ -170,10 +167,10 @@ describe('relay agent', () => {
       commandId: 'c1',
       state: 'Running',
     });
-    const seqs = pubsub.reports.map((r) => r.report.seq);
+    const seqs = transport.reports.map((r) => r.report.seq);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
-    expect(new Set(pubsub.reports.map((r) => r.report.bootId)).size).toBe(1);
-    expect(pubsub.reports.at(-1)?.report.results).toEqual([]);
+    expect(new Set(transport.reports.map((r) => r.report.bootId)).size).toBe(1);
+    expect(transport.reports.at(-1)?.report.results).toEqual([]);
   });
 
   it('probes a created instance before reporting it, so the report carries its health', async () => {
@@ -197,7 +194,7 @@ describe('relay agent', () => {
       await settled(m);
       // The probe and interval loops wait an hour (config): only the report after the create can carry health.
       await reportedResult();
-      const report = pubsub.reports.find((r) => r.report.results.length > 0)?.report;
+      const report = transport.reports.find((r) => r.report.results.length > 0)?.report;
       expect(report?.instances[0]?.health).toMatchObject({ ok: true, egressIp: '203.0.113.7', consecutiveFailures: 0 });
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
@@ -209,7 +206,7 @@ describe('relay agent', () => {
     sub().emit('message', m);
     await settled(m);
     await reportedResult();
-    const report = pubsub.reports.find((r) => r.report.results.length > 0)?.report;
+    const report = transport.reports.find((r) => r.report.results.length > 0)?.report;
     expect(report?.instances[0]).toMatchObject({ name: 'ep-a', state: 'Running' });
     expect(report?.instances[0]?.health).toBeUndefined();
   });
@@ -247,20 +244,20 @@ describe('relay agent', () => {
     await settled(m);
     expect(m).toMatchObject({ acks: 1, nacks: 0 });
     await agent.reportNow();
-    expect(pubsub.reports.flatMap((r) => r.report.results)).toMatchObject([
+    expect(transport.reports.flatMap((r) => r.report.results)).toMatchObject([
       { commandId: 'c1', ok: false, error: { code: 'Retryable', message: 'busy' } },
     ]);
   });
 
   it('keeps results until a report carrying them is published', async () => {
-    pubsub.failPublish = true;
+    transport.failPublish = true;
     const m = message(createCommand('ep-a', 1, 'c1'));
     sub().emit('message', m);
     await settled(m);
     await expect(agent.reportNow()).rejects.toThrow('publish failed');
-    pubsub.failPublish = false;
+    transport.failPublish = false;
     await agent.reportNow();
-    expect(pubsub.reports.flatMap((r) => r.report.results.map((x) => x.commandId))).toEqual(['c1']);
+    expect(transport.reports.flatMap((r) => r.report.results.map((x) => x.commandId))).toEqual(['c1']);
   });
 
   it('reports a command in its trace: the report message continues it and names it for the instance', async () => {
@@ -274,7 +271,7 @@ describe('relay agent', () => {
       sub().emit('message', m);
       await settled(m);
       await agent.reportNow();
-      const reported = pubsub.reports.find((r) => r.report.results.length > 0);
+      const reported = transport.reports.find((r) => r.report.results.length > 0);
       expect(traceIdOf(reported?.attributes['traceparent'] ?? '')).toBe(trace);
       expect(traceIdOf(reported?.report.traces?.['ep-a'] ?? '')).toBe(trace);
       const [consumer] = recorder.named('process relay-commands');
@@ -289,10 +286,10 @@ describe('relay agent', () => {
     const m = message(createCommand('ep-a', 1, 'c1'));
     sub().emit('message', m);
     await settled(m);
-    const before = pubsub.reports.length;
+    const before = transport.reports.length;
     await agent.stop();
     expect(sub().closed).toBe(true);
-    expect(pubsub.reports.length).toBeGreaterThan(before);
+    expect(transport.reports.length).toBeGreaterThan(before);
     expect(backend.instances.has('ep-a')).toBe(true);
   });
   const keyring = parseRelayKeys(generateRelayKeys(['local', 'other']));
@@ -307,7 +304,7 @@ describe('relay agent', () => {
     await agent.stop();
     await startAgent(keys);
     await agent.reportNow();
-    const sent = pubsub.reports.at(-1);
+    const sent = transport.reports.at(-1);
     expect(sent?.attributes).toMatchObject({ relay: 'local', keyId: 'k1' });
     expect(verifySignature(keys, 'report', sent?.attributes ?? {}, JSON.stringify(sent?.report))).toBeUndefined();
   });

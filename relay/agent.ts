@@ -1,7 +1,6 @@
 /** The relay agent: pulls commands, applies them on its backends, probes, and reports back. */
 import { ROOT_CONTEXT } from '@opentelemetry/api';
-import type { PubSub } from '@google-cloud/pubsub';
-import { createPubSubBus } from '../shared/bus/pubsub.js';
+import type { Bus } from '../shared/bus/pubsub.js';
 import type { Logger } from '../shared/logger.js';
 import type { ProbeOptions, ProbeResult } from '../shared/probe/probe.js';
 import type { SigningKey } from '../shared/relay/signature.js';
@@ -13,22 +12,23 @@ import { relayStatePath, type RelayConfig } from './config.js';
 import { CommandLedger } from './ledger.js';
 import { startLoop, type Loop } from './loops.js';
 import { HealthBook, probeRound, type ProbeRoundDeps } from './probes.js';
-import type { CommandMessage, CommandSubscription } from './pull-subscription.js';
+import type { CommandMessage, CommandSubscription, OpenCommandSubscription } from './command-subscription.js';
 import { createReporter } from './reporter.js';
 import { TraceBook } from './traces.js';
 
 /** What the agent runs with. The caller owns the backends (and closes them after `stop`). */
 export interface RelayAgentDeps {
   config: RelayConfig;
-  pubsub: PubSub;
+  /** Where reports go (`createPubSubBus` in relay/main.ts); signed reports pass `publish`'s `sign`. */
+  bus: Bus;
+  /** Opens the command subscription (`createPullSubscription` in relay/main.ts). */
+  subscribe: OpenCommandSubscription;
   /** Backends by provider name. */
   backends: ReadonlyMap<string, RelayBackend>;
   logger: Logger;
   now?: () => number;
   /** The command ledger file; defaults to {@link relayStatePath}. */
   ledgerFile?: string;
-  /** Opens the command subscription; default: the client library's streaming pull. */
-  subscribe?: (name: string, maxInFlight: number) => CommandSubscription;
   /** Probes one instance; default `probeThroughProxy` (shared/probe/probe.ts). */
   probe?: (opts: ProbeOptions) => Promise<ProbeResult>;
   /**
@@ -71,10 +71,9 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
   const now = deps.now ?? Date.now;
   const health = new HealthBook();
   const traces = new TraceBook(undefined, now);
-  const bus = createPubSubBus(deps.pubsub);
   const reporter = createReporter({
     config,
-    bus,
+    bus: deps.bus,
     backends: deps.backends,
     health,
     traces,
@@ -154,11 +153,7 @@ function probeDepsOf(deps: RelayAgentDeps, book: HealthBook, traces: TraceBook, 
 /** Opens the command subscription and hands its messages to `onMessage`. */
 function subscribe(deps: RelayAgentDeps, onMessage: (message: CommandMessage) => void): CommandSubscription {
   const { config, logger } = deps;
-  const subscription = deps.subscribe
-    ? deps.subscribe(config.subscription, MAX_IN_FLIGHT)
-    : deps.pubsub.subscription(config.subscription, {
-        flowControl: { maxMessages: MAX_IN_FLIGHT, allowExcessMessages: false },
-      });
+  const subscription = deps.subscribe(config.subscription, MAX_IN_FLIGHT);
   subscription.on('message', onMessage);
   subscription.on('error', (err: unknown) =>
     logger.error('command subscription failed', { subscription: config.subscription, error: err }),

@@ -16,7 +16,7 @@ import { commandTarget, type CommandExecutor } from './commands.js';
 import type { RelayConfig } from './config.js';
 import { withTimeout } from './loops.js';
 import { probeCreated, type ProbeRoundDeps } from './probes.js';
-import type { CommandMessage } from './pull-subscription.js';
+import type { CommandMessage } from './command-subscription.js';
 import type { Reporter } from './reporter.js';
 import type { TraceBook } from './traces.js';
 

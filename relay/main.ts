@@ -1,5 +1,6 @@
 /** Entry of the relay process: config, backends, agent; SIGINT/SIGTERM stop it (proxies keep running). */
 import { PubSub } from '@google-cloud/pubsub';
+import { createPubSubBus } from '../shared/bus/pubsub.js';
 import { createLogger } from '../shared/logger.js';
 import { RELAY_KEYS_ENV, relayKeysFromEnv, type SigningKey } from '../shared/relay/signature.js';
 import { loadTelemetryConfig } from '../shared/telemetry/config.js';
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   const backends = createBackends(config, { logger });
   const agent = createRelayAgent({
     config,
-    pubsub,
+    bus: createPubSubBus(pubsub),
     backends,
     logger,
     keys,

@@ -8,24 +8,7 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { v1, type PubSub } from '@google-cloud/pubsub';
-
-/** What the agent needs of a received command message. */
-export interface CommandMessage {
-  id: string;
-  publishTime: Date;
-  attributes: Record<string, string>;
-  data: Buffer;
-  ack(): void;
-  nack(): void;
-}
-
-/** What the agent needs of a subscription (the streaming `Subscription` also fits). */
-export interface CommandSubscription {
-  on(event: 'message', listener: (message: CommandMessage) => void): unknown;
-  on(event: 'error', listener: (err: unknown) => void): unknown;
-  removeListener(event: 'message', listener: (message: CommandMessage) => void): unknown;
-  close(): Promise<void>;
-}
+import type { CommandMessage, CommandSubscription } from './command-subscription.js';
 
 /** Short, so that a pull left behind by a relay that died cannot swallow new commands for long. */
 const LONG_POLL_MS = 10_000;

@@ -1,4 +1,4 @@
-/** zod schemas for the HTTP API's answers (docs/api.md), the one copy: the CLI parses with them, the handler's views and the test fake are checked against them. Extra fields kept. */
+/** zod schemas for the HTTP API's answers (docs/api.md), the one copy: the CLI and the dashboard parse with them, the handler's views and the test fake are checked against them. Extra fields kept. */
 import { z } from 'zod';
 
 /** `{"error": {"code", "message", "field"?}}`. */
@@ -61,6 +61,8 @@ export const proxySchema = z.looseObject({
         error: z.string().optional(),
       })
       .optional(),
+    /** The egress IP as last checked, and the proxies that share it. */
+    egress: z.looseObject({ ip: z.string(), checkedAt: z.string(), sharedWith: z.array(z.string()) }).optional(),
   }),
 });
 export type ApiProxy = z.infer<typeof proxySchema>;
@@ -108,6 +110,20 @@ export type ApiProvider = z.infer<typeof providerSchema>;
 
 /** `GET /v1/providers`. */
 export const providerListSchema = z.object({ items: z.array(providerSchema) });
+
+/** One relay as `GET /v1/relays` lists it (the handler's `relays`): null times when it never reported. */
+export const relaySchema = z.looseObject({
+  id: z.string(),
+  heartbeatAt: z.string().nullable(),
+  heartbeatAgeSeconds: z.number().nullable(),
+  startedAt: z.string().nullable(),
+  providers: z.array(z.looseObject({ name: z.string(), ok: z.boolean(), message: z.string() })).default([]),
+  instances: z.number().default(0),
+});
+export type ApiRelay = z.infer<typeof relaySchema>;
+
+/** `GET /v1/relays`. */
+export const relayListSchema = z.object({ items: z.array(relaySchema) });
 
 /** One entry of `GET /v1/discovery?format=json`. */
 export const discoveredSchema = z.looseObject({

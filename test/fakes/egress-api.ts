@@ -1,41 +1,35 @@
-/** A wire-level fake of the HTTP API (docs/api.md) on a real local port, for testing clients such as the CLI. */
+/**
+ * A wire-level fake of the HTTP API (docs/api.md) on a real local port, for testing clients such as
+ * the CLI. Its shapes are the API's answer schemas (shared/api/schema.ts), and every answer is
+ * parsed with them before it is sent.
+ */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
 import { parseProxyRequest } from '../../shared/domain/proxy.js';
 import { reportRequestSchema } from '../../shared/domain/reports.js';
 import { ValidationError } from '../../shared/errors.js';
+import {
+  acceptedSchema,
+  apiErrorBodySchema,
+  discoveryListSchema,
+  providerListSchema,
+  proxyListSchema,
+  proxyWithEventsSchema,
+  relayListSchema,
+  reportAcceptedSchema,
+  type ApiEvent,
+  type ApiProxy,
+} from '../../shared/api/schema.js';
 
 type Json = Record<string, unknown>;
 
-/** A Proxy object as docs/api.md shows it. */
-export interface FakeProxy {
-  apiVersion: 'egress.dev/v1';
-  kind: 'Proxy';
-  metadata: {
-    name: string;
-    labels: Record<string, string>;
-    generation: number;
-    createdAt: string;
-    deletionRequestedAt?: string;
-  };
-  spec: { provider: string; placement: Json; port: number; maxAge?: string };
-  status: {
-    phase: string;
-    address?: string;
-    instance?: Json;
-    conditions: { type: string; status: string; reason: string; message: string; lastTransitionTime: string }[];
-    health?: { ok: boolean; latencyMs: number; egressIp: string; lastProbeAt: string; consecutiveFailures: number };
-  };
-}
+/** A Proxy object as the API shows it (shared/api/schema.ts). */
+export type FakeProxy = ApiProxy;
 
 /** An entry of a proxy's events, newest first as the API answers them. */
-export interface FakeEvent {
-  at: string;
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
+export type FakeEvent = ApiEvent & { type: 'Normal' | 'Warning' };
 
 /** The token the fake accepts and how its proxies behave. */
 export interface FakeApiOptions {
@@ -169,11 +163,13 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
     }
   };
 
-  const send = (res: ServerResponse, status: number, body: unknown) => {
+  /** Every answer is checked against the API's answer schema first: the fake cannot drift from it. */
+  const send = (res: ServerResponse, status: number, schema: z.ZodType, body: unknown) => {
+    schema.parse(body);
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   };
   const error = (res: ServerResponse, status: number, code: string, message: string, field?: string) =>
-    send(res, status, { error: { code, message, ...(field && { field }) } });
+    send(res, status, apiErrorBodySchema, { error: { code, message, ...(field && { field }) } });
 
   const readBody = (req: IncomingMessage) =>
     new Promise<string>((resolve, reject) => {
@@ -190,7 +186,8 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
     const url = new URL(req.url ?? '/', 'http://fake');
     const authorized = req.headers.authorization === `Bearer ${opts.token}`;
     requests.push({ method: req.method ?? '', url: `${url.pathname}${url.search}`, authorized });
-    if (req.method === 'GET' && url.pathname === '/healthz') return send(res, 200, { ok: true });
+    if (req.method === 'GET' && url.pathname === '/healthz')
+      return send(res, 200, z.object({ ok: z.literal(true) }), { ok: true });
     if (!authorized) return error(res, 401, 'Unauthorized', 'missing or invalid bearer token');
     const q = url.searchParams;
     const one = /^\/v1\/proxies\/([^/]+)$/.exec(url.pathname);
@@ -201,12 +198,12 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
         .filter((p) => (!q.get('phase') || p.status.phase === q.get('phase')) && matches(p, q.getAll('label')))
         .filter((p) => !q.get('provider') || p.spec.provider === q.get('provider'))
         .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
-      return send(res, 200, { items });
+      return send(res, 200, proxyListSchema, { items });
     }
     if (req.method === 'GET' && one) {
       const p = proxies.get(name);
       if (!p) return error(res, 404, 'NotFound', `proxy "${name}" not found`);
-      return send(res, 200, { ...p, events: events.get(name) ?? [] });
+      return send(res, 200, proxyWithEventsSchema, { ...p, events: events.get(name) ?? [] });
     }
     if (req.method === 'PUT' && one) {
       let body: unknown;
@@ -232,7 +229,7 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
         if (err instanceof ValidationError) return error(res, 400, 'Validation', err.message, err.field);
         throw err;
       }
-      return send(res, 202, { accepted: true, name, messageId: randomUUID() });
+      return send(res, 202, acceptedSchema, { accepted: true, name, messageId: randomUUID() });
     }
     const reportsOf = /^\/v1\/proxies\/([^/]+)\/reports$/.exec(url.pathname);
     if (req.method === 'POST' && reportsOf) {
@@ -245,12 +242,18 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
       if (!proxies.has(target)) return error(res, 404, 'NotFound', `proxy "${target}" not found`);
       reports.set(target, [...(reports.get(target) ?? []), parsed.data]);
       const banned = parsed.data.reason === 'banned' && parsed.data.target === undefined;
-      return send(res, 202, { accepted: true, name: target, duplicate: false, banned, stale: false });
+      return send(res, 202, reportAcceptedSchema, {
+        accepted: true,
+        name: target,
+        duplicate: false,
+        banned,
+        stale: false,
+      });
     }
     if (req.method === 'DELETE' && one) {
       if (!proxies.has(name)) return error(res, 404, 'NotFound', `proxy "${name}" not found`);
       queue.push({ action: 'delete', name });
-      return send(res, 202, { accepted: true, name, messageId: randomUUID() });
+      return send(res, 202, acceptedSchema, { accepted: true, name, messageId: randomUUID() });
     }
     if (req.method === 'GET' && url.pathname === '/v1/discovery') {
       let ready = [...proxies.values()]
@@ -275,11 +278,11 @@ export async function startFakeApi(opts: FakeApiOptions): Promise<FakeApi> {
         res.writeHead(200, { 'content-type': 'text/plain' }).end(items.map((i) => `${i.url}\n`).join(''));
         return;
       }
-      return send(res, 200, items);
+      return send(res, 200, discoveryListSchema, items);
     }
     if (req.method === 'GET' && url.pathname === '/v1/providers')
-      return send(res, 200, { items: opts.providers ?? [] });
-    if (req.method === 'GET' && url.pathname === '/v1/relays') return send(res, 200, { items: [] });
+      return send(res, 200, providerListSchema, { items: opts.providers ?? [] });
+    if (req.method === 'GET' && url.pathname === '/v1/relays') return send(res, 200, relayListSchema, { items: [] });
     return error(res, 404, 'NotFound', `no route ${req.method ?? ''} ${url.pathname}`);
   };
 

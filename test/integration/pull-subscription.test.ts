@@ -1,7 +1,8 @@
 /** The relay's synchronous-pull command subscription against the real Pub/Sub emulator. */
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createPullSubscription, type CommandMessage } from '../../relay/pull-subscription.js';
+import type { CommandMessage } from '../../relay/command-subscription.js';
+import { createPullSubscription } from '../../relay/pull-subscription.js';
 import { eventually } from '../support/eventually.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 

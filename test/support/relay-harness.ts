@@ -27,6 +27,7 @@ import type { RelayBackend } from '../../relay/backends/backend.js';
 import { createBackends } from '../../relay/backends/create-backends.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
 import { parseRelayConfig } from '../../relay/config.js';
+import { createStreamingSubscription } from '../../relay/streaming-subscription.js';
 import { emulatorEnv } from './emulator-env.js';
 
 export interface RelayHarness {
@@ -124,9 +125,11 @@ export async function startRelayHarness(
   // Signed both ways, as the local stack and a deployment run: a fresh key for each relay.
   const relayNames = new Set([name, ...config.providers.flatMap((p) => (p.relay ? [p.relay] : []))]);
   const relayKeys = parseRelayKeys(generateRelayKeys([...relayNames]));
+  const bus = createPubSubBus(pubsub);
   const agent = createRelayAgent({
     config: relayConfig,
-    pubsub,
+    bus,
+    subscribe: (subscription, maxInFlight) => createStreamingSubscription(pubsub, subscription, maxInFlight),
     backends,
     logger,
     keys: relayKeys.get(name),
@@ -137,7 +140,6 @@ export async function startRelayHarness(
   const db = createFirestore(emu.projectId);
   const relays = new RelayStore(db, logger);
   const proxies = new ProxyStore(db, logger);
-  const bus = createPubSubBus(pubsub);
   const apply = (message: BusMessage) => handleRelayReport({ config, relays, relayKeys, bus, logger }, message);
   const deliver = options.deliverReport ?? (async (message: BusMessage) => void (await apply(message)));
   reports.on('message', (m: Message) => {

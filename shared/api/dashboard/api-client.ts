@@ -1,104 +1,37 @@
 /** The dashboard's client for the JSON API (docs/api.md): bearer token, typed answers, JSON errors as ApiFailure. */
 
-/** A pool member as `GET /v1/pools` lists it. */
-export interface PoolMember {
-  name: string;
-  provider: string;
-  entry: number;
-  phase: string;
-  draining: boolean;
-}
+import type { z } from 'zod';
+import type {
+  acceptedSchema,
+  apiErrorBodySchema,
+  discoveryListSchema,
+  poolListSchema,
+  poolSchema,
+  providerListSchema,
+  proxyListSchema,
+  proxyWithEventsSchema,
+  relayListSchema,
+  ApiDiscovered,
+  ApiPool,
+  ApiProvider,
+  ApiProxy,
+  ApiProxyWithEvents,
+  ApiRelay,
+} from '../schema.js';
 
-/** A pool as `GET /v1/pools` lists it. */
-export interface Pool {
-  metadata: { name: string };
-  spec: { replicas: number; minAvailable?: number } & Record<string, unknown>;
-  status: {
-    replicas: number;
-    readyReplicas: number;
-    entries: { provider: string; desired: number; ready: number; available: boolean }[];
-  };
-  members: PoolMember[];
-}
-
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-}
-
-export interface Health {
-  ok: boolean;
-  latencyMs?: number;
-  egressIp?: string;
-  error?: string;
-  lastProbeAt: string;
-  consecutiveFailures: number;
-}
-
-export interface Proxy {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name: string;
-    labels: Record<string, string>;
-    generation: number;
-    createdAt: string;
-    deletionRequestedAt?: string;
-  };
-  spec: { provider: string; placement?: Record<string, unknown>; port?: number; maxAge?: string };
-  status: {
-    phase: string;
-    address?: string;
-    conditions: Condition[];
-    health?: Health;
-    egress?: { ip: string; checkedAt: string; sharedWith: string[] };
-  };
-}
-
-export interface ProxyEvent {
-  at: string;
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
-
-export type ProxyDetail = Proxy & { events: ProxyEvent[] };
-
-export interface ProviderHealth {
-  name: string;
-  type: string;
-  status: 'Healthy' | 'Unhealthy' | 'Unknown';
-  message: string;
-  latencyMs: number;
-  lastCheckAt: string | null;
-  detail?: Record<string, { ok: boolean; message: string }>;
-}
-
-export interface Relay {
-  id: string;
-  heartbeatAt: string | null;
-  heartbeatAgeSeconds: number | null;
-  startedAt: string | null;
-  providers: { name: string; ok: boolean; message: string }[];
-  instances: number;
-}
-
-export interface DiscoveryEntry {
-  name: string;
-  provider: string;
-  url: string;
-  egressIp: string | null;
-  latencyMs: number | null;
-}
-
-export interface Accepted {
-  accepted: true;
-  name: string;
-  messageId: string;
-}
+// The answers' types are the API schema's (shared/api/schema.ts), under the dashboard's names.
+export type {
+  ApiPoolMember as PoolMember,
+  ApiPool as Pool,
+  ApiCondition as Condition,
+  ApiProxy as Proxy,
+  ApiEvent as ProxyEvent,
+  ApiProxyWithEvents as ProxyDetail,
+  ApiProvider as ProviderHealth,
+  ApiRelay as Relay,
+  ApiDiscovered as DiscoveryEntry,
+} from '../schema.js';
+export type Accepted = z.infer<typeof acceptedSchema>;
 
 /** An answer other than 2xx, or no answer at all (`status` 0, code `Network`). */
 export class ApiFailure extends Error {
@@ -133,7 +66,8 @@ export class Api {
 
   constructor(private readonly token: string) {}
 
-  private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  /** One call; anything but 2xx becomes an ApiFailure. The answer is typed by its schema, not parsed (that would put zod in the page). */
+  private async request<S extends z.ZodType>(method: string, path: string, body?: unknown): Promise<z.infer<S>> {
     let res: Response;
     try {
       res = await fetch(new URL(path, this.base), {
@@ -157,7 +91,7 @@ export class Api {
       parsed = undefined;
     }
     if (!res.ok) {
-      const error = (parsed as { error?: { code?: string; message?: string; field?: string } } | undefined)?.error;
+      const error = (parsed as Partial<z.infer<typeof apiErrorBodySchema>> | undefined)?.error;
       throw new ApiFailure(
         res.status,
         error?.code ?? `HTTP ${res.status}`,
@@ -165,46 +99,43 @@ export class Api {
         error?.field,
       );
     }
-    return parsed as T;
+    return parsed as z.infer<S>;
   }
 
-  async proxies(): Promise<Proxy[]> {
-    return (await this.request<{ items: Proxy[] }>('GET', 'v1/proxies')).items;
+  async proxies(): Promise<ApiProxy[]> {
+    return (await this.request<typeof proxyListSchema>('GET', 'v1/proxies')).items;
   }
 
-  proxy(name: string): Promise<ProxyDetail> {
-    return this.request('GET', `v1/proxies/${encodeURIComponent(name)}`);
+  proxy(name: string): Promise<ApiProxyWithEvents> {
+    return this.request<typeof proxyWithEventsSchema>('GET', `v1/proxies/${encodeURIComponent(name)}`);
   }
 
-  async providers(): Promise<ProviderHealth[]> {
-    return (await this.request<{ items: ProviderHealth[] }>('GET', 'v1/providers')).items;
+  async providers(): Promise<ApiProvider[]> {
+    return (await this.request<typeof providerListSchema>('GET', 'v1/providers')).items;
   }
 
-  async relays(): Promise<Relay[]> {
-    return (await this.request<{ items: Relay[] }>('GET', 'v1/relays')).items;
+  async relays(): Promise<ApiRelay[]> {
+    return (await this.request<typeof relayListSchema>('GET', 'v1/relays')).items;
   }
 
-  discovery(): Promise<DiscoveryEntry[]> {
-    return this.request('GET', 'v1/discovery?format=json');
+  discovery(): Promise<ApiDiscovered[]> {
+    return this.request<typeof discoveryListSchema>('GET', 'v1/discovery?format=json');
   }
 
   /** `PUT /v1/pools/{name}` for a `kind: ProxyPool` document, `PUT /v1/proxies/{name}` otherwise. */
   apply(name: string, document: unknown): Promise<Accepted> {
     const kind = (document as { kind?: unknown } | null)?.kind;
     const collection = kind === 'ProxyPool' ? 'pools' : 'proxies';
-    return this.request('PUT', `v1/${collection}/${encodeURIComponent(name)}`, document);
+    return this.request<typeof acceptedSchema>('PUT', `v1/${collection}/${encodeURIComponent(name)}`, document);
   }
 
-  async pools(): Promise<Pool[]> {
-    return (await this.request<{ items: Pool[] }>('GET', 'v1/pools')).items;
+  async pools(): Promise<ApiPool[]> {
+    return (await this.request<typeof poolListSchema>('GET', 'v1/pools')).items;
   }
 
   /** Applies the pool as stored with `replicas` N (minAvailable lowered to N when above it). */
   async scalePool(name: string, replicas: number): Promise<Accepted> {
-    const pool = await this.request<Pool & { apiVersion: string; kind: string; metadata: { labels?: unknown } }>(
-      'GET',
-      `v1/pools/${encodeURIComponent(name)}`,
-    );
+    const pool = await this.request<typeof poolSchema>('GET', `v1/pools/${encodeURIComponent(name)}`);
     const spec = { ...pool.spec, replicas };
     if (spec.minAvailable !== undefined && spec.minAvailable > replicas) spec.minAvailable = replicas;
     const body = {
@@ -213,10 +144,10 @@ export class Api {
       metadata: { name, labels: pool.metadata.labels ?? {} },
       spec,
     };
-    return this.request('PUT', `v1/pools/${encodeURIComponent(name)}`, body);
+    return this.request<typeof acceptedSchema>('PUT', `v1/pools/${encodeURIComponent(name)}`, body);
   }
 
   remove(name: string): Promise<Accepted> {
-    return this.request('DELETE', `v1/proxies/${encodeURIComponent(name)}`);
+    return this.request<typeof acceptedSchema>('DELETE', `v1/proxies/${encodeURIComponent(name)}`);
   }
 }

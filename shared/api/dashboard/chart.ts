@@ -11,7 +11,7 @@ const LEFT = 8;
 export interface LatencyBar {
   name: string;
   phase: string;
-  latencyMs: number | undefined;
+  latencyMs: number | null | undefined;
 }
 
 function svg<K extends keyof SVGElementTagNameMap>(

@@ -1,0 +1,93 @@
+/** The `egress` command line's vocabulary: the typed commands, their flags, and the usage error. */
+import type { parseArgs } from 'node:util';
+import type { ReportReason } from '../shared/domain/reports.js';
+import type { Phase } from '../shared/domain/status.js';
+
+/** A mistake on the command line: unknown verb or flag, missing argument, bad flag value (exit 2). */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** `-o` of the `get` verbs. */
+export const GET_OUTPUTS = ['table', 'wide', 'json', 'yaml'] as const;
+export type GetOutput = (typeof GET_OUTPUTS)[number];
+/** `-o` of `discover`. */
+export const DISCOVER_OUTPUTS = ['urls', 'json'] as const;
+export type DiscoverOutput = (typeof DISCOVER_OUTPUTS)[number];
+
+/** What the user asked for. */
+export type Command =
+  | { verb: 'help' }
+  | { verb: 'apply'; files: string[]; wait: boolean; timeoutMs: number }
+  | { verb: 'get-proxies'; output: GetOutput; provider?: string; phase?: Phase; labels: string[]; watch: boolean }
+  | { verb: 'get-proxy'; name: string; output: GetOutput }
+  | { verb: 'get-providers'; output: GetOutput }
+  | { verb: 'describe-proxy'; name: string }
+  | { verb: 'delete-proxy'; names: string[]; wait: boolean; timeoutMs: number }
+  | { verb: 'get-pools'; output: GetOutput }
+  | { verb: 'get-pool'; name: string; output: GetOutput }
+  | { verb: 'describe-pool'; name: string }
+  | { verb: 'delete-pool'; name: string; wait: boolean; timeoutMs: number }
+  | { verb: 'scale-pool'; name: string; replicas: number; wait: boolean; timeoutMs: number }
+  | { verb: 'report-proxy'; name: string; reason: ReportReason; target?: string; detail?: string }
+  | {
+      verb: 'discover';
+      output: DiscoverOutput;
+      provider?: string;
+      /** Only members of this pool (`?pool=`). */
+      pool?: string;
+      /** Leave out proxies reported for this domain (`?for=`). */
+      forDomain?: string;
+      labels: string[];
+      maxLatencyMs?: number;
+      distinct: boolean;
+      limit?: number;
+      random: boolean;
+    }
+  | {
+      verb: 'gateway';
+      listen: HostPort;
+      pool?: string;
+      provider?: string;
+      labels: string[];
+      banOn: number[];
+      metrics?: HostPort;
+    };
+
+/** `--listen` / `--metrics`: where to listen. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** Every flag of every verb; each verb then accepts only its own (see `FLAGS_BY_VERB`). */
+export const OPTIONS = {
+  filename: { type: 'string', short: 'f', multiple: true },
+  wait: { type: 'boolean' },
+  timeout: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  provider: { type: 'string' },
+  phase: { type: 'string' },
+  label: { type: 'string', short: 'l', multiple: true },
+  watch: { type: 'boolean', short: 'w' },
+  'max-latency-ms': { type: 'string' },
+  distinct: { type: 'boolean' },
+  limit: { type: 'string' },
+  random: { type: 'boolean' },
+  replicas: { type: 'string' },
+  listen: { type: 'string' },
+  pool: { type: 'string' },
+  'ban-on': { type: 'string' },
+  metrics: { type: 'string' },
+  reason: { type: 'string' },
+  target: { type: 'string' },
+  for: { type: 'string' },
+  detail: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+export type Flag = keyof typeof OPTIONS;
+
+/** The flags' values as `parseArgs` returns them for {@link OPTIONS}. */
+export type FlagValues = ReturnType<
+  typeof parseArgs<{ options: typeof OPTIONS; strict: true; allowPositionals: true }>
+>['values'];
