@@ -104,7 +104,7 @@ export const providerSchema = z.looseObject({
   message: z.string().nullish(),
   latencyMs: z.number().nullish(),
   lastCheckAt: z.string().nullish(),
-  detail: z.unknown().optional(),
+  detail: z.record(z.string(), z.looseObject({ ok: z.boolean(), message: z.string() })).optional(),
 });
 export type ApiProvider = z.infer<typeof providerSchema>;
 
