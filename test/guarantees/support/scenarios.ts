@@ -3,15 +3,7 @@ import type { BusMessage } from '../../../shared/bus/message.js';
 import { applyRequestSchema } from '../../../shared/domain/proxy.js';
 import { onTheWire } from './deliveries.js';
 import type { Rng } from './prng.js';
-import { PROVIDER, type Expected } from './world.js';
-
-/** The placement of variant 1, the world's own (its provider's catalogue entry `alt` says the same). */
-let placement: Record<string, unknown> = {};
-
-/** Set by `startWorld` for the provider under test; the suites run their worlds one after another. */
-export function usePlacement(p: Record<string, unknown>): void {
-  placement = p;
-}
+import { currentPlacement, PROVIDER, type Expected } from './subject.js';
 
 /**
  * Spec variants. 0 and 3 hash alike (maxAge is not hashed), as do 1 and 2 (the catalogue entry
@@ -21,7 +13,7 @@ export function usePlacement(p: Record<string, unknown>): void {
 export const variant = (i: number): Record<string, unknown> =>
   [
     { provider: PROVIDER },
-    { provider: PROVIDER, placement },
+    { provider: PROVIDER, placement: currentPlacement() },
     { provider: PROVIDER, placement: { catalogue: 'alt' } },
     { provider: PROVIDER, maxAge: '24h' },
   ][i] ?? {};

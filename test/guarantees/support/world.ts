@@ -22,10 +22,9 @@ import type { RelayHarness, RelayHarnessOptions } from '../../support/relay-harn
 import { countingRegistry, ProviderStats, type ProviderHooks } from './counting-provider.js';
 import { FaultyProxyStore } from './faulty-store.js';
 import { startGround, type Item, type ProviderKind } from './grounds.js';
-import { usePlacement } from './scenarios.js';
+import { INSTALLATION, PROVIDER, usePlacement, type Expected } from './subject.js';
 
-export const PROVIDER = 'subject';
-export const INSTALLATION = 'it';
+export { INSTALLATION, PROVIDER, type Expected } from './subject.js';
 
 export interface WorldOptions {
   /** The provider type under test (default `process`). */
@@ -57,7 +56,6 @@ export interface Snapshot {
 }
 
 /** The end state a proxy must reach: gone, or serving exactly this spec and labels. */
-export type Expected = { exists: false } | { exists: true; spec: ProxySpec; labels: Record<string, string> };
 
 export interface World {
   kind: ProviderKind;
