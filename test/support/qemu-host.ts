@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 
+import { createVethNetns } from './veth-netns.js';
+
 const run = promisify(execFile);
 
 /** The image built by scripts/guest-image.sh for the current recipe. */
@@ -154,15 +156,7 @@ export async function startQemuHost(): Promise<QemuHost> {
     })());
 
   try {
-    await run('ip', ['netns', 'add', netns]);
-    const inNs = (...args: string[]) => run('ip', ['netns', 'exec', netns, ...args]);
-    await inNs('ip', 'link', 'set', 'lo', 'up');
-    await run('ip', ['link', 'add', hostIf, 'type', 'veth', 'peer', 'name', nsIf]);
-    await run('ip', ['link', 'set', nsIf, 'netns', netns]);
-    await run('ip', ['addr', 'add', `${hostIp}/30`, 'dev', hostIf]);
-    await run('ip', ['link', 'set', hostIf, 'up']);
-    await inNs('ip', 'addr', 'add', `${nsIp}/30`, 'dev', nsIf);
-    await inNs('ip', 'link', 'set', nsIf, 'up');
+    const inNs = await createVethNetns({ netns, hostIf, nsIf, hostIp, nsIp });
     await inNs('sysctl', '-qw', 'net.ipv4.ip_forward=1');
     await run('ip', ['route', 'add', `${guestPrefix}.0/24`, 'via', nsIp, 'dev', hostIf]);
 

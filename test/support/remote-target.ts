@@ -7,6 +7,8 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 
+import { createVethNetns } from './veth-netns.js';
+
 const run = promisify(execFile);
 
 export interface RemoteTarget {
@@ -50,15 +52,7 @@ export async function startRemoteTarget(): Promise<RemoteTarget> {
     await run('ip', ['link', 'del', hostIf]).catch(() => undefined);
   };
   try {
-    await run('ip', ['netns', 'add', netns]);
-    const inNs = (...args: string[]) => run('ip', ['netns', 'exec', netns, ...args]);
-    await inNs('ip', 'link', 'set', 'lo', 'up');
-    await run('ip', ['link', 'add', hostIf, 'type', 'veth', 'peer', 'name', nsIf]);
-    await run('ip', ['link', 'set', nsIf, 'netns', netns]);
-    await run('ip', ['addr', 'add', `${hostIp}/30`, 'dev', hostIf]);
-    await run('ip', ['link', 'set', hostIf, 'up']);
-    await inNs('ip', 'addr', 'add', `${nsIp}/30`, 'dev', nsIf);
-    await inNs('ip', 'link', 'set', nsIf, 'up');
+    await createVethNetns({ netns, hostIf, nsIf, hostIp, nsIp });
     // `ip netns exec` execs node: the child's pid is the server's.
     const child = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', SERVER, nsIp, String(port)], {
       stdio: ['ignore', 'pipe', 'inherit'],
