@@ -205,8 +205,9 @@ export function runProviderContract(c: ContractCase): void {
       const { spec: mine } = await sharedInstance();
       const theirs = spec({ installationId: `${h.installationId}-other` });
       await h.provider.create(theirs);
-      // The other installation's instance exists on the backend before the list is judged.
-      await eventually(() => h.provider.get(theirs.name), timeout);
+      // The other installation's instance runs on the backend before the list is judged (a
+      // relay-backed provider answers Pending from its command record before the relay has it).
+      await running(theirs.name);
       await eventually(async () => {
         const names = (await h.provider.list()).map((i) => i.name);
         expect(names).toContain(mine.name);
