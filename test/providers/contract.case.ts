@@ -205,9 +205,10 @@ export function runProviderContract(c: ContractCase): void {
       const { spec: mine } = await sharedInstance();
       const theirs = spec({ installationId: `${h.installationId}-other` });
       await h.provider.create(theirs);
-      // The other installation's instance runs on the backend before the list is judged (a
-      // relay-backed provider answers Pending from its command record before the relay has it).
-      await running(theirs.name);
+      // The backend has acted on the other installation's create before the list is judged: it
+      // runs, or (a relay serves one installation) it was refused. Pending is only the command
+      // record of a relay-backed provider.
+      await eventually(async () => expect((await h.provider.get(theirs.name)).state).not.toBe('Pending'), timeout);
       await eventually(async () => {
         const names = (await h.provider.list()).map((i) => i.name);
         expect(names).toContain(mine.name);
