@@ -266,7 +266,10 @@ describe('e2e: a pool on the local stack', () => {
     const minServing = Math.min(...samples.map((s) => s.serving));
     const maxMembers = Math.max(...samples.map((s) => s.members));
     console.log(`pool rotation: ${samples.length} samples, min serving ${minServing}, max members ${maxMembers}`);
-    expect(samples.length).toBeGreaterThan(20);
+    // The sampler starts before the apply and stops once the roll is seen: it covers the whole roll
+    // by construction. An idle machine rolls 6 members in under 5 s (19 samples in one CI run), so
+    // the count only guards against a sampler that did not run.
+    expect(samples.length).toBeGreaterThanOrEqual(5);
     expect(Math.min(...samples.map((s) => s.serving))).toBeGreaterThanOrEqual(5);
     // maxSurge 1: at most 7 members, drained ones not yet deleted included.
     expect(maxMembers).toBeLessThanOrEqual(7);
