@@ -205,10 +205,20 @@ describe('e2e: local stack', () => {
       configFile,
       stringify({
         ...LOCAL_DEFAULT_CONFIG,
-        providers: [...LOCAL_DEFAULT_CONFIG.providers, { name: 'later', type: 'process', relay: 'local' }],
+        // The options every local provider has (local-default.ts): a lost command is resent in 10 s.
+        providers: [...LOCAL_DEFAULT_CONFIG.providers, { ...LOCAL_DEFAULT_CONFIG.providers[0], name: 'later' }],
       }),
     );
-    await ready('waits-1', 60_000);
+    const trail = () => stack.trail('waits-1').join('\n');
+    try {
+      await ready('waits-1', 60_000);
+    } catch (err) {
+      throw new Error(`waits-1 not Ready: ${JSON.stringify((await proxy('waits-1'))?.status)}\n${trail()}`, {
+        cause: err,
+      });
+    }
+    // Ready, but only thanks to a resend: say so, with the trail, so the lost command can be traced.
+    if (trail().includes('sending it again')) console.log(`waits-1 needed a resend:\n${trail()}`);
   });
 
   it('a delete request removes the instance and the document within 30 s', async () => {

@@ -19,6 +19,8 @@ export interface RunningStack {
   pubsub: PubSub;
   /** Sends SIGINT (Ctrl-C) and resolves with the exit code. */
   interrupt(): Promise<number | null>;
+  /** Every line of the functions' and the relay's logs that mentions one of `needles`, oldest first. */
+  trail(...needles: string[]): string[];
 }
 
 /** Starts `node dist/local/start.js` and resolves once it printed its ready banner. */
@@ -70,7 +72,21 @@ export async function startLocalStack(env: Record<string, string>, timeoutMs = 1
       child.kill('SIGINT');
       return exited;
     },
+    trail: (...needles) => logTrail(join(home, 'logs'), needles),
   };
+}
+
+/** The log lines under `dir` naming one of `needles`, sorted by their `time` (prefixed with the file). */
+function logTrail(dir: string, needles: string[]): string[] {
+  const lines: { time: string; text: string }[] = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.log'))) {
+    for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
+      if (!needles.some((n) => line.includes(n))) continue;
+      const time = /"time":"([^"]+)"/.exec(line)?.[1] ?? '';
+      lines.push({ time, text: `${file}: ${line.slice(0, 600)}` });
+    }
+  }
+  return lines.sort((a, b) => a.time.localeCompare(b.time)).map((l) => l.text);
 }
 
 /** PIDs of every process whose command line carries `needle`. */
