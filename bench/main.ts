@@ -142,7 +142,9 @@ async function main(): Promise<void> {
     if (opts.only.includes('orch')) {
       log('orchestration: functions under functions-framework, a real relay, real proxy processes');
       try {
-        results.orchestration = await runOrchestration(artifacts, hosts, out, opts.quick ? 3 : 9, cleanup);
+        const orchestration = await runOrchestration(artifacts, hosts, out, opts.quick ? 3 : 9, cleanup);
+        results.orchestration = orchestration.trials;
+        results.functionResponses = orchestration.responses;
       } catch (err) {
         // The other sections still run; the table says why this one has no figures.
         results.errors.push(`orchestration: ${err instanceof Error ? err.message : String(err)}`);

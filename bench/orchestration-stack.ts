@@ -23,6 +23,7 @@ import { startChild, waitForPort, type Child } from '../infra/local/children.js'
 import { freePort } from '../infra/local/emulators.js';
 import { applyTopology, loadTopology, localPushEndpoint } from '../infra/local/topology.js';
 import type { Artifacts } from './artifacts.js';
+import { startStatusTally, type StatusTally } from './status-tally.js';
 import { benchLogger } from './check-env.js';
 import type { Cleanup } from './cleanup.js';
 import { generateRelayKeys, parseRelayKeys, RELAY_KEYS_ENV } from '../shared/relay/signature.js';
@@ -41,6 +42,8 @@ export interface OrchestrationStack {
   pubsub: PubSub;
   /** Instance name → when the relay's backend create returned (the proxy process listens). */
   reachableAt: Map<string, number>;
+  /** Function → HTTP status → pushes it answered with that status (bench/status-tally.ts). */
+  responses(): Record<string, Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -145,8 +148,15 @@ export async function startOrchestrationStack(
     const pubsub = new PubSub({ projectId: project });
     stoppers.push(() => pubsub.close());
     const url = (fn: string) => `http://127.0.0.1:${ports.get(fn) ?? 9}`;
+    // Every push goes through a forwarder that tallies the status each function answered.
+    const tallies = new Map<string, StatusTally>();
+    for (const fn of FUNCTIONS) tallies.set(fn, await startStatusTally(url(fn)));
+    stoppers.push(async () => {
+      for (const t of tallies.values()) await t.close();
+    });
+    const responses = () => Object.fromEntries([...tallies].map(([fn, t]) => [fn, t.counts()]));
     await applyTopology(pubsub, loadTopology(), {
-      pushEndpoint: (fn, topic) => localPushEndpoint(url(fn), project, topic),
+      pushEndpoint: (fn, topic) => localPushEndpoint(tallies.get(fn)?.url ?? url(fn), project, topic),
       relays: [LOCAL_DEFAULT_CONFIG.providers[0]?.relay ?? 'local'],
     });
     await pubsub.createTopic(FLOOR_TOPIC);
@@ -201,7 +211,7 @@ export async function startOrchestrationStack(
     // Without sweeps, a proxy checked while the provider looked down would wait for ever: start
     // measuring once the monitor has seen the relay report.
     await providerHealthy(project, tick);
-    return { project, pubsub, reachableAt, stop };
+    return { project, pubsub, reachableAt, responses, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -99,7 +99,7 @@ export async function runOrchestration(
   logDir: string,
   trials: number,
   cleanup: Cleanup,
-): Promise<OrchestrationTrial[]> {
+): Promise<{ trials: OrchestrationTrial[]; responses: Record<string, Record<string, number>> }> {
   const project = `bench-orch-${randomBytes(3).toString('hex')}`;
   // The stack registers its own stop with `cleanup`: an interrupted run stops the functions and
   // the relay's detached proxy processes.
@@ -115,7 +115,7 @@ export async function runOrchestration(
       const t = await trial(stack, db, `o-${i}`);
       results.push({ floorMs: median(floors), ...t });
     }
-    return results;
+    return { trials: results, responses: stack.responses() };
   } finally {
     await db.terminate();
     await stack.stop();

@@ -88,6 +88,16 @@ describe('targetsTable', () => {
     expect(row(alone, 'cold start `check` × clients-only reference').slice(3, 5)).toEqual(['not run', 'NO']);
   });
 
+  it("counts the functions' 5xx answers: any is NO, none of some pushes is met, no pushes is unmeasured", () => {
+    const label = 'error responses (5xx) of the functions';
+    const failing = { check: { '200': 10, '500': 2 }, create: { '204': 3, unreachable: 1 } };
+    const bad = targetsTable({ ...results(1000, 10), functionResponses: failing });
+    expect(row(bad, label).slice(3, 5)).toEqual(['3 of 16 pushes (check 2, create 1)', 'NO']);
+    const good = targetsTable({ ...results(1000, 10), functionResponses: { check: { '204': 9 } } });
+    expect(row(good, label).slice(3, 5)).toEqual(['0 of 9 pushes', 'yes']);
+    expect(row(targetsTable(results(1000, 10)), label)[4]).toBe('—');
+  });
+
   it('a section that did not run says so instead of passing', () => {
     const table = targetsTable({ ...results(1000, 10), orchestration: [] });
     expect(row(table, 'orchestration overhead')[3]).toBe('not run');

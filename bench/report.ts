@@ -7,6 +7,7 @@ import { CLIENTS, type GatewayResults } from './gateway-bench.js';
 import type { OrchestrationTrial } from './orchestration.js';
 import { localProxyRows, type LocalProxiesResults } from './local-proxies.js';
 import { FLAT_BOUND, soakVerdict } from './soak.js';
+import { errorResponses } from './status-tally.js';
 import { fmt, markdownTable, median, ms, usd, yes } from './stats.js';
 
 export interface BenchResults {
@@ -16,6 +17,8 @@ export interface BenchResults {
   /** Each package the `check` bundle imports statically, imported alone (median ms). */
   imports: { name: string; importMs: number }[];
   orchestration: OrchestrationTrial[];
+  /** Function → HTTP status → pushes answered, over the orchestration trials (bench/status-tally.ts). */
+  functionResponses?: Record<string, Record<string, number>>;
   sweeps: SweepResult[];
   cycles: CycleCost[];
   /** The libvirt client bench (bench/libvirt.ts), unless left out with `--only`. */
@@ -102,7 +105,10 @@ function steadyRows(r: BenchResults): string[][] {
   return rows;
 }
 
-function orchestrationRows(trials: OrchestrationTrial[]): string[][] {
+function orchestrationRows(
+  trials: OrchestrationTrial[],
+  responses: Record<string, Record<string, number>> = {},
+): string[][] {
   if (trials.length === 0) return [['orchestration overhead', '≤ 3× floor', 'not run', '—']];
   const hop = (pick: (t: OrchestrationTrial) => number) => median(trials.map((t) => pick(t) / t.floorMs));
   const create = hop((t) => t.publishToCreateMs);
@@ -111,6 +117,23 @@ function orchestrationRows(trials: OrchestrationTrial[]): string[][] {
   return [
     [`publish → provider create, × floor (floor median ${ms(floor)})`, '≤ 3×', `${fmt(create, 1)}×`, yes(create <= 3)],
     ['instance reachable → proxy Ready, × floor', '≤ 3×', `${fmt(ready, 1)}×`, yes(ready <= 3)],
+    ['publish → provider create, × floor (issue 17)', '≤ 2×', `${fmt(create, 1)}×`, yes(create <= 2)],
+    ['instance reachable → proxy Ready, × floor (issue 17)', '≤ 2×', `${fmt(ready, 1)}×`, yes(ready <= 2)],
+    errorResponsesRow(trials.length, responses),
+  ];
+}
+
+/** The 5xx answers of the functions while proxies were created, made Ready and deleted. */
+function errorResponsesRow(trials: number, responses: Record<string, Record<string, number>>): string[] {
+  const all = Object.values(responses).reduce((n, c) => n + Object.values(c).reduce((a, b) => a + b, 0), 0);
+  const errors = Object.entries(responses).map(([fn, c]) => [fn, errorResponses(c)] as const);
+  const total = errors.reduce((n, [, e]) => n + e, 0);
+  const detail = errors.filter(([, e]) => e > 0).map(([fn, e]) => `${fn} ${e}`);
+  return [
+    `error responses (5xx) of the functions, ${trials + 1} proxies created → Ready → deleted`,
+    '0',
+    `${total} of ${all} pushes${detail.length > 0 ? ` (${detail.join(', ')})` : ''}`,
+    all === 0 ? '—' : yes(total === 0),
   ];
 }
 
@@ -240,7 +263,7 @@ export function gatewayRows(g: GatewayResults | undefined): string[][] {
 export function targetsTable(r: BenchResults): string {
   const rows = [
     ...steadyRows(r),
-    ...orchestrationRows(r.orchestration),
+    ...orchestrationRows(r.orchestration, r.functionResponses),
     ...coldRows(r.coldStart),
     ...scaleRows(r),
     libvirtRow(r.libvirt),

@@ -4,21 +4,25 @@ import type { BusMessage } from '../bus/message.js';
 import type { Bus } from '../bus/pubsub.js';
 import { dnsLabel } from '../domain/names.js';
 import { toValidationError } from '../domain/proxy.js';
-import { RetryableError, ValidationError } from '../errors.js';
+import { ValidationError } from '../errors.js';
 import { reconcilePool } from '../pools/reconcile.js';
 import type { PoolRepository, StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
 import { newCheckBatch, type CheckBatch } from './batch.js';
+import { publishFollowUps, waitUntilDue, type Recheck } from './follow-up.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
 import { reconcileProxy } from './reconcile.js';
 import { TOPICS } from '../bus/topics.js';
 
+/** A follow-up's time (epoch ms): the check waits until then (see `follow-up.ts`). */
+const dueAt = z.number().int().nonnegative().optional();
+
 /** A check message: a sweep page (from the scheduler, then chained) or explicit names (kicks). */
 export const checkMessageSchema = z.union([
   z.strictObject({ sweep: z.literal(true), after: z.string().max(63).nullable().optional() }),
-  z.strictObject({ names: z.array(dnsLabel).min(1).max(500), verifyEgress: z.boolean().optional() }),
+  z.strictObject({ names: z.array(dnsLabel).min(1).max(500), verifyEgress: z.boolean().optional(), dueAt }),
   /** Pools to reconcile (after a pool request, a member's phase change, or a sweep). */
-  z.strictObject({ pools: z.array(dnsLabel).min(1).max(100) }),
+  z.strictObject({ pools: z.array(dnsLabel).min(1).max(100), dueAt }),
 ]);
 export type CheckMessage = z.infer<typeof checkMessageSchema>;
 
@@ -33,6 +37,8 @@ export interface CheckDeps extends ReconcileDeps {
   bus: Bus;
   /** The pools' store; without it pool kicks are acknowledged and nothing else is done for pools. */
   pools?: PoolRepository;
+  /** How a follow-up waits for its `dueAt` (tests pass one that advances their clock). */
+  wait?: (ms: number) => Promise<unknown>;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
@@ -57,13 +63,13 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>
  * per proxy per cycle. Settled relay-backed proxies are confirmed from their stored status, without
  * reading the relay's inventory (`reuseObservation`); their changes arrive as kicks.
  *
- * @returns the results, and the shortest recheck delay asked for (explicit names only: a sweep
- * never asks for redelivery, the next sweep is its retry)
+ * @returns the results, and the proxies or pools that asked for another look soon (explicit names
+ * and pools only: a sweep asks for none, the next sweep is its retry)
  */
 export async function runCheck(
   deps: CheckDeps,
   message: CheckMessage,
-): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
+): Promise<{ results: ReconcileResult[]; rechecks: Recheck[] }> {
   const batch = newCheckBatch();
   if ('pools' in message) return runPools(deps, message.pools);
   if ('sweep' in message) {
@@ -84,7 +90,7 @@ export async function runCheck(
       deps.bus,
       done.flatMap((r) => (r.pool ? [r.pool] : [])),
     );
-    return { results: done };
+    return { results: done, rechecks: [] };
   }
   const results = await pool([...new Set(message.names)], 10, async (name) => {
     const stored = await deps.proxies.get(name);
@@ -96,19 +102,17 @@ export async function runCheck(
     deps.bus,
     done.flatMap((r) => (r.pool ? [r.pool] : [])),
   );
-  const delays = done.flatMap((r) => (r.recheckAfterMs !== undefined ? [r.recheckAfterMs] : []));
-  return delays.length > 0 ? { results: done, recheckAfterMs: Math.min(...delays) } : { results: done };
+  const rechecks = done.flatMap((r): Recheck[] =>
+    r.recheckAfterMs !== undefined ? [{ kind: 'names', name: r.name, afterMs: r.recheckAfterMs }] : [],
+  );
+  return { results: done, rechecks };
 }
 
-/** Longer waits are left to the next sweep rather than held in Pub/Sub redelivery. */
-export const MAX_REDELIVERY_WAIT_MS = 30_000;
-
 /**
- * The check function's handler: runs the check a message asks for; an invalid message is logged
- * with its field and acknowledged (`rejected`), never redelivered.
- *
- * @throws RetryableError when a proxy wants another look within {@link MAX_REDELIVERY_WAIT_MS}:
- * throwing makes Pub/Sub redeliver with the subscription's backoff (the way to "check again soon")
+ * The check function's handler: waits for a follow-up's `dueAt`, runs the check the message asks
+ * for, and publishes follow-ups for what wants another look soon (`follow-up.ts`); an invalid
+ * message is logged with its field and acknowledged (`rejected`), never redelivered. Only a
+ * failure (a store or bus error) is thrown, and so redelivered: "look again soon" never is.
  */
 export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): Promise<'rejected' | 'done'> {
   let check;
@@ -119,9 +123,11 @@ export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): 
     deps.logger.warn('check message rejected', { messageId: message.id, field: err.field, reason: err.reason });
     return 'rejected';
   }
-  const { recheckAfterMs } = await runCheck(deps, check);
-  if (recheckAfterMs !== undefined && recheckAfterMs <= MAX_REDELIVERY_WAIT_MS)
-    throw new RetryableError('some proxies need another look soon', recheckAfterMs);
+  const now = deps.now ?? Date.now;
+  if ('dueAt' in check) await waitUntilDue(check.dueAt, now(), deps.wait);
+  const { rechecks } = await runCheck(deps, check);
+  const verifyEgress = 'verifyEgress' in check && check.verifyEgress === true;
+  await publishFollowUps(deps.bus, rechecks, now(), { verifyEgress });
   return 'done';
 }
 
@@ -152,17 +158,17 @@ async function kickEgressChecks(bus: Bus, results: ReconcileResult[]): Promise<v
 async function runPools(
   deps: CheckDeps,
   names: string[],
-): Promise<{ results: ReconcileResult[]; recheckAfterMs?: number }> {
+): Promise<{ results: ReconcileResult[]; rechecks: Recheck[] }> {
   const { pools } = deps;
-  if (!pools) return { results: [] };
-  const delays: number[] = [];
+  if (!pools) return { results: [], rechecks: [] };
+  const rechecks: Recheck[] = [];
   for (const name of new Set(names)) {
     const result = await inSpan('reconcile-pool', { attributes: { 'pool.name': name } }, () =>
       reconcilePool({ ...deps, pools, kick: (members) => kickChecks(deps.bus, members) }, name),
     );
-    if (result.recheckAfterMs !== undefined) delays.push(result.recheckAfterMs);
+    if (result.recheckAfterMs !== undefined) rechecks.push({ kind: 'pools', name, afterMs: result.recheckAfterMs });
   }
-  return delays.length > 0 ? { results: [], recheckAfterMs: Math.min(...delays) } : { results: [] };
+  return { results: [], rechecks };
 }
 
 /** Asks for a reconcile of these pools soon. */

@@ -55,7 +55,10 @@ function redeliverySuite(kind: ProviderKind): void {
   let sweeping = true;
   let sweeper: Promise<void> | undefined;
 
-  /** The check function's handler; its "check again soon" (a thrown RetryableError) is a redelivery. */
+  /**
+   * The check function's handler. "Check again soon" is a follow-up message through the same bus
+   * (delayed, duplicated); a thrown error (a store's contention, say) is a redelivery.
+   */
   function checkHandler(deps: () => CheckDeps) {
     return async (message: BusMessage): Promise<Handled> => {
       try {

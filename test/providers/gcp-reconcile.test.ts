@@ -115,7 +115,7 @@ describe('gcp provider through the reconciler', () => {
     expect(Date.parse(status?.retry?.notBefore ?? '')).toBeGreaterThan(Date.now());
     for (let i = 0; i < 5; i++) {
       const r = await runCheck(h.deps, { names: [name] });
-      expect(r.recheckAfterMs).toBeGreaterThan(0);
+      expect(r.rechecks.find((c) => c.name === name)?.afterMs).toBeGreaterThan(0);
     }
     expect(fake.count('instances.insert')).toBe(inserts + 1);
     await settle(h.deps, name, (p) => p === 'Ready', 30_000);

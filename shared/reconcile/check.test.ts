@@ -1,0 +1,148 @@
+/**
+ * The check function's handler on the in-memory stores with a ManualClock: "look again soon" is a
+ * follow-up message on `proxy-checks`, never a thrown error (an HTTP 500 in production).
+ */
+import { describe, expect, it } from 'vitest';
+import { decodeBody, type BusMessage } from '../bus/message.js';
+import type { Bus } from '../bus/pubsub.js';
+import { TOPICS } from '../bus/topics.js';
+import { parseConfig } from '../config/load.js';
+import { instanceName } from '../domain/names.js';
+import { createLogger } from '../logger.js';
+import { createRegistry } from '../providers/registry.js';
+import { ManualClock } from '../store/clock.js';
+import { MemoryProxyRepository } from '../store/memory/proxies.js';
+import { MemoryRelayRepository } from '../store/memory/relays.js';
+import { MemoryState } from '../store/memory/state.js';
+import { handleCheckMessage, type CheckDeps } from './check.js';
+import { MAX_FOLLOW_UP_MS } from './follow-up.js';
+
+const logger = createLogger({ write: () => undefined });
+
+interface Sent {
+  topic: string;
+  data: Record<string, unknown>;
+}
+
+function world() {
+  const clock = new ManualClock();
+  const state = new MemoryState(clock);
+  const proxies = new MemoryProxyRepository(clock, state);
+  const relays = new MemoryRelayRepository(clock, 300_000, state);
+  const sent: Sent[] = [];
+  const bus: Bus = {
+    publish: (topic, data) => {
+      sent.push({ topic, data: data as Record<string, unknown> });
+      return Promise.resolve(`m-${sent.length}`);
+    },
+  };
+  const config = parseConfig({
+    installationId: 'it',
+    echoUrl: 'http://127.0.0.1:1/',
+    providers: [{ name: 'proc', type: 'process', relay: 'r1', options: { heartbeatTimeoutSeconds: 30 } }],
+  });
+  const registry = createRegistry({ config, relays, bus, logger, now: () => clock.now() });
+  const waits: number[] = [];
+  const deps: CheckDeps = {
+    config,
+    proxies,
+    registry,
+    logger,
+    bus,
+    now: () => clock.now(),
+    wait: (ms) => {
+      waits.push(ms);
+      clock.advance(ms);
+      return Promise.resolve();
+    },
+  };
+  const checks = () => sent.filter((s) => s.topic === TOPICS.proxyChecks).map((s) => s.data);
+  return { clock, proxies, relays, sent, deps, waits, checks };
+}
+
+type World = ReturnType<typeof world>;
+
+let sequence = 0;
+const message = (data: unknown, at: number): BusMessage =>
+  decodeBody(`msg-${++sequence}`, at, {}, JSON.stringify(data));
+
+/** The relay has reported (nothing yet): its provider is healthy. */
+async function relayReported(w: World): Promise<void> {
+  await w.relays.applyReport(
+    {
+      relay: 'r1',
+      bootId: 'b',
+      seq: 1,
+      sentAt: w.clock.now(),
+      startedAt: 1,
+      providers: [{ name: 'proc', type: 'process', ok: true, message: 'ok' }],
+      instances: [],
+      results: [],
+    },
+    w.clock.now(),
+  );
+}
+
+async function applied(w: World, name: string): Promise<void> {
+  const t = w.clock.now();
+  await w.proxies.apply(
+    {
+      apiVersion: 'egress.dev/v1',
+      kind: 'Proxy',
+      action: 'apply',
+      metadata: { name, labels: {} },
+      spec: { provider: 'proc', placement: {}, port: 0 },
+    },
+    t,
+    t,
+  );
+}
+
+describe('check: look again soon without an error', () => {
+  it('a proxy being created is acknowledged and followed up at its poll time, not redelivered', async () => {
+    const w = world();
+    await relayReported(w);
+    await applied(w, 'p-1');
+    const t = w.clock.now();
+    await expect(handleCheckMessage(w.deps, message({ names: ['p-1'] }, t))).resolves.toBe('done');
+    expect((await w.proxies.get('p-1'))?.doc.status.phase).toBe('Provisioning');
+    expect(await w.relays.command('r1', instanceName('it', 'p-1'))).toMatchObject({ kind: 'create' });
+    const [followUp, ...others] = w.checks();
+    expect(others).toEqual([]);
+    expect(followUp).toEqual({ names: ['p-1'], dueAt: t + 2000 });
+
+    // The follow-up, delivered at once, waits until it is due, then looks again (and follows up again).
+    await expect(handleCheckMessage(w.deps, message(followUp, t))).resolves.toBe('done');
+    expect(w.waits).toEqual([2000]);
+    expect(w.checks()).toHaveLength(2);
+    expect(w.checks()[1]).toEqual({ names: ['p-1'], dueAt: t + 4000 });
+  });
+
+  it('a late follow-up runs at once; a dueAt beyond the window waits no longer than the window', async () => {
+    const w = world();
+    await relayReported(w);
+    await applied(w, 'p-2');
+    const t = w.clock.now();
+    await handleCheckMessage(w.deps, message({ names: ['p-2'], dueAt: t - 5000 }, t));
+    expect(w.waits).toEqual([]);
+    await handleCheckMessage(w.deps, message({ names: ['p-2'], dueAt: t + 3_600_000 }, t));
+    expect(w.waits).toEqual([MAX_FOLLOW_UP_MS]);
+  });
+
+  it('a settled proxy asks for nothing, and a sweep never follows up (the next sweep is its retry)', async () => {
+    const w = world();
+    await relayReported(w);
+    await applied(w, 'p-3');
+    await handleCheckMessage(w.deps, message({ sweep: true }, w.clock.now()));
+    expect((await w.proxies.get('p-3'))?.doc.status.phase).toBe('Provisioning');
+    expect(w.checks()).toEqual([]);
+  });
+
+  it('a bad dueAt is refused naming the field, and acknowledged', async () => {
+    const w = world();
+    const warnings: unknown[] = [];
+    const deps = { ...w.deps, logger: createLogger({ write: (line) => void warnings.push(JSON.parse(line)) }) };
+    await expect(handleCheckMessage(deps, message({ names: ['p-4'], dueAt: -1 }, 0))).resolves.toBe('rejected');
+    expect(warnings).toContainEqual(expect.objectContaining({ field: 'dueAt' }));
+  });
+});

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import type { Bus } from '../bus/pubsub.js';
+import { MAX_FOLLOW_UP_MS, publishFollowUps, waitUntilDue } from './follow-up.js';
+
+function recording() {
+  const sent: { topic: string; data: unknown }[] = [];
+  const bus: Bus = {
+    publish: (topic, data) => {
+      sent.push({ topic, data });
+      return Promise.resolve(String(sent.length));
+    },
+  };
+  return { bus, sent };
+}
+
+describe('follow-ups', () => {
+  it('groups by kind and whole second of delay; leaves what is further than the window to the sweep', async () => {
+    const { bus, sent } = recording();
+    const n = await publishFollowUps(
+      bus,
+      [
+        { kind: 'names', name: 'a', afterMs: 2000 },
+        { kind: 'names', name: 'b', afterMs: 1500 },
+        { kind: 'names', name: 'a', afterMs: 2000 },
+        { kind: 'names', name: 'c', afterMs: 25_000 },
+        { kind: 'pools', name: 'p', afterMs: 2000 },
+        { kind: 'names', name: 'd', afterMs: MAX_FOLLOW_UP_MS + 1 },
+      ],
+      1_000_000,
+      { verifyEgress: true },
+    );
+    expect(n).toBe(3);
+    expect(sent.map((s) => s.data)).toEqual([
+      { names: ['a', 'b'], dueAt: 1_002_000, verifyEgress: true },
+      { names: ['c'], dueAt: 1_025_000, verifyEgress: true },
+      { pools: ['p'], dueAt: 1_002_000 },
+    ]);
+    expect(new Set(sent.map((s) => s.topic))).toEqual(new Set(['proxy-checks']));
+  });
+
+  it('splits a group into messages of at most 100 names', async () => {
+    const { bus, sent } = recording();
+    const rechecks = Array.from({ length: 250 }, (_, i) => ({ kind: 'names' as const, name: `p-${i}`, afterMs: 2000 }));
+    expect(await publishFollowUps(bus, rechecks, 0)).toBe(3);
+    expect(sent.map((s) => (s.data as { names: string[] }).names.length)).toEqual([100, 100, 50]);
+  });
+
+  it('waits until due, never when late, never past the window', async () => {
+    const waits: number[] = [];
+    const wait = (ms: number) => Promise.resolve(void waits.push(ms));
+    await waitUntilDue(undefined, 10, wait);
+    await waitUntilDue(5, 10, wait);
+    await waitUntilDue(2010, 10, wait);
+    await waitUntilDue(10 + 10 * MAX_FOLLOW_UP_MS, 10, wait);
+    expect(waits).toEqual([2000, MAX_FOLLOW_UP_MS]);
+  });
+});

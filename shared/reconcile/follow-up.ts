@@ -1,0 +1,78 @@
+/**
+ * "Look again at T" without an error: a check that wants another look at some proxies (or pools)
+ * soon publishes a follow-up check message carrying `dueAt`, and acknowledges its own message. The
+ * invocation that receives the follow-up waits until `dueAt`, then checks only those names.
+ *
+ * Pub/Sub has no delayed delivery; before this, the check function threw (an HTTP 500) so that
+ * Pub/Sub would redeliver the whole message after the subscription's backoff (10–600 s in
+ * production, not the 2 s asked for), each try counting toward dead-lettering and filling error
+ * dashboards. The wait now happens in the receiving invocation, on the emulator exactly as in
+ * production, and costs nothing when nothing is due.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Bus } from '../bus/pubsub.js';
+import { TOPICS } from '../bus/topics.js';
+
+/** Looks further away than this are left to the next sweep (which is every proxy's retry anyway). */
+export const MAX_FOLLOW_UP_MS = 30_000;
+
+/** One proxy or pool that wants another look after `afterMs`. */
+export interface Recheck {
+  kind: 'names' | 'pools';
+  name: string;
+  afterMs: number;
+}
+
+/** What a follow-up carries over from the message that asked for it. */
+export interface FollowUpOptions {
+  verifyEgress?: boolean;
+}
+
+/**
+ * Publishes the follow-ups for `rechecks` due within {@link MAX_FOLLOW_UP_MS}: one message per
+ * kind and whole second of delay (so a proxy due in 25 s is not looked at with one due in 2 s),
+ * at most 100 names each.
+ *
+ * @returns the messages published
+ */
+export async function publishFollowUps(
+  bus: Bus,
+  rechecks: Recheck[],
+  now: number,
+  options: FollowUpOptions = {},
+): Promise<number> {
+  const groups = new Map<string, { kind: Recheck['kind']; dueAt: number; names: Set<string> }>();
+  for (const r of rechecks) {
+    if (!(r.afterMs >= 0) || r.afterMs > MAX_FOLLOW_UP_MS) continue;
+    const seconds = Math.ceil(r.afterMs / 1000);
+    const key = `${r.kind}/${seconds}`;
+    const group = groups.get(key) ?? { kind: r.kind, dueAt: now + seconds * 1000, names: new Set<string>() };
+    group.names.add(r.name);
+    groups.set(key, group);
+  }
+  let published = 0;
+  for (const { kind, dueAt, names } of groups.values()) {
+    const all = [...names];
+    for (let i = 0; i < all.length; i += 100) {
+      const chunk = all.slice(i, i + 100);
+      const extra = kind === 'names' && options.verifyEgress ? { verifyEgress: true } : {};
+      await bus.publish(TOPICS.proxyChecks, { [kind]: chunk, dueAt, ...extra });
+      published++;
+    }
+  }
+  return published;
+}
+
+/**
+ * Waits until `dueAt` (never longer than {@link MAX_FOLLOW_UP_MS}, whatever a skewed clock says).
+ *
+ * @param wait - how to wait (tests pass one that advances their clock)
+ */
+export async function waitUntilDue(
+  dueAt: number | undefined,
+  now: number,
+  wait: (ms: number) => Promise<unknown> = sleep,
+): Promise<void> {
+  if (dueAt === undefined || dueAt <= now) return;
+  await wait(Math.min(dueAt - now, MAX_FOLLOW_UP_MS));
+}
