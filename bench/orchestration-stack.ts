@@ -35,7 +35,7 @@ const PROVIDER = LOCAL_DEFAULT_CONFIG.providers[0]?.name ?? 'local';
  * the check function reads (as `npm start` runs it: ticks every `healthIntervalSeconds`). Sweeps and
  * GC are left out: they are not on that path.
  */
-const FUNCTIONS = ['create', 'delete', 'check', 'relay-report', 'health'] as const;
+const FUNCTIONS = ['requests', 'check', 'relay-report', 'health'] as const;
 
 export interface OrchestrationStack {
   project: string;

@@ -1,9 +1,9 @@
-/** Handling messages on `proxy-requests`: validate, record desired state, kick a check. */
+/** Handling messages on `proxy-requests`: validate, record desired state, check the proxy (or kick a check). */
 import type { Bus } from './bus/pubsub.js';
 import type { BusMessage } from './bus/message.js';
 import type { Config } from './config/schema.js';
 import { checkPoolProviders, isPoolRequest, parsePoolRequest, type PoolRequest } from './domain/pool.js';
-import { claimedAction, parseProxyRequest } from './domain/proxy.js';
+import { parseProxyRequest } from './domain/proxy.js';
 import { EgressError, ValidationError } from './errors.js';
 import type { Logger } from './logger.js';
 import { kickChecks, kickPools } from './reconcile/check.js';
@@ -20,39 +20,34 @@ export interface RequestDeps {
   pools?: PoolRepository;
   /** The configured providers a pool's spread is checked against. */
   config?: Pick<Config, 'providers'>;
+  /**
+   * Checks these proxies now, in this invocation (the `requests` function: no hop through the
+   * `check` function). Without it, or when it fails, they are kicked to the `check` function.
+   */
+  check?: (names: string[]) => Promise<unknown>;
 }
 
 /**
- * Handles one request for the given action; requests for the other action are acknowledged and
- * left to the other function. Invalid requests are recorded in `rejections/{messageId}` (by the
- * `apply` side, or the `delete` side for deletes) and never retried. Errors that are not the
- * request's fault propagate, so the message is redelivered.
+ * Handles one request: records it, then checks the proxy (or kicks a check). Invalid requests are
+ * recorded in `rejections/{messageId}` and never retried. Errors that are not the request's fault
+ * propagate, so the message is redelivered.
  */
-export async function handleRequest(
-  deps: RequestDeps,
-  handles: 'apply' | 'delete',
-  message: BusMessage,
-): Promise<string> {
+export async function handleRequest(deps: RequestDeps, message: BusMessage): Promise<string> {
   const now = deps.now ?? Date.now;
-  const claimed = claimedAction(message.json);
-  const mine = claimed === handles || (handles === 'apply' && claimed !== 'delete');
   let request;
   try {
     if (message.decodeError) throw new ValidationError(message.decodeField ?? '(message)', message.decodeError);
     if (message.json === undefined)
       throw new ValidationError('(message)', 'message has no data; expected a Proxy request as JSON');
     if (isPoolRequest(message.json)) {
-      const pool = parsePoolRequest(message.json);
-      if (pool.action !== handles) return 'ignored';
-      return await handlePoolRequest(deps, pool, message);
+      return await handlePoolRequest(deps, parsePoolRequest(message.json), message);
     }
     request = parseProxyRequest(message.json);
   } catch (err) {
     if (!(err instanceof ValidationError)) throw err;
-    if (mine) await reject(deps, message, err, now());
+    await reject(deps, message, err, now());
     return 'rejected';
   }
-  if (request.action !== handles) return 'ignored';
   const name = request.metadata.name;
   try {
     if (request.action === 'apply') {
@@ -70,7 +65,7 @@ export async function handleRequest(
           deps.maxEvents,
         );
       }
-      if (outcome !== 'stale') await kickChecks(deps.bus, [name]);
+      if (outcome !== 'stale') await checkNow(deps, name);
       return outcome;
     }
     const outcome = await deps.proxies.requestDelete(name, message.publishTime, now());
@@ -87,7 +82,7 @@ export async function handleRequest(
         deps.maxEvents,
       );
     }
-    if (outcome === 'marked' || outcome === 'already') await kickChecks(deps.bus, [name]);
+    if (outcome === 'marked' || outcome === 'already') await checkNow(deps, name);
     return outcome;
   } catch (err) {
     if (err instanceof ValidationError) {
@@ -96,6 +91,22 @@ export async function handleRequest(
     }
     throw err;
   }
+}
+
+/**
+ * Checks the proxy in this invocation when the deps can, else (or when that fails: the request is
+ * recorded, so it must not be redelivered for it) kicks the `check` function.
+ */
+async function checkNow(deps: RequestDeps, name: string): Promise<void> {
+  if (deps.check) {
+    try {
+      await deps.check([name]);
+      return;
+    } catch (err) {
+      deps.logger.warn('check after the request failed; kicking the check function', { proxy: name, error: err });
+    }
+  }
+  await kickChecks(deps.bus, [name]);
 }
 
 /** Records a pool request in `pools/{name}` and kicks the pool's reconcile. */

@@ -8,8 +8,7 @@ const topology = loadTopology();
 
 /** The function each push subscription delivers to, and the topic it must take from `TOPICS`. */
 const PUSHED: Record<string, string> = {
-  create: TOPICS.proxyRequests,
-  delete: TOPICS.proxyRequests,
+  requests: TOPICS.proxyRequests,
   check: TOPICS.proxyChecks,
   gc: TOPICS.gcTicks,
   'relay-report': TOPICS.relayReports,

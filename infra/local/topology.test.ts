@@ -17,7 +17,7 @@ import {
 } from './topology.js';
 
 /** Push targets whose functions/ folders are still being written. */
-const PLANNED_FUNCTIONS = ['create', 'delete', 'check', 'gc', 'relay-report'];
+const PLANNED_FUNCTIONS = ['requests', 'check', 'gc', 'relay-report'];
 
 const topologyPath = findTopologyFile();
 const repoRoot = dirname(dirname(topologyPath));
@@ -52,9 +52,9 @@ describe('infra/topology.yaml', () => {
   });
 
   it('resolves YAML anchors into each subscription', () => {
-    const create = topology.subscriptions.find((s) => s.name === 'create-requests');
-    expect(create?.retryPolicy).toEqual({ minimumBackoffSeconds: 10, maximumBackoffSeconds: 600 });
-    expect(create?.deadLetter).toEqual({ topic: 'dead-letters', maxDeliveryAttempts: 10 });
+    const requests = topology.subscriptions.find((s) => s.name === 'request-deliveries');
+    expect(requests?.retryPolicy).toEqual({ minimumBackoffSeconds: 10, maximumBackoffSeconds: 600 });
+    expect(requests?.deadLetter).toEqual({ topic: 'dead-letters', maxDeliveryAttempts: 10 });
   });
 });
 
@@ -77,7 +77,7 @@ describe('parseTopology', () => {
     },
     {
       name: 'a subscription name used twice',
-      edit: (t) => void (t.subscriptions[1] && (t.subscriptions[1].name = 'create-requests')),
+      edit: (t) => void (t.subscriptions[1] && (t.subscriptions[1].name = 'request-deliveries')),
       field: 'topology.subscriptions.1.name',
     },
     {

@@ -7,16 +7,16 @@ locals {
 
   # Functions that call providers (create, get, delete, list, check): provider secrets, the VPC
   # connector and the providers' own permissions go to these only.
-  provider_functions = toset(["check", "gc", "health"])
+  provider_functions = toset(["requests", "check", "gc", "health"])
 
   # Topics each function publishes to (and may publish to nothing else):
-  # create, delete: kickChecks (shared/requests.ts); check: the next sweep page and peer kicks
-  # (shared/reconcile/check.ts) and relay commands (shared/providers/relay/index.ts); gc: relay
+  # requests: follow-ups or a kick (shared/requests.ts) and relay commands (it checks the proxy
+  # itself); check: the next sweep page, follow-ups and peer kicks (shared/reconcile/check.ts) and
+  # relay commands (shared/providers/relayed/index.ts); gc: relay
   # deletes; relay-report: kickChecks (shared/relay-report.ts); api: requests (shared/api/handler.ts)
   # and a check of a proxy reported banned (shared/api/reports.ts).
   function_publishes = {
-    create         = ["proxy-checks"]
-    delete         = ["proxy-checks"]
+    requests       = ["proxy-checks", "relay-commands"]
     check          = ["proxy-checks", "relay-commands"]
     gc             = ["relay-commands"]
     "relay-report" = ["proxy-checks"]

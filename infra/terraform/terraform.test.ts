@@ -185,7 +185,7 @@ describe('the .tf files', () => {
   }, 30_000);
 
   it('mount the provider secrets and the VPC connector only where providers are called', () => {
-    expect(functionLocals().provider_functions).toBe('${toset(["check", "gc", "health"])}');
+    expect(functionLocals().provider_functions).toBe('${toset(["requests", "check", "gc", "health"])}');
   });
 });
 

@@ -5,7 +5,7 @@
  * topic by topic and push target by push target).
  */
 export const TOPICS = {
-  /** Apply and delete requests (`shared/requests.ts`), pushed to `create` and `delete`. */
+  /** Apply and delete requests (`shared/requests.ts`), pushed to `requests`. */
   proxyRequests: 'proxy-requests',
   /** Sweeps, kicks and pool checks, pushed to `check` (`shared/reconcile/check.ts`). */
   proxyChecks: 'proxy-checks',

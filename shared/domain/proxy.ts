@@ -73,9 +73,6 @@ export const proxyRequestSchema = z.discriminatedUnion('action', [applyRequestSc
   error: 'must be "apply" or "delete"',
 });
 
-/** What a message says its `action` is, before it is validated (it decides who records a rejection). */
-const claimSchema = z.object({ action: z.unknown() });
-
 export type ProxySpec = z.infer<typeof specSchema>;
 export type ProxyMetadata = z.infer<typeof metadataSchema>;
 export type ApplyRequest = z.infer<typeof applyRequestSchema>;
@@ -108,13 +105,4 @@ export function parseProxyRequest(input: unknown): ProxyRequest {
   const parsed = proxyRequestSchema.safeParse(input);
   if (!parsed.success) throw toValidationError(parsed.error);
   return parsed.data;
-}
-
-/**
- * The `action` an unvalidated message claims, or undefined when it is not an object.
- *
- * @example claimedAction({ action: 'delete', metadata: 7 }) // 'delete'
- */
-export function claimedAction(input: unknown): unknown {
-  return claimSchema.safeParse(input).data?.action;
 }

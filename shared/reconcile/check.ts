@@ -125,10 +125,16 @@ export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): 
   }
   const now = deps.now ?? Date.now;
   if ('dueAt' in check) await waitUntilDue(check.dueAt, now(), deps.wait);
-  const { rechecks } = await runCheck(deps, check);
-  const verifyEgress = 'verifyEgress' in check && check.verifyEgress === true;
-  await publishFollowUps(deps.bus, rechecks, now(), { verifyEgress });
+  await checkAndFollowUp(deps, check);
   return 'done';
+}
+
+/** Runs a check, then publishes the follow-ups of what wants another look soon (`follow-up.ts`). */
+export async function checkAndFollowUp(deps: CheckDeps, check: CheckMessage): Promise<ReconcileResult[]> {
+  const { results, rechecks } = await runCheck(deps, check);
+  const verifyEgress = 'verifyEgress' in check && check.verifyEgress === true;
+  await publishFollowUps(deps.bus, rechecks, (deps.now ?? Date.now)(), { verifyEgress });
+  return results;
 }
 
 /** One proxy's reconcile as a span `reconcile` carrying the proxy, the decision and the resulting phase. */

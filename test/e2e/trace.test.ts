@@ -77,11 +77,10 @@ describe('e2e: one request, one trace', () => {
       return found;
     }, 15_000);
     const names = (service: string) => spans.filter((s) => s.service === service).map((s) => s.name);
-    // Every hop: publisher → create → proxy-checks → check → relay-commands → relay → relay-reports → relay-report → check.
-    expect(names('egress-create')).toContain('process proxy-requests');
-    expect(names('egress-create')).toContain('send proxy-checks');
+    // Every hop: publisher → requests (records, checks: relay-commands) → relay → relay-reports → relay-report → check.
+    expect(names('egress-requests')).toContain('process proxy-requests');
+    expect(names('egress-requests')).toContain('send relay-commands');
     expect(names('egress-check')).toContain('process proxy-checks');
-    expect(names('egress-check')).toContain('send relay-commands');
     expect(names('egress-relay')).toContain('process relay-commands');
     expect(names('egress-relay')).toContain('send relay-reports');
     expect(names('egress-relay-report')).toContain('process relay-reports');

@@ -61,9 +61,7 @@ function concurrencySuite(kind: ProviderKind): void {
     const deps = world.requestDeps(dropped);
     const jitter = () => sleep(rng.int(0, 150));
     const work: Promise<unknown>[] = [];
-    for (let i = 0; i < copies; i++)
-      for (const side of ['apply', 'delete'] as const)
-        work.push(jitter().then(() => handleRequest(deps, side, message)));
+    for (let i = 0; i < copies; i++) work.push(jitter().then(() => handleRequest(deps, message)));
     for (let i = 0; i < CHECKS; i++)
       work.push(jitter().then(() => runCheck(world.checkDeps(dropped), { names: [name] })));
     for (let i = 0; i < 3; i++) work.push(jitter().then(() => runCheck(world.checkDeps(dropped), { sweep: true })));
@@ -104,7 +102,7 @@ function concurrencySuite(kind: ProviderKind): void {
       onTestFailed(() => console.log(replayHint(FILE, SEED)));
       const name = 'cc-stale';
       const message = onTheWire(requestBody('apply', name, 0), publishTimes(1));
-      for (const side of ['apply', 'delete'] as const) await handleRequest(world.requestDeps(dropped), side, message);
+      await handleRequest(world.requestDeps(dropped), message);
       // A observes "no instance", then stalls; B creates meanwhile and releases its lease.
       const hold = holdNextObservation(name);
       // A check whose observation fails before it reads (the relay has not reported yet) ends without
@@ -130,7 +128,7 @@ function concurrencySuite(kind: ProviderKind): void {
     it('a lease taken after a slow acquisition still covers the provider call', async () => {
       const name = 'cc-slow-lease';
       const message = onTheWire(requestBody('apply', name, 0), publishTimes(1));
-      await handleRequest(world.requestDeps(dropped), 'apply', message);
+      await handleRequest(world.requestDeps(dropped), message);
       // The database takes longer than the whole lease (leaseSeconds: 5) to take it: the worker's
       // clock moves 5.5 s while the acquisition is under way (no wall-clock wait).
       let slowness = 0;
@@ -150,7 +148,7 @@ function concurrencySuite(kind: ProviderKind): void {
     it('a worker that lost its lease cannot write its status over a newer one', async () => {
       const name = 'cc-fenced';
       const message = onTheWire(requestBody('apply', name, 0), publishTimes(1));
-      await handleRequest(world.requestDeps(dropped), 'apply', message);
+      await handleRequest(world.requestDeps(dropped), message);
       const read = await world.proxies.get(name);
       if (!read) throw new Error('no document');
       const { doc } = read;
@@ -167,11 +165,7 @@ function concurrencySuite(kind: ProviderKind): void {
       const stale = { ...doc.status, phase: 'Failed' as const, observedGeneration: doc.generation };
       expect(await world.proxies.writeStatus(name, doc.generation, stale, t + 400, 'a'), 'the stale write').toBe(false);
       expect((await world.proxies.get(name))?.doc.status.phase).toBe('Provisioning');
-      await handleRequest(
-        world.requestDeps(dropped),
-        'delete',
-        onTheWire(requestBody('delete', name), publishTimes(1)),
-      );
+      await handleRequest(world.requestDeps(dropped), onTheWire(requestBody('delete', name), publishTimes(1)));
       await settle(world, world.checkDeps(dropped), new Map([[name, expectationOf('delete', name)]]));
     }, 60_000);
 

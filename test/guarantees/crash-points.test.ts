@@ -75,10 +75,9 @@ function crashSuite(kind: ProviderKind): void {
   const expectations = new Map<string, Expected>();
 
   const checkDeps = () => world.checkDeps(dropped);
-  /** Publishes one request: both request functions handle it once. */
+  /** Publishes one request: the request function handles it once. */
   async function request(body: Record<string, unknown>): Promise<void> {
-    const message = onTheWire(body, publishTimes(1));
-    for (const side of ['apply', 'delete'] as const) await handleRequest(world.requestDeps(dropped), side, message);
+    await handleRequest(world.requestDeps(dropped), onTheWire(body, publishTimes(1)));
   }
 
   /** One invocation of the check function: it finishes, crashes, or hangs until abandoned (its timeout). */

@@ -1,6 +1,6 @@
 /**
  * Bad input on the surfaces pools and reports added: seeded damage to a valid ProxyPool request on
- * the request topic (the real `create` and `delete` functions) and at `PUT /v1/pools/{name}`, and
+ * the request topic (the real `requests` function) and at `PUT /v1/pools/{name}`, and
  * to a valid report at `POST /v1/proxies/{name}/reports` (the real `api` function over HTTP). Each
  * is refused naming the field; nothing is published, stored or counted from it; nothing answers 500.
  */
@@ -133,27 +133,25 @@ async function rejection(messageId: string) {
   return snap.exists ? { field: snap.get('field') as string | null, reason: String(snap.get('reason')) } : undefined;
 }
 
-/** Delivers one request event to both functions that subscribe to the topic; returns what they threw. */
+/** Delivers one request event to the requests function; returns what it threw. */
 async function deliver(text: string): Promise<{ messageId: string; thrown: unknown[] }> {
   const event = cloudEvent('proxy-requests', base64(text));
   const thrown: unknown[] = [];
-  for (const fn of [pubSubFunction('create'), pubSubFunction('delete')]) {
-    await fn(event).catch((err: unknown) => thrown.push(err));
-    figures.add('invocations');
-  }
+  await pubSubFunction('requests')(event).catch((err: unknown) => thrown.push(err));
+  figures.add('invocations');
   return { messageId: event.messageId, thrown };
 }
 
 const failuresWithReplay = (failures: string[]) => [...failures.slice(0, 10), replayHint(FILE, SEED, COUNT)].join('\n');
 
 beforeAll(async () => {
-  await loadFunctions(emu, ['create', 'delete', 'api'], { EGRESS_API_TOKENS: TOKEN });
+  await loadFunctions(emu, ['requests', 'api'], { EGRESS_API_TOKENS: TOKEN });
   published = await recordTopic(pubsub, 'proxy-requests');
   checks = await recordTopic(pubsub, 'proxy-checks');
   server = getTestServer('api');
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  // The proxy the reports are about: a valid apply through the real create function.
+  // The proxy the reports are about: a valid apply through the real requests function.
   const proxy = {
     apiVersion: 'egress.dev/v1',
     kind: 'Proxy',

@@ -63,8 +63,7 @@ async function deliver(r: Rng, pool: string, ops: Op[]): Promise<Op> {
   const copies = ops.flatMap((op, i) => Array.from({ length: r.int(1, 3) }, (_, c) => ({ op, t: t0 + i * 1000, c })));
   for (const { op, t, c } of r.shuffle(copies)) {
     const message = decodeBody(`${pool}-${t}-${c}`, t, {}, JSON.stringify(body(pool, op)));
-    await handleRequest(requests, 'apply', message);
-    await handleRequest(requests, 'delete', message);
+    await handleRequest(requests, message);
     await sleep(r.int(0, 400));
   }
   return ops.at(-1) as Op;

@@ -107,7 +107,7 @@ function redeliverySuite(kind: ProviderKind): void {
       figures.add('requests', ops.length);
       // Settling starts once every request is in the store; their other copies arrive meanwhile.
       await Promise.all(
-        srng.shuffle(ops).map((op) => deliverRequest(shared, srng, (side) => handleRequest(deps, side, op.message))),
+        srng.shuffle(ops).map((op) => deliverRequest(shared, srng, () => handleRequest(deps, op.message))),
       );
       try {
         const settled = await settle(world, world.checkDeps(bus), expected, 120_000, 15_000);
@@ -179,7 +179,7 @@ function redeliverySuite(kind: ProviderKind): void {
       const [t0, t1, t2, t3] = [base, base + 1, base + 2, base + 3];
       const send = async (kind: 'apply' | 'delete', at: number) => {
         const message = onTheWire(requestBody(kind, name, 1), at);
-        return handleRequest(deps, kind, message);
+        return handleRequest(deps, message);
       };
       await send('apply', t0);
       expect(await send('delete', t1)).toBe('marked');
@@ -221,7 +221,7 @@ function redeliverySuite(kind: ProviderKind): void {
         names.map((name, i) => {
           expected.set(name, { exists: false });
           const message = onTheWire(requestBody('delete', name), base + i);
-          return deliverRequest(deliveries, crng, (side) => handleRequest(deps, side, message));
+          return deliverRequest(deliveries, crng, () => handleRequest(deps, message));
         }),
       );
       try {

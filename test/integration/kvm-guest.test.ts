@@ -35,11 +35,7 @@ const logLines: string[] = [];
 let seq = 0;
 
 const publish = (body: unknown) =>
-  Promise.all(
-    (['apply', 'delete'] as const).map((side) =>
-      handleRequest(requests, side, decodeBody(`kg-${++seq}`, Date.now(), {}, JSON.stringify(body))),
-    ),
-  );
+  handleRequest(requests, decodeBody(`kg-${++seq}`, Date.now(), {}, JSON.stringify(body)));
 
 /** Runs checks (as the kicks and sweeps would) until `until` holds of the proxy document. */
 type ProxyDoc = NonNullable<Awaited<ReturnType<RelayHarness['proxies']['get']>>>['doc'] | undefined;

@@ -143,23 +143,15 @@ export function duplicatingBus(inner: Bus, deliveries: Deliveries, rng: Rng, kin
 }
 
 /**
- * Delivers one request to both request functions (`create` and `delete` each get every message),
- * each side 1–maxCopies times. Resolves once each side has handled a copy: the request is then in
- * the store (later copies are duplicates); the rest keep arriving in the background.
+ * Delivers one request to the request function 1–maxCopies times. Resolves once a copy has been
+ * handled: the request is then in the store (later copies are duplicates); the rest keep arriving
+ * in the background.
  */
-export function deliverRequest(
-  deliveries: Deliveries,
-  rng: Rng,
-  handle: (side: 'apply' | 'delete') => Promise<unknown>,
-): Promise<void> {
-  const sides = (['apply', 'delete'] as const).map(
-    (side) =>
-      new Promise<void>((handled) => {
-        void deliveries.send(rng, 'request', async () => {
-          await handle(side);
-          handled();
-        });
-      }),
-  );
-  return Promise.all(sides).then(() => undefined);
+export function deliverRequest(deliveries: Deliveries, rng: Rng, handle: () => Promise<unknown>): Promise<void> {
+  return new Promise<void>((handled) => {
+    void deliveries.send(rng, 'request', async () => {
+      await handle();
+      handled();
+    });
+  });
 }

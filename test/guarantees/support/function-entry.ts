@@ -23,8 +23,7 @@ export async function loadFunctions(
 }
 
 const MODULES = {
-  create: () => import('../../../functions/create/index.js'),
-  delete: () => import('../../../functions/delete/index.js'),
+  requests: () => import('../../../functions/requests/index.js'),
   'relay-report': () => import('../../../functions/relay-report/index.js'),
   api: () => import('../../../functions/api/index.js'),
 };
