@@ -1,10 +1,10 @@
-/** Handling messages on `relay-reports`: store heartbeat and inventory, kick checks for what changed. */
+/** Handling messages on `relay-reports`: store heartbeat and inventory, check (or kick checks of) what changed. */
 import type { Bus } from './bus/pubsub.js';
 import type { BusMessage } from './bus/message.js';
 import type { Config } from './config/schema.js';
 import { toValidationError } from './domain/proxy.js';
 import type { Logger } from './logger.js';
-import { kickChecks } from './reconcile/check.js';
+import { checkNowOrKick, kickChecks, type CheckNow } from './reconcile/check.js';
 import { relayReportSchema, type RelayReport } from './relay/protocol.js';
 import { RELAY_KEYS_ENV, verifySignature, type RelayKeyring } from './relay/signature.js';
 import { inTraceOf } from './telemetry/spans.js';
@@ -19,7 +19,15 @@ export interface RelayReportDeps {
   bus: Bus;
   logger: Logger;
   now?: () => number;
+  /**
+   * Checks a few changed proxies in this invocation (the `relay-report` function: a just-created
+   * proxy turns Ready without a hop through `check`); without it, or for more, they are kicked.
+   */
+  check?: CheckNow;
 }
+
+/** At most this many changed proxies of one report are checked in its invocation; the rest are kicked, so `check` invocations share them. */
+export const CHECKED_IN_REPORT = 10;
 
 /**
  * Applies one relay report. A malformed report is logged with its field and acknowledged (never
@@ -53,15 +61,16 @@ export async function handleRelayReport(deps: RelayReportDeps, message: BusMessa
     if (refused) return rejected(refused.field, refused.reason);
   }
   const outcome = await deps.relays.applyReport(report, (deps.now ?? Date.now)());
-  if (outcome.changedProxies.length > 0) await kickInTraces(deps.bus, outcome.changedProxies, report);
+  if (outcome.changedProxies.length > 0) await checkInTraces(deps, outcome.changedProxies, report);
   return outcome.stale ? 'stale' : 'applied';
 }
 
 /**
- * Kicks checks of the changed proxies, each in the trace of the command settling its instance
- * (`report.traces`), so an apply stays one trace until Ready; the others in this invocation's.
+ * Checks (a few, see {@link CHECKED_IN_REPORT}) or kicks checks of the changed proxies, each in the
+ * trace of the command settling its instance (`report.traces`), so an apply stays one trace until
+ * Ready; the others in this invocation's.
  */
-async function kickInTraces(bus: Bus, proxies: string[], report: RelayReport): Promise<void> {
+async function checkInTraces(deps: RelayReportDeps, proxies: string[], report: RelayReport): Promise<void> {
   const traceOfProxy = new Map<string, string>();
   for (const item of report.instances) {
     const traceparent = report.traces?.[item.name];
@@ -72,7 +81,12 @@ async function kickInTraces(bus: Bus, proxies: string[], report: RelayReport): P
     const key = traceOfProxy.get(proxy);
     groups.set(key, [...(groups.get(key) ?? []), proxy]);
   }
+  let budget = CHECKED_IN_REPORT;
   for (const [traceparent, names] of groups) {
-    await inTraceOf(traceparent, 'kick checks', () => kickChecks(bus, names));
+    const here = names.length <= budget;
+    if (here) budget -= names.length;
+    await inTraceOf(traceparent, 'kick checks', () =>
+      here ? checkNowOrKick(deps, names) : kickChecks(deps.bus, names),
+    );
   }
 }

@@ -6,7 +6,7 @@ import { checkPoolProviders, isPoolRequest, parsePoolRequest, type PoolRequest }
 import { parseProxyRequest } from './domain/proxy.js';
 import { EgressError, ValidationError } from './errors.js';
 import type { Logger } from './logger.js';
-import { kickChecks, kickPools } from './reconcile/check.js';
+import { checkNowOrKick, kickPools, type CheckNow } from './reconcile/check.js';
 import type { PoolRepository, ProxyRepository } from './store/ports.js';
 import { TOPICS } from './bus/topics.js';
 
@@ -20,11 +20,8 @@ export interface RequestDeps {
   pools?: PoolRepository;
   /** The configured providers a pool's spread is checked against. */
   config?: Pick<Config, 'providers'>;
-  /**
-   * Checks these proxies now, in this invocation (the `requests` function: no hop through the
-   * `check` function). Without it, or when it fails, they are kicked to the `check` function.
-   */
-  check?: (names: string[]) => Promise<unknown>;
+  /** Checks the proxy in this invocation (the `requests` function); without it, it is kicked. */
+  check?: CheckNow;
 }
 
 /**
@@ -65,7 +62,7 @@ export async function handleRequest(deps: RequestDeps, message: BusMessage): Pro
           deps.maxEvents,
         );
       }
-      if (outcome !== 'stale') await checkNow(deps, name);
+      if (outcome !== 'stale') await checkNowOrKick(deps, [name]);
       return outcome;
     }
     const outcome = await deps.proxies.requestDelete(name, message.publishTime, now());
@@ -82,7 +79,7 @@ export async function handleRequest(deps: RequestDeps, message: BusMessage): Pro
         deps.maxEvents,
       );
     }
-    if (outcome === 'marked' || outcome === 'already') await checkNow(deps, name);
+    if (outcome === 'marked' || outcome === 'already') await checkNowOrKick(deps, [name]);
     return outcome;
   } catch (err) {
     if (err instanceof ValidationError) {
@@ -91,22 +88,6 @@ export async function handleRequest(deps: RequestDeps, message: BusMessage): Pro
     }
     throw err;
   }
-}
-
-/**
- * Checks the proxy in this invocation when the deps can, else (or when that fails: the request is
- * recorded, so it must not be redelivered for it) kicks the `check` function.
- */
-async function checkNow(deps: RequestDeps, name: string): Promise<void> {
-  if (deps.check) {
-    try {
-      await deps.check([name]);
-      return;
-    } catch (err) {
-      deps.logger.warn('check after the request failed; kicking the check function', { proxy: name, error: err });
-    }
-  }
-  await kickChecks(deps.bus, [name]);
 }
 
 /** Records a pool request in `pools/{name}` and kicks the pool's reconcile. */

@@ -10,16 +10,16 @@ locals {
   provider_functions = toset(["requests", "check", "gc", "health"])
 
   # Topics each function publishes to (and may publish to nothing else):
-  # requests: follow-ups or a kick (shared/requests.ts) and relay commands (it checks the proxy
-  # itself); check: the next sweep page, follow-ups and peer kicks (shared/reconcile/check.ts) and
-  # relay commands (shared/providers/relayed/index.ts); gc: relay
-  # deletes; relay-report: kickChecks (shared/relay-report.ts); api: requests (shared/api/handler.ts)
+  # requests and relay-report: follow-ups or kicks, and relay commands (each checks the proxies it
+  # changed itself: shared/requests.ts, shared/relay-report.ts); check: the next sweep page,
+  # follow-ups and peer kicks (shared/reconcile/check.ts) and relay commands
+  # (shared/providers/relayed/index.ts); gc: relay deletes; api: requests (shared/api/handler.ts)
   # and a check of a proxy reported banned (shared/api/reports.ts).
   function_publishes = {
     requests       = ["proxy-checks", "relay-commands"]
     check          = ["proxy-checks", "relay-commands"]
     gc             = ["relay-commands"]
-    "relay-report" = ["proxy-checks"]
+    "relay-report" = ["proxy-checks", "relay-commands"]
     health         = []
     api            = ["proxy-requests", "proxy-checks"]
   }

@@ -13,6 +13,7 @@ import { publishFollowUps, waitUntilDue, type Recheck } from './follow-up.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
 import { reconcileProxy } from './reconcile.js';
 import { TOPICS } from '../bus/topics.js';
+import type { Logger } from '../logger.js';
 
 /** A follow-up's time (epoch ms): the check waits until then (see `follow-up.ts`). */
 const dueAt = z.number().int().nonnegative().optional();
@@ -181,6 +182,29 @@ async function runPools(
 export async function kickPools(bus: Bus, names: string[]): Promise<void> {
   const valid = [...new Set(names)].filter((n) => dnsLabel.safeParse(n).success);
   for (let i = 0; i < valid.length; i += 100) await bus.publish(TOPICS.proxyChecks, { pools: valid.slice(i, i + 100) });
+}
+
+/** Checks proxies in the calling invocation (`checkAndFollowUp` over the function's runtime). */
+export type CheckNow = (names: string[]) => Promise<unknown>;
+
+/**
+ * Checks `names` in this invocation when `deps.check` is given (no hop through the `check`
+ * function), else — or when that fails: what called it has recorded its change, so it must not be
+ * redelivered for this — kicks them to the `check` function.
+ */
+export async function checkNowOrKick(
+  deps: { check?: CheckNow; bus: Bus; logger: Logger },
+  names: string[],
+): Promise<void> {
+  if (deps.check) {
+    try {
+      await deps.check(names);
+      return;
+    } catch (err) {
+      deps.logger.warn('check in this invocation failed; kicking the check function', { proxies: names, error: err });
+    }
+  }
+  await kickChecks(deps.bus, names);
 }
 
 /** Asks for a check of these proxies soon (after a request, or when their instances changed). */
