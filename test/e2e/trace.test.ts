@@ -77,14 +77,17 @@ describe('e2e: one request, one trace', () => {
       return found;
     }, 15_000);
     const names = (service: string) => spans.filter((s) => s.service === service).map((s) => s.name);
-    // Every hop: publisher → requests (records, checks: relay-commands) → relay → relay-reports → relay-report → check.
+    // Every hop: publisher → requests (records, reconciles: relay-commands) → relay → relay-reports →
+    // relay-report (stores the report, reconciles: Ready). No hop through the check function.
     expect(names('egress-requests')).toContain('process proxy-requests');
     expect(names('egress-requests')).toContain('send relay-commands');
-    expect(names('egress-check')).toContain('process proxy-checks');
+    expect(names('egress-requests')).toContain('reconcile');
     expect(names('egress-relay')).toContain('process relay-commands');
     expect(names('egress-relay')).toContain('send relay-reports');
     expect(names('egress-relay-report')).toContain('process relay-reports');
-    expect(names('egress-relay-report')).toContain('send proxy-checks');
+    const ready = spans.find((s) => s.name === 'reconcile' && s.attributes['proxy.phase'] === 'Ready');
+    expect(ready?.service).toBe('egress-relay-report');
+    expect(names('egress-check')).toEqual([]);
 
     // The provider operation, its backend calls, the relay's backend call, the probe.
     const create = spans.find((s) => s.name === 'provider.create');
