@@ -213,16 +213,37 @@ export function planPool(input: PlanInput): Plan {
   statuses.forEach((s, i) => (s.desired = desired[i] ?? 0));
   const currentCount = current.reduce((n, c) => n + c.length, 0);
 
-  // Creates: fill each entry's deficit, never above replicas + maxSurge members. Draining members
-  // count (their instances run until deleted), except on a down provider: their deletion waits for
-  // it, and counting them would hold the failover hostage to the outage.
+  const { creates, blocked } = planCreates(input, entries, current, desired, isReady);
+  const { drains, waiting } = planDrains(input, live, outdated, current, blocked, isReady);
+  const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
+  const settled = creates.length === 0 && outdated.size === 0 && currentCount === spec.replicas;
+  return { ...base, creates, drains, waiting, updated, settled, finalise: false };
+}
+
+/**
+ * Creates: fill each entry's deficit, never above replicas + maxSurge members. Draining members
+ * count (their instances run until deleted), except on a down provider: their deletion waits for
+ * it, and counting them would hold the failover hostage to the outage.
+ *
+ * @returns the creates, and whether the pool is `blocked`: no room to surge (maxSurge 0, or every
+ * extra slot taken by live members) and no new member coming up that could cover, so outdated
+ * members are replaced in place, within minAvailable. Room taken by draining members is not "no
+ * room": it frees once they are deleted.
+ */
+function planCreates(
+  input: PlanInput,
+  entries: SpreadEntry[],
+  current: ProxyDoc[][],
+  desired: number[],
+  isReady: (m: ProxyDoc) => boolean,
+): { creates: PlannedCreate[]; blocked: boolean } {
+  const spec = input.pool.spec;
+  const live = input.members.filter((m) => !m.deletionRequestedAt);
   const creates: PlannedCreate[] = [];
   const occupying = input.members.filter((m) => !m.deletionRequestedAt || !input.providerDown(m.spec.provider));
   let room = spec.replicas + spec.maxSurge - occupying.length;
   const deficits = current.map((c, i) => Math.max(0, (desired[i] ?? 0) - c.length));
-  // No room to surge (maxSurge 0, or every extra slot taken by live members) and no new member
-  // coming up that could cover: replace in place, within minAvailable. Room taken by draining
-  // members is not "no room": it frees once they are deleted.
+  const currentCount = current.reduce((n, c) => n + c.length, 0);
   const currentReadyCount = current.reduce((n, c) => n + c.filter(isReady).length, 0);
   const liveRoom = spec.replicas + spec.maxSurge - live.length;
   const blocked = liveRoom <= 0 && deficits.some((d) => d > 0) && currentReadyCount === currentCount;
@@ -235,14 +256,29 @@ export function planPool(input: PlanInput): Plan {
       creates.push({ entry, spec: memberSpec(spec.template, entry) });
     }
   }
+  return { creates, blocked };
+}
 
-  // Drains: an outdated member goes once what replaces it is Ready (the current Ready members and
-  // the outdated ones left still cover `replicas`), and never below minAvailable Ready members.
+/**
+ * Drains: an outdated member goes once what replaces it is Ready (the current Ready members and
+ * the outdated ones left still cover `replicas`), and never below minAvailable Ready members;
+ * when `blocked`, in place (what maxSurge 0 asks for), still within minAvailable.
+ */
+function planDrains(
+  input: PlanInput,
+  live: ProxyDoc[],
+  outdated: Map<string, OutdatedReason>,
+  current: ProxyDoc[][],
+  blocked: boolean,
+  isReady: (m: ProxyDoc) => boolean,
+): Pick<Plan, 'drains' | 'waiting'> {
+  const spec = input.pool.spec;
   const minAvailable = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
+  const currentReadyCount = current.reduce((n, c) => n + c.filter(isReady).length, 0);
   const candidates = live.filter((m) => outdated.has(m.metadata.name)).sort(removalOrder);
   const drained = new Set<string>();
   let left = candidates.length;
-  let readyLeft = ready;
+  let readyLeft = live.filter(isReady).length;
   const pass = (allowed: () => boolean) => {
     for (const m of candidates) {
       if (drained.has(m.metadata.name)) continue;
@@ -254,16 +290,11 @@ export function planPool(input: PlanInput): Plan {
     }
   };
   pass(() => currentReadyCount + (left - 1) >= spec.replicas);
-  // Nothing could go and nothing can come (no room to surge, no new member coming up): replace in
-  // place, within minAvailable (what maxSurge 0 asks for).
+  // Nothing could go and nothing can come: replace in place.
   if (drained.size === 0 && blocked) pass(() => true);
-  const drains = candidates
-    .filter((m) => drained.has(m.metadata.name))
-    .map((m) => ({ name: m.metadata.name, reason: outdated.get(m.metadata.name) as OutdatedReason }));
-  const waiting = candidates
-    .filter((m) => !drained.has(m.metadata.name))
-    .map((m) => ({ name: m.metadata.name, reason: outdated.get(m.metadata.name) as OutdatedReason }));
-  const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
-  const settled = creates.length === 0 && candidates.length === 0 && currentCount === spec.replicas;
-  return { ...base, creates, drains, waiting, updated, settled, finalise: false };
+  const listed = (m: ProxyDoc) => ({ name: m.metadata.name, reason: outdated.get(m.metadata.name) as OutdatedReason });
+  return {
+    drains: candidates.filter((m) => drained.has(m.metadata.name)).map(listed),
+    waiting: candidates.filter((m) => !drained.has(m.metadata.name)).map(listed),
+  };
 }
