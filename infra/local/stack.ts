@@ -14,14 +14,8 @@ import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/relay/signature.
 import { stopAllInstances } from '../../relay/backends/process/index.js';
 import { portFree, startChild, supervise, waitForPort, type Supervised } from './children.js';
 import { startEmulators, type RunningEmulators } from './emulators.js';
-import {
-  applyTopology,
-  httpFunctions,
-  loadTopology,
-  localPushEndpoint,
-  pushedFunctions,
-  scheduleIntervals,
-} from './topology.js';
+import { applyTopology } from './apply-topology.js';
+import { httpFunctions, loadTopology, localPushEndpoint, pushedFunctions, scheduleIntervals } from './topology.js';
 
 const firebaseSchema = z.object({
   emulators: z.object({

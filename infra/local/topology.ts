@@ -1,19 +1,16 @@
-/** infra/topology.yaml: its schema, loading it, applying it to Pub/Sub, and the schedules it implies. */
+/** infra/topology.yaml: its schema, loading it, and the schedules it implies (`apply-topology.ts` applies it). */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CreateSubscriptionOptions, PubSub } from '@google-cloud/pubsub';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Config } from '../../shared/config/schema.js';
-import { dnsLabel } from '../../shared/domain/names.js';
 import { toValidationError } from '../../shared/domain/proxy.js';
+import { dnsLabel } from '../../shared/domain/names.js';
 import { ValidationError } from '../../shared/errors.js';
 
 /** The topology file's path relative to the repository root. */
 export const TOPOLOGY_FILE = join('infra', 'topology.yaml');
-/** gRPC status ALREADY_EXISTS, as the Pub/Sub client reports it in `err.code`. */
-const ALREADY_EXISTS = 6;
 
 /** A Pub/Sub topic or subscription id (letters first, 3–255 characters, not `goog…`). */
 const resourceId = z
@@ -116,23 +113,6 @@ export interface ScheduledTick {
   data: Record<string, unknown>;
 }
 
-/** How `applyTopology` reaches the functions and which relays exist. */
-export interface ApplyTopologyOptions {
-  /**
-   * The push URL of a function for a topic. Its path must contain `projects/PROJECT/topics/TOPIC`
-   * so functions-framework turns the push body into a CloudEvent (see {@link localPushEndpoint}).
-   */
-  pushEndpoint(functionName: string, topic: string): string;
-  /** Relay ids; each gets a pull subscription filtered to the commands addressed to it. */
-  relays: readonly string[];
-}
-
-/** What `applyTopology` did, as `topic/NAME` and `subscription/NAME` entries. */
-export interface AppliedTopology {
-  created: string[];
-  updated: string[];
-}
-
 /**
  * Finds infra/topology.yaml by walking up from `start` (works from the sources and from `dist/`).
  *
@@ -191,61 +171,6 @@ export function httpFunctions(topology: Topology): string[] {
 }
 
 /**
- * Creates every topic and subscription that is missing; an existing subscription gets its push
- * config reset (function ports change between local runs). Safe to run again.
- *
- * @param pubsub - a client for the target project (the emulator, locally)
- * @param topology - from {@link loadTopology}
- * @param opts - push URLs and relay ids
- * @returns the resources created and updated
- * @throws ValidationError for a bad relay id or a push URL without `projects/…/topics/TOPIC`
- */
-export async function applyTopology(
-  pubsub: PubSub,
-  topology: Topology,
-  opts: ApplyTopologyOptions,
-): Promise<AppliedTopology> {
-  const subscriptions = desiredSubscriptions(topology, opts);
-  const result: AppliedTopology = { created: [], updated: [] };
-  await Promise.all(
-    topology.topics.map(async (name) => {
-      if (await ignoreExisting(pubsub.createTopic(name))) result.created.push(`topic/${name}`);
-    }),
-  );
-  await Promise.all(
-    subscriptions.map(async (s) => {
-      const options: CreateSubscriptionOptions = {
-        ackDeadlineSeconds: s.ackDeadlineSeconds,
-        ...(s.pushEndpoint ? { pushConfig: { pushEndpoint: s.pushEndpoint } } : {}),
-        ...(s.filter ? { filter: s.filter } : {}),
-        ...(s.retryPolicy && {
-          retryPolicy: {
-            minimumBackoff: { seconds: s.retryPolicy.minimumBackoffSeconds },
-            maximumBackoff: { seconds: s.retryPolicy.maximumBackoffSeconds },
-          },
-        }),
-        ...(s.deadLetter && {
-          deadLetterPolicy: {
-            deadLetterTopic: pubsub.topic(s.deadLetter.topic).name,
-            maxDeliveryAttempts: s.deadLetter.maxDeliveryAttempts,
-          },
-        }),
-      };
-      if (await ignoreExisting(pubsub.createSubscription(s.topic, s.name, options))) {
-        result.created.push(`subscription/${s.name}`);
-        return;
-      }
-      // An empty push config turns the subscription (back) into a pull subscription.
-      await pubsub.subscription(s.name).modifyPushConfig(s.pushEndpoint ? { pushEndpoint: s.pushEndpoint } : {});
-      result.updated.push(`subscription/${s.name}`);
-    }),
-  );
-  result.created.sort();
-  result.updated.sort();
-  return result;
-}
-
-/**
  * The scheduler jobs with intervals taken from the config key each one names.
  *
  * @throws ValidationError when `intervalFrom` does not name a positive number in the config
@@ -262,49 +187,4 @@ export function scheduleIntervals(topology: Topology, config: Config): Scheduled
     }
     return { name: s.name, topic: s.topic, intervalSeconds, data: s.data };
   });
-}
-
-type DesiredSubscription = Omit<TopologySubscription, 'push'> & { pushEndpoint?: string };
-
-function desiredSubscriptions(topology: Topology, opts: ApplyTopologyOptions): DesiredSubscription[] {
-  const declared = topology.subscriptions.map(({ push, ...rest }, i): DesiredSubscription => {
-    if (push === undefined) return rest;
-    const pushEndpoint = opts.pushEndpoint(push, rest.topic);
-    if (!endpointNamesTopic(pushEndpoint, rest.topic)) {
-      throw new ValidationError(
-        `topology.subscriptions.${i}.push`,
-        `push URL ${pushEndpoint} for ${push} must have projects/PROJECT/topics/${rest.topic} in its path`,
-      );
-    }
-    return { ...rest, pushEndpoint };
-  });
-  const { namePrefix, filterAttribute, ...relay } = topology.relaySubscription;
-  const perRelay = opts.relays.map((id, i): DesiredSubscription => {
-    const checked = dnsLabel.safeParse(id);
-    if (!checked.success) throw toValidationError(checked.error, `relays.${i}`);
-    return {
-      ...relay,
-      name: `${namePrefix}${id}`,
-      filter: `attributes.${filterAttribute} = "${id}"`,
-    };
-  });
-  return [...declared, ...perRelay];
-}
-
-/** The same test functions-framework applies before it converts a push body into a CloudEvent. */
-function endpointNamesTopic(endpoint: string, topic: string): boolean {
-  const path = URL.canParse(endpoint) ? new URL(endpoint).pathname : '';
-  return /\/projects\/[^/?]+\/topics\/([^/?]+)/.exec(path)?.[1] === topic;
-}
-
-/** @returns true when `create` made the resource, false when it existed already. */
-async function ignoreExisting(create: Promise<unknown>): Promise<boolean> {
-  try {
-    await create;
-    return true;
-  } catch (err) {
-    const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
-    if (code === ALREADY_EXISTS) return false;
-    throw err;
-  }
 }

@@ -8,13 +8,8 @@ import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import {
-  applyTopology,
-  loadTopology,
-  localPushEndpoint,
-  scheduleIntervals,
-  type Topology,
-} from '../../infra/local/topology.js';
+import { applyTopology } from '../../infra/local/apply-topology.js';
+import { loadTopology, localPushEndpoint, scheduleIntervals, type Topology } from '../../infra/local/topology.js';
 import { RENDERED_FILE } from '../../infra/terraform/render.js';
 import { parseConfig } from '../../shared/config/load.js';
 import { RELAY_TYPES, type Config } from '../../shared/config/schema.js';

@@ -1,12 +1,8 @@
 /** applyTopology against the real Pub/Sub emulator: idempotent, push endpoints updated, relay filters set. */
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  applyTopology,
-  loadTopology,
-  localPushEndpoint,
-  type ApplyTopologyOptions,
-} from '../../infra/local/topology.js';
+import { applyTopology, type ApplyTopologyOptions } from '../../infra/local/apply-topology.js';
+import { loadTopology, localPushEndpoint } from '../../infra/local/topology.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
 const emu = emulatorEnv('topology');
