@@ -1,15 +1,15 @@
 /** Starts the real Firestore and Pub/Sub emulators as our own process groups, and stops them. */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { launch, logTail, stopAll, type Child } from './process-group.js';
 
 const execFileAsync = promisify(execFile);
 const FALLBACK_SDK_ROOT = '/usr/lib/google-cloud-sdk';
 const POLL_MS = 100;
-const STOP_GRACE_MS = 5_000;
 const FIRESTORE_JAR = 'platform/cloud-firestore-emulator/cloud-firestore-emulator.jar';
 const FIRESTORE_MAIN = 'com.google.cloud.datastore.emulator.firestore.CloudFirestore';
 const PUBSUB_LAUNCHER = 'platform/pubsub-emulator/bin/cloud-pubsub-emulator';
@@ -46,18 +46,6 @@ interface LaunchSpec {
   args: string[];
   ready: () => Promise<boolean>;
 }
-
-interface Child {
-  name: string;
-  pid: number;
-  logFile: string;
-  /** Set once the leader process has exited (and been reaped). */
-  exit: string | undefined;
-}
-
-/** Process groups still running, killed synchronously if this process exits without `stop()`. */
-const liveGroups = new Set<number>();
-let exitHookInstalled = false;
 
 /**
  * Starts both emulators in parallel and waits until each answers: Firestore `GET /` returns `Ok`,
@@ -188,28 +176,6 @@ function findJava(): string {
   throw new Error('Java not found (JAVA_HOME, PATH): the Firestore and Pub/Sub emulators need Java 17+.');
 }
 
-function launch(name: string, command: string, args: string[], logFile: string): Child {
-  const fd = openSync(logFile, 'w');
-  let proc: ChildProcess;
-  try {
-    // Own process group, so stop() can signal the launcher and anything it started at once.
-    proc = spawn(command, args, { detached: true, stdio: ['ignore', fd, fd] });
-  } finally {
-    closeSync(fd);
-  }
-  if (proc.pid === undefined) throw new Error(`${name}: could not start ${command}`);
-  const child: Child = { name, pid: proc.pid, logFile, exit: undefined };
-  liveGroups.add(child.pid);
-  installExitHook();
-  proc.once('exit', (code, signal) => {
-    child.exit = signal ? `signal ${signal}` : `code ${code ?? '?'}`;
-  });
-  proc.once('error', (err) => {
-    child.exit = `error ${err.message}`;
-  });
-  return child;
-}
-
 async function waitReady(child: Child, ready: () => Promise<boolean>, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
@@ -242,71 +208,4 @@ function tcpOpen(host: string, port: number): Promise<boolean> {
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
   });
-}
-
-async function stopAll(children: Child[]): Promise<void> {
-  const results = await Promise.allSettled(children.map((child) => stopChild(child)));
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-}
-
-async function stopChild(child: Child): Promise<void> {
-  signalGroup(child.pid, 'SIGTERM');
-  if (await waitGone(child, STOP_GRACE_MS)) return;
-  signalGroup(child.pid, 'SIGKILL');
-  if (await waitGone(child, STOP_GRACE_MS)) return;
-  throw new Error(`${child.name} (process group ${child.pid}) survived SIGKILL`);
-}
-
-async function waitGone(child: Child, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    // The leader must be reaped first: a zombie leader still counts as a group member.
-    if (child.exit !== undefined && !groupAlive(child.pid)) {
-      liveGroups.delete(child.pid);
-      return true;
-    }
-    if (Date.now() >= deadline) return false;
-    await sleep(50);
-  }
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch (err) {
-    if (errnoCode(err) !== 'ESRCH') throw err;
-  }
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (err) {
-    return errnoCode(err) === 'EPERM';
-  }
-}
-
-function errnoCode(err: unknown): unknown {
-  return typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
-}
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // Last resort for a crash or a forgotten stop(): no JVM may outlive us.
-  process.on('exit', () => {
-    for (const pgid of liveGroups) signalGroup(pgid, 'SIGKILL');
-  });
-}
-
-function logTail(child: Child, lines = 20): string {
-  try {
-    const text = readFileSync(child.logFile, 'utf8').trimEnd();
-    const tail = text.split('\n').slice(-lines).join('\n');
-    return tail ? `; last lines of ${child.logFile}:\n${tail}` : `; ${child.logFile} is empty`;
-  } catch {
-    return `; no log at ${child.logFile}`;
-  }
 }
