@@ -18,6 +18,9 @@ export interface Published {
   message: BusMessage;
 }
 
+/** One `deliver()` gives up after this many messages (a loop of messages that never settles). */
+const MAX_DELIVERIES = 5_000;
+
 export type Subscriber = (message: BusMessage) => Promise<unknown>;
 
 export class MemoryBus implements Bus {
@@ -90,7 +93,11 @@ export class MemoryBus implements Bus {
   }
 
   private async pump(): Promise<void> {
-    for (;;) {
+    for (let delivered = 0; ; delivered++) {
+      if (delivered === MAX_DELIVERIES)
+        throw new Error(
+          `still delivering after ${MAX_DELIVERIES} messages: ${this.queue.map((m) => m.topic).join(', ')}`,
+        );
       const next = this.queue.findIndex((m) => !this.held.has(m.topic));
       if (next < 0) return;
       const [entry] = this.queue.splice(next, 1);

@@ -38,6 +38,10 @@ export interface MemoryFleetOptions {
   apiTokens?: string[];
   /** The relay-backed providers (all run by the one relay); default one named `local`. */
   providers?: string[];
+  /** More config fields (`gcGraceSeconds`, `backoffBaseSeconds`, `checkBatchSize`, ...). */
+  config?: Record<string, unknown>;
+  /** Options of every provider (`heartbeatTimeoutSeconds`, `commandResendSeconds`). */
+  providerOptions?: Record<string, unknown>;
 }
 
 export interface MemoryFleet {
@@ -51,6 +55,10 @@ export interface MemoryFleet {
   providerStatus: MemoryProviderStatusRepository;
   pools: MemoryPoolRepository;
   registry: Registry;
+  /** What the check function runs with (runCheck(fleet.checkDeps, ...) is one check invocation). */
+  checkDeps: CheckDeps;
+  /** The relay's periodic report (heartbeat and inventory), published now. */
+  relayReport(): Promise<void>;
   /** The relay's backend: its instances, and its `fail` hook. */
   backend: FakeBackend;
   /** The provider's instance name for a proxy. */
@@ -74,7 +82,8 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
     installationId: 'mem',
     echoUrl: 'http://127.0.0.1:1/',
     apiTokens: options.apiTokens ?? [],
-    providers: names.map((name) => ({ name, type: 'process', relay: RELAY })),
+    ...options.config,
+    providers: names.map((name) => ({ name, type: 'process', relay: RELAY, options: options.providerOptions ?? {} })),
   });
   const logger = createLogger({ write: (line) => void fleetLog.push(line), level: 'WARNING' });
   const state = new MemoryState(clock);
@@ -98,7 +107,7 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
   );
   const backends = new Map(names.map((n) => [n, new FakeBackend(n, now)]));
   const relay = await startRelay(bus, backends, config, logger, now);
-  bus.subscribe(TOPICS.relayCommands, (m) => (tick(), relay(m.json)));
+  bus.subscribe(TOPICS.relayCommands, (m) => (tick(), relay.apply(m.json)));
   const backend = backends.get(names[0] ?? '') as FakeBackend;
   // The relay's first report (it has started) is in before anything else happens.
   await bus.deliver();
@@ -113,6 +122,8 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
     providerStatus,
     pools,
     registry,
+    checkDeps,
+    relayReport: () => relay.report([]),
     backend,
     instance: (proxy) => instanceName(config.installationId, proxy),
     checkHealth: async () => void (await checkProviders({ registry, providerStatus, logger, now })),
@@ -123,7 +134,7 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
  * The relay: applies each command to its backend, probes what it created, and reports (heartbeat,
  * inventory, the command's result) on `relay-reports` at once, as the agent does after a command.
  *
- * @returns the handler of one `relay-commands` message
+ * @returns the handler of one `relay-commands` message, and the periodic report
  */
 async function startRelay(
   bus: MemoryBus,
@@ -131,7 +142,7 @@ async function startRelay(
   config: Config,
   logger: Logger,
   now: () => number,
-): Promise<(json: unknown) => Promise<void>> {
+): Promise<{ apply: (json: unknown) => Promise<void>; report: (results: CommandResult[]) => Promise<void> }> {
   const ledger = await CommandLedger.load(undefined, logger, now);
   const health = new HealthBook();
   const probe = backendProbe(backends);
@@ -144,7 +155,7 @@ async function startRelay(
     await bus.publish(TOPICS.relayReports, body, { relay: RELAY });
   };
   await report([]);
-  return async (json) => {
+  const apply = async (json: unknown) => {
     const command = relayCommandSchema.parse(json);
     const outcome = await applyCommand(command, { backends, ledger, installationId: config.installationId, logger });
     if (outcome.kind === 'retry') throw outcome.error;
@@ -152,6 +163,7 @@ async function startRelay(
       await probeCreated(probing, command.provider, command.spec.name);
     await report([outcome.result]);
   };
+  return { apply, report };
 }
 
 /**
