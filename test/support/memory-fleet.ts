@@ -67,9 +67,6 @@ export interface MemoryFleet {
   checkHealth(): Promise<void>;
 }
 
-/** Lines the fleet logged (the handlers' warnings name the field of every rejection). */
-export const fleetLog: string[] = [];
-
 /**
  * Builds the fleet. Every delivered message advances the clock by a millisecond, so events and
  * update times keep their order as they would over a real bus.
@@ -85,7 +82,9 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
     ...options.config,
     providers: names.map((name) => ({ name, type: 'process', relay: RELAY, options: options.providerOptions ?? {} })),
   });
-  const logger = createLogger({ write: (line) => void fleetLog.push(line), level: 'WARNING' });
+  // Warnings and errors only, kept: a rejected relay report is thrown with the last of them.
+  const log: string[] = [];
+  const logger = createLogger({ write: (line) => void log.push(line), level: 'WARNING' });
   const state = new MemoryState(clock);
   const bus = new MemoryBus(clock);
   const proxies = new MemoryProxyRepository(clock, state);
@@ -102,7 +101,7 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
   bus.subscribe(TOPICS.proxyChecks, (m) => (tick(), handleCheckMessage(checkDeps, m)));
   bus.subscribe(TOPICS.relayReports, (m) =>
     handleRelayReport({ config, relays, bus, logger, now }, m).then((outcome) => {
-      if (outcome === 'rejected') throw new Error(`relay report ${m.id} rejected: ${fleetLog.at(-1) ?? ''}`);
+      if (outcome === 'rejected') throw new Error(`relay report ${m.id} rejected: ${log.at(-1) ?? ''}`);
     }),
   );
   const backends = new Map(names.map((n) => [n, new FakeBackend(n, now)]));
