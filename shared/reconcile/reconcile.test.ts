@@ -7,6 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { selectForDiscovery } from '../api/discovery.js';
+import { parseConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
 import { TOPICS } from '../bus/topics.js';
 import { QuotaExceededError } from '../errors.js';
 import { checkProviders } from '../health.js';
@@ -141,6 +143,49 @@ describe('reconcile on the in-memory ports', () => {
     const second = await runCheck(f.checkDeps, { sweep: true, after: 's-2' });
     expect(second.results.map((r) => r.name)).toEqual(['s-3']);
     expect(second.results.every((r) => r.phase === 'Ready')).toBe(true);
+  });
+});
+
+describe('reconcile on the in-memory ports: a catalogue edit', () => {
+  /** The fleet's config with the `alt` catalogue entry of every provider replaced by `entry`. */
+  const withCatalogueEntry = (config: Config, entry: Record<string, unknown>) =>
+    parseConfig({ ...config, providers: config.providers.map((p) => ({ ...p, catalogue: { alt: entry } })) });
+
+  it('leaves a Ready proxy alone while the entry is unchanged, and replaces it once the entry changes', async () => {
+    const f = await startMemoryFleet({ catalogue: { alt: { bindAddress: '127.0.0.1' } } });
+    const request = {
+      ...applyRequest('cat-1', 'local'),
+      spec: { provider: 'local', placement: { catalogue: 'alt' }, port: 0 },
+    };
+    await f.proxies.apply(request, f.clock.now(), f.clock.now());
+    await runCheck(f.checkDeps, { names: ['cat-1'] });
+    await f.bus.deliver();
+    const before = (await f.proxies.get('cat-1'))?.doc;
+    expect(before?.status.phase).toBe('Ready');
+    const deletes = () =>
+      f.bus.published.filter((m) => m.topic === TOPICS.relayCommands && m.attributes['kind'] === 'delete');
+    expect(deletes()).toEqual([]);
+
+    // The same entry, written again: same resolved placement, same hash, nothing to do.
+    await runCheck(
+      { ...f.checkDeps, config: withCatalogueEntry(f.config, { bindAddress: '127.0.0.1' }) },
+      { names: ['cat-1'] },
+    );
+    expect(await phase(f, 'cat-1')).toBe('Ready');
+    expect(deletes()).toEqual([]);
+
+    // The entry edited: the request still says `catalogue: alt`, the resolved placement differs.
+    await runCheck(
+      { ...f.checkDeps, config: withCatalogueEntry(f.config, { bindAddress: '127.0.0.2' }) },
+      { names: ['cat-1'] },
+    );
+    const after = (await f.proxies.get('cat-1'))?.doc;
+    expect(after?.spec).toEqual(before?.spec);
+    expect(after?.status.phase).toBe('Replacing');
+    const ready = after?.status.conditions.find((c) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'Replacing' });
+    expect(ready?.message).toMatch(/^spec changed/);
+    expect(deletes()).toHaveLength(1);
   });
 });
 

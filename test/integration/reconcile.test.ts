@@ -1,7 +1,7 @@
 /**
  * The reconcile loop and GC end to end: the real emulators, a real relay and real proxy processes.
  * Each test applies its own proxies (any order holds). The rest of the loop (backoff, egress
- * sharing, unconfigured providers, sweeps, a silent relay) runs on the in-memory ports with a
+ * sharing, unconfigured providers, sweeps, a catalogue edit, a silent relay) runs on the in-memory ports with a
  * ManualClock in shared/reconcile/reconcile.test.ts; the store's fences and transactions are the
  * store contract's (test/integration/store-contract.test.ts).
  */

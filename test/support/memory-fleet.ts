@@ -42,6 +42,8 @@ export interface MemoryFleetOptions {
   config?: Record<string, unknown>;
   /** Options of every provider (`heartbeatTimeoutSeconds`, `commandResendSeconds`). */
   providerOptions?: Record<string, unknown>;
+  /** Every provider's catalogue of named placements. */
+  catalogue?: Record<string, Record<string, unknown>>;
 }
 
 export interface MemoryFleet {
@@ -80,7 +82,13 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
     echoUrl: 'http://127.0.0.1:1/',
     apiTokens: options.apiTokens ?? [],
     ...options.config,
-    providers: names.map((name) => ({ name, type: 'process', relay: RELAY, options: options.providerOptions ?? {} })),
+    providers: names.map((name) => ({
+      name,
+      type: 'process',
+      relay: RELAY,
+      options: options.providerOptions ?? {},
+      catalogue: options.catalogue ?? {},
+    })),
   });
   // Warnings and errors only, kept: a rejected relay report is thrown with the last of them.
   const log: string[] = [];
