@@ -1,7 +1,8 @@
 /**
  * A Bus in memory that keeps every message published and delivers them when told: to the real
  * handlers a test subscribes (test/support/memory-fleet.ts), one at a time, in publish order.
- * Topics can be held (a relay that never pulls, a function that is down); a handler that asks for
+ * Topics can be held (a relay that never pulls, a function that is down), and a message whose body
+ * carries a `dueAt` (a check's follow-up) waits until the clock reaches it; a handler that asks for
  * redelivery (a RetryableError) has its message set aside until `redeliver()`; any other failure
  * is thrown to the caller of `deliver()` (or kept in `errors` when delivering on its own).
  */
@@ -86,7 +87,14 @@ export class MemoryBus implements Bus {
     return this.queue.filter((m) => m.topic === topic);
   }
 
-  /** Delivers queued messages of topics not held, and those they publish, until none is left. */
+  /** A follow-up (a body with `dueAt`) is delivered once the clock has reached it. */
+  private due(m: Published): boolean {
+    const { data } = m;
+    if (typeof data !== 'object' || data === null || !('dueAt' in data)) return true;
+    return typeof data.dueAt !== 'number' || data.dueAt <= this.clock.now();
+  }
+
+  /** Delivers queued messages of topics not held (and due), and those they publish, until none is left. */
   deliver(): Promise<void> {
     this.pumping ??= this.pump().finally(() => (this.pumping = undefined));
     return this.pumping;
@@ -98,7 +106,7 @@ export class MemoryBus implements Bus {
         throw new Error(
           `still delivering after ${MAX_DELIVERIES} messages: ${this.queue.map((m) => m.topic).join(', ')}`,
         );
-      const next = this.queue.findIndex((m) => !this.held.has(m.topic));
+      const next = this.queue.findIndex((m) => !this.held.has(m.topic) && this.due(m));
       if (next < 0) return;
       const [entry] = this.queue.splice(next, 1);
       if (!entry) return;

@@ -1,5 +1,5 @@
 /**
- * The control plane in one process over the in-memory ports: the real request, check, relay-report
+ * The control plane in one process over the in-memory ports: the real requests, check, relay-report
  * and health handlers subscribed to a MemoryBus, the relay-backed provider, and a relay made of the
  * relay's own command and report code (relay/commands.ts, relay/report.ts, relay/probes.ts) over an
  * in-memory backend (relay/testing/fake-backend.ts). Nothing moves until the bus delivers.
@@ -12,7 +12,7 @@ import { createLogger, type Logger } from '../../shared/logger.js';
 import type { ProbeOptions, ProbeResult } from '../../shared/probe/probe.js';
 import type { Registry } from '../../shared/providers/contract.js';
 import { createRegistry } from '../../shared/providers/registry.js';
-import { handleCheckMessage, type CheckDeps } from '../../shared/reconcile/check.js';
+import { checkAndFollowUp, handleCheckMessage, type CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRelayReport } from '../../shared/relay-report.js';
 import { relayCommandSchema, type CommandResult } from '../../shared/relay/protocol.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
@@ -100,15 +100,16 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
   const providerStatus = new MemoryProviderStatusRepository();
   const pools = new MemoryPoolRepository(state);
   const registry = createRegistry({ config, relays, bus, logger, now });
-  const requestDeps: RequestDeps = { proxies, bus, logger, maxEvents: config.maxEvents, now, pools, config };
   const checkDeps: CheckDeps = { config, proxies, registry, logger, bus, now, pools, providerStatus };
   checkDeps.countReplacing = (p) => proxies.countReplacing(p);
+  // As functions/requests and functions/relay-report: they check what they changed in their own invocation.
+  const check = (names: string[]) => checkAndFollowUp(checkDeps, { names });
+  const requestDeps: RequestDeps = { proxies, bus, logger, maxEvents: config.maxEvents, now, pools, config, check };
   const tick = () => clock.advance(1);
-  bus.subscribe(TOPICS.proxyRequests, (m) => (tick(), handleRequest(requestDeps, 'apply', m)));
-  bus.subscribe(TOPICS.proxyRequests, (m) => handleRequest(requestDeps, 'delete', m));
+  bus.subscribe(TOPICS.proxyRequests, (m) => (tick(), handleRequest(requestDeps, m)));
   bus.subscribe(TOPICS.proxyChecks, (m) => (tick(), handleCheckMessage(checkDeps, m)));
   bus.subscribe(TOPICS.relayReports, (m) =>
-    handleRelayReport({ config, relays, bus, logger, now }, m).then((outcome) => {
+    handleRelayReport({ config, relays, bus, logger, now, check }, m).then((outcome) => {
       if (outcome === 'rejected') throw new Error(`relay report ${m.id} rejected: ${log.at(-1) ?? ''}`);
     }),
   );
