@@ -1,10 +1,18 @@
-/** The CLI as a whole, in-process, against a real local HTTP server speaking docs/api.md: output and exit codes. */
+/**
+ * The CLI as a whole, in-process, against the real API on a local HTTP server
+ * (test/support/api-server.ts) over the in-memory control plane (test/support/memory-fleet.ts):
+ * output and exit codes. The proxies move only as the fleet's bus delivers.
+ */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { startFakeApi, type FakeApi } from '../test/fakes/egress-api.js';
+import { TOPICS } from '../shared/bus/topics.js';
+import { PermanentError } from '../shared/errors.js';
+import { startApiServer, type ApiServer } from '../test/support/api-server.js';
+import { eventually } from '../test/support/eventually.js';
+import { startMemoryFleet, type MemoryFleet } from '../test/support/memory-fleet.js';
 import type { Io } from './commands.js';
 import { run } from './run.js';
 
@@ -19,31 +27,26 @@ metadata: { name: r-2 }
 spec: { provider: local, placement: { bindAddress: 127.0.0.1 } }
 `;
 
-let api: FakeApi;
+const TOKEN = 'sekret-for-the-cli-tests';
+let fleet: MemoryFleet;
+let api: ApiServer;
 let dir: string;
 beforeEach(async () => {
-  api = await startFakeApi({
-    token: 'sekret',
-    providers: [
-      {
-        name: 'local',
-        type: 'process',
-        status: 'Healthy',
-        message: 'ok',
-        latencyMs: 2,
-        lastCheckAt: new Date().toISOString(),
-      },
-    ],
-  });
+  fleet = await startMemoryFleet({ apiTokens: [TOKEN] });
+  await fleet.checkHealth();
+  api = await startApiServer(fleet);
   dir = mkdtempSync(join(tmpdir(), 'egress-cli-run-'));
   writeFileSync(join(dir, 'fleet.yaml'), FLEET);
 });
-afterEach(() => api.close());
+afterEach(async () => {
+  await api.close();
+  expect(fleet.bus.errors).toEqual([]);
+});
 
 /** Runs `egress <line>` with the API configured through EGRESS_HOME/local.env, as the stack writes it. */
 async function egress(line: string | string[], extra: Partial<Io> = {}) {
   const home = mkdtempSync(join(tmpdir(), 'egress-cli-home-'));
-  writeFileSync(join(home, 'local.env'), `EGRESS_API_URL=${api.url}\nEGRESS_TOKEN=sekret\n`);
+  writeFileSync(join(home, 'local.env'), `EGRESS_API_URL=${api.url}\nEGRESS_TOKEN=${TOKEN}\n`);
   let stdout = '';
   let stderr = '';
   const code = await run(typeof line === 'string' ? line.split(' ').filter(Boolean) : line, {
@@ -59,7 +62,7 @@ async function egress(line: string | string[], extra: Partial<Io> = {}) {
 
 async function applied() {
   expect((await egress('apply -f fleet.yaml')).code).toBe(0);
-  for (let i = 0; i < 3; i++) api.step();
+  await fleet.bus.deliver();
 }
 
 describe('egress', () => {
@@ -74,7 +77,7 @@ describe('egress', () => {
   });
 
   it('apply -f --wait returns 0 once all are Ready', async () => {
-    api.autoStep(20);
+    fleet.bus.autoDeliver();
     const r = await egress('apply -f fleet.yaml --wait');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/proxy\/r-1 Ready\n/);
@@ -82,9 +85,9 @@ describe('egress', () => {
   });
 
   it('apply --wait exits 1 with the condition when a proxy fails', async () => {
-    await api.close();
-    api = await startFakeApi({ token: 'sekret', lifecycle: () => ['Pending', 'Failed'] });
-    api.autoStep(20);
+    fleet.backend.fail = (op) =>
+      op === 'create' ? new PermanentError('no such zone', 'spec.placement.zone') : undefined;
+    fleet.bus.autoDeliver();
     const r = await egress('apply -f fleet.yaml --wait --timeout 10s');
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^error: proxy\/r-\d is Failed: PermanentError: spec.placement.zone: no such zone\n$/);
@@ -114,7 +117,9 @@ describe('egress', () => {
     writeFileSync(join(dir, 'moved.yaml'), FLEET.replace('provider: local }', 'provider: elsewhere }'));
     const r = await egress('apply -f moved.yaml');
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe('error: proxy/r-1: spec.provider is immutable\n');
+    expect(r.stderr).toBe(
+      'error: proxy/r-1: spec.provider is immutable: proxy "r-1" uses provider "local"; delete it first\n',
+    );
     expect(r.stdout).toBe('proxy/r-2 accepted\n');
   });
 
@@ -161,19 +166,19 @@ describe('egress', () => {
     const r = await egress('describe proxy r-1');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Conditions:\n {2}Type +Status +Reason +Age +Message\n/m);
-    expect(r.stdout).toMatch(/^ {2}Ready +True +Ready +\d+s +serving$/m);
+    expect(r.stdout).toMatch(/^ {2}Ready +True +Ready +\d+s +proxy is ready$/m);
     expect(r.stdout).toMatch(
-      /^Events:\n(.*\n)* {2}Normal +Pending +\d+s +phase is now Pending\n(.*\n)* {2}Normal +Ready /m,
+      /^Events:\n(.*\n)* {2}Normal +Accepted +\d+s +request m-\d+ applied\n(.*\n)* {2}Normal +Ready /m,
     );
   });
 
   it('delete proxy --wait returns when it is gone; a missing one exits 1', async () => {
     await applied();
-    api.autoStep(20);
+    fleet.bus.autoDeliver();
     const r = await egress('delete proxy r-2 --wait');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/deletion accepted\n(.*\n)*proxy\/r-2 gone\n$/);
-    expect(api.proxies.has('r-2')).toBe(false);
+    expect(await fleet.proxies.get('r-2')).toBeUndefined();
     expect(await egress('delete proxy r-2')).toMatchObject({
       code: 1,
       stderr: 'error: proxy/r-2: proxy "r-2" not found\n',
@@ -183,7 +188,13 @@ describe('egress', () => {
   it('discover prints URLs by default and JSON on request, passing the filters', async () => {
     await applied();
     const urls = await egress('discover');
-    expect(urls.stdout).toMatch(/^http:\/\/u-r-1:secret@127\.0\.0\.1:\d+\nhttp:\/\/u-r-2:secret@127\.0\.0\.1:\d+\n$/);
+    const url = async (name: string) => {
+      const creds = await fleet.proxies.credentials(name);
+      const address = (await fleet.proxies.get(name))?.doc.status.address ?? '';
+      expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
+      return `http://${creds?.username ?? ''}:${creds?.password ?? ''}@${address}`;
+    };
+    expect(urls.stdout).toBe(`${await url('r-1')}\n${await url('r-2')}\n`);
     const json = await egress('discover -o json --label team=demo --max-latency-ms 50 --distinct --limit 1 --random');
     expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ name: 'r-1', provider: 'local' })]);
     expect(api.requests.at(-1)?.url).toBe(
@@ -213,7 +224,14 @@ describe('egress', () => {
       'a block page',
     ]);
     expect(targeted).toMatchObject({ code: 0, stdout: 'proxy/r-2 blocked for shop.example.com: reported\n' });
-    expect(api.reports.get('r-2')).toEqual([{ reason: 'blocked', target: 'shop.example.com', detail: 'a block page' }]);
+    // What the API recorded of it: one report event carrying the reason, the target and the detail.
+    const reported = (await fleet.proxies.events('r-2')).filter((e) => e.reason.startsWith('Report:'));
+    expect(reported.map((e) => [e.reason, e.message])).toEqual([
+      [
+        'Report:blocked',
+        expect.stringMatching(/^reported blocked for shop\.example\.com by caller \w+: a block page$/),
+      ],
+    ]);
     expect(api.requests.filter((q) => q.method === 'POST').map((q) => q.url)).toEqual([
       '/v1/proxies/r-1/reports',
       '/v1/proxies/r-2/reports',
@@ -240,7 +258,7 @@ describe('egress', () => {
   it('get providers prints their health', async () => {
     const r = await egress('get providers');
     expect(r.stdout).toMatch(
-      /^NAME +TYPE +STATUS +LATENCY +LAST-CHECK +MESSAGE\nlocal +process +Healthy +2ms +\d+s +ok\n$/,
+      /^NAME +TYPE +STATUS +LATENCY +LAST-CHECK +MESSAGE\nlocal +process +Healthy +0ms +\d+s +relay mem-relay reported 0s ago\n$/,
     );
   });
 
@@ -252,14 +270,15 @@ describe('egress', () => {
       signal: controller.signal,
       stdout: { isTTY: false, write: (s) => void (stdout += s) },
     });
-    const shown = async (text: string) => {
-      for (let i = 0; i < 500 && !stdout.includes(text); i++) await new Promise((r) => setTimeout(r, 10));
-    };
+    const shown = (text: string) => eventually(() => expect(stdout).toContain(text), 5000, 10);
     await shown('r-2');
     await egress('delete proxy r-1');
-    api.step();
+    // The relay holds the delete until the watch has shown Deleting.
+    fleet.bus.hold(TOPICS.relayCommands);
+    await fleet.bus.deliver();
     await shown('Deleting');
-    api.step();
+    fleet.bus.release(TOPICS.relayCommands);
+    await fleet.bus.deliver();
     await shown('Deleted');
     controller.abort();
     expect((await watching).code).toBe(0);
@@ -290,6 +309,6 @@ describe('egress', () => {
     const r = await egress('get proxies', { env: { EGRESS_API_URL: url, EGRESS_TOKEN: 'x' } });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`^error: cannot reach the API at ${url}: .*ECONNREFUSED`));
-    api = await startFakeApi({ token: 'sekret' });
+    api = await startApiServer(fleet);
   });
 });

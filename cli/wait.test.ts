@@ -1,21 +1,32 @@
-/** The `--wait` loop against a real local HTTP server speaking docs/api.md (test/fakes/egress-api.ts). */
+/**
+ * The `--wait` loop against the real API (test/support/api-server.ts) over the in-memory control
+ * plane (test/support/memory-fleet.ts): the proxies move only as the bus delivers.
+ */
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseProxyDocuments } from '../shared/domain/documents.js';
-import { startFakeApi, type FakeApi } from '../test/fakes/egress-api.js';
+import { PermanentError } from '../shared/errors.js';
+import { TOPICS } from '../shared/bus/topics.js';
+import { startApiServer, type ApiServer } from '../test/support/api-server.js';
 import { eventually } from '../test/support/eventually.js';
+import { startMemoryFleet, type MemoryFleet } from '../test/support/memory-fleet.js';
 import { createApiClient, type ApiClient } from './api-client.js';
 import { conditionSchema } from '../shared/api/schema.js';
 import { lastConditionMessage, waitFor, WaitError, type ProgressOutput, type WaitTarget } from './wait.js';
 
-let api: FakeApi | undefined;
+const TOKEN = 't0k-for-the-wait-tests';
+let api: ApiServer | undefined;
+let fleet: MemoryFleet | undefined;
 afterEach(async () => {
   await api?.close();
+  if (fleet) expect(fleet.bus.errors).toEqual([]);
   api = undefined;
+  fleet = undefined;
 });
 
-async function setup(lifecycle?: (name: string) => string[]): Promise<{ api: FakeApi; client: ApiClient }> {
-  api = await startFakeApi({ token: 't0k', ...(lifecycle && { lifecycle }) });
-  return { api, client: createApiClient({ apiUrl: api.url, token: 't0k', source: undefined }) };
+async function setup(): Promise<{ fleet: MemoryFleet; api: ApiServer; client: ApiClient }> {
+  fleet = await startMemoryFleet({ apiTokens: [TOKEN] });
+  api = await startApiServer(fleet);
+  return { fleet, api, client: createApiClient({ apiUrl: api.url, token: TOKEN, source: undefined }) };
 }
 
 function output(isTTY: boolean): ProgressOutput & { text: () => string } {
@@ -34,14 +45,17 @@ const ready = (): WaitTarget[] => [
 
 describe('waitFor', () => {
   it('returns once every proxy is Ready, printing a plain line per change when not on a terminal', async () => {
-    const { api, client } = await setup();
+    const { fleet, client } = await setup();
     for (const r of [one!, two!]) await client.applyProxy(r);
-    api.step();
+    // The relay does not take commands yet: the proxies stay Provisioning.
+    fleet.bus.hold(TOPICS.relayCommands);
+    await fleet.bus.deliver();
     const out = output(false);
     const waiting = waitFor(client, ready(), out, { timeoutMs: 10_000, intervalMs: 10 });
-    // Steps start once the first state was printed, so a loaded machine cannot skip past it.
+    // The relay starts once the first state was printed, so a loaded machine cannot skip past it.
     await eventually(() => expect(out.text()).toMatch(/^proxy\/w-1 (Pending|Provisioning) \(Creating: /m), 5000, 10);
-    api.autoStep(30);
+    fleet.bus.release(TOPICS.relayCommands);
+    fleet.bus.autoDeliver();
     await waiting;
     const lines = out.text().split('\n');
     expect(lines).toContain('proxy/w-1 Ready');
@@ -51,11 +65,15 @@ describe('waitFor', () => {
   });
 
   it('keeps a single updating line on a terminal, then prints the final states', async () => {
-    const { api, client } = await setup();
+    const { fleet, client } = await setup();
     for (const r of [one!, two!]) await client.applyProxy(r);
-    api.autoStep(30);
+    fleet.bus.hold(TOPICS.relayCommands);
+    fleet.bus.autoDeliver();
     const out = output(true);
-    await waitFor(client, ready(), out, { timeoutMs: 10_000, intervalMs: 10 });
+    const waiting = waitFor(client, ready(), out, { timeoutMs: 10_000, intervalMs: 10 });
+    await eventually(() => expect(out.text()).toContain('waiting ('), 5000, 10);
+    fleet.bus.release(TOPICS.relayCommands);
+    await waiting;
     const updates = out.text().split('\r\x1b[2K');
     expect(updates.length).toBeGreaterThan(2);
     for (const u of updates.slice(1, -1)) {
@@ -67,31 +85,33 @@ describe('waitFor', () => {
   });
 
   it('does not take a Ready of the previous spec for the applied one', async () => {
-    const { api, client } = await setup();
+    const { fleet, client } = await setup();
     await client.applyProxy(one!);
-    api.step();
-    api.step();
-    api.step();
-    expect(api.proxies.get('w-1')?.status.phase).toBe('Ready');
+    await fleet.bus.deliver();
+    expect((await fleet.proxies.get('w-1'))?.doc.status.phase).toBe('Ready');
     const changed = { ...one!, spec: { ...one!.spec, port: 4000 } };
+    // The request is published, not delivered: the API still shows the previous spec, Ready.
     await client.applyProxy(changed);
     const out = output(false);
     const waiting = waitFor(client, [{ name: 'w-1', until: 'ready', request: changed }], out, {
       timeoutMs: 10_000,
       intervalMs: 10,
     });
-    await new Promise((r) => setTimeout(r, 100));
-    expect(out.text()).toContain('proxy/w-1 apply not recorded yet');
+    await eventually(() => expect(out.text()).toContain('proxy/w-1 apply not recorded yet'), 5000, 10);
     expect(out.text()).not.toContain('proxy/w-1 Ready');
-    api.autoStep(30);
+    fleet.bus.autoDeliver();
     await waiting;
     expect(out.text()).toContain('proxy/w-1 Ready');
   });
 
   it('fails at once with the last condition when a proxy reaches Failed', async () => {
-    const { api, client } = await setup((name) => (name === 'w-2' ? ['Pending', 'Failed'] : ['Pending', 'Ready']));
+    const { fleet, client } = await setup();
+    fleet.backend.fail = (op, name) =>
+      op === 'create' && name === fleet.instance('w-2')
+        ? new PermanentError('no such zone', 'spec.placement.zone')
+        : undefined;
     for (const r of [one!, two!]) await client.applyProxy(r);
-    api.autoStep(20);
+    fleet.bus.autoDeliver();
     const started = Date.now();
     const failure = waitFor(client, ready(), output(false), { timeoutMs: 10_000, intervalMs: 10 });
     await expect(failure).rejects.toThrow(WaitError);
@@ -100,28 +120,32 @@ describe('waitFor', () => {
   });
 
   it('times out naming what each pending proxy is waiting for', async () => {
-    const { api, client } = await setup(() => ['Pending', 'Provisioning']);
+    const { fleet, client } = await setup();
     await client.applyProxy(one!);
-    api.autoStep(20);
+    fleet.bus.hold(TOPICS.relayCommands);
+    fleet.bus.autoDeliver();
     await expect(
       waitFor(client, [{ name: 'w-1', until: 'ready', request: one! }], output(false), {
         timeoutMs: 300,
         intervalMs: 10,
       }),
-    ).rejects.toThrow(/^timed out after 300ms: proxy\/w-1 Provisioning \(Creating: instance is provisioning\)$/);
+    ).rejects.toThrow(/^timed out after 300ms: proxy\/w-1 Provisioning \(Creating: creating the instance\)$/);
   });
 
   it('waits until a deleted proxy is gone', async () => {
-    const { api, client } = await setup();
+    const { fleet, client } = await setup();
     await client.applyProxy(one!);
-    api.step();
-    api.step();
-    api.step();
+    await fleet.bus.deliver();
     await client.deleteProxy('w-1');
-    api.autoStep(30);
+    // The relay holds the delete until the wait has seen Deleting.
+    fleet.bus.hold(TOPICS.relayCommands);
+    fleet.bus.autoDeliver();
     const out = output(false);
-    await waitFor(client, [{ name: 'w-1', until: 'gone' }], out, { timeoutMs: 10_000, intervalMs: 10 });
-    expect(api.proxies.has('w-1')).toBe(false);
+    const waiting = waitFor(client, [{ name: 'w-1', until: 'gone' }], out, { timeoutMs: 10_000, intervalMs: 10 });
+    await eventually(() => expect(out.text()).toContain('proxy/w-1 Deleting'), 5000, 10);
+    fleet.bus.release(TOPICS.relayCommands);
+    await waiting;
+    expect(await fleet.proxies.get('w-1')).toBeUndefined();
     expect(out.text()).toMatch(/proxy\/w-1 Deleting[^\n]*\nproxy\/w-1 gone\n$/);
   });
 
@@ -138,7 +162,7 @@ describe('waitFor', () => {
     await client.applyProxy(one!);
     const url = api.url;
     await api.close();
-    const down = createApiClient({ apiUrl: url, token: 't0k', source: undefined });
+    const down = createApiClient({ apiUrl: url, token: TOKEN, source: undefined });
     await expect(
       waitFor(down, [{ name: 'w-1', until: 'ready', request: one! }], output(false), {
         timeoutMs: 200,

@@ -23,7 +23,11 @@ export class FakeBackend implements RelayBackend {
   private readonly busy = new Set<string>();
   private nextPort = 30000;
 
-  constructor(readonly name: string) {}
+  /** @param now - the clock instances are created by (their `createdAt`) */
+  constructor(
+    readonly name: string,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   resolvePlacement(placement: Record<string, unknown>): Record<string, unknown> {
     return placement;
@@ -41,7 +45,7 @@ export class FakeBackend implements RelayBackend {
         state: 'Running' as const,
         ip: '127.0.0.1',
         port: spec.port || this.nextPort++,
-        createdAt: Date.now(),
+        createdAt: this.now(),
         credentials: spec.credentials,
       };
       this.instances.set(spec.name, instance);

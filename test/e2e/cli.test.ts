@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { proxyListSchema } from '../../shared/api/schema.js';
+import { eventually } from '../support/eventually.js';
 import { cliOf, startLocalStack, type RunningStack } from './stack.js';
 
 const run = promisify(execFile);
@@ -128,12 +129,18 @@ describe('e2e: egress CLI', () => {
       code: 0,
       stdout: 'proxy/b-1 banned: reported; the instance is banned and will be replaced\n',
     });
-    let after: Awaited<ReturnType<typeof measured>>;
-    for (const deadline = Date.now() + 90_000; Date.now() < deadline;) {
-      after = await measured().catch(() => undefined);
-      if (after && after.seen !== before?.seen && after.probed === after.seen) break;
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
+    // Waits for the replacement: discovery hands out b-1 again, leaving from another address.
+    const after = await eventually(
+      async () => {
+        const now = await measured();
+        expect(now?.seen, 'b-1 leaves from a new 127.2.x.y').toMatch(/^127\.2\.\d+\.\d+$/);
+        expect(now?.seen, 'b-1 leaves from a new 127.2.x.y').not.toBe(before?.seen);
+        expect(now?.probed, "the new instance's probed egress IP").toBe(now?.seen);
+        return now;
+      },
+      90_000,
+      1000,
+    );
     expect(after?.seen).toMatch(/^127\.2\.\d+\.\d+$/);
     expect(after?.seen).not.toBe(before?.seen);
     const described = await egress('describe', 'proxy', 'b-1');
@@ -154,8 +161,19 @@ describe('e2e: egress CLI', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^error: .*bad\.yaml: documents\[1\]\.metadata\.name: must be a DNS-1123 label/);
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // A request sent after it is recorded (a proxy on a provider not configured: nothing to
+    // provision); then bad-0, had it been sent before, would have had its chance to be recorded too.
+    const marker = join(mkdtempSync(join(tmpdir(), 'egress-e2e-cli-')), 'marker.yaml');
+    writeFileSync(
+      marker,
+      'apiVersion: egress.dev/v1\nkind: Proxy\nmetadata: {name: bad-marker}\nspec: {provider: nope}\n',
+    );
+    expect((await egress('apply', '-f', marker)).code).toBe(0);
+    await eventually(async () =>
+      expect((await egress('get', 'proxy', 'bad-marker')).code, 'bad-marker recorded').toBe(0),
+    );
     expect((await egress('get', 'proxy', 'bad-0')).code).toBe(1);
+    expect((await egress('delete', 'proxy', 'bad-marker', '--wait', '--timeout', '60s')).code).toBe(0);
   });
 
   it('an API error prints error: <message> with the field and exits 1', async () => {

@@ -14,6 +14,7 @@ import { Figures } from './support/figures.js';
 import { mulberry32, replayHint, scenarioCount, suiteSeed } from './support/prng.js';
 import { expectationOf, publishTimes, requestBody } from './support/scenarios.js';
 import { settle } from './support/settle.js';
+import { eventually } from '../support/eventually.js';
 import { iname, startWorld, type World } from './support/world.js';
 import { providersUnderTest, type ProviderKind } from './support/grounds.js';
 
@@ -106,15 +107,21 @@ function concurrencySuite(kind: ProviderKind): void {
       // A observes "no instance", then stalls; B creates meanwhile and releases its lease.
       const hold = holdNextObservation(name);
       // A check whose observation fails before it reads (the relay has not reported yet) ends without
-      // being held and without acting; it is run again, as a redelivery would.
-      let a: Promise<unknown>;
-      for (;;) {
+      // being held and without acting: first wait for the backend to answer, then run A again, as a
+      // redelivery would, a bounded number of times.
+      await eventually(
+        async () => expect((await world.raw.check?.())?.ok, 'the backend answers its health check').toBe(true),
+        30_000,
+        100,
+      );
+      let a: Promise<unknown> = Promise.resolve();
+      let stalled = false;
+      for (let attempt = 0; attempt < 20 && !stalled; attempt++) {
         a = runCheck(world.checkDeps(dropped), { names: [name] });
-        const first = await Promise.race([hold.reached.then(() => 'held'), a.then(() => 'done')]);
-        if (first === 'held') break;
-        expect(world.stats.creates.get(iname(name)) ?? 0, 'creates by an A that was not held').toBe(0);
-        await sleep(200);
+        stalled = (await Promise.race([hold.reached.then(() => 'held'), a.then(() => 'done')])) === 'held';
+        if (!stalled) expect(world.stats.creates.get(iname(name)) ?? 0, 'creates by an A that was not held').toBe(0);
       }
+      expect(stalled, 'a check reached the held observation (20 attempts)').toBe(true);
       await runCheck(world.checkDeps(dropped), { names: [name] });
       expect(world.stats.creates.get(iname(name)), 'creates by B').toBe(1);
       hold.release();

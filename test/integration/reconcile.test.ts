@@ -1,12 +1,16 @@
-/** The reconcile loop and GC on the real emulators with a real relay and real proxy processes. */
+/**
+ * The reconcile loop and GC end to end: the real emulators, a real relay and real proxy processes.
+ * Each test applies its own proxies (any order holds). The rest of the loop (backoff, egress
+ * sharing, unconfigured providers, sweeps, a catalogue edit, a silent relay) runs on the in-memory ports with a
+ * ManualClock in shared/reconcile/reconcile.test.ts; the store's fences and transactions are the
+ * store contract's (test/integration/store-contract.test.ts).
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config/load.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import { instanceName } from '../../shared/domain/names.js';
-import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
+import type { CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
-import { selectForDiscovery } from '../../shared/api/discovery.js';
-import { checkProviders } from '../../shared/health.js';
 import { eventually } from '../support/eventually.js';
 import { applyRequest, settle as settleWith } from '../support/reconcile-steps.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
@@ -67,96 +71,18 @@ describe('reconcile', () => {
       'Ready=True',
     ]);
     expect(doc?.status.health?.egressIp).toBe('127.0.0.1');
+    expect(await h.proxies.credentials('r-1')).toMatchObject({ username: 'u-r-1' });
     const reasons = (await h.proxies.events('r-1')).map((e) => e.reason);
     expect(reasons).toEqual(expect.arrayContaining(['Provisioning', 'Ready']));
   });
 
-  it('quota exhaustion backs off without calling create again during the backoff', async () => {
-    await h.proxies.apply(apply('r-2'), Date.now(), Date.now());
-    await h.proxies.apply(apply('r-3'), Date.now(), Date.now());
-    await settle('r-2', (p) => p === 'Ready');
-    // Three ports, two taken: r-3 gets the last one, r-4 finds none.
-    await settle('r-3', (p) => p === 'Ready');
-    await h.proxies.apply(apply('r-4'), Date.now(), Date.now());
-    await eventually(
-      async () => {
-        await runCheck(deps, { names: ['r-4'] });
-        const s = (await h.proxies.get('r-4'))?.doc.status;
-        expect(s?.retry?.reason).toBe('QuotaExceeded');
-      },
-      20_000,
-      300,
-    );
-    const iname = instanceName('it', 'r-4');
-    await eventually(
-      async () => {
-        await runCheck(deps, { names: ['r-4'] });
-        await expect(h.registry.get('proc')?.get(iname)).rejects.toThrow(/not found|deleted/);
-      },
-      20_000,
-      300,
-    );
-    const before = await h.relays.command('reconcile', iname);
-    for (let i = 0; i < 5; i++) await runCheck(deps, { names: ['r-4'] });
-    expect((await h.relays.command('reconcile', iname))?.commandId).toBe(before?.commandId);
-    const doc = (await h.proxies.get('r-4'))?.doc;
-    expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')).toMatchObject({
-      status: 'False',
-      reason: 'QuotaExceeded',
-    });
-  });
-
-  it('proxies sharing an egress IP are all flagged (conditions and events), and discovery can pick one per IP', async () => {
-    // r-1 was verified alone (Unique); r-2 egresses through the same 127.0.0.1.
-    await runCheck(deps, { names: ['r-2'], verifyEgress: true });
-    expect((await h.proxies.get('r-2'))?.doc.status.egress?.sharedWith).toEqual(expect.arrayContaining(['r-1', 'r-3']));
-    // What the kick to the peers does:
-    await runCheck(deps, { names: ['r-1'], verifyEgress: true });
-    for (const name of ['r-1', 'r-2']) {
-      const doc = (await h.proxies.get(name))?.doc;
-      expect(doc?.status.conditions.find((c) => c.type === 'EgressIp')).toMatchObject({
-        status: 'False',
-        reason: 'Shared',
-      });
-      expect(doc?.status.phase).toBe('Ready');
-      expect((await h.proxies.events(name)).some((e) => e.reason === 'EgressIpShared')).toBe(true);
-    }
-    const docs = await h.proxies.list();
-    const picked = selectForDiscovery(docs, { labels: [], distinct: true, random: false, format: 'json' });
-    expect(picked.filter((d) => d.status.health?.egressIp === '127.0.0.1')).toHaveLength(1);
-  });
-
-  it('a proxy whose provider is not configured waits, and a delete finalises it', async () => {
-    await h.proxies.apply(apply('r-missing', 'nope'), Date.now(), Date.now());
-    await runCheck(deps, { names: ['r-missing'] });
-    const doc = (await h.proxies.get('r-missing'))?.doc;
-    expect(doc?.status.phase).toBe('Pending');
-    expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')?.reason).toBe('ProviderNotConfigured');
-    await h.proxies.requestDelete('r-missing', Date.now(), Date.now());
-    await runCheck(deps, { names: ['r-missing'] });
-    expect(await h.proxies.get('r-missing')).toBeUndefined();
-  });
-
   it('delete removes the instance, then the document and its credentials', async () => {
-    await h.proxies.requestDelete('r-4', Date.now(), Date.now());
-    await h.proxies.requestDelete('r-3', Date.now(), Date.now());
-    for (const name of ['r-3', 'r-4']) {
-      await eventually(
-        async () => {
-          await runCheck(deps, { names: [name] });
-          expect(await h.proxies.get(name)).toBeUndefined();
-        },
-        20_000,
-        300,
-      );
-      expect(await h.proxies.credentials(name)).toBeUndefined();
-    }
-    await expect(h.registry.get('proc')?.get(instanceName('it', 'r-3'))).rejects.toThrow();
-  });
-
-  it('a sweep reconciles every proxy page by page', async () => {
-    const results = await runCheck(deps, { sweep: true });
-    expect(results.results.map((r) => r.name).sort()).toEqual(['r-1', 'r-2']);
+    await h.proxies.apply(apply('d-1'), Date.now(), Date.now());
+    await settle('d-1', (p) => p === 'Ready');
+    await h.proxies.requestDelete('d-1', Date.now(), Date.now());
+    await settle('d-1', (p) => p === undefined);
+    expect(await h.proxies.credentials('d-1')).toBeUndefined();
+    await expect(h.registry.get('proc')?.get(instanceName('it', 'd-1'))).rejects.toThrow();
   });
 });
 
@@ -173,6 +99,8 @@ describe('gc', () => {
       placement: {},
       credentials: { username: 'u', password: 'p' },
     };
+    await h.proxies.apply(apply('g-1'), Date.now(), Date.now());
+    await settle('g-1', (p) => p === 'Ready');
     await provider.create(orphan);
     await eventually(async () => expect((await provider.get(orphan.name)).state).toBe('Running'), 20_000);
     const young = await collectGarbage(deps);
@@ -182,7 +110,8 @@ describe('gc', () => {
     const old = await collectGarbage({ ...deps, now: later });
     expect(old[0]?.deleted).toEqual([orphan.name]);
     await eventually(async () => expect(provider.get(orphan.name)).rejects.toThrow(), 20_000);
-    expect((await h.proxies.get('r-1'))?.doc.status.phase).toBe('Ready');
+    expect((await h.proxies.get('g-1'))?.doc.status.phase).toBe('Ready');
+    await expect(provider.get(instanceName('it', 'g-1'))).resolves.toMatchObject({ state: 'Running' });
 
     // A relay that stopped reporting: with a 1 s heartbeat timeout, and the providers' clock 5 s
     // past its last heartbeat, its listing is not trusted.
@@ -195,54 +124,5 @@ describe('gc', () => {
     } finally {
       await h.agent.start();
     }
-  });
-});
-
-describe('provider health', () => {
-  it('a silent relay turns its provider Unhealthy: no create is attempted, GC deletes nothing; it recovers by itself', async () => {
-    await h.agent.stop();
-    const stoppedAt = Date.now();
-    // With a 1 s heartbeat timeout and the providers' clock 5 s ahead, the monitor sees it silent.
-    const skewed = silentRelay(5_000);
-    const monitored = { ...deps, config: skewed.config, registry: skewed.registry, providerStatus: h.providerStatus };
-    const [down] = await checkProviders({
-      registry: skewed.registry,
-      providerStatus: h.providerStatus,
-      logger: h.logger,
-    });
-    expect(down).toMatchObject({ name: 'proc', status: 'Unhealthy' });
-    await h.proxies.apply(apply('r-5'), Date.now(), Date.now());
-    await runCheck(monitored, { names: ['r-5'] });
-    expect(await h.relays.command('reconcile', instanceName('it', 'r-5'))).toBeUndefined();
-    const doc = (await h.proxies.get('r-5'))?.doc;
-    expect(doc?.status.conditions.find((c) => c.type === 'Provisioned')).toMatchObject({
-      status: 'Unknown',
-      reason: 'ProviderDown',
-    });
-    expect((await collectGarbage({ ...monitored, now: () => Date.now() + 3_600_000 }))[0]?.skipped).toMatch(/down/);
-
-    await h.agent.start();
-    // Back on the real clock once the relay has reported since it stopped.
-    const { registry } = silentRelay(0);
-    const recovered = { ...monitored, registry };
-    await eventually(
-      async () => {
-        expect((await h.relays.relay('reconcile'))?.heartbeatAt, 'a heartbeat since the stop').toBeGreaterThan(
-          stoppedAt,
-        );
-        const [up] = await checkProviders({ registry, providerStatus: h.providerStatus, logger: h.logger });
-        expect(up?.status).toBe('Healthy');
-      },
-      20_000,
-      500,
-    );
-    await eventually(
-      async () => {
-        await runCheck(recovered, { names: ['r-5'] });
-        expect((await h.proxies.get('r-5'))?.doc.status.phase).toBe('Ready');
-      },
-      30_000,
-      300,
-    );
   });
 });
