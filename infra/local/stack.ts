@@ -1,8 +1,7 @@
 /** The local stack: emulators, topology, every function under functions-framework, echo endpoint, relay, schedules. */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { z } from 'zod';
 import { TOPICS } from '../../shared/bus/topics.js';
@@ -12,10 +11,11 @@ import type { Logger } from '../../shared/logger.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/relay/signature.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
-import { portFree, startChild, supervise, waitForPort, type Supervised } from './children.js';
+import { portFree, startChild, supervise } from './children.js';
+import { localFunctions } from './stack-functions.js';
 import { startEmulators, type RunningEmulators } from './emulators.js';
 import { applyTopology } from './apply-topology.js';
-import { httpFunctions, loadTopology, localPushEndpoint, pushedFunctions, scheduleIntervals } from './topology.js';
+import { loadTopology, localPushEndpoint, scheduleIntervals, type ScheduledTick } from './topology.js';
 
 const firebaseSchema = z.object({
   emulators: z.object({
@@ -61,29 +61,12 @@ function backendDirs(stateDir: string): string[] {
 /** Starts everything; on failure stops what it started and rethrows. */
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const { root, home, portOffset, logger } = opts;
-  const firebase = firebaseSchema.parse(JSON.parse(readFileSync(join(root, 'firebase.json'), 'utf8')));
-  const host = firebase.emulators.firestore.host;
-  const ports = {
-    firestore: firebase.emulators.firestore.port + portOffset,
-    pubsub: firebase.emulators.pubsub.port + portOffset,
-    functions: firebase.emulators.functions.port + portOffset,
-  };
+  const base = loadConfig(opts.env);
+  const { host, ports } = await localPorts(root, portOffset, base.echoUrl);
   const logDir = join(home, 'logs');
   const stateDir = join(home, 'relay-state');
   mkdirSync(logDir, { recursive: true });
-  const base = loadConfig(opts.env);
-  const echoPort = Number(new URL(base.echoUrl).port || 80) + portOffset;
-  const echoUrl = `http://${host}:${echoPort}/`;
-  for (const [what, port] of [
-    ['Firestore emulator', ports.firestore],
-    ['Pub/Sub emulator', ports.pubsub],
-    ['echo endpoint', echoPort],
-  ] as const) {
-    if (!(await portFree(host, port)))
-      throw new Error(
-        `port ${port} (${what}) is in use: is another local stack running? Stop it, or set EGRESS_PORT_OFFSET`,
-      );
-  }
+  const echoUrl = `http://${host}:${ports.echo}/`;
 
   const stoppers: (() => Promise<void>)[] = [];
   const stop = async () => {
@@ -100,24 +83,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       logDir,
     });
     stoppers.push(() => emulators.stop());
-    const env: Record<string, string> = {
-      ...Object.fromEntries(Object.entries(opts.env).filter((e): e is [string, string] => e[1] !== undefined)),
-      GOOGLE_CLOUD_PROJECT: base.project,
-      EGRESS_PROJECT: base.project,
-      FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
-      PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
-      METADATA_SERVER_DETECTION: 'none',
-      EGRESS_ECHO_URL: echoUrl,
-      EGRESS_RELAY_STATE_DIR: stateDir,
-      // Every function and the relay append spans and metrics to these files (docs/observability.md).
-      EGRESS_TELEMETRY: opts.env['EGRESS_TELEMETRY'] ?? 'file',
-      EGRESS_TRACE_FILE: opts.env['EGRESS_TRACE_FILE'] ?? join(home, 'telemetry', 'spans.jsonl'),
-      EGRESS_METRICS_FILE: opts.env['EGRESS_METRICS_FILE'] ?? join(home, 'telemetry', 'metrics.jsonl'),
-      // A fresh API token per run unless the user brought one.
-      EGRESS_API_TOKENS: opts.env['EGRESS_API_TOKENS'] ?? randomBytes(24).toString('base64url'),
-      // Fresh relay keys per run too: the functions and the relay sign and check every message.
-      [RELAY_KEYS_ENV]: opts.env[RELAY_KEYS_ENV] ?? generateRelayKeys(relayNames(base)),
-    };
+    const env = functionsEnv(opts.env, home, base, emulators, echoUrl, stateDir);
     const config = loadConfig(env);
     // The launcher's own clients (topology, schedules, samples) talk to the emulators it started.
     for (const key of [
@@ -129,112 +95,49 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       process.env[key] = env[key];
     }
 
-    const echo: EchoServer = await startEchoServer({ host, port: echoPort });
+    const echo: EchoServer = await startEchoServer({ host, port: ports.echo });
     stoppers.push(() => echo.close());
 
     const topology = loadTopology();
-    const httpNames = httpFunctions(topology);
-    const functionNames = [...pushedFunctions(topology), ...httpNames];
-    // The framework's CLI (its `bin`) sits beside its main module.
-    const ffMain = join(
-      dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')),
-      'main.js',
-    );
-    const functionPort = new Map(functionNames.map((name, i) => [name, ports.functions + i]));
-    const pidDir = join(home, 'pids');
-    mkdirSync(pidDir, { recursive: true });
-    let functions: Supervised[] = [];
-    // Each function is restarted when its process dies, as Cloud Run starts a new instance.
-    const startFunctions = async () => {
-      functions = functionNames.map((name) =>
-        supervise(
-          () =>
-            startChild(
-              `function ${name}`,
-              [
-                ffMain,
-                `--target=${name}`,
-                `--source=${join(root, 'dist', 'functions', name)}`,
-                `--port=${functionPort.get(name)}`,
-                `--signature-type=${httpNames.includes(name) ? 'http' : 'cloudevent'}`,
-              ],
-              env,
-              join(logDir, `function-${name}.log`),
-            ),
-          join(pidDir, `function-${name}.pid`),
-          (code, signal) => logger.warn(`the function ${name} exited; starting a new instance`, { code, signal }),
-        ),
-      );
-      await Promise.all(functions.map((f, i) => waitForPort(host, ports.functions + i, 30_000, f.current())));
-    };
-    const stopFunctions = async () => {
-      await Promise.all(functions.map((f) => f.stop()));
-    };
-    logger.info('starting the functions', { functions: functionNames });
-    await startFunctions();
-    stoppers.push(stopFunctions);
+    const functions = localFunctions({
+      root,
+      home,
+      host,
+      firstPort: ports.functions,
+      topology,
+      env,
+      logger,
+    });
+    await functions.start();
+    stoppers.push(() => functions.stop());
 
     const pubsub = new PubSub({ projectId: config.project });
     stoppers.push(() => pubsub.close());
     await applyTopology(pubsub, topology, {
-      pushEndpoint: (fn, topic) => localPushEndpoint(`http://${host}:${functionPort.get(fn)}`, config.project, topic),
+      pushEndpoint: (fn, topic) => localPushEndpoint(`http://${host}:${functions.port.get(fn)}`, config.project, topic),
       relays: relayNames(config),
     });
 
-    logger.info('starting the relay');
-    // Supervised like a systemd unit with Restart=always: a relay that dies is started again and
-    // re-adopts the proxy processes it left running.
-    const relay = supervise(
-      () => startChild('relay', [join(root, 'dist', 'relay', 'main.js')], env, join(logDir, 'relay.log')),
-      join(home, 'relay.pid'),
-      (code, signal) => logger.warn('the relay exited; restarting it', { code, signal }),
-    );
-    stoppers.push(async () => {
-      await relay.stop();
-      // Each backend keeps its state in its own directory under it (`<stateDir>/<provider>`).
-      let stopped = 0;
-      for (const dir of backendDirs(stateDir)) stopped += await stopAllInstances(dir);
-      rmSync(stateDir, { recursive: true, force: true });
-      logger.info('stopped the relay and its proxy processes', { proxies: stopped });
-    });
+    stoppers.push(startRelay(root, home, stateDir, env, logger));
 
-    const ticks = scheduleIntervals(topology, config);
-    const publishTick = (tick: (typeof ticks)[number]) => {
-      pubsub
-        .topic(tick.topic)
-        .publishMessage({ json: tick.data })
-        .catch((err: unknown) => logger.warn('scheduled publish failed', { schedule: tick.name, error: err }));
-    };
-    const timers = ticks.map((tick) => setInterval(() => publishTick(tick), tick.intervalSeconds * 1000));
-    // The provider-health monitor checks every provider as soon as the stack starts, then every interval.
-    for (const tick of ticks) if (tick.topic === TOPICS.healthTicks) publishTick(tick);
-    stoppers.push(() => {
-      timers.forEach(clearInterval);
-      return Promise.resolve();
-    });
+    stoppers.push(startSchedules(pubsub, scheduleIntervals(topology, config), logger));
 
-    const apiUrl = `http://${host}:${functionPort.get('api')}`;
-    const localEnv = {
+    const apiUrl = `http://${host}:${functions.port.get('api')}`;
+    writeLocalEnv(home, {
       GOOGLE_CLOUD_PROJECT: config.project,
       FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
       PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
       EGRESS_API_URL: apiUrl,
       EGRESS_TOKEN: config.apiTokens[0] ?? '',
-    };
-    writeFileSync(
-      join(home, 'local.env'),
-      Object.entries(localEnv)
-        .map(([k, v]) => `${k}=${v}\n`)
-        .join(''),
-    );
+    });
     return {
       config,
       env,
       pubsub,
       apiUrl,
       async restartFunctions() {
-        await stopFunctions();
-        await startFunctions();
+        await functions.stop();
+        await functions.start();
       },
       stop,
     };
@@ -242,6 +145,63 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await stop();
     throw err;
   }
+}
+
+/**
+ * The stack's host and ports: firebase.json's, plus `portOffset`, and the echo endpoint on the
+ * config's `echoUrl` port plus the offset.
+ *
+ * @throws Error when the Firestore, Pub/Sub or echo port is taken (another stack is running)
+ */
+async function localPorts(root: string, portOffset: number, echoUrl: string) {
+  const firebase = firebaseSchema.parse(JSON.parse(readFileSync(join(root, 'firebase.json'), 'utf8')));
+  const host = firebase.emulators.firestore.host;
+  const ports = {
+    firestore: firebase.emulators.firestore.port + portOffset,
+    pubsub: firebase.emulators.pubsub.port + portOffset,
+    functions: firebase.emulators.functions.port + portOffset,
+    echo: Number(new URL(echoUrl).port || 80) + portOffset,
+  };
+  for (const [what, port] of [
+    ['Firestore emulator', ports.firestore],
+    ['Pub/Sub emulator', ports.pubsub],
+    ['echo endpoint', ports.echo],
+  ] as const) {
+    if (!(await portFree(host, port)))
+      throw new Error(
+        `port ${port} (${what}) is in use: is another local stack running? Stop it, or set EGRESS_PORT_OFFSET`,
+      );
+  }
+  return { host, ports };
+}
+
+/** The environment of the functions and the relay: the caller's, pointed at this stack. */
+function functionsEnv(
+  callerEnv: NodeJS.ProcessEnv,
+  home: string,
+  base: Config,
+  emulators: RunningEmulators,
+  echoUrl: string,
+  stateDir: string,
+): Record<string, string> {
+  return {
+    ...Object.fromEntries(Object.entries(callerEnv).filter((e): e is [string, string] => e[1] !== undefined)),
+    GOOGLE_CLOUD_PROJECT: base.project,
+    EGRESS_PROJECT: base.project,
+    FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
+    PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
+    METADATA_SERVER_DETECTION: 'none',
+    EGRESS_ECHO_URL: echoUrl,
+    EGRESS_RELAY_STATE_DIR: stateDir,
+    // Every function and the relay append spans and metrics to these files (docs/observability.md).
+    EGRESS_TELEMETRY: callerEnv['EGRESS_TELEMETRY'] ?? 'file',
+    EGRESS_TRACE_FILE: callerEnv['EGRESS_TRACE_FILE'] ?? join(home, 'telemetry', 'spans.jsonl'),
+    EGRESS_METRICS_FILE: callerEnv['EGRESS_METRICS_FILE'] ?? join(home, 'telemetry', 'metrics.jsonl'),
+    // A fresh API token per run unless the user brought one.
+    EGRESS_API_TOKENS: callerEnv['EGRESS_API_TOKENS'] ?? randomBytes(24).toString('base64url'),
+    // Fresh relay keys per run too: the functions and the relay sign and check every message.
+    [RELAY_KEYS_ENV]: callerEnv[RELAY_KEYS_ENV] ?? generateRelayKeys(relayNames(base)),
+  };
 }
 
 /** The stack's home directory from the environment (`EGRESS_HOME`, default `<root>/.egress`). */
@@ -253,4 +213,64 @@ export function stackHome(root: string, env: NodeJS.ProcessEnv): string {
 function relayNames(config: Config): string[] {
   const named = config.providers.flatMap((p) => (RELAY_TYPES.includes(p.type) && p.relay ? [p.relay] : []));
   return named.length > 0 ? [...new Set(named)] : ['local'];
+}
+
+/**
+ * Starts the relay, supervised like a systemd unit with Restart=always: a relay that dies is started
+ * again and re-adopts the proxy processes it left running.
+ *
+ * @returns its stop: the relay, then every proxy process its backends left, then its state
+ */
+function startRelay(
+  root: string,
+  home: string,
+  stateDir: string,
+  env: Record<string, string>,
+  logger: Logger,
+): () => Promise<void> {
+  logger.info('starting the relay');
+  const relay = supervise(
+    () => startChild('relay', [join(root, 'dist', 'relay', 'main.js')], env, join(home, 'logs', 'relay.log')),
+    join(home, 'relay.pid'),
+    (code, signal) => logger.warn('the relay exited; restarting it', { code, signal }),
+  );
+  return async () => {
+    await relay.stop();
+    // Each backend keeps its state in its own directory under it (`<stateDir>/<provider>`).
+    let stopped = 0;
+    for (const dir of backendDirs(stateDir)) stopped += await stopAllInstances(dir);
+    rmSync(stateDir, { recursive: true, force: true });
+    logger.info('stopped the relay and its proxy processes', { proxies: stopped });
+  };
+}
+
+/**
+ * Publishes each scheduled tick every interval (what Cloud Scheduler does), and the provider-health
+ * tick once at once, so the monitor checks every provider as soon as the stack starts.
+ *
+ * @returns the stop of the timers
+ */
+function startSchedules(pubsub: PubSub, ticks: ScheduledTick[], logger: Logger): () => Promise<void> {
+  const publishTick = (tick: ScheduledTick) => {
+    pubsub
+      .topic(tick.topic)
+      .publishMessage({ json: tick.data })
+      .catch((err: unknown) => logger.warn('scheduled publish failed', { schedule: tick.name, error: err }));
+  };
+  const timers = ticks.map((tick) => setInterval(() => publishTick(tick), tick.intervalSeconds * 1000));
+  for (const tick of ticks) if (tick.topic === TOPICS.healthTicks) publishTick(tick);
+  return () => {
+    timers.forEach(clearInterval);
+    return Promise.resolve();
+  };
+}
+
+/** Writes `<home>/local.env`, which the CLI and the samples read to find this stack. */
+function writeLocalEnv(home: string, values: Record<string, string>): void {
+  writeFileSync(
+    join(home, 'local.env'),
+    Object.entries(values)
+      .map(([k, v]) => `${k}=${v}\n`)
+      .join(''),
+  );
 }
