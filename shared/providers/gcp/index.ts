@@ -94,7 +94,7 @@ class GcpProvider implements Provider {
       if (isAlreadyExists(failure)) return this.adopt(spec, placement.zone);
       failure.message = hide(failure.message, spec.credentials.password);
       let error = typedError(failure, what, 'compute.instances.create');
-      if (isInvalid(failure)) error = await withField(api, error, placement, isNotFound(failure));
+      if (isInvalid(failure)) error = await withField(api, error, placement);
       throw error;
     }
     this.zones.set(spec.name, placement.zone);
