@@ -3,7 +3,7 @@ import { MACHINE_TYPES, regionOfZone } from './catalog.js';
 import { notFound, OPERATION_ERRORS } from './errors.js';
 import type { InsertBody } from './insert-body.js';
 import { accessConfigsOf } from './insert-rules.js';
-import { BASE, timestamp, type Op, type Vm } from './world.js';
+import { BASE, timestamp, type Op, type Vm } from './resources.js';
 
 const zoneUrl = (project: string, zone: string) => `${BASE}/projects/${project}/zones/${zone}`;
 const absolute = (project: string, path: string) =>

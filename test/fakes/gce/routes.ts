@@ -14,7 +14,8 @@ import {
   scopeWarning,
   zoneJson,
 } from './render.js';
-import { World, type Op, type Vm } from './world.js';
+import type { Op, Vm } from './resources.js';
+import { World } from './world.js';
 
 /** A parsed request: the route's method and path parameters, the query, the body. */
 export interface Call {
