@@ -67,6 +67,36 @@ describe('gcp provider: networks other than default', () => {
     expect(err.message).toContain('global/networks/default');
   });
 
+  it('a subnetwork in another region: refused on spec.placement.subnetwork before any insert, as Compute refuses it', async () => {
+    const subnetwork = 'regions/europe-west1/subnetworks/proxies';
+    const inserts = fake.count('instances.insert');
+    const err = await rejectionOf(provider().create(instanceSpec('vpc', { subnetwork })), EgressError);
+    expect(err.toInfo()).toMatchObject({ code: 'Permanent', field: 'spec.placement.subnetwork' });
+    expect(fake.count('instances.insert')).toBe(inserts);
+    // The same insert sent anyway: a 400 on the interface's subnetwork.
+    const body = {
+      name: 'direct',
+      machineType: 'zones/us-central1-a/machineTypes/e2-micro',
+      disks: [
+        {
+          boot: true,
+          initializeParams: { sourceImage: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64' },
+        },
+      ],
+      networkInterfaces: [{ subnetwork }],
+    };
+    const url = `http://127.0.0.1:${fake.port}/compute/v1/projects/${PROJECT}/zones/us-central1-a/instances`;
+    const res = await fetch(url, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(await res.json())).toContain(
+      "Invalid value for field 'resource.networkInterfaces[0].subnetwork'",
+    );
+  });
+
   it('a subnetwork the project does not have: Permanent on spec.placement.subnetwork', async () => {
     const err = await rejectionOf(provider().create(instanceSpec('vpc', { subnetwork: 'nope' })), EgressError);
     expect(err.toInfo()).toMatchObject({ code: 'Permanent', field: 'spec.placement.subnetwork' });

@@ -64,6 +64,17 @@ describe('kubernetes provider: a lost node', () => {
     }, 10_000);
   });
 
+  it('a node that reports NotReady: the not-ready taint evicts the Pod after notReadySeconds', async () => {
+    const { p, s } = await runningOn('n-3');
+    expect(fake.pod('default', s.name)?.spec.tolerations).toContainEqual(
+      expect.objectContaining({ key: 'node.kubernetes.io/not-ready', effect: 'NoExecute', tolerationSeconds: 2 }),
+    );
+    fake.loseNode('n-3', { notReady: true });
+    expect((await p.get(s.name)).state).toBe('Pending');
+    // Evicted after the 2 s the Pod tolerates not-ready, not the 300 s DefaultTolerationSeconds gives.
+    await eventually(async () => expect((await p.get(s.name)).state).toBe('Terminated'), 10_000);
+  });
+
   it('with no eviction (a zone-wide outage), a Pod Running but not Ready for notReadySeconds is Stopped', async () => {
     const { p, s } = await runningOn('n-2');
     fake.loseNode('n-2', { evict: false });

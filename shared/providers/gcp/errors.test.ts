@@ -51,6 +51,29 @@ describe('decodeFailure', () => {
     expect(decodeFailure(err).network).toBe(network);
   });
 
+  it.each([
+    [
+      "Invalid value for field 'resource.networkInterfaces[0].subnetwork': 'regions/us-central1/subnetworks/x'. The referenced subnetwork resource cannot be found.",
+      'resource.networkInterfaces[0].subnetwork',
+      'spec.placement.subnetwork',
+    ],
+    [
+      "Invalid value for field 'resource.networkInterfaces[0].network': 'global/networks/default'. The referenced network resource cannot be found.",
+      'resource.networkInterfaces[0].network',
+      'spec.placement.network',
+    ],
+    [
+      "Invalid value for field 'resource.networkInterfaces[0]': ''. Subnetwork should be specified for custom subnetmode network",
+      'resource.networkInterfaces[0]',
+      'spec.placement.network',
+    ],
+    ["Invalid value for field 'resource.labels': 'x'. Bad label.", 'resource.labels', undefined],
+  ])('a 400 names its request field, and the Permanent error the placement key (%#)', (message, field, key) => {
+    const failure = decodeFailure(httpError(400, 'invalid', message));
+    expect(failure.field).toBe(field);
+    expect(typedError(failure, 'insert', 'p').toInfo()).toMatchObject({ code: 'Permanent', field: key });
+  });
+
   it('a body that is not an error document still gives the status', () => {
     expect(decodeFailure(Object.assign(new Error('<html>bad gateway</html>'), { status: 502 }))).toMatchObject({
       status: 502,

@@ -12,7 +12,15 @@ export interface ApiFailure {
   message: string;
   /** No answer: a connection error code (`ECONNREFUSED`) or `timeout`. */
   network?: string | undefined;
+  /**
+   * The request field a 400 refuses, as Compute names it in the fixed opening of its message
+   * ("Invalid value for field 'resource.networkInterfaces[0].subnetwork': …", "Required field '…'
+   * not specified"): a missing network or subnetwork is such a 400, not a 404.
+   */
+  field?: string | undefined;
 }
+
+const FIELD_OPENING = /^(?:Invalid value for field|Required field) '([^']+)'/;
 
 /** A failed Compute call, thrown by the SDK adapter with the call it was. */
 export class ComputeCallError extends Error {
@@ -67,7 +75,8 @@ export function decodeFailure(err: unknown): ApiFailure {
       ...(body?.error.details ?? []).flatMap((x) => (x.reason ? [x.reason] : [])),
     ];
     const message = body?.error.message ?? body?.error.errors?.[0]?.message ?? `HTTP ${status}`;
-    return { status, reasons, message };
+    const field = FIELD_OPENING.exec(message)?.[1];
+    return { status, reasons, message, ...(field ? { field } : {}) };
   }
   if (code === GRPC_DEADLINE_EXCEEDED || code === 'TimeoutError' || code === 'ETIMEDOUT' || aborted(e.data.cause))
     return { reasons: reason ? [reason] : [], message: 'the call timed out', network: 'timeout' };
@@ -166,7 +175,8 @@ export function typedError(f: ApiFailure, what: string, permission: string): Egr
   if (f.status === 401) return new RetryableError(`${what}: the credentials were rejected (401)`, 60_000);
   if (f.status === 403) return new RetryableError(`${what}: permission ${permission} denied (403)`, 60_000);
   if (isNotReady(f)) return new RetryableError(detail, 2000);
-  if (f.status !== undefined && f.status >= 400 && f.status < 500 && isInvalid(f)) return new PermanentError(detail);
+  if (f.status !== undefined && f.status >= 400 && f.status < 500 && isInvalid(f))
+    return new PermanentError(detail, fieldOfLocation(f.field));
   return new RetryableError(detail, f.status !== undefined && f.status >= 500 ? 5000 : 2000);
 }
 

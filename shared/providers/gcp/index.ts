@@ -29,6 +29,7 @@ import {
 import { listFiltered } from './listing.js';
 import { READY_ATTRIBUTE } from './cloud-init.js';
 import { InsertBook, settle, withField } from './operations.js';
+import { notReady } from './readiness.js';
 import { parseGcpOptions, resolveGcpPlacement, type GcpOptions, type GcpPlacement } from './options.js';
 import {
   LABELS,
@@ -94,7 +95,7 @@ class GcpProvider implements Provider {
       if (isAlreadyExists(failure)) return this.adopt(spec, placement.zone);
       failure.message = hide(failure.message, spec.credentials.password);
       let error = typedError(failure, what, 'compute.instances.create');
-      if (isInvalid(failure)) error = await withField(api, error, placement, isNotFound(failure));
+      if (isInvalid(failure)) error = await withField(api, error, placement);
       throw error;
     }
     this.zones.set(spec.name, placement.zone);
@@ -225,20 +226,8 @@ class GcpProvider implements Provider {
       const failure = decodeFailure(err);
       if (!isNotFound(failure))
         throw typedError(failure, `readiness of instance ${gce.name}`, 'compute.instances.getGuestAttributes');
-      return { ...instance, ...this.notReady(gce, instance.createdAt), ip: '' };
+      return { ...instance, ...notReady(gce, instance.createdAt, this.now(), this.options.readySeconds), ip: '' };
     }
-  }
-
-  /** Pending while the guest may still report ready; Failed, saying why, past `readySeconds`. */
-  private notReady(gce: GceInstance, createdAt: number): Pick<Instance, 'state' | 'error'> {
-    const started = Date.parse(gce.lastStartTimestamp ?? '') || createdAt;
-    const waited = Math.round((this.now() - started) / 1000);
-    if (waited < this.options.readySeconds) return { state: 'Pending' };
-    const message =
-      `instance ${gce.name} has run ${waited} s since it started without setting guest attribute ` +
-      `${READY_ATTRIBUTE} (readySeconds ${this.options.readySeconds}): cloud-init did not bring the proxy up; ` +
-      'its serial port output says why';
-    return { state: 'Failed', error: { code: 'Retryable', message } };
   }
 
   private placementOf(spec: InstanceSpec): GcpPlacement {

@@ -126,18 +126,11 @@ export class InsertBook {
 /**
  * A refused insert names its field only in prose, so the resources the placement refers to are
  * looked up in turn: the first one missing is the field (rule placement-field). Without a finding, or for an
- * error that is not Permanent or already names its field, the error is returned as it is.
- *
- * @param missing - the insert answered 404: a resource it refers to does not exist. When zone,
- *   machine type and image all do, that is the interface's subnetwork (or network): a project
- *   without a `default` network, or a subnetwork it does not have.
+ * error that is not Permanent or already names its field, the error is returned as it is. (A
+ * missing network or subnetwork needs no look-up: Compute refuses it with a 400 naming the field,
+ * which `typedError` maps.)
  */
-export async function withField(
-  api: ComputeApi,
-  error: EgressError,
-  p: GcpPlacement,
-  missing = false,
-): Promise<EgressError> {
+export async function withField(api: ComputeApi, error: EgressError, p: GcpPlacement): Promise<EgressError> {
   if (error.code !== 'Permanent' || (error instanceof PermanentError && error.field)) return error;
   const checks: [string, () => Promise<unknown>, string][] = [
     ['spec.placement.zone', () => api.getZone(p.zone), `zone "${p.zone}" does not exist in project ${api.project}`],
@@ -156,11 +149,5 @@ export async function withField(
       return new PermanentError(`${message} (${error.message})`, field, { cause: error });
     }
   }
-  if (!missing) return error;
-  const [field, what] = p.subnetwork
-    ? ['spec.placement.subnetwork', `subnetwork "${p.subnetwork}"`]
-    : ['spec.placement.network', `network "${p.network}"`];
-  return new PermanentError(`${what} is not found from project ${api.project} (${error.message})`, field, {
-    cause: error,
-  });
+  return error;
 }

@@ -20,8 +20,10 @@ describe('kubernetes options', () => {
     expect(managedNamespaces({ ...o, namespaces: ['b', 'default'] })).toEqual(['default', 'b']);
   });
 
-  it('accepts an image pinned by digest', () => {
-    const image = `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`;
+  it.each([
+    `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`,
+    `registry.example:5000/egress/tinyproxy:1.11@sha256:${'0123456789abcdef'.repeat(4)}`,
+  ])('accepts an image pinned by digest (%s)', (image) => {
     expect(parseKubernetesOptions({ ...access, image }, PATH).image).toBe(image);
   });
 
@@ -32,7 +34,10 @@ describe('kubernetes options', () => {
     [{ inCluster: true, context: 'prod' }, 'context', /kubeconfig/],
     [{ ...access, namespace: 'Not_Valid' }, 'namespace', /DNS-1123/],
     [{ ...access, port: 70000 }, 'port', /./],
-    [{ ...access, image: 'docker.io/vimagick/tinyproxy@sha256:abc' }, 'image', /64 hex/],
+    [{ ...access, image: 'docker.io/vimagick/tinyproxy@sha256:abc' }, 'image', /64 lowercase hex/],
+    [{ ...access, image: `@sha256:${'ab'.repeat(32)}` }, 'image', /name@sha256/],
+    [{ ...access, image: `a@b@sha256:${'ab'.repeat(32)}` }, 'image', /name@sha256/],
+    [{ ...access, image: `tinyproxy@sha256:${'AB'.repeat(32)}` }, 'image', /lowercase/],
     [{ ...access, resources: { limits: { cpu: 'lots' } } }, 'resources.limits.cpu', /quantity/],
     [{ ...access, zone: 'x' }, 'zone', /unknown option/],
     [{ gke: { server: 'ftp://x' } }, 'gke.server', /./],

@@ -3,8 +3,13 @@ import { z } from 'zod';
 import { dnsLabel } from '../../domain/names.js';
 import { ValidationError } from '../../errors.js';
 
-/** A small image with tinyproxy (which supports `BasicAuth`) on its PATH. */
+/**
+ * A small image with tinyproxy (which supports `BasicAuth`) on its PATH. A tag, not a digest: no
+ * registry is reachable where this was written, so no digest of it could be verified.
+ */
 export const DEFAULT_IMAGE = 'docker.io/vimagick/tinyproxy:latest';
+/** `name[:tag]@sha256:<64 lowercase hex>`: one name, one `@`, the digest OCI image references use. */
+const DIGEST_REFERENCE = /^[^@\s]+@sha256:[0-9a-f]{64}$/;
 
 const quantity = z
   .string()
@@ -53,8 +58,8 @@ export const kubernetesOptionsSchema = accessSchema
       .min(1)
       .max(512)
       .refine(
-        (i) => !i.includes('@') || /@sha256:[0-9a-f]{64}$/.test(i),
-        'a digest must be "@sha256:" and 64 hex digits',
+        (i) => !i.includes('@') || DIGEST_REFERENCE.test(i),
+        'a digest must be "name@sha256:" and 64 lowercase hex digits',
       )
       .default(DEFAULT_IMAGE),
     /** The proxy port when a proxy asks for port 0 (each Pod has its own IP, so one port fits all). */

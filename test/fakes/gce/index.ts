@@ -11,7 +11,8 @@ import { ApiError, faultError, type Fault, type Method } from './errors.js';
 import { GuestRunner } from './guest.js';
 import { DEFAULT_NETWORKS, type FakeNetwork } from './networks.js';
 import { route, ROUTES, type RouteContext } from './routes.js';
-import { World, type Timing, type Vm } from './world.js';
+import type { Timing, Vm } from './resources.js';
+import { World } from './world.js';
 
 export type { Fault, Method } from './errors.js';
 export type { FakeNetwork } from './networks.js';

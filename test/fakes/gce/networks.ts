@@ -7,9 +7,19 @@
  * must specify a network or subnet"; "If the network is in auto subnet mode, specifying the
  * subnetwork is optional. If the network is in custom subnet mode, specifying the subnetwork is
  * required"; a subnetwork may be named by a partial URL of another (Shared-VPC host) project.
+ * A reference to a network or subnetwork that does not exist is a 400 `invalid` on the field, not
+ * a 404 ("Invalid value for field 'resource.networkInterfaces[0].network': ''. The referenced
+ * network resource cannot be found.", quoted in btcpayserver/btcpayserver-googlecloud#7 and
+ * GoogleCloudPlatform/magic-modules#18826; the subnetwork's in hashicorp/terraform-provider-google#2140);
+ * a subnetwork of another network is a 400 `badRequest` ('Subnetwork "…" is not valid for Network
+ * "…".', hashicorp/terraform-provider-google#7895); a custom-mode network without a subnetwork is
+ * refused on `resource.networkInterfaces[0]` (hashicorp/terraform-provider-google#175). The wording
+ * for a subnetwork in another region is not quoted anywhere we found (unverified).
  */
 import { ALL_ZONES, regionOfZone } from './catalog.js';
-import { invalidField, notFound } from './errors.js';
+import { ApiError, invalidField } from './errors.js';
+
+const NIC = 'resource.networkInterfaces[0]';
 
 /** One VPC network. */
 export interface FakeNetwork {
@@ -37,8 +47,8 @@ export interface ResolvedNic {
 /**
  * Resolves the first network interface of an insert in `zone` of `project`.
  *
- * @throws ApiError 404 for a network or subnetwork the project (or host project) does not have, 400
- *   for a subnetwork in another region or of another network, or a custom-mode network without one
+ * @throws ApiError 400 for a network or subnetwork the project (or host project) does not have, a
+ *   subnetwork in another region or of another network, or a custom-mode network without one
  */
 export function resolveNic(
   networks: FakeNetwork[],
@@ -53,21 +63,18 @@ export function resolveNic(
     const [p, r, s] = [m?.[1] ?? project, m?.[2] ?? region, m?.[3] ?? nic.subnetwork];
     const subnetworkPath = `projects/${p}/regions/${r}/subnetworks/${s}`;
     if (r !== region)
-      throw invalidField(
-        'resource.networkInterfaces[0].subnetwork',
-        nic.subnetwork,
-        'Subnetwork must be in the region of the instance.',
-      );
+      throw invalidField(`${NIC}.subnetwork`, nic.subnetwork, 'Subnetwork must be in the region of the instance.');
     const owner = networks.find((n) => (n.project ?? p) === p && subnetworksOf(n).includes(`${r}/${s}`));
-    if (!owner) throw notFound(subnetworkPath);
+    if (!owner)
+      throw invalidField(`${NIC}.subnetwork`, nic.subnetwork, 'The referenced subnetwork resource cannot be found.');
     const networkPath = `projects/${p}/global/networks/${owner.name}`;
     if (nic.network) {
       const given = NETWORK_PATH.exec(nic.network);
       if ((given?.[1] ?? project) !== p || given?.[2] !== owner.name)
-        throw invalidField(
-          'resource.networkInterfaces[0].network',
-          nic.network,
-          `Subnetwork '${subnetworkPath}' does not belong to the network.`,
+        throw new ApiError(
+          400,
+          'badRequest',
+          `Subnetwork "${subnetworkPath}" is not valid for Network "${given?.[2] ?? nic.network}".`,
         );
     }
     return { network: networkPath, subnetwork: subnetworkPath };
@@ -75,13 +82,9 @@ export function resolveNic(
   const given = NETWORK_PATH.exec(nic?.network ?? 'global/networks/default');
   const [p, name] = [given?.[1] ?? project, given?.[2] ?? ''];
   const network = find(p, name);
-  if (!network) throw notFound(`projects/${p}/global/networks/${name}`);
-  if (!network.auto)
-    throw invalidField(
-      'resource.networkInterfaces[0].network',
-      nic?.network ?? `global/networks/${name}`,
-      'Subnetwork should be specified for custom subnetmode network',
-    );
+  if (!network)
+    throw invalidField(`${NIC}.network`, nic?.network ?? '', 'The referenced network resource cannot be found.');
+  if (!network.auto) throw invalidField(NIC, '', 'Subnetwork should be specified for custom subnetmode network');
   return {
     network: `projects/${p}/global/networks/${name}`,
     subnetwork: `projects/${p}/regions/${region}/subnetworks/${name}`,

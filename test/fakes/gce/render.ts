@@ -1,8 +1,9 @@
 /** The fake's resources in Compute's JSON shapes (Instance, Operation, Zone, MachineType, Image). */
 import { MACHINE_TYPES, regionOfZone } from './catalog.js';
-import { notFound } from './errors.js';
+import { notFound, OPERATION_ERRORS } from './errors.js';
 import type { InsertBody } from './insert-body.js';
-import { BASE, timestamp, type Op, type Vm } from './world.js';
+import { accessConfigsOf } from './insert-rules.js';
+import { BASE, timestamp, type Op, type Vm } from './resources.js';
 
 const zoneUrl = (project: string, zone: string) => `${BASE}/projects/${project}/zones/${zone}`;
 const absolute = (project: string, path: string) =>
@@ -34,15 +35,15 @@ export function instanceJson(vm: Vm, body: InsertBody): Record<string, unknown> 
         subnetwork: absolute(vm.project, vm.nic.subnetwork),
         networkIP: vm.networkIP,
         name: 'nic0',
-        accessConfigs: [
-          {
-            kind: 'compute#accessConfig',
-            type: 'ONE_TO_ONE_NAT',
-            name: 'External NAT',
-            ...(vm.natIP ? { natIP: vm.natIP } : {}),
-            networkTier: 'PREMIUM',
-          },
-        ],
+        // An external address only for an interface that asked for one (no access config: no
+        // external internet access, as the instances reference says).
+        accessConfigs: accessConfigsOf(body).map((c) => ({
+          kind: 'compute#accessConfig',
+          type: 'ONE_TO_ONE_NAT',
+          name: typeof c.name === 'string' ? c.name : 'External NAT',
+          ...(vm.natIP ? { natIP: vm.natIP } : {}),
+          networkTier: 'PREMIUM',
+        })),
         fingerprint: fingerprint(vm, 'nic0'),
         stackType: 'IPV4_ONLY',
       },
@@ -62,7 +63,7 @@ export function instanceJson(vm: Vm, body: InsertBody): Record<string, unknown> 
       },
     ],
     metadata: { kind: 'compute#metadata', fingerprint: fingerprint(vm, 'metadata'), items: body.metadata?.items ?? [] },
-    serviceAccounts: [],
+    serviceAccounts: Array.isArray(body['serviceAccounts']) ? body['serviceAccounts'] : [],
     selfLink: `${zone}/instances/${vm.name}`,
     scheduling: body.scheduling ?? {},
     cpuPlatform: vm.status === 'RUNNING' ? 'Intel Broadwell' : 'Unknown CPU Platform',
@@ -106,15 +107,26 @@ export function operationJson(op: Op): Record<string, unknown> {
             ],
           },
           httpErrorStatusCode: httpStatusOf(op.error.code),
-          httpErrorMessage: httpStatusOf(op.error.code) >= 500 ? 'SERVICE UNAVAILABLE' : 'BAD REQUEST',
+          httpErrorMessage: REASON_PHRASES[httpStatusOf(op.error.code)] ?? 'BAD REQUEST',
         }
       : {}),
   };
 }
 
+/** The operation's HTTP status: the one `OPERATION_ERRORS` gives its code, else 400. */
 function httpStatusOf(code: string): number {
-  return code === 'QUOTA_EXCEEDED' ? 403 : code.endsWith('EXHAUSTED') ? 503 : code === 'RESOURCE_NOT_FOUND' ? 404 : 400;
+  return OPERATION_ERRORS[code]?.status ?? (code.endsWith('EXHAUSTED') ? 503 : 400);
 }
+
+/** `httpErrorMessage` is the status's reason phrase in capitals, as Compute writes it ("BAD REQUEST"). */
+const REASON_PHRASES: Record<number, string> = {
+  400: 'BAD REQUEST',
+  403: 'FORBIDDEN',
+  404: 'NOT FOUND',
+  409: 'CONFLICT',
+  500: 'INTERNAL SERVER ERROR',
+  503: 'SERVICE UNAVAILABLE',
+};
 
 /** A Zone resource. */
 export function zoneJson(project: string, zone: string, status = 'UP'): Record<string, unknown> {

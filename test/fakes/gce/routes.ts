@@ -3,6 +3,7 @@ import { ALL_ZONES, MACHINE_TYPES, resolveImage } from './catalog.js';
 import { ApiError, invalidField, notFound, policyViolated, type Method } from './errors.js';
 import { matches, parseFilter } from './filter.js';
 import { insertBodySchema } from './insert-body.js';
+import { accessConfigsOf, checkAccessConfigs, checkScheduling, checkServiceAccounts } from './insert-rules.js';
 import { resolveNic, type FakeNetwork } from './networks.js';
 import {
   guestAttributes,
@@ -13,7 +14,8 @@ import {
   scopeWarning,
   zoneJson,
 } from './render.js';
-import { World, type Op, type Vm } from './world.js';
+import type { Op, Vm } from './resources.js';
+import { World } from './world.js';
 
 /** A parsed request: the route's method and path parameters, the query, the body. */
 export interface Call {
@@ -169,13 +171,13 @@ function insert(ctx: RouteContext, project: string, zone: string, call: Call): O
     throw invalidField('labels', badLabel?.join('=') ?? '', 'Label keys and values must conform to RFC 1035.');
   const metadataSize = (body.metadata?.items ?? []).reduce((n, i) => n + i.key.length + (i.value ?? '').length, 0);
   if (metadataSize > 512 * 1024) throw new ApiError(400, 'invalid', 'Metadata exceeds the 512 KB limit.');
+  checkScheduling(body);
+  checkServiceAccounts(body);
+  checkAccessConfigs(body);
   const nic = resolveNic(ctx.networks, project, zone, body.networkInterfaces?.[0]);
   // Org policies are checked after the request is valid: an external IP under a deny-all
   // vmExternalIpAccess is refused 412 conditionNotMet (never an operation error).
-  const external = (body.networkInterfaces ?? []).some(
-    (n) => Array.isArray(n['accessConfigs']) && n['accessConfigs'].length > 0,
-  );
-  if (external && ctx.deniedConstraints.has('compute.vmExternalIpAccess'))
+  if (accessConfigsOf(body).length > 0 && ctx.deniedConstraints.has('compute.vmExternalIpAccess'))
     throw policyViolated(
       'compute.vmExternalIpAccess',
       project,

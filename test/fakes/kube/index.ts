@@ -8,7 +8,7 @@ import { createServer as createTcpServer, type AddressInfo, type Socket } from '
 import { buildProxyServer, type ProxyServerBundle } from '../../support/proxy-server-bundle.js';
 import type { NamespaceRules } from './admission.js';
 import { Kubelet } from './kubelet.js';
-import { loseNode } from './node-lifecycle.js';
+import { loseNode, NOT_READY, UNREACHABLE } from './node-lifecycle.js';
 import type { FakeNode } from './scheduling.js';
 import {
   deletePod,
@@ -69,10 +69,11 @@ export interface FakeKube {
   /** Someone else deletes the Pod (like `kubectl delete pod`): graceful, as through the API. */
   deletePodOutOfBand(namespace: string, name: string): void;
   /**
-   * The node becomes unreachable (node-lifecycle.ts): its Pods go Ready=False and, unless `evict`
-   * is false (a fully disrupted zone), are evicted as their NoExecute tolerations say.
+   * The node becomes unreachable, or with `notReady` reports NotReady (node-lifecycle.ts): its
+   * Pods go Ready=False and, unless `evict` is false (a fully disrupted zone), are evicted as
+   * their NoExecute tolerations of the node's taint say.
    */
-  loseNode(name: string, options?: { evict?: boolean }): void;
+  loseNode(name: string, options?: { evict?: boolean; notReady?: boolean }): void;
   /** The node evicts the Pod: phase Failed, its process killed. */
   evict(namespace: string, name: string): void;
   /** The proxy process crashes; restartPolicy Always restarts it. */
@@ -190,7 +191,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
         deletePod: (p: StoredPod) => void deletePod(state, p),
         later: (ms: number, fn: () => void) => void timers.add(setTimeout(fn, ms)),
       };
-      loseNode(deps, name, o.evict ?? true);
+      loseNode(deps, name, o.evict ?? true, o.notReady ? NOT_READY : UNREACHABLE);
     },
     evict(ns, name) {
       const p = pod(ns, name);

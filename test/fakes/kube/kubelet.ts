@@ -4,8 +4,9 @@
  * deletion stop it before the object disappears.
  */
 import { configSource, readConfig, startProxy, tcpProbe, type ProxyProcess } from './container.js';
+import { containerStatus, withConditions } from './pod-status.js';
 import { schedule, type FakeNode } from './scheduling.js';
-import { stamp, type Condition, type ObjectStore, type StoredPod } from './store.js';
+import { stamp, type ObjectStore, type StoredPod } from './store.js';
 
 export interface KubeletOptions {
   store: ObjectStore;
@@ -97,7 +98,7 @@ export class Kubelet {
       phase: 'Failed',
       reason: 'Evicted',
       message: 'The node was low on resource: memory.',
-      conditions: this.conditions(pod, { Ready: false, ContainersReady: false }),
+      conditions: withConditions(pod, { Ready: false, ContainersReady: false }),
       containerStatuses: (pod.status.containerStatuses ?? []).map((c) => ({
         ...c,
         ready: false,
@@ -119,7 +120,7 @@ export class Kubelet {
     run.stopping = true;
     this.clear(run);
     run.proxy?.child.kill('SIGKILL');
-    pod.status.conditions = this.conditions(pod, { Ready: false, ContainersReady: false });
+    pod.status.conditions = withConditions(pod, { Ready: false, ContainersReady: false });
     const status = pod.status.containerStatuses?.[0];
     if (status) status.ready = false;
     this.o.store.touch(pod);
@@ -153,32 +154,22 @@ export class Kubelet {
     const placed = schedule(pod, this.o.nodes, this.o.store.listPods());
     if ('unschedulable' in placed) {
       const before = JSON.stringify(pod.status.conditions);
-      pod.status.conditions = this.conditions(pod, { PodScheduled: false }, 'Unschedulable', placed.unschedulable);
+      pod.status.conditions = withConditions(pod, { PodScheduled: false }, 'Unschedulable', placed.unschedulable);
       if (JSON.stringify(pod.status.conditions) !== before) this.o.store.touch(pod);
       return void this.later(run, 500, () => this.schedule(pod, run));
     }
     pod.spec.nodeName = placed.node.name;
     pod.status.hostIP = placed.node.ip;
-    pod.status.conditions = this.conditions(pod, { PodScheduled: true });
+    pod.status.conditions = withConditions(pod, { PodScheduled: true });
     this.o.store.touch(pod);
     this.later(run, this.o.timing.startMs, () => void this.start(pod, run, placed.node));
   }
 
   private waiting(pod: StoredPod, reason: string, message: string): void {
-    const container = pod.spec.containers[0];
     const prior = pod.status.containerStatuses?.[0];
     if (prior?.state.waiting?.reason === reason) return;
-    pod.status.containerStatuses = [
-      {
-        name: container?.name ?? 'container',
-        image: container?.image ?? '',
-        ready: false,
-        started: false,
-        restartCount: prior?.restartCount ?? 0,
-        state: { waiting: { reason, message } },
-      },
-    ];
-    pod.status.conditions = this.conditions(pod, { Ready: false, ContainersReady: false });
+    pod.status.containerStatuses = [containerStatus(pod, { waiting: { reason, message } }, prior?.restartCount ?? 0)];
+    pod.status.conditions = withConditions(pod, { Ready: false, ContainersReady: false });
     this.o.store.touch(pod);
   }
 
@@ -210,7 +201,7 @@ export class Kubelet {
         podIP: run.podIp,
         podIPs: [{ ip: run.podIp }],
         startTime: stamp(),
-        conditions: this.conditions(pod, { Initialized: true, Ready: false, ContainersReady: false }),
+        conditions: withConditions(pod, { Initialized: true, Ready: false, ContainersReady: false }),
       };
     }
     const config = source && secret ? readConfig(secret, source.key) : 'the container has no config file to run';
@@ -225,17 +216,7 @@ export class Kubelet {
       return this.restartLater(pod, run, node, err instanceof Error ? err.message : String(err));
     }
     if (run.stopping) return void proxy.child.kill('SIGKILL');
-    const container = pod.spec.containers[0];
-    pod.status.containerStatuses = [
-      {
-        name: container?.name ?? 'container',
-        image: container?.image ?? '',
-        ready: false,
-        started: true,
-        restartCount: run.restarts,
-        state: { running: { startedAt: stamp() } },
-      },
-    ];
+    pod.status.containerStatuses = [containerStatus(pod, { running: { startedAt: stamp() } }, run.restarts)];
     this.o.store.touch(pod);
     void proxy.exited.then(() => {
       if (run.proxy === proxy) run.proxy = undefined;
@@ -264,7 +245,7 @@ export class Kubelet {
       const ok = port === undefined ? true : await tcpProbe(run.host, port);
       const ready = pod.status.conditions.find((c) => c.type === 'Ready')?.status === 'True';
       if (ok !== ready && !run.stopping) {
-        pod.status.conditions = this.conditions(pod, { Ready: ok, ContainersReady: ok });
+        pod.status.conditions = withConditions(pod, { Ready: ok, ContainersReady: ok });
         const status = pod.status.containerStatuses?.[0];
         if (status) status.ready = ok;
         this.o.store.touch(pod);
@@ -279,28 +260,6 @@ export class Kubelet {
     this.clear(run);
     this.runs.delete(pod);
     this.o.store.removePod(pod);
-  }
-
-  private conditions(
-    pod: StoredPod,
-    set: Partial<Record<Condition['type'], boolean>>,
-    reason?: string,
-    message?: string,
-  ): Condition[] {
-    const now = stamp();
-    const byType = new Map(pod.status.conditions.map((c) => [c.type, c]));
-    for (const [type, value] of Object.entries(set) as [Condition['type'], boolean][]) {
-      const status = value ? 'True' : 'False';
-      const prior = byType.get(type);
-      byType.set(type, {
-        type,
-        status,
-        ...(reason && !value ? { reason } : {}),
-        ...(message && !value ? { message } : {}),
-        lastTransitionTime: prior?.status === status ? prior.lastTransitionTime : now,
-      });
-    }
-    return [...byType.values()];
   }
 
   private allocateIp(): string {

@@ -5,8 +5,14 @@
  *   tolerations (300 s) to a Pod that does not already tolerate them; a toleration with an empty
  *   key, operator Exists and no effect (a bare "tolerate everything") counts as tolerating them
  *   (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#defaulttolerationseconds).
- * - An unreachable node gets the `node.kubernetes.io/unreachable:NoExecute` taint; its Pods' Ready
- *   condition goes False, their phase stays Running (nobody hears from the kubelet).
+ * - A node whose Ready condition is Unknown (no heartbeat: unreachable) gets the
+ *   `node.kubernetes.io/unreachable:NoExecute` taint, one whose Ready is False (its kubelet reports
+ *   NotReady) `node.kubernetes.io/not-ready:NoExecute`
+ *   (k8s.io/api core/v1/well_known_taints.go: TaintNodeNotReady, TaintNodeUnreachable "corresponding
+ *   to NodeReady status ConditionUnknown"; the taint-based-evictions section cited below lists both);
+ *   either way its Pods' Ready condition goes False and their phase stays Running. The fake's
+ *   kubelet then falls silent in both cases (a NotReady kubelet may in truth still confirm a
+ *   deletion).
  * - Taint-based eviction deletes a Pod that does not tolerate the taint at once, one that does after
  *   the smallest `tolerationSeconds` of its matching tolerations, and never when none of them has one
  *   (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/#taint-based-evictions).
@@ -60,14 +66,17 @@ export interface NodeLossDeps {
   later: (ms: number, fn: () => void) => void;
 }
 
-/** The node becomes unreachable; its Pods go not Ready and, with `evict`, are evicted on the taint's terms. */
-export function loseNode(deps: NodeLossDeps, name: string, evict: boolean): void {
+/**
+ * The node is lost (`taint`: unreachable, or not-ready); its Pods go not Ready and, with `evict`,
+ * are evicted on the taint's terms.
+ */
+export function loseNode(deps: NodeLossDeps, name: string, evict: boolean, taint = UNREACHABLE): void {
   const node = deps.nodes.find((n) => n.name === name);
   if (!node) throw new Error(`fake: no node ${name}`);
-  node.taints.push({ key: UNREACHABLE, effect: 'NoSchedule' }, { key: UNREACHABLE, effect: 'NoExecute' });
+  node.taints.push({ key: taint, effect: 'NoSchedule' }, { key: taint, effect: 'NoExecute' });
   for (const pod of deps.pods().filter((p) => p.spec.nodeName === name)) {
     deps.lose(pod);
-    const delay = evict ? evictionDelay(pod.spec.tolerations, UNREACHABLE) : undefined;
+    const delay = evict ? evictionDelay(pod.spec.tolerations, taint) : undefined;
     if (delay !== undefined) deps.later(delay * 1000, () => deps.deletePod(pod));
   }
 }

@@ -1,0 +1,45 @@
+/** A Pod's status as the kubelet writes it: its conditions and its container's status. */
+import { stamp, type Condition, type ContainerStatus, type StoredPod } from './store.js';
+
+/**
+ * The Pod's conditions with `set` applied: a condition's `lastTransitionTime` moves only when its
+ * status changes; `reason` and `message` go on the conditions set False.
+ */
+export function withConditions(
+  pod: StoredPod,
+  set: Partial<Record<Condition['type'], boolean>>,
+  reason?: string,
+  message?: string,
+): Condition[] {
+  const now = stamp();
+  const byType = new Map(pod.status.conditions.map((c) => [c.type, c]));
+  for (const [type, value] of Object.entries(set) as [Condition['type'], boolean][]) {
+    const status = value ? 'True' : 'False';
+    const prior = byType.get(type);
+    byType.set(type, {
+      type,
+      status,
+      ...(reason && !value ? { reason } : {}),
+      ...(message && !value ? { message } : {}),
+      lastTransitionTime: prior?.status === status ? prior.lastTransitionTime : now,
+    });
+  }
+  return [...byType.values()];
+}
+
+/** The status of the Pod's (only) container, not ready, in `state`. */
+export function containerStatus(
+  pod: StoredPod,
+  state: ContainerStatus['state'],
+  restartCount: number,
+): ContainerStatus {
+  const container = pod.spec.containers[0];
+  return {
+    name: container?.name ?? 'container',
+    image: container?.image ?? '',
+    ready: false,
+    started: state.running !== undefined,
+    restartCount,
+    state,
+  };
+}
