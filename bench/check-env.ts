@@ -17,6 +17,7 @@ import type { Registry } from '../shared/providers/contract.js';
 import { createRegistry } from '../shared/providers/registry.js';
 import { parseCheckMessage, runCheck, type CheckDeps } from '../shared/reconcile/check.js';
 import { collectGarbage } from '../shared/reconcile/gc.js';
+import { SweepCache } from '../shared/reconcile/sweep-cache.js';
 import { handleRelayReport } from '../shared/relay-report.js';
 import type { RelayReport } from '../shared/relay/protocol.js';
 import { ProviderStore } from '../shared/store/providers.js';
@@ -44,6 +45,8 @@ export interface CheckEnv {
   deps: CheckDeps;
   /** Runs one scheduled sweep (`{sweep: true}` from the scheduler) and every page it chains. */
   sweep(): Promise<void>;
+  /** The same on a check instance whose sweep cache is empty (a cold instance; credentials still remembered). */
+  coldSweep(): Promise<void>;
   /** Applies one relay report as the `relay-report` function would (one invocation, one message). */
   report(report: RelayReport): Promise<void>;
   /** One `health` function run (provider verdicts, fleet gauges), as if at `at` (default now). */
@@ -123,6 +126,8 @@ export function createCheckEnv(
     bus,
     providerStatus,
     countReplacing: (p) => proxies.countReplacing(p),
+    // One check instance serving every page of every sweep, warm throughout (`coldSweep` empties it).
+    sweepCache: new SweepCache(),
   };
   const drain = async () => {
     while (inFlight.size > 0) await Promise.all([...inFlight]);
@@ -143,6 +148,10 @@ export function createCheckEnv(
       // The scheduler's publish: one message, then each page publishes the next one.
       await bus.publish(TOPICS.proxyChecks, { sweep: true });
       await drain();
+    },
+    async coldSweep() {
+      deps.sweepCache = new SweepCache();
+      await this.sweep();
     },
     async report(report) {
       const text = JSON.stringify(report);

@@ -1,5 +1,6 @@
 /** The bench's tables: targets and whether they are met, then the figures behind them. */
 import { clientsRatio, coldStartRatio, type ColdStart } from './cold-start.js';
+import { backgroundRows } from './report-background.js';
 import { monthlyCost, PRICE_SOURCES, PRICES_RECORDED_ON } from './cost-model.js';
 import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
@@ -47,7 +48,9 @@ function extras(c: Counts, n: number): string {
 
 function steadyRows(r: BenchResults): string[][] {
   const rows: string[][] = [];
-  for (const cycle of r.cycles) {
+  // Issue 9's rows for the first (smallest) measured cycle of each kind; report-background.ts has every size.
+  const first = r.cycles.filter((c, i, all) => all.findIndex((o) => o.kind === c.kind) === i);
+  for (const cycle of first) {
     const n = cycle.size;
     const sweep = r.sweeps.find((s) => s.kind === cycle.kind && s.size === n);
     const sweepSource = cycle.sources.find((s) => s.name === 'check sweep');
@@ -263,6 +266,7 @@ export function gatewayRows(g: GatewayResults | undefined): string[][] {
 export function targetsTable(r: BenchResults): string {
   const rows = [
     ...steadyRows(r),
+    ...backgroundRows(r),
     ...orchestrationRows(r.orchestration, r.functionResponses),
     ...coldRows(r.coldStart),
     ...scaleRows(r),
