@@ -41,9 +41,9 @@ const per = (c: Counts, n: number) => ({
   invocations: c.invocations / n,
 });
 
-/** A sweep's reads beyond one per proxy, and its pages: "1000 + 11 on 11 pages". */
+/** A sweep's reads beyond one per proxy, and its pages: "1000 + 11 on 11 pages" ("32 on 11 pages" when fewer). */
 function extras(c: Counts, n: number): string {
-  return `${n} + ${c.reads - n} on ${c.invocations} pages`;
+  return c.reads >= n ? `${n} + ${c.reads - n} on ${c.invocations} pages` : `${c.reads} on ${c.invocations} pages`;
 }
 
 function steadyRows(r: BenchResults): string[][] {
@@ -185,9 +185,10 @@ function scaleRows(r: BenchResults): string[][] {
       ],
       [
         `cost growth ${smallest.size} → ${largest.size}, ${KIND_LABEL[kind]}`,
-        'linear',
+        // Issue 9 asks for no super-linear growth; a warm sweep's per-page constants make it sub-linear.
+        'at most linear',
         `reads/proxy ×${fmt(growth, 2)}`,
-        yes(growth > 0.9 && growth < 1.1),
+        yes(growth < 1.1),
       ],
     );
   }
