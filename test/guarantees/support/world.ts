@@ -119,6 +119,8 @@ export async function startWorld(options: WorldOptions): Promise<World> {
 
   // One warm check instance's cache for every sweep of the world: sweeps run on cached pages.
   const sweepCache = new SweepCache();
+  // And one warm gc instance's owner cache.
+  const gcOwners = new SweepCache();
   const world: World = {
     kind,
     config,
@@ -140,7 +142,7 @@ export async function startWorld(options: WorldOptions): Promise<World> {
       countReplacing: (p) => proxies.countReplacing(p),
       sweepCache,
     }),
-    gcDeps: (now) => ({ config, proxies, registry, logger, ...(now ? { now } : {}) }),
+    gcDeps: (now) => ({ config, proxies, registry, logger, owners: gcOwners, ...(now ? { now } : {}) }),
     hashOf: (spec) => specHash(spec, resolvePlacement(config, provider, spec.placement)),
     async snapshot(name) {
       const instance = iname(name);
