@@ -51,8 +51,10 @@ export interface CheckEnv {
   report(report: RelayReport): Promise<void>;
   /** One `health` function run (provider verdicts, fleet gauges), as if at `at` (default now). */
   health(at?: number): Promise<void>;
-  /** One GC pass (`gc` function). */
+  /** One GC pass (`gc` function), on a warm instance (its owner cache kept from the last pass). */
   gc(): Promise<void>;
+  /** One GC pass on an instance with an empty owner cache. */
+  coldGc(): Promise<void>;
   /** Errors the delivered functions threw (a non-empty list means the run is not a steady state). */
   failures: string[];
 }
@@ -129,6 +131,8 @@ export function createCheckEnv(
     // One check instance serving every page of every sweep, warm throughout (`coldSweep` empties it).
     sweepCache: new SweepCache(),
   };
+  // One warm gc instance's owner cache, as the function keeps it.
+  let gcOwners = new SweepCache();
   const drain = async () => {
     while (inFlight.size > 0) await Promise.all([...inFlight]);
   };
@@ -173,9 +177,13 @@ export function createCheckEnv(
     async gc() {
       countMessage(counts, 'gc-ticks', '{}', {});
       await invoke(async () => {
-        await collectGarbage({ config, proxies, registry, logger, providerStatus });
+        await collectGarbage({ config, proxies, registry, logger, providerStatus, owners: gcOwners });
       });
       await drain();
+    },
+    async coldGc() {
+      gcOwners = new SweepCache();
+      await this.gc();
     },
   };
 }

@@ -11,6 +11,7 @@ import type { Provider } from '../shared/providers/contract.js';
 import { createCheckEnv, type CheckEnv, type FleetKind } from './check-env.js';
 import { diffCounts, zeroCounts, type Counts } from './counting.js';
 import { createPoolProvider, seedFleet, type SeededFleet } from './seed.js';
+import { SWEEP_CACHE_MAX_AGE_MS } from '../shared/reconcile/sweep-cache.js';
 
 /** Production cadence assumed where the config does not say: a relay reports every 30 s (registry.ts). */
 export const RELAY_REPORT_SECONDS = 30;
@@ -53,6 +54,8 @@ async function measure(counts: Counts, run: () => Promise<void>): Promise<{ coun
   await run();
   return { counts: diffCounts(counts, before), ms: performance.now() - started };
 }
+
+const fmtShare = (share: number) => `weighted ${Number(share.toFixed(3))}`;
 
 function scale(c: Counts, factor: number): Counts {
   const out = zeroCounts();
@@ -164,9 +167,14 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   const cfg = env.config;
   const interval = cfg.checkIntervalSeconds;
   const heartbeatMs = cfg.heartbeatSeconds * 1000;
+  // Caches are read whole when older than SWEEP_CACHE_MAX_AGE_MS: that share of a cold run is added.
+  const refills = (interval * 1000) / SWEEP_CACHE_MAX_AGE_MS;
+  const coldSweep = (await measure(env.counts, () => env.coldSweep())).counts;
   const sweep = (await measure(env.counts, () => env.sweep())).counts;
   const health = (await measure(env.counts, () => env.health())).counts;
+  const coldGc = (await measure(env.counts, () => env.coldGc())).counts;
   const gc = (await measure(env.counts, () => env.gc())).counts;
+  const gcRefills = (cfg.gcIntervalSeconds * 1000) / SWEEP_CACHE_MAX_AGE_MS;
   const sources: CycleSource[] = [];
   let reportSteady: Counts | undefined;
   if (env.kind === 'relay')
@@ -176,8 +184,8 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   const beatExtra = add(diffCounts(beat, sweep), diffCounts(echo, sweep));
   sources.push({
     name: 'check sweep',
-    perCycle: add(sweep, scale(beatExtra, share)),
-    note: `every ${interval} s; heartbeat-due sweep and the one after it (every ${cfg.heartbeatSeconds} s) weighted ${share}`,
+    perCycle: add(add(sweep, scale(beatExtra, share)), scale(diffCounts(coldSweep, sweep), refills)),
+    note: `every ${interval} s, warm; heartbeat-due sweep and the one after it (every ${cfg.heartbeatSeconds} s) weighted ${share}; hourly refill ${fmtShare(refills)}`,
   });
   if (reportSteady && reportBeat) {
     const perReport = add(
@@ -197,8 +205,8 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   });
   sources.push({
     name: 'gc',
-    perCycle: scale(gc, interval / cfg.gcIntervalSeconds),
-    note: `every ${cfg.gcIntervalSeconds} s`,
+    perCycle: scale(add(gc, scale(diffCounts(coldGc, gc), gcRefills)), interval / cfg.gcIntervalSeconds),
+    note: `every ${cfg.gcIntervalSeconds} s, warm; hourly refill ${fmtShare(gcRefills)}`,
   });
   return {
     kind: env.kind,
