@@ -17,6 +17,7 @@ import type { Registry } from '../shared/providers/contract.js';
 import { createRegistry } from '../shared/providers/registry.js';
 import { parseCheckMessage, runCheck, type CheckDeps } from '../shared/reconcile/check.js';
 import { collectGarbage } from '../shared/reconcile/gc.js';
+import { SweepCache } from '../shared/reconcile/sweep-cache.js';
 import { handleRelayReport } from '../shared/relay-report.js';
 import type { RelayReport } from '../shared/relay/protocol.js';
 import { ProviderStore } from '../shared/store/providers.js';
@@ -44,12 +45,16 @@ export interface CheckEnv {
   deps: CheckDeps;
   /** Runs one scheduled sweep (`{sweep: true}` from the scheduler) and every page it chains. */
   sweep(): Promise<void>;
+  /** The same on a check instance whose sweep cache is empty (a cold instance; credentials still remembered). */
+  coldSweep(): Promise<void>;
   /** Applies one relay report as the `relay-report` function would (one invocation, one message). */
   report(report: RelayReport): Promise<void>;
   /** One `health` function run (provider verdicts, fleet gauges), as if at `at` (default now). */
   health(at?: number): Promise<void>;
-  /** One GC pass (`gc` function). */
+  /** One GC pass (`gc` function), on a warm instance (its owner cache kept from the last pass). */
   gc(): Promise<void>;
+  /** One GC pass on an instance with an empty owner cache. */
+  coldGc(): Promise<void>;
   /** Errors the delivered functions threw (a non-empty list means the run is not a steady state). */
   failures: string[];
 }
@@ -123,7 +128,11 @@ export function createCheckEnv(
     bus,
     providerStatus,
     countReplacing: (p) => proxies.countReplacing(p),
+    // One check instance serving every page of every sweep, warm throughout (`coldSweep` empties it).
+    sweepCache: new SweepCache(),
   };
+  // One warm gc instance's owner cache, as the function keeps it.
+  let gcOwners = new SweepCache();
   const drain = async () => {
     while (inFlight.size > 0) await Promise.all([...inFlight]);
   };
@@ -143,6 +152,10 @@ export function createCheckEnv(
       // The scheduler's publish: one message, then each page publishes the next one.
       await bus.publish(TOPICS.proxyChecks, { sweep: true });
       await drain();
+    },
+    async coldSweep() {
+      deps.sweepCache = new SweepCache();
+      await this.sweep();
     },
     async report(report) {
       const text = JSON.stringify(report);
@@ -164,9 +177,13 @@ export function createCheckEnv(
     async gc() {
       countMessage(counts, 'gc-ticks', '{}', {});
       await invoke(async () => {
-        await collectGarbage({ config, proxies, registry, logger, providerStatus });
+        await collectGarbage({ config, proxies, registry, logger, providerStatus, owners: gcOwners });
       });
       await drain();
+    },
+    async coldGc() {
+      gcOwners = new SweepCache();
+      await this.gc();
     },
   };
 }

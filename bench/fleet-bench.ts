@@ -11,6 +11,7 @@ import type { Provider } from '../shared/providers/contract.js';
 import { createCheckEnv, type CheckEnv, type FleetKind } from './check-env.js';
 import { diffCounts, zeroCounts, type Counts } from './counting.js';
 import { createPoolProvider, seedFleet, type SeededFleet } from './seed.js';
+import { SWEEP_CACHE_MAX_AGE_MS } from '../shared/reconcile/sweep-cache.js';
 
 /** Production cadence assumed where the config does not say: a relay reports every 30 s (registry.ts). */
 export const RELAY_REPORT_SECONDS = 30;
@@ -25,6 +26,8 @@ export interface SweepResult {
   firstMs: number;
   /** A sweep with the coarse heartbeat due for every proxy (re-read, written, egress re-verified). */
   heartbeat: { ms: number; counts: Counts };
+  /** A sweep on a check instance with an empty sweep cache (every page read whole). */
+  cold: Counts;
   /** One relay report (relay-backed fleets). */
   report?: Counts;
   failures: string[];
@@ -51,6 +54,8 @@ async function measure(counts: Counts, run: () => Promise<void>): Promise<{ coun
   await run();
   return { counts: diffCounts(counts, before), ms: performance.now() - started };
 }
+
+const fmtShare = (share: number) => `weighted ${Number(share.toFixed(3))}`;
 
 function scale(c: Counts, factor: number): Counts {
   const out = zeroCounts();
@@ -91,7 +96,10 @@ async function prepare(
  *
  * @returns the sweep, and the relay report that made the inventory items due
  */
-async function heartbeatSweep(f: Fleet, at: number): Promise<{ sweep: Counts; ms: number; report?: Counts }> {
+async function heartbeatSweep(
+  f: Fleet,
+  at: number,
+): Promise<{ sweep: Counts; ms: number; echo: Counts; report?: Counts }> {
   const { env } = f;
   let report: Counts | undefined;
   if (env.kind === 'relay') report = (await measure(env.counts, () => env.report(f.fleet.report(++f.seq, at)))).counts;
@@ -101,7 +109,10 @@ async function heartbeatSweep(f: Fleet, at: number): Promise<{ sweep: Counts; ms
   env.deps.now = () => Date.now() + shift;
   try {
     const run = await measure(env.counts, () => env.sweep());
-    return report ? { sweep: run.counts, ms: run.ms, report } : { sweep: run.counts, ms: run.ms };
+    // The next sweep reads back what this one wrote (its pages' changes): part of the heartbeat's cost.
+    const echo = (await measure(env.counts, () => env.sweep())).counts;
+    const beat = { sweep: run.counts, ms: run.ms, echo };
+    return report ? { ...beat, report } : beat;
   } finally {
     delete env.deps.now;
   }
@@ -130,6 +141,7 @@ export async function sweepFleet(
     wallMs.push(run.ms);
     counts = run.counts;
   }
+  const cold = (await measure(env.counts, () => env.coldSweep())).counts;
   let report: Counts | undefined;
   if (kind === 'relay')
     report = (await measure(env.counts, () => env.report(f.fleet.report(++f.seq, Date.now())))).counts;
@@ -137,7 +149,7 @@ export async function sweepFleet(
   // Past any heartbeat the steady cycle already moved the fleet to.
   const beat = await heartbeatSweep(f, Date.now() + (steady ? 2 : 1) * (env.config.heartbeatSeconds * 1000 + 5000));
   const heartbeat = { ms: beat.ms, counts: beat.sweep };
-  const sweep: SweepResult = { kind, size, counts, wallMs, firstMs, heartbeat, failures: [...env.failures] };
+  const sweep: SweepResult = { kind, size, counts, wallMs, firstMs, heartbeat, cold, failures: [...env.failures] };
   if (report) sweep.report = report;
   await env.db.terminate();
   // The emulator keeps every project in memory: let the next fleet have it.
@@ -155,19 +167,25 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   const cfg = env.config;
   const interval = cfg.checkIntervalSeconds;
   const heartbeatMs = cfg.heartbeatSeconds * 1000;
+  // Caches are read whole when older than SWEEP_CACHE_MAX_AGE_MS: that share of a cold run is added.
+  const refills = (interval * 1000) / SWEEP_CACHE_MAX_AGE_MS;
+  const coldSweep = (await measure(env.counts, () => env.coldSweep())).counts;
   const sweep = (await measure(env.counts, () => env.sweep())).counts;
   const health = (await measure(env.counts, () => env.health())).counts;
+  const coldGc = (await measure(env.counts, () => env.coldGc())).counts;
   const gc = (await measure(env.counts, () => env.gc())).counts;
+  const gcRefills = (cfg.gcIntervalSeconds * 1000) / SWEEP_CACHE_MAX_AGE_MS;
   const sources: CycleSource[] = [];
   let reportSteady: Counts | undefined;
   if (env.kind === 'relay')
     reportSteady = (await measure(env.counts, () => env.report(f.fleet.report(++f.seq, Date.now())))).counts;
-  const { sweep: beat, report: reportBeat } = await heartbeatSweep(f, Date.now() + heartbeatMs + 5000);
+  const { sweep: beat, echo, report: reportBeat } = await heartbeatSweep(f, Date.now() + heartbeatMs + 5000);
   const share = interval / cfg.heartbeatSeconds;
+  const beatExtra = add(diffCounts(beat, sweep), diffCounts(echo, sweep));
   sources.push({
     name: 'check sweep',
-    perCycle: add(sweep, scale(diffCounts(beat, sweep), share)),
-    note: `every ${interval} s; heartbeat-due sweep (every ${cfg.heartbeatSeconds} s) weighted ${share}`,
+    perCycle: add(add(sweep, scale(beatExtra, share)), scale(diffCounts(coldSweep, sweep), refills)),
+    note: `every ${interval} s, warm; heartbeat-due sweep and the one after it (every ${cfg.heartbeatSeconds} s) weighted ${share}; hourly refill ${fmtShare(refills)}`,
   });
   if (reportSteady && reportBeat) {
     const perReport = add(
@@ -187,8 +205,8 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   });
   sources.push({
     name: 'gc',
-    perCycle: scale(gc, interval / cfg.gcIntervalSeconds),
-    note: `every ${cfg.gcIntervalSeconds} s`,
+    perCycle: scale(add(gc, scale(diffCounts(coldGc, gc), gcRefills)), interval / cfg.gcIntervalSeconds),
+    note: `every ${cfg.gcIntervalSeconds} s, warm; hourly refill ${fmtShare(gcRefills)}`,
   });
   return {
     kind: env.kind,

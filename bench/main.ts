@@ -169,7 +169,7 @@ async function main(): Promise<void> {
             kind,
             size,
             fleetOpts,
-            size === STEADY_SIZE || opts.sizes.length === 1 ? steadyCycle : undefined,
+            size >= STEADY_SIZE || opts.sizes.length === 1 ? steadyCycle : undefined,
           );
           results.sweeps.push(run.sweep);
           if (run.cycle) results.cycles.push(run.cycle);

@@ -14,6 +14,7 @@ function sweep(size: number, reads: number, invocations: number): SweepResult {
     wallMs: [1000, 1200, 1100],
     firstMs: 1500,
     heartbeat: { ms: 2000, counts: counts({ reads: 3 * size, writes: size }) },
+    cold: counts({ reads: size + 11, invocations }),
     failures: [],
   };
 }
@@ -96,6 +97,17 @@ describe('targetsTable', () => {
     const good = targetsTable({ ...results(1000, 10), functionResponses: { check: { '204': 9 } } });
     expect(row(good, label).slice(3, 5)).toEqual(['0 of 9 pushes', 'yes']);
     expect(row(targetsTable(results(1000, 10)), label)[4]).toBe('—');
+  });
+
+  it("issue 17's background targets: strict, warm, with the cold-instance cost beside them", () => {
+    const met = targetsTable(results(40, 10));
+    expect(row(met, 'reads/proxy/cycle, all background work, warm check instance')[4]).toBe('yes');
+    expect(row(met, 'writes/proxy/cycle, all background work')[4]).toBe('yes');
+    // 40 reads a cycle: 1.73 M a month, 0.23 M past the free quota.
+    expect(row(met, 'monthly cost, 1000 proxies, 60-s interval, warm').slice(2, 5)).toEqual(['≤ $3', '$0.14', 'yes']);
+    expect(row(met, 'every sweep page on a cold instance')[3]).toMatch(/^1\.011 \(that sweep 1\.011; /);
+    const missed = targetsTable(results(51, 10));
+    expect(row(missed, 'reads/proxy/cycle, all background work, warm check instance')[4]).toBe('NO');
   });
 
   it('a section that did not run says so instead of passing', () => {

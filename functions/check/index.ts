@@ -2,8 +2,14 @@
 import { cloudEvent } from '@google-cloud/functions-framework';
 import { pubSubHandler } from '../../shared/function-handler.js';
 import { handleCheckMessage } from '../../shared/reconcile/check.js';
+import { SweepCache } from '../../shared/reconcile/sweep-cache.js';
+
+/** Kept while the instance is warm: a sweep page it served before costs only what changed since. */
+const sweepCache = new SweepCache();
 
 cloudEvent(
   'check',
-  pubSubHandler('check', (rt, message) => handleCheckMessage({ ...rt, countReplacing: rt.countReplacing }, message)),
+  pubSubHandler('check', (rt, message) =>
+    handleCheckMessage({ ...rt, countReplacing: rt.countReplacing, sweepCache }, message),
+  ),
 );

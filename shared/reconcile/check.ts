@@ -12,6 +12,7 @@ import { newCheckBatch, type CheckBatch } from './batch.js';
 import { publishFollowUps, waitUntilDue, type Recheck } from './follow-up.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
 import { reconcileProxy } from './reconcile.js';
+import type { SweepCache } from './sweep-cache.js';
 import { TOPICS } from '../bus/topics.js';
 import type { Logger } from '../logger.js';
 
@@ -40,6 +41,8 @@ export interface CheckDeps extends ReconcileDeps {
   pools?: PoolRepository;
   /** How a follow-up waits for its `dueAt` (tests pass one that advances their clock). */
   wait?: (ms: number) => Promise<unknown>;
+  /** This instance's cache of sweep pages (kept across messages); without it every page is read whole. */
+  sweepCache?: SweepCache;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
@@ -59,7 +62,8 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>
 /**
  * Handles one check message.
  *
- * A sweep reads one page of proxies (one read each), publishes the next page's message *before*
+ * A sweep reads one page of proxies (one read each; with a warm `sweepCache`, only what changed
+ * in the page since this instance last read it: sweep-cache.ts), publishes the next page's message *before*
  * reconciling so pages proceed in parallel, then reconciles its page: one invocation and one read
  * per proxy per cycle. Settled relay-backed proxies are confirmed from their stored status, without
  * reading the relay's inventory (`reuseObservation`); their changes arrive as kicks.
@@ -74,7 +78,11 @@ export async function runCheck(
   const batch = newCheckBatch();
   if ('pools' in message) return runPools(deps, message.pools);
   if ('sweep' in message) {
-    const page = await deps.proxies.page(message.after ?? null, deps.config.checkBatchSize);
+    const after = message.after ?? null;
+    const limit = deps.config.checkBatchSize;
+    const page = deps.sweepCache
+      ? await deps.sweepCache.page(deps.proxies, after, limit)
+      : await deps.proxies.page(after, limit);
     if (page.next) await deps.bus.publish(TOPICS.proxyChecks, { sweep: true, after: page.next });
     // The first page of a sweep also looks at every pool (a lost kick is found here).
     if (!message.after && deps.pools) await kickPools(deps.bus, await deps.pools.names());

@@ -3,7 +3,7 @@
  * would store it, the relay-backed provider issues its delete commands on a bus that keeps them.
  * The end-to-end GC (a real relay deleting real processes) stays in test/integration/reconcile.test.ts.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Bus } from '../bus/pubsub.js';
 import { parseConfig } from '../config/load.js';
 import { instanceName } from '../domain/names.js';
@@ -15,6 +15,7 @@ import { MemoryProxyRepository } from '../store/memory/proxies.js';
 import { MemoryRelayRepository } from '../store/memory/relays.js';
 import { MemoryState } from '../store/memory/state.js';
 import { collectGarbage } from './gc.js';
+import { SweepCache } from './sweep-cache.js';
 
 const logger = createLogger({ write: () => undefined });
 const HOUR = 3_600_000;
@@ -107,6 +108,38 @@ describe('gc on the in-memory stores', () => {
     // so only the zero itself can make the instance collectable.
     const [gc] = await collectGarbage({ ...w.deps, now: () => 1000 });
     expect(gc?.deleted).toEqual([instanceName('it', 'zero')]);
+  });
+
+  it('with an owner cache: a proxy created since the last pass owns its instance; a finalised one stops owning', async () => {
+    const w = world();
+    const owners = new SweepCache(w.clock);
+    const deps = { ...w.deps, owners };
+    const apply = (name: string) =>
+      w.proxies.apply(
+        {
+          apiVersion: 'egress.dev/v1',
+          kind: 'Proxy',
+          action: 'apply',
+          metadata: { name, labels: {} },
+          spec: { provider: 'proc', placement: {}, port: 0 },
+        },
+        w.clock.now(),
+        w.clock.now(),
+      );
+    const t = w.clock.now();
+    await apply('a');
+    await collectGarbage(deps);
+    w.clock.advance(1000);
+    await apply('b');
+    w.clock.advance(120_000);
+    await w.report([item('a', t), item('b', t)]);
+    const names = vi.spyOn(w.proxies, 'names');
+    expect((await collectGarbage(deps))[0]?.deleted).toEqual([]);
+    expect(names).not.toHaveBeenCalled();
+    await w.proxies.requestDelete('b', w.clock.now(), w.clock.now());
+    await w.proxies.finalise('b', 2);
+    w.clock.advance(1000);
+    expect((await collectGarbage(deps))[0]?.deleted).toEqual([instanceName('it', 'b')]);
   });
 
   it('skips a relay that stopped reporting: its listing is not trusted', async () => {

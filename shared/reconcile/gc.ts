@@ -7,6 +7,10 @@ import type { Registry } from '../providers/contract.js';
 import type { ProviderStatusRepository, ProxyRepository } from '../store/ports.js';
 import { currentHealth } from '../health.js';
 import { recordGcDeletion } from '../telemetry/metrics.js';
+import type { SweepCache } from './sweep-cache.js';
+
+/** The owner set is one cached "page" of the whole collection. */
+const ALL_PROXIES = 1_000_000;
 
 export interface GcDeps {
   config: Config;
@@ -16,6 +20,8 @@ export interface GcDeps {
   now?: () => number;
   /** The provider-health monitor's verdicts: GC never deletes on a provider known to be down. */
   providerStatus?: ProviderStatusRepository;
+  /** This instance's cache of the proxy documents (kept across passes); without it every pass reads every name. */
+  owners?: SweepCache;
 }
 
 export interface GcReport {
@@ -35,7 +41,7 @@ export interface GcReport {
 export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
   const now = deps.now ?? Date.now;
   const graceMs = deps.config.gcGraceSeconds * 1000;
-  const owners = await deps.proxies.names();
+  const owners = await ownerNames(deps);
   const reports: GcReport[] = [];
   for (const provider of deps.registry.all()) {
     const report: GcReport = { provider: provider.name, listed: 0, deleted: [] };
@@ -79,4 +85,19 @@ export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
     }
   }
   return reports;
+}
+
+/**
+ * The names of every proxy document. From the cache only when it was brought up to date by its
+ * changes query: the range's count then equals the cached and changed documents, so no document is
+ * missing (a corrupt one, which the cache cannot hold, would make the count disagree). A name gone
+ * since counts as an owner for this pass (its instance waits a pass: the next count disagrees); a
+ * proxy created after the count has an instance younger than the grace period. When the cache was
+ * (re)filled, `names()` is asked as before: it also lists documents that do not parse.
+ */
+async function ownerNames(deps: GcDeps): Promise<Set<string>> {
+  if (!deps.owners) return deps.proxies.names();
+  const page = await deps.owners.page(deps.proxies, null, ALL_PROXIES);
+  if (page.source !== 'changes') return deps.proxies.names();
+  return new Set(page.items.map((item) => item.doc.metadata.name));
 }

@@ -1,5 +1,5 @@
 /** The Firestore client, configured once (the emulator is found through FIRESTORE_EMULATOR_HOST). */
-import { Firestore, type Timestamp } from '@google-cloud/firestore';
+import { FieldValue, Firestore, type Timestamp } from '@google-cloud/firestore';
 import { updateTimeText } from './clock.js';
 
 /** Collection names: the public state layout (interfaces.md §2, architecture.md §4). */
@@ -50,4 +50,16 @@ export function createFirestore(projectId: string, env: Record<string, string | 
 /** A Firestore update time as a `readAt` (RFC 3339 with all nine fractional digits: exact, and ordered as text). */
 export function readAtOf(updateTime: Timestamp): string {
   return updateTimeText(updateTime.seconds, updateTime.nanoseconds);
+}
+
+/**
+ * `proxies/{name}.changedAt`: the server time of the document's last write, set by every write of
+ * a proxy document (this repository's, the pools' and the reports'), indexed, so that a cached
+ * sweep page asks only for what changed since it was read (`ProxyStore.changes`).
+ */
+export const CHANGED_AT = 'changedAt';
+
+/** The `changedAt` stamp every write of a proxy document carries. */
+export function changeStamp(): { changedAt: FieldValue } {
+  return { changedAt: FieldValue.serverTimestamp() };
 }

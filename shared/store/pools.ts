@@ -5,7 +5,7 @@ import { poolDocSchema, type PoolDoc } from '../domain/pool-status.js';
 import { proxyDocSchema, type ProxyDoc } from '../domain/status.js';
 import type { Logger } from '../logger.js';
 import { generateCredentials } from './credentials-memo.js';
-import { COLLECTIONS } from './firestore.js';
+import { changeStamp, COLLECTIONS } from './firestore.js';
 import { appendEvent, readEvents, type ProxyEvent } from './events.js';
 import type { PoolRepository, PoolWrites } from './ports.js';
 import { memberDocs, poolApplyStep, poolTombId } from './pool-rules.js';
@@ -141,7 +141,7 @@ export class PoolStore implements PoolRepository {
     for (const doc of members) {
       const proxy = doc.metadata.name;
       // `create` fails the transaction if the name was taken (a 1-in-60M collision): it is retried.
-      tx.create(this.db.collection(COLLECTIONS.proxies).doc(proxy), doc);
+      tx.create(this.db.collection(COLLECTIONS.proxies).doc(proxy), { ...doc, ...changeStamp() });
       tx.set(this.db.collection(COLLECTIONS.credentials).doc(proxy), {
         ...generateCredentials(proxy),
         createdAt: iso(now),
@@ -151,6 +151,7 @@ export class PoolStore implements PoolRepository {
       tx.update(this.db.collection(COLLECTIONS.proxies).doc(proxy), {
         deletionRequestedAt: iso(now),
         generation: FieldValue.increment(1),
+        ...changeStamp(),
       });
     }
     if (writes.finalise) {

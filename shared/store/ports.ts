@@ -24,6 +24,20 @@ export interface StoredProxy {
   readAt: string;
 }
 
+/** A sweep page as read; `readTime` (epoch ms) is where `changes` picks up after it. */
+export interface ProxyPage {
+  items: StoredProxy[];
+  next: string | null;
+  readTime: number;
+}
+
+/** A name range's changes since a read (`ProxyRepository.changes`); `count` counts corrupt documents too. */
+export interface PageChanges {
+  changed: StoredProxy[];
+  count: number;
+  readTime: number;
+}
+
 export interface Credentials {
   username: string;
   password: string;
@@ -39,7 +53,15 @@ export interface ProxyRepository {
   /** One proxy as read; undefined when absent (or corrupt: logged, never crashes a sweep). */
   get(name: string): Promise<StoredProxy | undefined>;
   /** One page in name order after `after`; `next` is the following page's cursor, or null after the last. */
-  page(after: string | null, limit: number): Promise<{ items: StoredProxy[]; next: string | null }>;
+  page(after: string | null, limit: number): Promise<ProxyPage>;
+  /**
+   * What changed in the name range (`after`, `through`] (to the end when `through` is null) since
+   * a read at `since` (a `readTime` of `page` or `changes`): every proxy written at or after it
+   * (some written shortly before may come too), and how many documents the range holds now. What a
+   * cached sweep page needs to stay current (shared/reconcile/sweep-cache.ts): one billed read for
+   * the changes when there are none, one for the count.
+   */
+  changes(after: string | null, through: string | null, since: number): Promise<PageChanges>;
   /** Every proxy, in name order (listings; never the basis of a fenced write). */
   list(): Promise<ProxyDoc[]>;
   /** Names of other live proxies whose last probe saw `ip` as their egress IP (at most 20). */

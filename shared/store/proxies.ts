@@ -4,7 +4,8 @@ import {
   FieldValue,
   type Firestore,
   type Precondition,
-  type Timestamp,
+  type Query,
+  Timestamp,
   type WriteBatch,
 } from '@google-cloud/firestore';
 import type { ApplyRequest } from '../domain/proxy.js';
@@ -13,9 +14,9 @@ import type { ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from './credentials-memo.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
-import { COLLECTIONS, readAtOf } from './firestore.js';
+import { CHANGED_AT, changeStamp, COLLECTIONS, readAtOf } from './firestore.js';
 import { grpcCode, GRPC_CODES } from './grpc-codes.js';
-import type { Credentials, ProxyRepository, StoredProxy } from './ports.js';
+import type { Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from './ports.js';
 import {
   applyStep,
   deleteStep,
@@ -34,6 +35,14 @@ export type { ProxyEvent } from './events.js';
 export type { Credentials, StoredProxy } from './ports.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/**
+ * How far before `since` a changes query looks: the emulator stamps a server timestamp a few
+ * milliseconds before the commit's update time (6 ms measured), so a write committed just after a
+ * read can carry a `changedAt` just before it. Re-reading a document changed in this margin costs
+ * one read; missing one would leave a cached page stale.
+ */
+const CHANGE_SLACK_MS = 2000;
+
 export class ProxyStore implements ProxyRepository {
   private readonly memo = new CredentialsMemo();
 
@@ -70,12 +79,26 @@ export class ProxyStore implements ProxyRepository {
   }
 
   /** A sweep batch (one read per proxy); corrupt documents are skipped but still advance the cursor. */
-  async page(after: string | null, limit: number): Promise<{ items: StoredProxy[]; next: string | null }> {
+  async page(after: string | null, limit: number): Promise<ProxyPage> {
     let query = this.db.collection(COLLECTIONS.proxies).orderBy(FieldPath.documentId()).limit(limit);
     if (after) query = query.startAfter(after);
     const snap = await query.get();
     const items = snap.docs.flatMap((d) => this.stored(d.id, d.data(), d.updateTime) ?? []);
-    return { items, next: snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null };
+    const next = snap.size === limit ? (snap.docs.at(-1)?.id ?? null) : null;
+    return { items, next, readTime: snap.readTime.toMillis() };
+  }
+
+  /** A name range's changes (query on the indexed `changedAt`) and its document count (an aggregation). */
+  async changes(after: string | null, through: string | null, since: number): Promise<PageChanges> {
+    // No orderBy: the range filter on `changedAt` orders by it before the name (the key must come last).
+    let range: Query = this.db.collection(COLLECTIONS.proxies);
+    if (after) range = range.where(FieldPath.documentId(), '>', after);
+    if (through) range = range.where(FieldPath.documentId(), '<=', through);
+    const changedSince = Timestamp.fromMillis(Math.max(0, since - CHANGE_SLACK_MS));
+    const [snap, count] = await Promise.all([range.where(CHANGED_AT, '>=', changedSince).get(), range.count().get()]);
+    const changed = snap.docs.flatMap((d) => this.stored(d.id, d.data(), d.updateTime) ?? []);
+    const readTime = Math.min(snap.readTime.toMillis(), count.readTime.toMillis());
+    return { changed, count: count.data().count, readTime };
   }
 
   async sharingEgressIp(ip: string, except: string): Promise<string[]> {
@@ -143,12 +166,12 @@ export class ProxyStore implements ProxyRepository {
       const step = applyStep(existing, tombAt, request, publishTime, now);
       if (step.outcome === 'stale') return step.outcome;
       if (!creds.exists) tx.set(creds.ref, { ...generateCredentials(name), createdAt: iso(now) });
-      if (step.outcome === 'created') tx.set(this.ref(name), step.doc);
+      if (step.outcome === 'created') tx.set(this.ref(name), { ...step.doc, ...changeStamp() });
       if (step.outcome === 'unchanged' && step.requestTime !== undefined)
-        tx.update(this.ref(name), { requestTime: step.requestTime });
+        tx.update(this.ref(name), { requestTime: step.requestTime, ...changeStamp() });
       if (step.outcome === 'updated') {
         const { labels, ...fields } = step.patch;
-        const update: Record<string, unknown> = { ...fields, 'metadata.labels': labels };
+        const update: Record<string, unknown> = { ...fields, 'metadata.labels': labels, ...changeStamp() };
         if (step.undelete) update['deletionRequestedAt'] = FieldValue.delete();
         tx.update(this.ref(name), update);
       }
@@ -170,8 +193,8 @@ export class ProxyStore implements ProxyRepository {
       const step = deleteStep(existing, Number(tomb?.get('requestTime') ?? 0), publishTime, now);
       if (step.outcome === 'absent' && step.tombstone) tx.set(tombRef, { requestTime: publishTime, at: iso(now) });
       if (step.outcome === 'already' && step.requestTime !== undefined)
-        tx.update(this.ref(name), { requestTime: step.requestTime });
-      if (step.outcome === 'marked') tx.update(this.ref(name), step.patch);
+        tx.update(this.ref(name), { requestTime: step.requestTime, ...changeStamp() });
+      if (step.outcome === 'marked') tx.update(this.ref(name), { ...step.patch, ...changeStamp() });
       return step.outcome;
     });
   }
@@ -190,7 +213,7 @@ export class ProxyStore implements ProxyRepository {
       const lease = leaseStep(doc, updateTime && readAtOf(updateTime), { holder, generation, ttlMs, readAt }, clock());
       if (!lease) return undefined;
       until = lease.until;
-      return (batch, unchanged) => batch.update(this.ref(name), { lease }, unchanged);
+      return (batch, unchanged) => batch.update(this.ref(name), { lease, ...changeStamp() }, unchanged);
     });
     return taken ? until : undefined;
   }
@@ -206,7 +229,7 @@ export class ProxyStore implements ProxyRepository {
     return this.writeIfUnchanged(name, (doc) => {
       const step = statusStep(doc, generation, status, now, holder);
       if (!step) return undefined;
-      const update: Record<string, unknown> = { status: step.status };
+      const update: Record<string, unknown> = { status: step.status, ...changeStamp() };
       if (step.releaseLease) update['lease'] = FieldValue.delete();
       return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
     });

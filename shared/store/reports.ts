@@ -5,7 +5,7 @@
  */
 import { FieldValue, type Firestore } from '@google-cloud/firestore';
 import { proxyDocSchema } from '../domain/status.js';
-import { COLLECTIONS } from './firestore.js';
+import { changeStamp, COLLECTIONS } from './firestore.js';
 import { EVENT_RETENTION_MS } from './events.js';
 import type { ReportRepository } from './ports.js';
 import { reportEventId, reportStep, type RecordOutcome, type ReportInput } from './report-rules.js';
@@ -29,7 +29,11 @@ export class ReportStore implements ReportRepository {
       if (!writes) return outcome;
       tx.set(limitRef, writes.limit);
       tx.create(eventRef, { ...writes.event, expireAt: new Date(now + EVENT_RETENTION_MS) });
-      tx.update(proxyRef, { 'status.reports': writes.reports, 'status.ban': writes.ban ?? FieldValue.delete() });
+      tx.update(proxyRef, {
+        'status.reports': writes.reports,
+        'status.ban': writes.ban ?? FieldValue.delete(),
+        ...changeStamp(),
+      });
       return outcome;
     });
   }

@@ -2,7 +2,8 @@
  * What a sweep reads, on the real Firestore emulator with the real relay-backed provider (its relay
  * simulated by reports, on a virtual clock): a settled proxy is confirmed from its stored status
  * while its instance has not changed, any change is observed by the next sweep even without a kick,
- * and a directly probed proxy's credentials are read once per incarnation.
+ * a directly probed proxy's credentials are read once per incarnation, and a warm instance's sweep
+ * reads only the proxies written since its last.
  */
 import { DocumentReference } from '@google-cloud/firestore';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -17,6 +18,7 @@ import type { ProbeOptions } from '../../shared/probe/probe.js';
 import type { Instance, Provider } from '../../shared/providers/contract.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
+import { SweepCache } from '../../shared/reconcile/sweep-cache.js';
 import type { InventoryItem } from '../../shared/relay/protocol.js';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
@@ -80,6 +82,8 @@ const deps: CheckDeps = {
     return Promise.resolve(probeOk ? { ok: true, latencyMs: 2, egressIp: '10.9.9.9' } : { ok: false, latencyMs: 2 });
   },
   countReplacing: () => Promise.resolve(0),
+  // One warm instance: every sweep after the first runs on cached pages.
+  sweepCache: new SweepCache(),
 };
 const apply = (name: string, spec: Partial<ApplyRequest['spec']> = {}): ApplyRequest => ({
   apiVersion: 'egress.dev/v1',
@@ -160,6 +164,20 @@ describe('sweep reads', () => {
     expect(results).toEqual([{ name: 's-1', action: 'none', phase: 'Ready' }]);
     expect(reads).not.toHaveBeenCalled();
     expect(await updateTime('s-1')).toBe(before);
+  });
+
+  it('a warm sweep reads no unchanged proxy document, and sees one written since', async () => {
+    await settle('s-4', 4);
+    const pages = vi.spyOn(proxies, 'page');
+    const changes = vi.spyOn(proxies, 'changes');
+    const { results } = await runCheck(deps, { sweep: true });
+    expect(results.map((r) => r.name)).toContain('s-4');
+    expect(pages).not.toHaveBeenCalled();
+    expect(changes).toHaveBeenCalledTimes(1);
+    await proxies.requestDelete('s-4', clock, clock);
+    const { results: after } = await runCheck(deps, { sweep: true });
+    expect(after.find((r) => r.name === 's-4')?.phase).toBe('Deleting');
+    expect(pages).not.toHaveBeenCalled();
   });
 
   it('observes an instance changed since, on the next sweep, without a kick', async () => {

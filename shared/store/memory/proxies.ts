@@ -8,7 +8,8 @@ import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../../d
 import type { ErrorInfo } from '../../errors.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from '../credentials-memo.js';
 import { EVENT_RETENTION_MS, type ProxyEvent } from '../events.js';
-import type { Clock, Credentials, ProxyRepository, StoredProxy } from '../ports.js';
+import { updateTimeText } from '../clock.js';
+import type { Clock, Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from '../ports.js';
 import {
   applyStep,
   deleteStep,
@@ -64,11 +65,23 @@ export class MemoryProxyRepository implements ProxyRepository {
     return Promise.resolve(row && this.stored(row));
   }
 
-  page(after: string | null, limit: number): Promise<{ items: StoredProxy[]; next: string | null }> {
+  page(after: string | null, limit: number): Promise<ProxyPage> {
+    const readTime = this.clock.now();
     const rows = this.sorted().filter(([name]) => after === null || name > after);
     const items = rows.slice(0, limit).map(([, row]) => this.stored(row));
     const next = items.length === limit ? (items.at(-1)?.doc.metadata.name ?? null) : null;
-    return Promise.resolve({ items, next });
+    return Promise.resolve({ items, next, readTime });
+  }
+
+  /** A row's update time is its `changedAt`: every write replaces the row (state.ts). */
+  changes(after: string | null, through: string | null, since: number): Promise<PageChanges> {
+    const readTime = this.clock.now();
+    const from = updateTimeText(Math.floor(since / 1000), (since % 1000) * 1_000_000);
+    const rows = this.sorted().filter(
+      ([name]) => (after === null || name > after) && (through === null || name <= through),
+    );
+    const changed = rows.filter(([, row]) => row.updatedAt >= from).map(([, row]) => this.stored(row));
+    return Promise.resolve({ changed, count: rows.length, readTime });
   }
 
   list(): Promise<ProxyDoc[]> {

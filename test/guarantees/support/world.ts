@@ -14,6 +14,7 @@ import type { Logger } from '../../../shared/logger.js';
 import type { Provider, Registry } from '../../../shared/providers/contract.js';
 import { createRegistry } from '../../../shared/providers/registry.js';
 import type { CheckDeps } from '../../../shared/reconcile/check.js';
+import { SweepCache } from '../../../shared/reconcile/sweep-cache.js';
 import type { GcDeps } from '../../../shared/reconcile/gc.js';
 import { resolvePlacement } from '../../../shared/reconcile/reconcile.js';
 import type { RequestDeps } from '../../../shared/requests.js';
@@ -116,6 +117,10 @@ export async function startWorld(options: WorldOptions): Promise<World> {
   const raw = createRegistry({ ...registryDeps, bus: ground.bus }).get(PROVIDER);
   if (!provider || !raw) throw new Error('no provider');
 
+  // One warm check instance's cache for every sweep of the world: sweeps run on cached pages.
+  const sweepCache = new SweepCache();
+  // And one warm gc instance's owner cache.
+  const gcOwners = new SweepCache();
   const world: World = {
     kind,
     config,
@@ -135,8 +140,9 @@ export async function startWorld(options: WorldOptions): Promise<World> {
       logger,
       bus,
       countReplacing: (p) => proxies.countReplacing(p),
+      sweepCache,
     }),
-    gcDeps: (now) => ({ config, proxies, registry, logger, ...(now ? { now } : {}) }),
+    gcDeps: (now) => ({ config, proxies, registry, logger, owners: gcOwners, ...(now ? { now } : {}) }),
     hashOf: (spec) => specHash(spec, resolvePlacement(config, provider, spec.placement)),
     async snapshot(name) {
       const instance = iname(name);
