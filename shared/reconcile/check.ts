@@ -81,7 +81,7 @@ export async function runCheck(
     const after = message.after ?? null;
     const limit = deps.config.checkBatchSize;
     const page = deps.sweepCache
-      ? await deps.sweepCache.page(deps.proxies, after, limit)
+      ? await deps.sweepCache.page(deps.proxies, after, limit, deps.logger)
       : await deps.proxies.page(after, limit);
     if (page.next) await deps.bus.publish(TOPICS.proxyChecks, { sweep: true, after: page.next });
     // The first page of a sweep also looks at every pool (a lost kick is found here).

@@ -97,7 +97,7 @@ export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
  */
 async function ownerNames(deps: GcDeps): Promise<Set<string>> {
   if (!deps.owners) return deps.proxies.names();
-  const page = await deps.owners.page(deps.proxies, null, ALL_PROXIES);
+  const page = await deps.owners.page(deps.proxies, null, ALL_PROXIES, deps.logger);
   if (page.source !== 'changes') return deps.proxies.names();
   return new Set(page.items.map((item) => item.doc.metadata.name));
 }

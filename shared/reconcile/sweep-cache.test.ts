@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { initialStatus } from '../domain/status.js';
+import { createLogger } from '../logger.js';
 import { ManualClock } from '../store/clock.js';
 import { MemoryProxyRepository } from '../store/memory/proxies.js';
 import { MemoryState } from '../store/memory/state.js';
@@ -114,5 +115,19 @@ describe('SweepCache', () => {
     if (first.items[0]) first.items[0].doc.status.phase = 'Failed';
     const again = await cache.page(proxies, null, 2);
     expect(again.items[0]?.doc.status.phase).toBe('Pending');
+  });
+
+  it('a changes query that fails reads the page whole and says so; the sweep goes on', async () => {
+    const { proxies, cache } = await fleet(['a-1', 'a-2']);
+    await cache.page(proxies, null, 2);
+    proxies.changes = () => Promise.reject(new Error('FAILED_PRECONDITION: the query requires an index'));
+    const warnings: unknown[] = [];
+    const logger = createLogger({ write: (line) => void warnings.push(JSON.parse(line)) });
+    const page = await cache.page(proxies, null, 2, logger);
+    expect(page.source).toBe('fill');
+    expect(namesOf(page)).toEqual(['a-1', 'a-2']);
+    expect(warnings).toContainEqual(
+      expect.objectContaining({ message: 'changes query failed; reading the sweep page whole' }),
+    );
   });
 });

@@ -20,6 +20,7 @@
  *
  * Memory: at most `maxProxies` cached documents (the oldest pages are dropped first).
  */
+import type { Logger } from '../logger.js';
 import type { Clock, ProxyRepository, StoredProxy } from '../store/ports.js';
 import { systemClock } from '../store/clock.js';
 
@@ -54,17 +55,30 @@ export class SweepCache {
     private readonly maxProxies = SWEEP_CACHE_MAX_PROXIES,
   ) {}
 
-  /** The sweep page after `after`, from the cache brought up to date, or read whole. */
+  /**
+   * The sweep page after `after`, from the cache brought up to date, or read whole.
+   *
+   * @param logger - told when a changes query failed and the page was read whole instead
+   */
   async page(
     proxies: ProxyRepository,
     after: string | null,
     limit: number,
+    logger?: Logger,
   ): Promise<{ items: StoredProxy[]; next: string | null; source: PageSource }> {
     const key = after ?? '';
     const page = this.pages.get(key);
     const now = this.clock.now();
-    if (page && page.limit === limit && now - page.filledAt < this.maxAgeMs) {
-      const { changed, count, readTime } = await proxies.changes(after, page.next, page.readTime);
+    const changes =
+      page && page.limit === limit && now - page.filledAt < this.maxAgeMs
+        ? await proxies.changes(after, page.next, page.readTime).catch((err: unknown) => {
+            // A changes query that cannot run (an index still building, say) costs a whole read, never the sweep.
+            logger?.warn('changes query failed; reading the sweep page whole', { after, error: err });
+            return undefined;
+          })
+        : undefined;
+    if (page && changes) {
+      const { changed, count, readTime } = changes;
       const merged = new Map(page.items.map((item) => [nameOf(item), item]));
       for (const item of changed) merged.set(nameOf(item), item);
       if (merged.size === count && merged.size <= limit) {
