@@ -85,6 +85,8 @@ function pushSubscription(s: TopologySubscription): Block {
   return { ...block, ...retryAndDeadLetter(s) };
 }
 
+const PUBSUB_AGENT = 'serviceAccount:${local.pubsub_service_agent}';
+
 /**
  * The Terraform JSON document for a topology.
  *
@@ -96,10 +98,36 @@ export function renderTopology(topology: Topology): Record<string, Json> {
   for (const name of topology.topics) {
     topics[tfName(name)] = { name, project: '${var.project}', labels: '${local.labels}' };
   }
+  const { subscriptions, deadLetterSubscribers } = renderSubscriptions(topology);
+  const { jobs, schedules } = renderSchedules(topology);
+  const gcpDefaults = parseGcpOptions({ project: 'defaults', zone: 'us-central1-a' }, 'defaults');
+  return {
+    '//': 'GENERATED from infra/topology.yaml by `npm run terraform:render` (infra/terraform/render.ts). Do not edit.',
+    locals: {
+      topic_names: Object.fromEntries(topology.topics.map((t) => [t, `\${google_pubsub_topic.${tfName(t)}.name}`])),
+      topology_functions: renderFunctions(topology),
+      topology_schedules: schedules,
+      cron_by_seconds: { ...CRON_BY_SECONDS },
+      relay_types: [...RELAY_TYPES],
+      gcp_option_defaults: { network: gcpDefaults.network, tags: gcpDefaults.tags, proxy_port: gcpDefaults.proxyPort },
+    },
+    resource: {
+      google_pubsub_topic: topics,
+      google_pubsub_subscription: subscriptions,
+      google_pubsub_topic_iam_member: deadLetterPublishers(topology),
+      google_pubsub_subscription_iam_member: deadLetterSubscribers,
+      google_cloud_scheduler_job: jobs,
+    },
+  };
+}
 
+/** Every declared subscription, the relays' (one per relay), and the dead-letter subscriber grants. */
+function renderSubscriptions(topology: Topology): {
+  subscriptions: Record<string, Block>;
+  deadLetterSubscribers: Record<string, Block>;
+} {
   const subscriptions: Record<string, Block> = {};
   const deadLetterSubscribers: Record<string, Block> = {};
-  const pubsubAgent = 'serviceAccount:${local.pubsub_service_agent}';
   for (const s of topology.subscriptions) {
     subscriptions[tfName(s.name)] = pushSubscription(s);
     if (s.deadLetter) {
@@ -107,11 +135,10 @@ export function renderTopology(topology: Topology): Record<string, Json> {
         project: '${var.project}',
         subscription: `\${google_pubsub_subscription.${tfName(s.name)}.name}`,
         role: 'roles/pubsub.subscriber',
-        member: pubsubAgent,
+        member: PUBSUB_AGENT,
       };
     }
   }
-
   const relay = topology.relaySubscription;
   subscriptions['relay_commands'] = {
     for_each: '${local.relays}',
@@ -130,12 +157,16 @@ export function renderTopology(topology: Topology): Record<string, Json> {
       project: '${var.project}',
       subscription: '${google_pubsub_subscription.relay_commands[each.key].name}',
       role: 'roles/pubsub.subscriber',
-      member: pubsubAgent,
+      member: PUBSUB_AGENT,
     };
   }
+  return { subscriptions, deadLetterSubscribers };
+}
 
+/** The Pub/Sub service agent may publish to every dead-letter topic. */
+function deadLetterPublishers(topology: Topology): Record<string, Block> {
   const deadLetterTopics = new Set(
-    [...topology.subscriptions, relay].flatMap((s) => (s.deadLetter ? [s.deadLetter.topic] : [])),
+    [...topology.subscriptions, topology.relaySubscription].flatMap((s) => (s.deadLetter ? [s.deadLetter.topic] : [])),
   );
   const topicMembers: Record<string, Block> = {};
   for (const topic of [...deadLetterTopics].sort()) {
@@ -143,10 +174,14 @@ export function renderTopology(topology: Topology): Record<string, Json> {
       project: '${var.project}',
       topic: `\${google_pubsub_topic.${tfName(topic)}.name}`,
       role: 'roles/pubsub.publisher',
-      member: pubsubAgent,
+      member: PUBSUB_AGENT,
     };
   }
+  return topicMembers;
+}
 
+/** A Cloud Scheduler job per schedule, its interval from the config key it names (a cron it can keep). */
+function renderSchedules(topology: Topology): { jobs: Record<string, Block>; schedules: Record<string, Block> } {
   const jobs: Record<string, Block> = {};
   const schedules: Record<string, Block> = {};
   for (const s of topology.schedules) {
@@ -174,7 +209,11 @@ export function renderTopology(topology: Topology): Record<string, Json> {
       depends_on: ['google_project_service.apis'],
     };
   }
+  return { jobs, schedules };
+}
 
+/** Each function's memory, timeout, trigger kind and the topics pushed to it. */
+function renderFunctions(topology: Topology): Record<string, Block> {
   const functions: Record<string, Block> = {};
   for (const [name, f] of Object.entries(topology.functions)) {
     functions[name] = {
@@ -184,26 +223,7 @@ export function renderTopology(topology: Topology): Record<string, Json> {
       topics: topology.subscriptions.flatMap((s) => (s.push === name ? [s.topic] : [])),
     };
   }
-  const gcpDefaults = parseGcpOptions({ project: 'defaults', zone: 'us-central1-a' }, 'defaults');
-
-  return {
-    '//': 'GENERATED from infra/topology.yaml by `npm run terraform:render` (infra/terraform/render.ts). Do not edit.',
-    locals: {
-      topic_names: Object.fromEntries(topology.topics.map((t) => [t, `\${google_pubsub_topic.${tfName(t)}.name}`])),
-      topology_functions: functions,
-      topology_schedules: schedules,
-      cron_by_seconds: { ...CRON_BY_SECONDS },
-      relay_types: [...RELAY_TYPES],
-      gcp_option_defaults: { network: gcpDefaults.network, tags: gcpDefaults.tags, proxy_port: gcpDefaults.proxyPort },
-    },
-    resource: {
-      google_pubsub_topic: topics,
-      google_pubsub_subscription: subscriptions,
-      google_pubsub_topic_iam_member: topicMembers,
-      google_pubsub_subscription_iam_member: deadLetterSubscribers,
-      google_cloud_scheduler_job: jobs,
-    },
-  };
+  return functions;
 }
 
 /** The file's text: two-space JSON and a final newline (what Prettier leaves alone). */
