@@ -104,13 +104,11 @@ function discoveryQuery(f: DiscoveryFilters, format: 'json' | 'urls'): string {
   ]);
 }
 
-/**
- * @param config - the API URL and token
- * @param signal - aborts requests in flight (Ctrl-C)
- * @returns a client; its methods throw ApiError
- */
-export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiClient {
-  const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
+/** One request to the API: the JSON body sent, a non-2xx answer turned into an ApiError. */
+type Call = (method: string, path: string, body?: unknown) => Promise<Response>;
+
+function apiCall(config: CliConfig, signal?: AbortSignal): Call {
+  return async (method, path, body) => {
     const headers: Record<string, string> = { accept: 'application/json, text/plain' };
     if (config.token) headers['authorization'] = `Bearer ${config.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -128,42 +126,60 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
       throw new ApiError(`cannot reach the API at ${config.apiUrl}${cause}`, 'Network', 0);
     }
     if (res.ok) return res;
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    const parsed = apiErrorBodySchema.safeParse(json);
-    if (parsed.success) {
-      const { code, message, field } = parsed.data.error;
-      const hint = res.status === 401 && !config.token ? ' (no token: set EGRESS_TOKEN)' : '';
-      throw new ApiError(`${message}${hint}`, code, res.status, field);
-    }
-    throw new ApiError(`HTTP ${res.status} from ${method} ${path}: ${text.slice(0, 200)}`, 'BadResponse', res.status);
+    throw errorOf(res.status, await res.text(), `${method} ${path}`, Boolean(config.token));
   };
+}
 
-  const json = async <T extends z.ZodType>(schema: T, res: Response, what: string): Promise<z.output<T>> => {
-    let value: unknown;
-    try {
-      value = await res.json();
-    } catch {
-      throw new ApiError(`the API answered ${what} with something that is not JSON`, 'BadResponse', res.status);
-    }
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const at = issue?.path.length ? ` at ${issue.path.join('.')}` : '';
-      throw new ApiError(
-        `unexpected answer to ${what}${at}: ${issue?.message ?? 'invalid'}`,
-        'BadResponse',
-        res.status,
-      );
-    }
-    return parsed.data;
-  };
+/** The ApiError for a non-2xx answer: the API's `{error}` body when it sent one. */
+function errorOf(status: number, text: string, request: string, hasToken: boolean): ApiError {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = apiErrorBodySchema.safeParse(json);
+  if (!parsed.success)
+    return new ApiError(`HTTP ${status} from ${request}: ${text.slice(0, 200)}`, 'BadResponse', status);
+  const { code, message, field } = parsed.data.error;
+  const hint = status === 401 && !hasToken ? ' (no token: set EGRESS_TOKEN)' : '';
+  return new ApiError(`${message}${hint}`, code, status, field);
+}
 
+/** The answer's JSON, parsed by `schema`; anything else is an ApiError saying where it differs. */
+async function answer<T extends z.ZodType>(schema: T, res: Response, what: string): Promise<z.output<T>> {
+  let value: unknown;
+  try {
+    value = await res.json();
+  } catch {
+    throw new ApiError(`the API answered ${what} with something that is not JSON`, 'BadResponse', res.status);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const at = issue?.path.length ? ` at ${issue.path.join('.')}` : '';
+    throw new ApiError(`unexpected answer to ${what}${at}: ${issue?.message ?? 'invalid'}`, 'BadResponse', res.status);
+  }
+  return parsed.data;
+}
+
+/** `read`'s answer, or undefined when the API says 404. */
+async function unlessMissing<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * @param config - the API URL and token
+ * @param signal - aborts requests in flight (Ctrl-C)
+ * @returns a client; its methods throw ApiError
+ */
+export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiClient {
+  const call = apiCall(config, signal);
   const proxyPath = (name: string) => `/v1/proxies/${encodeURIComponent(name)}`;
   const poolPath = (name: string) => `/v1/pools/${encodeURIComponent(name)}`;
 
@@ -174,50 +190,41 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
         ['provider', f.provider],
         ...(f.labels ?? []).map((l): [string, string] => ['label', l]),
       ]);
-      return (await json(proxyListSchema, await call('GET', `/v1/proxies${q}`), 'GET /v1/proxies')).items;
+      return (await answer(proxyListSchema, await call('GET', `/v1/proxies${q}`), 'GET /v1/proxies')).items;
     },
-    async getProxy(name) {
-      try {
-        return await json(proxyWithEventsSchema, await call('GET', proxyPath(name)), `GET ${proxyPath(name)}`);
-      } catch (err) {
-        if (err instanceof ApiError && err.status === 404) return undefined;
-        throw err;
-      }
-    },
+    getProxy: (name) =>
+      unlessMissing(async () =>
+        answer(proxyWithEventsSchema, await call('GET', proxyPath(name)), `GET ${proxyPath(name)}`),
+      ),
     async applyProxy(request) {
       const { action: _action, ...body } = request;
-      await json(acceptedSchema, await call('PUT', proxyPath(request.metadata.name), body), 'PUT');
+      await answer(acceptedSchema, await call('PUT', proxyPath(request.metadata.name), body), 'PUT');
     },
     async deleteProxy(name) {
-      await json(acceptedSchema, await call('DELETE', proxyPath(name)), 'DELETE');
+      await answer(acceptedSchema, await call('DELETE', proxyPath(name)), 'DELETE');
     },
     async reportProxy(name, report) {
       const path = `${proxyPath(name)}/reports`;
-      return json(reportAcceptedSchema, await call('POST', path, report), `POST ${path}`);
+      return answer(reportAcceptedSchema, await call('POST', path, report), `POST ${path}`);
     },
     async listProviders() {
-      return (await json(providerListSchema, await call('GET', '/v1/providers'), 'GET /v1/providers')).items;
+      return (await answer(providerListSchema, await call('GET', '/v1/providers'), 'GET /v1/providers')).items;
     },
     async listPools() {
-      return (await json(poolListSchema, await call('GET', '/v1/pools'), 'GET /v1/pools')).items;
+      return (await answer(poolListSchema, await call('GET', '/v1/pools'), 'GET /v1/pools')).items;
     },
-    async getPool(name) {
-      try {
-        return await json(poolSchema, await call('GET', poolPath(name)), `GET ${poolPath(name)}`);
-      } catch (err) {
-        if (err instanceof ApiError && err.status === 404) return undefined;
-        throw err;
-      }
-    },
+    getPool: (name) =>
+      unlessMissing(async () => answer(poolSchema, await call('GET', poolPath(name)), `GET ${poolPath(name)}`)),
     async applyPool(request) {
-      const { action: _action, ...body } = request as PoolApplyRequest;
-      await json(acceptedSchema, await call('PUT', poolPath(request.metadata.name), body), 'PUT');
+      // The request may come with or without its `action`; the body never carries it.
+      const { action: _action, ...body } = { action: 'apply', ...request };
+      await answer(acceptedSchema, await call('PUT', poolPath(request.metadata.name), body), 'PUT');
     },
     async deletePool(name) {
-      await json(acceptedSchema, await call('DELETE', poolPath(name)), 'DELETE');
+      await answer(acceptedSchema, await call('DELETE', poolPath(name)), 'DELETE');
     },
     async discover(f) {
-      return json(discoveryListSchema, await call('GET', `/v1/discovery${discoveryQuery(f, 'json')}`), 'discovery');
+      return answer(discoveryListSchema, await call('GET', `/v1/discovery${discoveryQuery(f, 'json')}`), 'discovery');
     },
     async discoverUrls(f) {
       const res = await call('GET', `/v1/discovery${discoveryQuery(f, 'urls')}`);
