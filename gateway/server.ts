@@ -116,7 +116,45 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
   });
   const tunnels = new Set<Socket>();
-  server.on('connect', (req: http.IncomingMessage, client: Socket, head: Buffer) => {
+  server.on('connect', connectHandler(router, credentials, forward.connectTimeoutMs, tunnels));
+  server.on('clientError', (err: ParseError, socket: Socket) => {
+    router.metrics.gatewayError();
+    answerParseError(err, socket, responding.get(socket));
+  });
+  const address = await listen(server, options.listen ?? { host: '127.0.0.1', port: 8899 });
+
+  const metrics = options.metrics ? await startMetrics(router, options.metrics) : undefined;
+  return {
+    url: gatewayUrl(credentials, address.host, address.port),
+    address,
+    credentials,
+    metricsUrl: metrics?.url,
+    router,
+    async close() {
+      router.stop();
+      clearInterval(prune);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      for (const socket of tunnels) socket.destroy();
+      agents.destroy();
+      metrics?.server.close();
+      metrics?.server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+/**
+ * The CONNECT handler: authenticates, routes the tunnel through a fleet proxy (with failover), and
+ * splices the two sockets; a refusal is a complete HTTP answer and a close.
+ */
+function connectHandler(
+  router: FleetRouter,
+  credentials: GatewayCredentials,
+  connectTimeoutMs: number,
+  tunnels: Set<Socket>,
+): (req: http.IncomingMessage, client: Socket, head: Buffer) => void {
+  return (req, client, head) => {
     tunnels.add(client);
     client.once('close', () => tunnels.delete(client));
     client.on('error', () => client.destroy());
@@ -142,7 +180,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       .route({ session: auth.session, domain: target.host }, (u) =>
         client.destroyed
           ? Promise.resolve({ ok: false as const, reason: 'the client went away', penalize: false, retry: false })
-          : connectThrough(u, authority, forward.connectTimeoutMs),
+          : connectThrough(u, authority, connectTimeoutMs),
       )
       .then((routed) => {
         if (!routed.ok)
@@ -154,40 +192,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         if (client.destroyed) return routed.value.socket.destroy();
         splice(router, client, head, routed.value, routed.upstream.name, auth.session);
       });
-  });
-  server.on('clientError', (err: ParseError, socket: Socket) => {
-    router.metrics.gatewayError();
-    answerParseError(err, socket, responding.get(socket));
-  });
-  const address = await listen(server, options.listen ?? { host: '127.0.0.1', port: 8899 });
-
-  let metricsServer: http.Server | undefined;
-  let metricsUrl: string | undefined;
-  if (options.metrics) {
-    metricsServer = http.createServer((req, res) => {
-      if (req.url !== '/metrics') return gatewayError(res, 404, 'metrics are at /metrics');
-      const text = router.metrics.render();
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(text);
-    });
-    const at = await listen(metricsServer, options.metrics);
-    metricsUrl = `http://${at.host.includes(':') ? `[${at.host}]` : at.host}:${at.port}/metrics`;
-  }
-  return {
-    url: gatewayUrl(credentials, address.host, address.port),
-    address,
-    credentials,
-    metricsUrl,
-    router,
-    async close() {
-      router.stop();
-      clearInterval(prune);
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      for (const socket of tunnels) socket.destroy();
-      agents.destroy();
-      metricsServer?.close();
-      metricsServer?.closeAllConnections();
-      await closed;
-    },
   };
+}
+
+/** Serves `GET /metrics` (the router's Prometheus text) at `at`. */
+async function startMetrics(router: FleetRouter, at: ListenAddress): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer((req, res) => {
+    if (req.url !== '/metrics') return gatewayError(res, 404, 'metrics are at /metrics');
+    const text = router.metrics.render();
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(text);
+  });
+  const bound = await listen(server, at);
+  return { server, url: `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}/metrics` };
 }
