@@ -127,57 +127,9 @@ export function createKubeApi(options: KubernetesOptions, optionsPath: string, t
     return building;
   };
 
-  /** One API call: a CLIENT span named after it, a timeout, and HTTP errors as KubeApiError. */
-  const call = async <T>(op: string, attributes: Attributes, fn: (c: Clients) => Promise<T>): Promise<T> => {
-    const c = await clients();
-    return tracer().startActiveSpan(
-      `kubernetes ${op}`,
-      { kind: SpanKind.CLIENT, attributes: { ...attributes, 'server.address': server } },
-      async (span) => {
-        let timer: NodeJS.Timeout | undefined;
-        try {
-          const timeout = new Promise<never>((_, reject) => {
-            timer = setTimeout(
-              () => reject(new RetryableError(`${op} timed out after ${timeoutMs} ms (${server})`, 2000)),
-              timeoutMs,
-            );
-          });
-          const result = await Promise.race([fn(c), timeout]);
-          span.setAttribute('http.response.status_code', 200);
-          return result;
-        } catch (err) {
-          const e = err instanceof c.ApiException ? kubeApiError(err.code, err.body) : err;
-          if (e instanceof KubeApiError) {
-            span.setAttributes({ 'http.response.status_code': e.status, 'k8s.status.reason': e.body.reason ?? '' });
-            if (e.status !== 404)
-              span.setStatus({ code: SpanStatusCode.ERROR, message: e.body.reason ?? `HTTP ${e.status}` });
-          } else {
-            span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.name : 'error' });
-          }
-          throw e instanceof KubeApiError || e instanceof RetryableError
-            ? e
-            : new RetryableError(`cannot reach ${server}: ${e instanceof Error ? e.message : String(e)}`, 2000);
-        } finally {
-          clearTimeout(timer);
-          span.end();
-        }
-      },
-    );
-  };
-  const attrs = (verb: string, resource: string, namespace: string, name?: string): Attributes => ({
-    'k8s.verb': verb,
-    'k8s.resource': resource,
-    'k8s.namespace.name': namespace,
-    ...(name ? { 'k8s.object.name': name } : {}),
-  });
-  const pod = (value: unknown): PodView => {
-    const parsed = podSchema.safeParse(value);
-    if (!parsed.success)
-      throw new RetryableError(
-        `${server} returned a Pod this provider cannot read: ${parsed.error.issues[0]?.message}`,
-      );
-    return parsed.data;
-  };
+  const call = <T>(op: string, attributes: Attributes, fn: (c: Clients) => Promise<T>): Promise<T> =>
+    tracedKubeCall({ server, timeoutMs, op, attributes }, clients, fn);
+  const pod = (value: unknown) => parsePod(server, value);
 
   return {
     server,
@@ -226,4 +178,68 @@ export function createKubeApi(options: KubernetesOptions, optionsPath: string, t
         return review.status?.allowed === true;
       }),
   };
+}
+
+/**
+ * One API call: a CLIENT span named after it, a timeout, and HTTP errors as KubeApiError;
+ * anything else that failed is a RetryableError naming the server.
+ */
+async function tracedKubeCall<T>(
+  call: { server: string; timeoutMs: number; op: string; attributes: Attributes },
+  clients: () => Promise<Clients>,
+  fn: (c: Clients) => Promise<T>,
+): Promise<T> {
+  const { server, timeoutMs, op, attributes } = call;
+  const c = await clients();
+  return tracer().startActiveSpan(
+    `kubernetes ${op}`,
+    { kind: SpanKind.CLIENT, attributes: { ...attributes, 'server.address': server } },
+    async (span) => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new RetryableError(`${op} timed out after ${timeoutMs} ms (${server})`, 2000)),
+            timeoutMs,
+          );
+        });
+        const result = await Promise.race([fn(c), timeout]);
+        span.setAttribute('http.response.status_code', 200);
+        return result;
+      } catch (err) {
+        const e = err instanceof c.ApiException ? kubeApiError(err.code, err.body) : err;
+        if (e instanceof KubeApiError) {
+          span.setAttributes({ 'http.response.status_code': e.status, 'k8s.status.reason': e.body.reason ?? '' });
+          if (e.status !== 404)
+            span.setStatus({ code: SpanStatusCode.ERROR, message: e.body.reason ?? `HTTP ${e.status}` });
+        } else {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.name : 'error' });
+        }
+        throw e instanceof KubeApiError || e instanceof RetryableError
+          ? e
+          : new RetryableError(`cannot reach ${server}: ${e instanceof Error ? e.message : String(e)}`, 2000);
+      } finally {
+        clearTimeout(timer);
+        span.end();
+      }
+    },
+  );
+}
+
+/** The span attributes of a call on `resource`. */
+function attrs(verb: string, resource: string, namespace: string, name?: string): Attributes {
+  return {
+    'k8s.verb': verb,
+    'k8s.resource': resource,
+    'k8s.namespace.name': namespace,
+    ...(name ? { 'k8s.object.name': name } : {}),
+  };
+}
+
+/** A Pod as the provider reads it; one it cannot read is a RetryableError naming the server. */
+function parsePod(server: string, value: unknown): PodView {
+  const parsed = podSchema.safeParse(value);
+  if (!parsed.success)
+    throw new RetryableError(`${server} returned a Pod this provider cannot read: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
 }
