@@ -203,6 +203,10 @@ type Clients = {
   images: InstanceType<Sdk['ImagesClient']>;
 };
 
+/**
+ * The port over the SDK's clients. Long on purpose: one short entry per Compute call, each traced
+ * with its deadline; split up, the table would be harder to check against `ComputeApi`.
+ */
 function createSdkApi(project: string, c: Clients, timeout: number): ComputeApi {
   const opts = { timeout };
   // The async iterator pages on demand anyway; saying so keeps gax from warning on every list.
