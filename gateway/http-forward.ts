@@ -95,6 +95,42 @@ export function gatewayError(res: http.ServerResponse, status: number, message: 
   res.end(body);
 }
 
+/**
+ * What a response head says about the attempt: a refusal of the proxy's credentials or a hop
+ * failure (407/502/503/504 from the proxy) is the proxy's fault; a `--ban-on` status is the
+ * target's verdict on this egress. Either is retried elsewhere, keeping the response as the
+ * fallback answer (not for a refusal, which says nothing to the client).
+ */
+function judgeResponse(
+  response: http.IncomingMessage,
+  startedAt: number,
+  banOn: ReadonlySet<number>,
+): Attempt<{ response: http.IncomingMessage; startedAt: number }> {
+  const status = response.statusCode ?? 0;
+  const keep = { value: { response, startedAt }, discard: () => response.destroy() };
+  const refused = refusesCredentials(response);
+  if (refused || HOP_FAILURES.has(status)) {
+    if (refused) response.resume();
+    return {
+      ok: false,
+      reason: refused ? `the proxy refused its credentials (${status})` : `${status} at the proxy hop`,
+      penalize: true,
+      retry: true,
+      ...(!refused && { fallback: keep }),
+    };
+  }
+  if (banOn.has(status))
+    return {
+      ok: false,
+      reason: `${status} from the target (--ban-on)`,
+      penalize: false,
+      retry: true,
+      banned: { status },
+      fallback: keep,
+    };
+  return { ok: true, value: { response, startedAt } };
+}
+
 function attemptOnce(
   upstream: Upstream,
   req: http.IncomingMessage,
@@ -137,30 +173,7 @@ function attemptOnce(
       timer = setTimeout(() => upstreamReq.destroy(new Error(`no connection within ${ms} ms`)), ms);
       socket.once('connect', onConnected);
     });
-    upstreamReq.on('response', (response) => {
-      const status = response.statusCode ?? 0;
-      const keep = { value: { response, startedAt }, discard: () => response.destroy() };
-      const refused = refusesCredentials(response);
-      if (refused || HOP_FAILURES.has(status)) {
-        if (refused) response.resume();
-        done({
-          ok: false,
-          reason: refused ? `the proxy refused its credentials (${status})` : `${status} at the proxy hop`,
-          penalize: true,
-          retry: true,
-          ...(!refused && { fallback: keep }),
-        });
-      } else if (options.banOn.has(status)) {
-        done({
-          ok: false,
-          reason: `${status} from the target (--ban-on)`,
-          penalize: false,
-          retry: true,
-          banned: { status },
-          fallback: keep,
-        });
-      } else done({ ok: true, value: { response, startedAt } });
-    });
+    upstreamReq.on('response', (response) => done(judgeResponse(response, startedAt, options.banOn)));
     upstreamReq.on('error', (err: NodeJS.ErrnoException) => {
       const stale = upstreamReq.reusedSocket && err.code === 'ECONNRESET';
       if (stale && agent !== undefined && !settled) {
