@@ -220,48 +220,13 @@ export async function execute(
       return remove(client, io, cmd);
     case 'discover':
       return discover(client, io, cmd);
-    case 'report-proxy': {
-      const { verb: _verb, name, ...report } = cmd;
-      const answer = await client.reportProxy(name, report);
-      const what = `proxy/${name} ${cmd.reason}${cmd.target ? ` for ${cmd.target}` : ''}`;
-      if (answer.duplicate) io.stdout.write(`${what}: already reported (counted once)\n`);
-      else if (answer.banned) io.stdout.write(`${what}: reported; the instance is banned and will be replaced\n`);
-      else if (answer.stale) io.stdout.write(`${what}: reported; about an earlier instance, counted only\n`);
-      else io.stdout.write(`${what}: reported\n`);
-      return;
-    }
-    case 'get-proxies': {
-      const filters = { provider: cmd.provider, phase: cmd.phase, labels: cmd.labels };
-      if (cmd.watch) {
-        return watchProxies(client, (s) => io.stdout.write(s), {
-          output: cmd.output,
-          filters,
-          intervalMs: io.pollIntervalMs ?? 2000,
-          signal: io.signal,
-          now,
-          onError: (message) => io.stderr.write(`error: ${message}\n`),
-        });
-      }
-      const items = await client.listProxies(filters);
-      if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
-        io.stderr.write('No proxies found.\n');
-        return;
-      }
-      io.stdout.write(formatProxies(items, cmd.output, now()));
-      return;
-    }
+    case 'report-proxy':
+      return reportProxy(client, io, cmd);
+    case 'get-proxies':
+      return getProxies(client, io, cmd, now);
     case 'get-proxy':
-    case 'describe-proxy': {
-      const found = await client.getProxy(cmd.name);
-      if (!found) throw new Error(`proxy "${cmd.name}" not found`);
-      if (cmd.verb === 'describe-proxy') {
-        io.stdout.write(describeProxy(found, now()));
-        return;
-      }
-      const { events: _events, ...proxy } = found;
-      io.stdout.write(formatProxies([proxy], cmd.output, now(), true));
-      return;
-    }
+    case 'describe-proxy':
+      return getProxy(client, io, cmd, now());
     case 'get-providers': {
       const items = await client.listProviders();
       if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
@@ -272,4 +237,58 @@ export async function execute(
       return;
     }
   }
+}
+
+/** `report proxy NAME`: what the API made of the report, in one line. */
+async function reportProxy(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'report-proxy' }>): Promise<void> {
+  const { verb: _verb, name, ...report } = cmd;
+  const answer = await client.reportProxy(name, report);
+  const what = `proxy/${name} ${cmd.reason}${cmd.target ? ` for ${cmd.target}` : ''}`;
+  if (answer.duplicate) io.stdout.write(`${what}: already reported (counted once)\n`);
+  else if (answer.banned) io.stdout.write(`${what}: reported; the instance is banned and will be replaced\n`);
+  else if (answer.stale) io.stdout.write(`${what}: reported; about an earlier instance, counted only\n`);
+  else io.stdout.write(`${what}: reported\n`);
+}
+
+/** `get proxies` (or `--watch` them). */
+async function getProxies(
+  client: ApiClient,
+  io: Io,
+  cmd: Extract<Command, { verb: 'get-proxies' }>,
+  now: () => number,
+): Promise<void> {
+  const filters = { provider: cmd.provider, phase: cmd.phase, labels: cmd.labels };
+  if (cmd.watch) {
+    return watchProxies(client, (s) => io.stdout.write(s), {
+      output: cmd.output,
+      filters,
+      intervalMs: io.pollIntervalMs ?? 2000,
+      signal: io.signal,
+      now,
+      onError: (message) => io.stderr.write(`error: ${message}\n`),
+    });
+  }
+  const items = await client.listProxies(filters);
+  if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
+    io.stderr.write('No proxies found.\n');
+    return;
+  }
+  io.stdout.write(formatProxies(items, cmd.output, now()));
+}
+
+/** `get proxy NAME` and `describe proxy NAME`. */
+async function getProxy(
+  client: ApiClient,
+  io: Io,
+  cmd: Extract<Command, { verb: 'get-proxy' | 'describe-proxy' }>,
+  now: number,
+): Promise<void> {
+  const found = await client.getProxy(cmd.name);
+  if (!found) throw new Error(`proxy "${cmd.name}" not found`);
+  if (cmd.verb === 'describe-proxy') {
+    io.stdout.write(describeProxy(found, now));
+    return;
+  }
+  const { events: _events, ...proxy } = found;
+  io.stdout.write(formatProxies([proxy], cmd.output, now, true));
 }
