@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { v1, type PubSub } from '@google-cloud/pubsub';
+import { v1, type protos, type PubSub } from '@google-cloud/pubsub';
 import type { CommandMessage, CommandSubscription } from './command-subscription.js';
 
 /** Short, so that a pull left behind by a relay that died cannot swallow new commands for long. */
@@ -56,19 +56,9 @@ export function createPullSubscription(pubsub: PubSub, name: string, maxInFlight
         current = call as { cancel?: () => void };
         const [response] = await call;
         for (const received of response.receivedMessages ?? []) {
-          const m = received.message;
-          const ackId = received.ackId;
-          if (!m || !ackId) continue;
+          const message = commandMessage(received, settle);
+          if (!message) continue;
           inFlight++;
-          const seconds = Number(m.publishTime?.seconds ?? 0);
-          const message: CommandMessage = {
-            id: m.messageId ?? '',
-            publishTime: new Date(seconds * 1000 + Math.floor((m.publishTime?.nanos ?? 0) / 1e6)),
-            attributes: m.attributes ?? {},
-            data: Buffer.from(m.data ?? ''),
-            ack: () => settle(ackId, true),
-            nack: () => settle(ackId, false),
-          };
           events.emit('message', message);
         }
       } catch (err) {
@@ -98,5 +88,23 @@ export function createPullSubscription(pubsub: PubSub, name: string, maxInFlight
       await Promise.all([...pending]);
       await client.close();
     },
+  };
+}
+
+type Received = protos.google.pubsub.v1.IReceivedMessage;
+
+/** A pulled message as the relay's command loop takes it; undefined for one without data or ack id. */
+function commandMessage(received: Received, settle: (ackId: string, ack: boolean) => void): CommandMessage | undefined {
+  const m = received.message;
+  const ackId = received.ackId;
+  if (!m || !ackId) return undefined;
+  const seconds = Number(m.publishTime?.seconds ?? 0);
+  return {
+    id: m.messageId ?? '',
+    publishTime: new Date(seconds * 1000 + Math.floor((m.publishTime?.nanos ?? 0) / 1e6)),
+    attributes: m.attributes ?? {},
+    data: Buffer.from(m.data ?? ''),
+    ack: () => settle(ackId, true),
+    nack: () => settle(ackId, false),
   };
 }
