@@ -15,7 +15,10 @@ import { newCheckBatch } from '../shared/reconcile/batch.js';
 import { reconcileProxy } from '../shared/reconcile/reconcile.js';
 import type { InventoryItem, RelayReport } from '../shared/relay/protocol.js';
 import { createFirestore } from '../shared/store/firestore.js';
-import { generateCredentials, ProxyStore, type Credentials, type ProxyEvent } from '../shared/store/proxies.js';
+import { generateCredentials } from '../shared/store/credentials-memo.js';
+import type { ProxyEvent } from '../shared/store/events.js';
+import type { Credentials } from '../shared/store/ports.js';
+import { ProxyStore } from '../shared/store/proxies.js';
 import { RelayStore } from '../shared/store/relays.js';
 import { PROVIDER, RELAY_ID, type CheckEnv } from './check-env.js';
 

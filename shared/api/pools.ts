@@ -5,7 +5,7 @@ import { toValidationError } from '../domain/proxy.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { unsafeJson } from '../domain/text.js';
 import { ValidationError } from '../errors.js';
-import { refuseMember } from '../store/proxies.js';
+import { refuseMember } from '../store/proxy-rules.js';
 import type { ApiDeps } from './deps.js';
 import { documentView } from './views.js';
 import { ApiError, type ApiResponse } from './http.js';

@@ -4,7 +4,6 @@ import {
   FieldValue,
   type Firestore,
   type Precondition,
-  type Query,
   Timestamp,
   type WriteBatch,
 } from '@google-cloud/firestore';
@@ -12,9 +11,10 @@ import type { ApplyRequest } from '../domain/proxy.js';
 import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { changedInRange } from './changes-query.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from './credentials-memo.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
-import { CHANGED_AT, changeStamp, COLLECTIONS, readAtOf } from './firestore.js';
+import { changeStamp, COLLECTIONS, readAtOf } from './firestore.js';
 import { grpcCode, GRPC_CODES } from './grpc-codes.js';
 import type { Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from './ports.js';
 import {
@@ -29,19 +29,7 @@ import {
   type DeleteOutcome,
 } from './proxy-rules.js';
 
-export { generateCredentials } from './credentials-memo.js';
-export { refuseMember, REJECTION_RETENTION_MS, type ApplyOutcome, type DeleteOutcome } from './proxy-rules.js';
-export type { ProxyEvent } from './events.js';
-export type { Credentials, StoredProxy } from './ports.js';
-
 const iso = (ms: number) => new Date(ms).toISOString();
-/**
- * How far before `since` a changes query looks: the emulator stamps a server timestamp a few
- * milliseconds before the commit's update time (6 ms measured), so a write committed just after a
- * read can carry a `changedAt` just before it. Re-reading a document changed in this margin costs
- * one read; missing one would leave a cached page stale.
- */
-const CHANGE_SLACK_MS = 2000;
 
 export class ProxyStore implements ProxyRepository {
   private readonly memo = new CredentialsMemo();
@@ -88,17 +76,10 @@ export class ProxyStore implements ProxyRepository {
     return { items, next, readTime: snap.readTime.toMillis() };
   }
 
-  /** A name range's changes (query on the indexed `changedAt`) and its document count (an aggregation). */
+  /** A name range's changes since `since` and its document count (`changes-query.ts`). */
   async changes(after: string | null, through: string | null, since: number): Promise<PageChanges> {
-    // No orderBy: the range filter on `changedAt` orders by it before the name (the key must come last).
-    let range: Query = this.db.collection(COLLECTIONS.proxies);
-    if (after) range = range.where(FieldPath.documentId(), '>', after);
-    if (through) range = range.where(FieldPath.documentId(), '<=', through);
-    const changedSince = Timestamp.fromMillis(Math.max(0, since - CHANGE_SLACK_MS));
-    const [snap, count] = await Promise.all([range.where(CHANGED_AT, '>=', changedSince).get(), range.count().get()]);
-    const changed = snap.docs.flatMap((d) => this.stored(d.id, d.data(), d.updateTime) ?? []);
-    const readTime = Math.min(snap.readTime.toMillis(), count.readTime.toMillis());
-    return { changed, count: count.data().count, readTime };
+    const { docs, count, readTime } = await changedInRange(this.db, after, through, since);
+    return { changed: docs.flatMap((d) => this.stored(d.id, d.data(), d.updateTime) ?? []), count, readTime };
   }
 
   async sharingEgressIp(ip: string, except: string): Promise<string[]> {
@@ -276,10 +257,8 @@ export class ProxyStore implements ProxyRepository {
       return (batch, unchanged) => {
         batch.delete(this.ref(name), unchanged);
         batch.delete(this.db.collection(COLLECTIONS.credentials).doc(name));
-        batch.set(this.db.collection(COLLECTIONS.tombstones).doc(name), {
-          requestTime: doc.requestTime,
-          at: new Date().toISOString(),
-        });
+        const tombstone = { requestTime: doc.requestTime, at: new Date().toISOString() };
+        batch.set(this.db.collection(COLLECTIONS.tombstones).doc(name), tombstone);
       };
     });
     if (removed) await this.db.recursiveDelete(this.ref(name).collection('events'));

@@ -14,7 +14,7 @@ import { instanceName } from '../../shared/domain/names.js';
 import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
-import { generateCredentials } from '../../shared/store/proxies.js';
+import { generateCredentials } from '../../shared/store/credentials-memo.js';
 import { ProviderStore } from '../../shared/store/providers.js';
 import { ReportStore } from '../../shared/store/reports.js';
 import { startKubeHarness } from '../support/kube-harness.js';

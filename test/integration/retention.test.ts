@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logger.js';
 import { COLLECTIONS, createFirestore } from '../../shared/store/firestore.js';
 import { EVENT_RETENTION_MS } from '../../shared/store/events.js';
-import { ProxyStore, REJECTION_RETENTION_MS } from '../../shared/store/proxies.js';
+import { ProxyStore } from '../../shared/store/proxies.js';
+import { REJECTION_RETENTION_MS } from '../../shared/store/proxy-rules.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
 const emu = emulatorEnv('retention');

@@ -3,7 +3,9 @@ import type { Firestore } from '@google-cloud/firestore';
 import type { ApplyRequest } from '../../../shared/domain/proxy.js';
 import type { ProxyStatus } from '../../../shared/domain/status.js';
 import type { Logger } from '../../../shared/logger.js';
-import { ProxyStore, type ApplyOutcome, type DeleteOutcome, type ProxyEvent } from '../../../shared/store/proxies.js';
+import type { ProxyEvent } from '../../../shared/store/events.js';
+import { ProxyStore } from '../../../shared/store/proxies.js';
+import type { ApplyOutcome, DeleteOutcome } from '../../../shared/store/proxy-rules.js';
 
 export type StoreWrite = 'apply' | 'requestDelete' | 'acquireLease' | 'writeStatus' | 'finalise' | 'addEvent';
 export type CrashPoint = `${StoreWrite}:${'before' | 'after'}`;
