@@ -55,13 +55,11 @@ const apply = {
   metadata: { name: 'n22' },
   spec: { provider: 'local' },
 };
-const del = { apiVersion: 'egress.dev/v1', kind: 'Proxy', action: 'delete', metadata: { name: 'n22-gone' } };
 
 /** One request per function, and what its answer must be. */
 const REQUESTS: Record<string, { path?: string; init: RequestInit; status: number }> = {
   api: { path: '/healthz', init: { method: 'GET' }, status: 200 },
-  create: { init: pushed('proxy-requests', apply, { action: 'apply' }), status: 204 },
-  delete: { init: pushed('proxy-requests', del, { action: 'delete' }), status: 204 },
+  requests: { init: pushed('proxy-requests', apply, { action: 'apply' }), status: 204 },
   check: { init: pushed(TOPICS.proxyChecks, { names: ['n22-absent'] }), status: 204 },
   gc: { init: pushed('gc-ticks', {}), status: 204 },
   health: { init: pushed('health-ticks', {}), status: 204 },
@@ -148,9 +146,13 @@ describe('deployable functions on Node 22', () => {
     expect(s.log()).not.toMatch(/"severity":"ERROR"/);
   });
 
-  it('the apply went through create to Firestore', async () => {
+  it('the apply went through requests to Firestore, and was checked in that invocation', async () => {
     const doc = await createFirestore(emu.projectId, emu.env).doc('proxies/n22').get();
     expect(doc.exists).toBe(true);
+    // No relay reports here, so the check found the provider down and said so on Provisioned.
+    expect(doc.get('status.conditions')).toContainEqual(
+      expect.objectContaining({ type: 'Provisioned', reason: 'ProviderDown' }),
+    );
   });
 
   it('warns of unauthenticated relay messages only where relay messages are handled, once per process', async () => {
@@ -159,6 +161,8 @@ describe('deployable functions on Node 22', () => {
     const again = await fetch(`http://127.0.0.1:${report.port}/`, pushed('relay-reports', {}, { relay: 'local' }));
     expect(again.status).toBe(204);
     expect(report.log().split(UNSIGNED)).toHaveLength(2);
-    for (const name of ['api', 'create', 'delete']) expect(served.get(name)?.log()).not.toContain(UNSIGNED);
+    // requests sends relay commands (it reconciles the proxy it recorded): it warns too, once; api never does.
+    expect(served.get('requests')?.log().split(UNSIGNED)).toHaveLength(2);
+    expect(served.get('api')?.log()).not.toContain(UNSIGNED);
   });
 });
