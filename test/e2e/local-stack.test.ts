@@ -218,9 +218,7 @@ describe('e2e: local stack', () => {
       });
     }
     // Ready, but only after a second create (a lost command sent again): say so, with the trail.
-    const creates = stack
-      .trail('waits-1')
-      .filter((l) => l.startsWith('function-check') && l.includes('"action":"create"'));
+    const creates = stack.trail('waits-1').filter((l) => l.startsWith('function-') && l.includes('"action":"create"'));
     if (creates.length > 1) console.log(`waits-1 was created ${creates.length} times:\n${trail()}`);
   });
 
