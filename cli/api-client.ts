@@ -173,6 +173,20 @@ async function unlessMissing<T>(read: () => Promise<T>): Promise<T | undefined> 
   }
 }
 
+/** Discovery's `format=urls` answer: one proxy URL per line, each checked. */
+async function urlList(res: Response): Promise<string[]> {
+  const lines = (await res.text())
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const parsed = discoveryUrlsSchema.safeParse(lines);
+  if (!parsed.success) {
+    const line = lines[Number(parsed.error.issues[0]?.path[0] ?? 0)] ?? '';
+    throw new ApiError(`unexpected line in the URL list: "${line.slice(0, 80)}"`, 'BadResponse', res.status);
+  }
+  return parsed.data;
+}
+
 /**
  * @param config - the API URL and token
  * @param signal - aborts requests in flight (Ctrl-C)
@@ -227,17 +241,7 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
       return answer(discoveryListSchema, await call('GET', `/v1/discovery${discoveryQuery(f, 'json')}`), 'discovery');
     },
     async discoverUrls(f) {
-      const res = await call('GET', `/v1/discovery${discoveryQuery(f, 'urls')}`);
-      const lines = (await res.text())
-        .split(/\r?\n/)
-        .map((l) => l.trim())
-        .filter(Boolean);
-      const parsed = discoveryUrlsSchema.safeParse(lines);
-      if (!parsed.success) {
-        const line = lines[Number(parsed.error.issues[0]?.path[0] ?? 0)] ?? '';
-        throw new ApiError(`unexpected line in the URL list: "${line.slice(0, 80)}"`, 'BadResponse', res.status);
-      }
-      return parsed.data;
+      return urlList(await call('GET', `/v1/discovery${discoveryQuery(f, 'urls')}`));
     },
   };
 }

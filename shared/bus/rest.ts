@@ -37,55 +37,63 @@ interface Batch {
   bytes: number;
 }
 
+type HeadersFor = (url: string) => Promise<Headers>;
+
+/** The emulator takes no credentials; Google takes Application Default Credentials unless the caller gives its own. */
+function headersFor(options: RestBusOptions): HeadersFor {
+  if (options.authHeaders) return options.authHeaders;
+  if (options.emulatorHost) return () => Promise.resolve(new Headers());
+  // The auth library is loaded on the first publish to Google, never for the emulator.
+  let auth: Promise<GoogleAuth> | undefined;
+  return async (url) => {
+    auth ??= import('google-auth-library').then(
+      (m) => new m.GoogleAuth({ scopes: 'https://www.googleapis.com/auth/pubsub' }),
+    );
+    return (await auth).getRequestHeaders(url);
+  };
+}
+
+/** One `topics.publish` request for a batch, retried on the statuses the client library retries. */
+async function post(url: string, topic: string, items: Pending[], headersOf: HeadersFor): Promise<string[]> {
+  const body = JSON.stringify({ messages: items.map((i) => i.message) });
+  for (let attempt = 0; ; attempt++) {
+    const headers = await headersOf(url);
+    headers.set('content-type', 'application/json');
+    const retryIn = RETRY_DELAYS_MS[attempt];
+    let res: Response;
+    try {
+      res = await fetch(url, { method: 'POST', headers, body });
+    } catch (err) {
+      if (retryIn === undefined) throw new Error(`publish to ${topic}: ${(err as Error).message}`, { cause: err });
+      await sleep(retryIn);
+      continue;
+    }
+    const text = await res.text();
+    if (res.ok) {
+      const ids = publishResponse.safeParse(JSON.parse(text));
+      if (!ids.success || ids.data.messageIds.length !== items.length)
+        throw new Error(`publish to ${topic}: the response has no messageIds for ${items.length} message(s)`);
+      return ids.data.messageIds;
+    }
+    if (!RETRY_STATUSES.has(res.status) || retryIn === undefined)
+      throw new Error(`publish to ${topic}: HTTP ${res.status} ${text.slice(0, 300)}`);
+    await sleep(retryIn);
+  }
+}
+
 /**
  * @example
  * const bus = createRestBus({ project: config.project, emulatorHost: env['PUBSUB_EMULATOR_HOST'] });
  */
 export function createRestBus(options: RestBusOptions): Bus {
   const base = options.emulatorHost ? `http://${options.emulatorHost}` : 'https://pubsub.googleapis.com';
-  // The auth library is loaded on the first publish to Google, never for the emulator.
-  let auth: Promise<GoogleAuth> | undefined;
-  const googleHeaders = async (url: string) => {
-    auth ??= import('google-auth-library').then(
-      (m) => new m.GoogleAuth({ scopes: 'https://www.googleapis.com/auth/pubsub' }),
-    );
-    return (await auth).getRequestHeaders(url);
-  };
-  const headersFor =
-    options.authHeaders ?? (options.emulatorHost ? () => Promise.resolve(new Headers()) : googleHeaders);
+  const headersOf = headersFor(options);
   const open = new Map<string, Batch>();
-
-  async function post(topic: string, items: Pending[]): Promise<string[]> {
-    const url = `${base}/v1/projects/${options.project}/topics/${topic}:publish`;
-    const body = JSON.stringify({ messages: items.map((i) => i.message) });
-    for (let attempt = 0; ; attempt++) {
-      const headers = await headersFor(url);
-      headers.set('content-type', 'application/json');
-      const retryIn = RETRY_DELAYS_MS[attempt];
-      let res: Response;
-      try {
-        res = await fetch(url, { method: 'POST', headers, body });
-      } catch (err) {
-        if (retryIn === undefined) throw new Error(`publish to ${topic}: ${(err as Error).message}`, { cause: err });
-        await sleep(retryIn);
-        continue;
-      }
-      const text = await res.text();
-      if (res.ok) {
-        const ids = publishResponse.safeParse(JSON.parse(text));
-        if (!ids.success || ids.data.messageIds.length !== items.length)
-          throw new Error(`publish to ${topic}: the response has no messageIds for ${items.length} message(s)`);
-        return ids.data.messageIds;
-      }
-      if (!RETRY_STATUSES.has(res.status) || retryIn === undefined)
-        throw new Error(`publish to ${topic}: HTTP ${res.status} ${text.slice(0, 300)}`);
-      await sleep(retryIn);
-    }
-  }
 
   function flush(topic: string, batch: Batch): void {
     if (open.get(topic) === batch) open.delete(topic);
-    post(topic, batch.items).then(
+    const url = `${base}/v1/projects/${options.project}/topics/${topic}:publish`;
+    post(url, topic, batch.items, headersOf).then(
       (ids) => batch.items.forEach((item, i) => item.resolve(ids[i] ?? '')),
       (err: unknown) => batch.items.forEach((item) => item.reject(err)),
     );

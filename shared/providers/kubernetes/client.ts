@@ -109,6 +109,23 @@ async function buildClients(options: KubernetesOptions, optionsPath: string, tok
   };
 }
 
+/** The API clients, built once and rebuilt when their access expires (one build at a time). */
+function renewingClients(
+  options: KubernetesOptions,
+  optionsPath: string,
+  tokens?: TokenSource,
+): () => Promise<Clients> {
+  let current: Clients | undefined;
+  let building: Promise<Clients> | undefined;
+  return async () => {
+    if (current && Date.now() < current.renewAt) return current;
+    building ??= buildClients(options, optionsPath, tokens)
+      .then((c) => (current = c))
+      .finally(() => (building = undefined));
+    return building;
+  };
+}
+
 /**
  * @param options - validated provider options
  * @param optionsPath - `config.providers.N.options`, for errors naming the field
@@ -117,15 +134,7 @@ async function buildClients(options: KubernetesOptions, optionsPath: string, tok
 export function createKubeApi(options: KubernetesOptions, optionsPath: string, tokens?: TokenSource): KubeApi {
   const server = serverOf(options);
   const timeoutMs = options.requestTimeoutSeconds * 1000;
-  let current: Clients | undefined;
-  let building: Promise<Clients> | undefined;
-  const clients = async (): Promise<Clients> => {
-    if (current && Date.now() < current.renewAt) return current;
-    building ??= buildClients(options, optionsPath, tokens)
-      .then((c) => (current = c))
-      .finally(() => (building = undefined));
-    return building;
-  };
+  const clients = renewingClients(options, optionsPath, tokens);
 
   const call = <T>(op: string, attributes: Attributes, fn: (c: Clients) => Promise<T>): Promise<T> =>
     tracedKubeCall({ server, timeoutMs, op, attributes }, clients, fn);
