@@ -14,6 +14,8 @@ export const LOCAL_DEFAULT_CONFIG = {
   backoffMaxSeconds: 60,
   heartbeatSeconds: 300,
   healthIntervalSeconds: 5,
+  // A provider that recovered gets pool members back after 20 s of staying healthy (60 s deployed).
+  poolRecoverSeconds: 20,
   checkBatchSize: 100,
   maxEvents: 50,
   providers: [

@@ -15,7 +15,7 @@ import { MemoryProxyRepository } from '../store/memory/proxies.js';
 import { MemoryRelayRepository } from '../store/memory/relays.js';
 import { MemoryState } from '../store/memory/state.js';
 import { handleCheckMessage, type CheckDeps } from './check.js';
-import { MAX_FOLLOW_UP_MS } from './follow-up.js';
+import { MAX_FOLLOW_UP_MS, MAX_HOLD_MS } from './follow-up.js';
 
 const logger = createLogger({ write: () => undefined });
 
@@ -111,22 +111,42 @@ describe('check: look again soon without an error', () => {
     expect(others).toEqual([]);
     expect(followUp).toEqual({ names: ['p-1'], dueAt: t + 2000 });
 
-    // The follow-up, delivered at once, waits until it is due, then looks again (and follows up again).
+    // The follow-up, delivered at once, is held until it is due, then looks again (and follows up again).
     await expect(handleCheckMessage(w.deps, message(followUp, t))).resolves.toBe('done');
     expect(w.waits).toEqual([2000]);
     expect(w.checks()).toHaveLength(2);
     expect(w.checks()[1]).toEqual({ names: ['p-1'], dueAt: t + 4000 });
   });
 
-  it('a late follow-up runs at once; a dueAt beyond the window waits no longer than the window', async () => {
+  it('a late follow-up runs at once, and so does a dueAt beyond the window (a skewed clock)', async () => {
     const w = world();
     await relayReported(w);
     await applied(w, 'p-2');
     const t = w.clock.now();
     await handleCheckMessage(w.deps, message({ names: ['p-2'], dueAt: t - 5000 }, t));
+    await handleCheckMessage(w.deps, message({ names: ['p-2'], dueAt: t + MAX_FOLLOW_UP_MS + 1 }, t));
     expect(w.waits).toEqual([]);
-    await handleCheckMessage(w.deps, message({ names: ['p-2'], dueAt: t + 3_600_000 }, t));
-    expect(w.waits).toEqual([MAX_FOLLOW_UP_MS]);
+    expect(await w.relays.command('r1', instanceName('it', 'p-2'))).toMatchObject({ kind: 'create' });
+  });
+
+  it('a follow-up due later than the hold is held that long, then passed on unchanged, not checked', async () => {
+    const w = world();
+    await relayReported(w);
+    await applied(w, 'p-5');
+    const t = w.clock.now();
+    const later = { names: ['p-5'], dueAt: t + 3 * MAX_HOLD_MS + 500 };
+    await expect(handleCheckMessage(w.deps, message(later, t))).resolves.toBe('done');
+    expect(w.waits).toEqual([MAX_HOLD_MS]);
+    expect(w.checks()).toEqual([later]);
+    expect(await w.relays.command('r1', instanceName('it', 'p-5'))).toBeUndefined();
+    // Passed on until it is due, then checked: the hold never exceeds MAX_HOLD_MS.
+    const created = () => w.relays.command('r1', instanceName('it', 'p-5'));
+    for (let hop = 0; hop < 10 && !(await created()); hop++)
+      await handleCheckMessage(w.deps, message(later, w.clock.now()));
+    expect(w.waits).toEqual([MAX_HOLD_MS, MAX_HOLD_MS, MAX_HOLD_MS, 500]);
+    expect(w.clock.now()).toBe(later.dueAt);
+    expect(await created()).toMatchObject({ kind: 'create' });
+    expect(w.checks().slice(0, 3)).toEqual([later, later, later]);
   });
 
   it('a settled proxy asks for nothing, and a sweep never follows up (the next sweep is its retry)', async () => {

@@ -9,7 +9,7 @@ import { reconcilePool } from '../pools/reconcile.js';
 import type { PoolRepository, StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
 import { newCheckBatch, type CheckBatch } from './batch.js';
-import { publishFollowUps, waitUntilDue, type Recheck } from './follow-up.js';
+import { holdUntilDue, publishFollowUps, type Recheck } from './follow-up.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
 import { reconcileProxy } from './reconcile.js';
 import type { SweepCache } from './sweep-cache.js';
@@ -118,7 +118,7 @@ export async function runCheck(
 }
 
 /**
- * The check function's handler: waits for a follow-up's `dueAt`, runs the check the message asks
+ * The check function's handler: holds a follow-up until its `dueAt` (or passes it on, `holdUntilDue`), runs the check the message asks
  * for, and publishes follow-ups for what wants another look soon (`follow-up.ts`); an invalid
  * message is logged with its field and acknowledged (`rejected`), never redelivered. Only a
  * failure (a store or bus error) is thrown, and so redelivered: "look again soon" never is.
@@ -133,7 +133,10 @@ export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): 
     return 'rejected';
   }
   const now = deps.now ?? Date.now;
-  if ('dueAt' in check) await waitUntilDue(check.dueAt, now(), deps.wait);
+  if ('dueAt' in check && !(await holdUntilDue(check.dueAt, now(), deps.wait))) {
+    await deps.bus.publish(TOPICS.proxyChecks, check);
+    return 'done';
+  }
   await checkAndFollowUp(deps, check);
   return 'done';
 }

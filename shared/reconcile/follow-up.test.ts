@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Bus } from '../bus/pubsub.js';
-import { MAX_FOLLOW_UP_MS, publishFollowUps, waitUntilDue } from './follow-up.js';
+import { MAX_FOLLOW_UP_MS, MAX_HOLD_MS, holdUntilDue, publishFollowUps } from './follow-up.js';
 
 function recording() {
   const sent: { topic: string; data: unknown }[] = [];
@@ -45,13 +45,15 @@ describe('follow-ups', () => {
     expect(sent.map((s) => (s.data as { names: string[] }).names.length)).toEqual([100, 100, 50]);
   });
 
-  it('waits until due, never when late, never past the window', async () => {
+  it('holds until due, never when late or skewed, never longer than the hold', async () => {
     const waits: number[] = [];
     const wait = (ms: number) => Promise.resolve(void waits.push(ms));
-    await waitUntilDue(undefined, 10, wait);
-    await waitUntilDue(5, 10, wait);
-    await waitUntilDue(2010, 10, wait);
-    await waitUntilDue(10 + 10 * MAX_FOLLOW_UP_MS, 10, wait);
-    expect(waits).toEqual([2000, MAX_FOLLOW_UP_MS]);
+    expect(await holdUntilDue(undefined, 10, wait)).toBe(true);
+    expect(await holdUntilDue(5, 10, wait)).toBe(true);
+    expect(await holdUntilDue(10 + MAX_HOLD_MS, 10, wait)).toBe(true);
+    expect(await holdUntilDue(10 + MAX_HOLD_MS + 1, 10, wait)).toBe(false);
+    expect(await holdUntilDue(10 + MAX_FOLLOW_UP_MS, 10, wait)).toBe(false);
+    expect(await holdUntilDue(10 + MAX_FOLLOW_UP_MS + 1, 10, wait)).toBe(true);
+    expect(waits).toEqual([MAX_HOLD_MS, MAX_HOLD_MS, MAX_HOLD_MS]);
   });
 });

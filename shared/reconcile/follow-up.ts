@@ -1,7 +1,8 @@
 /**
  * "Look again at T" without an error: a check that wants another look at some proxies (or pools)
  * soon publishes a follow-up check message carrying `dueAt`, and acknowledges its own message. The
- * invocation that receives the follow-up waits until `dueAt`, then checks only those names.
+ * invocation that receives the follow-up holds it until `dueAt` (at most {@link MAX_HOLD_MS}; a
+ * later one is published again, unchanged), then checks only those names.
  *
  * Pub/Sub has no delayed delivery; before this, the check function threw (an HTTP 500) so that
  * Pub/Sub would redeliver the whole message after the subscription's backoff (10–600 s in
@@ -64,15 +65,27 @@ export async function publishFollowUps(
 }
 
 /**
- * Waits until `dueAt` (never longer than {@link MAX_FOLLOW_UP_MS}, whatever a skewed clock says).
+ * The longest one invocation holds a follow-up before its `dueAt`. Pushes share a subscription's
+ * window of messages in flight — the Pub/Sub emulator's is two — so a follow-up held for 20 s
+ * held back every kick behind it (a pool moving members back paused 20 s per member). A follow-up
+ * due later than this is held this long, then published again with the same `dueAt`.
+ */
+export const MAX_HOLD_MS = 2_000;
+
+/**
+ * Holds a follow-up until `dueAt` if that is at most {@link MAX_HOLD_MS} away; a later one is held
+ * that long and then is not yet due. A `dueAt` further than {@link MAX_FOLLOW_UP_MS} ahead, which no
+ * publisher asks for, comes from a skewed clock: it is due now.
  *
  * @param wait - how to wait (tests pass one that advances their clock)
+ * @returns whether the follow-up is due once the hold is over (false: publish it again)
  */
-export async function waitUntilDue(
+export async function holdUntilDue(
   dueAt: number | undefined,
   now: number,
   wait: (ms: number) => Promise<unknown> = sleep,
-): Promise<void> {
-  if (dueAt === undefined || dueAt <= now) return;
-  await wait(Math.min(dueAt - now, MAX_FOLLOW_UP_MS));
+): Promise<boolean> {
+  if (dueAt === undefined || dueAt <= now || dueAt - now > MAX_FOLLOW_UP_MS) return true;
+  await wait(Math.min(dueAt - now, MAX_HOLD_MS));
+  return dueAt - now <= MAX_HOLD_MS;
 }
