@@ -1,7 +1,9 @@
 /**
  * The gateway against going straight through one fleet proxy, side by side in one run: p50 added
  * latency, throughput, 1,000 CONNECT tunnels held (the gateway's RSS), and RSS over a soak.
- * The fleet proxy is the real process backend's proxy-server; the gateway runs as its own process.
+ * The fleet proxy is the Node proxy-server the process backend ran before issue 17, and, in rounds
+ * of their own, tinyproxy as the fleet runs it now (`tinyproxy-fleet.ts`); the gateway runs as its
+ * own process.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -13,6 +15,7 @@ import { freePort } from '../infra/local/emulators.js';
 import { startNode, type Artifacts, type BenchChild } from './artifacts.js';
 import type { Cleanup } from './cleanup.js';
 import { getThrough, holdTunnels, throughput, type ProxyHop } from './gateway-load.js';
+import { startTinyproxyFleet } from './tinyproxy-fleet.js';
 import { median } from './stats.js';
 
 export interface GatewayResults {
@@ -25,6 +28,8 @@ export interface GatewayResults {
   cpuPer1000?: { fleetMs: number; gatewayMs: number };
   /** RSS samples at equal intervals over the soak, when it ran (`--soak`). */
   soak?: { seconds: number; rssMb: number[] };
+  /** The same latency pairs and throughput rounds against a tinyproxy fleet proxy (what the fleet runs). */
+  tinyproxy?: { directP50Ms: number; gatewayP50Ms: number; directRps: number; gatewayRps: number };
 }
 
 /** Samples over a soak: one every soak/60, so a 10-minute soak gives one every 10 s. */
@@ -63,10 +68,56 @@ async function startFleetProxy(script: string): Promise<{ child: BenchChild; hop
   return { child, hop: { port, authorization: basic(config.username, config.password) } };
 }
 
+/** A gateway process in front of one fleet proxy; its own credentials come from the URL it prints. */
+async function startGatewayProcess(
+  artifacts: Artifacts,
+  fleet: ProxyHop,
+): Promise<{ child: BenchChild; gateway: ProxyHop }> {
+  const upstream = { name: 'bench-gateway', host: '127.0.0.1', port: fleet.port, authorization: fleet.authorization };
+  const { child, line } = await startNode([artifacts.gatewayProcess, JSON.stringify(upstream)], process.env, true);
+  try {
+    const started = z.object({ url: z.string(), port: z.number() }).parse(JSON.parse(line));
+    const creds = new URL(started.url);
+    const authorization = basic(decodeURIComponent(creds.username), decodeURIComponent(creds.password));
+    return { child, gateway: { port: started.port, authorization } };
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+}
+
+/** Latency pairs and 10 alternating throughput rounds, direct through tinyproxy and through a gateway in front of it. */
+async function againstTinyproxy(artifacts: Artifacts, url: string, pairs: number, cleanup: Cleanup) {
+  const fleet = await startTinyproxyFleet();
+  const stopFleet = cleanup.add(() => fleet.stop());
+  const { child, gateway } = await startGatewayProcess(artifacts, fleet.hop);
+  const stopGateway = cleanup.add(() => child.stop());
+  try {
+    // tinyproxy closes each connection after its answer: straight to it, every request connects anew.
+    const latency = await pairedLatency(fleet.hop, gateway, url, pairs, false);
+    const d: number[] = [];
+    const g: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      d.push(await throughput(fleet.hop, url, CLIENTS, 1000, false));
+      g.push(await throughput(gateway, url, CLIENTS, 1000));
+    }
+    return { ...latency, directRps: median(d), gatewayRps: median(g) };
+  } finally {
+    await stopGateway();
+    await stopFleet();
+  }
+}
+
 /** Alternates direct and gateway requests one by one, so both see the same machine at the same moment. */
-async function pairedLatency(direct: ProxyHop, gateway: ProxyHop, target: string, pairs: number) {
+async function pairedLatency(
+  direct: ProxyHop,
+  gateway: ProxyHop,
+  target: string,
+  pairs: number,
+  directKeepAlive = true,
+) {
   const agents = [
-    new http.Agent({ keepAlive: true, maxSockets: 1 }),
+    new http.Agent(directKeepAlive ? { keepAlive: true, maxSockets: 1 } : { keepAlive: false }),
     new http.Agent({ keepAlive: true, maxSockets: 1 }),
   ];
   const d: number[] = [];
@@ -122,21 +173,9 @@ export async function runGatewayBench(
   const url = `http://${authority}/`;
   const fleet = await startFleetProxy(artifacts.proxyServer);
   const stopFleet = cleanup.add(() => fleet.child.stop());
-  const upstream = {
-    name: 'bench-gateway',
-    host: '127.0.0.1',
-    port: fleet.hop.port,
-    authorization: fleet.hop.authorization,
-  };
-  const { child, line } = await startNode([artifacts.gatewayProcess, JSON.stringify(upstream)], process.env, true);
+  const { child, gateway } = await startGatewayProcess(artifacts, fleet.hop);
   const stopGateway = cleanup.add(() => child.stop());
   try {
-    const started = z.object({ url: z.string(), port: z.number() }).parse(JSON.parse(line));
-    const creds = new URL(started.url);
-    const gateway: ProxyHop = {
-      port: started.port,
-      authorization: basic(decodeURIComponent(creds.username), decodeURIComponent(creds.password)),
-    };
     const pid = child.process.pid ?? 0;
     opts.log(`gateway: ${opts.pairs} latency pairs`);
     const latency = await pairedLatency(fleet.hop, gateway, url, opts.pairs);
@@ -163,8 +202,11 @@ export async function runGatewayBench(
       opts.log(`gateway: RSS over a ${opts.soakSeconds} s soak (requests and tunnels)`);
       soaked = await soak(gateway, pid, url, authority, opts.soakSeconds);
     }
+    opts.log('gateway: the same pairs and rounds against a tinyproxy fleet proxy');
+    const tinyproxy = await againstTinyproxy(artifacts, url, opts.pairs, cleanup);
     return {
       ...latency,
+      tinyproxy,
       directRps: median(d),
       gatewayRps: median(g),
       cpuPer1000: { fleetMs: median(fleetCpu), gatewayMs: median(gatewayCpu) },

@@ -24,9 +24,21 @@ export function getThrough(hop: ProxyHop, target: string, agent: http.Agent): Pr
   });
 }
 
-/** Requests per second with `concurrency` keep-alive clients for `ms`. */
-export async function throughput(hop: ProxyHop, target: string, concurrency: number, ms: number): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+/**
+ * Requests per second with `concurrency` clients for `ms`, keep-alive unless `keepAlive` is false
+ * (for a proxy that closes every connection after its answer without saying so, as tinyproxy does:
+ * a client reusing the socket would race the close).
+ */
+export async function throughput(
+  hop: ProxyHop,
+  target: string,
+  concurrency: number,
+  ms: number,
+  keepAlive = true,
+): Promise<number> {
+  // Without keep-alive no socket cap: a capped agent hands a freed socket to a queued request
+  // even then, and that socket is one the proxy is closing ("socket hang up").
+  const agent = new http.Agent(keepAlive ? { keepAlive, maxSockets: concurrency } : { keepAlive });
   const end = performance.now() + ms;
   let done = 0;
   await Promise.all(

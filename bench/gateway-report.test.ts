@@ -10,16 +10,27 @@ const run = (over: Partial<GatewayResults> = {}): GatewayResults => ({
   gatewayRps: 850,
   tunnels: { count: 1000, failed: 0, rssMb: 90 },
   soak: { seconds: 600, rssMb: [80, 95, 100, 101, 100, 102, 101, 100, 101, 102, 100, 101] },
+  tinyproxy: { directP50Ms: 0.5, gatewayP50Ms: 0.8, directRps: 900, gatewayRps: 760 },
   ...over,
 });
 const met = (g?: GatewayResults) => gatewayRows(g).map((r) => r[3]);
 
 describe('gateway bench rows', () => {
-  it('are met within every target', () => expect(met(run())).toEqual(['yes', 'yes', 'yes', 'yes']));
+  it('are met within every target', () => expect(met(run())).toEqual(['yes', 'yes', 'yes', 'yes', 'yes', 'yes']));
 
   it.each([
     ['added p50 above 1 ms', { gatewayP50Ms: 1.41 }, 0],
     ['throughput below 80 %', { gatewayRps: 799 }, 1],
+    [
+      'added p50 above 1 ms over tinyproxy',
+      { tinyproxy: { directP50Ms: 0.5, gatewayP50Ms: 1.6, directRps: 900, gatewayRps: 760 } },
+      4,
+    ],
+    [
+      'throughput below 80 % of tinyproxy',
+      { tinyproxy: { directP50Ms: 0.5, gatewayP50Ms: 0.8, directRps: 900, gatewayRps: 719 } },
+      5,
+    ],
     ['RSS above 200 MB', { tunnels: { count: 1000, failed: 0, rssMb: 201 } }, 2],
     ['a tunnel not held', { tunnels: { count: 999, failed: 1, rssMb: 90 } }, 2],
     [
@@ -37,6 +48,11 @@ describe('gateway bench rows', () => {
   });
 
   it('say not run when the section was left out', () => expect(gatewayRows(undefined)[0]?.[2]).toBe('not run'));
+
+  it('say not run for tinyproxy when those rounds did not run', () => {
+    const { tinyproxy: _left, ...without } = run();
+    expect(gatewayRows(without).at(-1)?.slice(2)).toEqual(['not run', '—']);
+  });
 
   it('show the CPU per request of the gateway and the fleet proxy as info when measured', () => {
     const row = gatewayRows(run({ cpuPer1000: { fleetMs: 80, gatewayMs: 100 } }))[4];

@@ -179,7 +179,7 @@ async function main(): Promise<void> {
       }
     }
     if (opts.only.includes('gateway')) {
-      log('gateway: against going straight through one fleet proxy (a real proxy-server process)');
+      log('gateway: against going straight through one fleet proxy (a Node proxy-server process, then tinyproxy)');
       try {
         results.gateway = await runGatewayBench(
           artifacts,

@@ -260,6 +260,29 @@ export function gatewayRows(g: GatewayResults | undefined): string[][] {
           ],
         ]
       : []),
+    ...tinyproxyRows(g.tinyproxy),
+  ];
+}
+
+/** The same two targets against tinyproxy, the proxy software every fleet proxy runs now. */
+function tinyproxyRows(t: GatewayResults['tinyproxy']): string[][] {
+  const latency = 'gateway p50 added latency vs one tinyproxy fleet proxy directly';
+  if (!t) return [[latency, '≤ 1 ms', 'not run', '—']];
+  const added = t.gatewayP50Ms - t.directP50Ms;
+  const ratio = t.gatewayRps / t.directRps;
+  return [
+    [
+      latency,
+      '≤ 1 ms',
+      `${fmt(added, 3)} ms (p50 ${fmt(t.gatewayP50Ms, 3)} vs ${fmt(t.directP50Ms, 3)} ms)`,
+      yes(added <= 1),
+    ],
+    [
+      `gateway throughput ÷ direct, one tinyproxy fleet proxy, ${CLIENTS} clients (median of 10 alternating 1 s rounds)`,
+      '≥ 80 %',
+      `${fmt(ratio * 100, 1)} % (${fmt(t.gatewayRps, 0)} vs ${fmt(t.directRps, 0)} req/s)`,
+      yes(ratio >= 0.8),
+    ],
   ];
 }
 
