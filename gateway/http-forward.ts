@@ -32,12 +32,25 @@ export interface ForwardOptions {
   responseTimeoutMs: number;
 }
 
-/** Keep-alive agents, one per fleet proxy, dropped when the proxy leaves the Ready list. */
+const keyOf = (u: Upstream) => `${u.name}@${u.host}:${u.port}`;
+
+/** Kept-alive sockets found closed in a row, with no reuse that worked between, that mark a proxy as closing every connection. */
+const STALE_IN_A_ROW = 3;
+
+/**
+ * Keep-alive agents, one per fleet proxy, dropped when the proxy leaves the Ready list. A proxy
+ * that closes every connection after its answer without saying so (tinyproxy: HTTP/1.1 without
+ * `Connection: close`) gets none once seen doing it: each reuse would only meet a closed socket.
+ */
 export class UpstreamAgents {
   private readonly agents = new Map<string, http.Agent>();
+  private readonly staleInARow = new Map<string, number>();
+  private readonly closing = new Set<string>();
 
-  get(upstream: Upstream): http.Agent {
-    const key = `${upstream.name}@${upstream.host}:${upstream.port}`;
+  /** @returns the proxy's agent; undefined for a proxy that closes every connection (connect anew) */
+  get(upstream: Upstream): http.Agent | undefined {
+    const key = keyOf(upstream);
+    if (this.closing.has(key)) return undefined;
     let agent = this.agents.get(key);
     if (!agent) {
       agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', timeout: 30_000 });
@@ -46,13 +59,40 @@ export class UpstreamAgents {
     return agent;
   }
 
-  /** Destroys the agents of proxies not in `current`. */
+  /** A kept-alive socket to `upstream` had been closed by it. */
+  stale(upstream: Upstream): void {
+    const key = keyOf(upstream);
+    const n = (this.staleInARow.get(key) ?? 0) + 1;
+    this.staleInARow.set(key, n);
+    if (n < STALE_IN_A_ROW) return;
+    this.closing.add(key);
+    // Not destroyed (that cuts requests in flight): its sockets close with their answers.
+    this.agents.delete(key);
+  }
+
+  /** A kept-alive socket to `upstream` carried an answer. */
+  reused(upstream: Upstream): void {
+    this.staleInARow.delete(keyOf(upstream));
+  }
+
+  /** Whether requests to `upstream` still go on kept-alive sockets. */
+  keepsAlive(upstream: Upstream): boolean {
+    return !this.closing.has(keyOf(upstream));
+  }
+
+  /** Destroys the agents (and forgets what was learnt) of proxies not in `current`. */
   prune(current: readonly Upstream[]): void {
-    const keep = new Set(current.map((u) => `${u.name}@${u.host}:${u.port}`));
+    const keep = new Set(current.map(keyOf));
     for (const [key, agent] of this.agents) {
       if (!keep.has(key)) {
         agent.destroy();
         this.agents.delete(key);
+      }
+    }
+    for (const key of [...this.closing, ...this.staleInARow.keys()]) {
+      if (!keep.has(key)) {
+        this.closing.delete(key);
+        this.staleInARow.delete(key);
       }
     }
   }
@@ -136,10 +176,11 @@ function attemptOnce(
   req: http.IncomingMessage,
   headers: http.OutgoingHttpHeaders,
   body: Buffer | undefined,
-  agent: http.Agent | undefined,
+  agents: UpstreamAgents | undefined,
   options: ForwardOptions,
 ): Promise<Attempt<{ response: http.IncomingMessage; startedAt: number }>> {
   const startedAt = performance.now();
+  const agent = agents?.get(upstream);
   return new Promise((resolve) => {
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
@@ -173,7 +214,10 @@ function attemptOnce(
       timer = setTimeout(() => upstreamReq.destroy(new Error(`no connection within ${ms} ms`)), ms);
       socket.once('connect', onConnected);
     });
-    upstreamReq.on('response', (response) => done(judgeResponse(response, startedAt, options.banOn)));
+    upstreamReq.on('response', (response) => {
+      if (upstreamReq.reusedSocket) agents?.reused(upstream);
+      done(judgeResponse(response, startedAt, options.banOn));
+    });
     upstreamReq.on('error', (err: NodeJS.ErrnoException) => {
       const stale = upstreamReq.reusedSocket && err.code === 'ECONNRESET';
       if (stale && agent !== undefined && !settled) {
@@ -182,6 +226,7 @@ function attemptOnce(
         // connection to the same proxy rather than counting it against the proxy.
         settled = true;
         clearTimeout(timer);
+        agents?.stale(upstream);
         resolve(attemptOnce(upstream, req, headers, body, undefined, options));
         return;
       }
@@ -230,7 +275,7 @@ export async function forwardHttp(
   const routed = await router.route({ session, domain: target.hostname }, (u) =>
     clientGone
       ? Promise.resolve({ ok: false as const, reason: 'the client went away', penalize: false, retry: false })
-      : attemptOnce(u, req, headers, body, agents.get(u), options),
+      : attemptOnce(u, req, headers, body, agents, options),
   );
   const answer = routed.ok ? routed.value : routed.fallback;
   const upstream = routed.upstream;
