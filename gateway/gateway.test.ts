@@ -298,6 +298,8 @@ describe('gateway in front of a real tinyproxy', () => {
       expect(statuses).toEqual(new Array(50).fill(200));
       expect(gw.router.selector.sessionProxy('t')).toBe('a-tiny');
       expect(gw.router.metrics.proxy('a-tiny')).toMatchObject({ requests: 50, errors: 0 });
+      // Every reuse met a socket tinyproxy had closed: the gateway now connects anew each time.
+      expect(gw.upstreams.keepsAlive(tiny.upstream)).toBe(false);
     } finally {
       await tiny.close();
       rmSync(dir, { recursive: true, force: true });

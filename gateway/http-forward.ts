@@ -44,13 +44,13 @@ const STALE_IN_A_ROW = 3;
  */
 export class UpstreamAgents {
   private readonly agents = new Map<string, http.Agent>();
+  /** Per proxy, kept-alive sockets found closed since the last reuse that worked. */
   private readonly staleInARow = new Map<string, number>();
-  private readonly closing = new Set<string>();
 
   /** @returns the proxy's agent; undefined for a proxy that closes every connection (connect anew) */
   get(upstream: Upstream): http.Agent | undefined {
+    if (!this.keepsAlive(upstream)) return undefined;
     const key = keyOf(upstream);
-    if (this.closing.has(key)) return undefined;
     let agent = this.agents.get(key);
     if (!agent) {
       agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', timeout: 30_000 });
@@ -62,12 +62,10 @@ export class UpstreamAgents {
   /** A kept-alive socket to `upstream` had been closed by it. */
   stale(upstream: Upstream): void {
     const key = keyOf(upstream);
-    const n = (this.staleInARow.get(key) ?? 0) + 1;
-    this.staleInARow.set(key, n);
-    if (n < STALE_IN_A_ROW) return;
-    this.closing.add(key);
-    // Not destroyed (that cuts requests in flight): its sockets close with their answers.
-    this.agents.delete(key);
+    this.staleInARow.set(key, (this.staleInARow.get(key) ?? 0) + 1);
+    // Once it closes every connection, its agent is dropped, not destroyed (that would cut requests
+    // in flight): its sockets close with their answers.
+    if (!this.keepsAlive(upstream)) this.agents.delete(key);
   }
 
   /** A kept-alive socket to `upstream` carried an answer. */
@@ -77,7 +75,7 @@ export class UpstreamAgents {
 
   /** Whether requests to `upstream` still go on kept-alive sockets. */
   keepsAlive(upstream: Upstream): boolean {
-    return !this.closing.has(keyOf(upstream));
+    return (this.staleInARow.get(keyOf(upstream)) ?? 0) < STALE_IN_A_ROW;
   }
 
   /** Destroys the agents (and forgets what was learnt) of proxies not in `current`. */
@@ -89,12 +87,7 @@ export class UpstreamAgents {
         this.agents.delete(key);
       }
     }
-    for (const key of [...this.closing, ...this.staleInARow.keys()]) {
-      if (!keep.has(key)) {
-        this.closing.delete(key);
-        this.staleInARow.delete(key);
-      }
-    }
+    for (const key of this.staleInARow.keys()) if (!keep.has(key)) this.staleInARow.delete(key);
   }
 
   destroy(): void {

@@ -36,6 +36,8 @@ export interface Gateway {
   /** `http://host:port/metrics`, when `metrics` was given. */
   metricsUrl: string | undefined;
   router: FleetRouter;
+  /** What the gateway learnt of each fleet proxy's connections (`keepsAlive`). */
+  upstreams: UpstreamAgents;
   close(): Promise<void>;
 }
 
@@ -130,6 +132,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     credentials,
     metricsUrl: metrics?.url,
     router,
+    upstreams: agents,
     async close() {
       router.stop();
       clearInterval(prune);

@@ -118,10 +118,11 @@ export async function runCheck(
 }
 
 /**
- * The check function's handler: holds a follow-up until its `dueAt` (or passes it on, `holdUntilDue`), runs the check the message asks
- * for, and publishes follow-ups for what wants another look soon (`follow-up.ts`); an invalid
- * message is logged with its field and acknowledged (`rejected`), never redelivered. Only a
- * failure (a store or bus error) is thrown, and so redelivered: "look again soon" never is.
+ * The check function's handler: holds a follow-up until its `dueAt` (or passes it on unchanged,
+ * `holdUntilDue`), runs the check the message asks for, and publishes follow-ups for what wants
+ * another look soon (`follow-up.ts`); an invalid message is logged with its field and acknowledged
+ * (`rejected`), never redelivered. Only a failure (a store or bus error) is thrown, and so
+ * redelivered: "look again soon" never is.
  */
 export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): Promise<'rejected' | 'done'> {
   let check;
