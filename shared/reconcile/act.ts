@@ -123,7 +123,9 @@ async function record(deps: ReconcileDeps, plan: Plan, outcome: Outcome, holder?
   const status = egress.status;
   const phaseChanged = status.phase !== doc.status.phase;
   if (holder || statusChanged(doc.status, status, now(), heartbeatMs)) {
-    const written = await deps.proxies.writeStatus(name, doc.generation, status, now(), holder);
+    // Without a lease taken the document is likely as read: decide the write on that copy (no read).
+    const basis = holder ? undefined : { doc, readAt: plan.subject.readAt };
+    const written = await deps.proxies.writeStatus(name, doc.generation, status, now(), holder, basis);
     if (!written) log.debug('status write fenced off (generation moved or lease lost)');
   }
   if (phaseChanged || decision.action === 'create' || decision.failure !== undefined) {

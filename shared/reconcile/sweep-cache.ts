@@ -7,8 +7,9 @@
  * - every write of a proxy document stamps `changedAt` (both stores), so the changes since the
  *   page's read time are every document written since; each comes with its own `readAt`, so a
  *   cached document's `readAt` is the update time it had when last read, and the fenced writes
- *   (`acquireLease` refuses a stale `readAt`; status writes re-read and fence on generation and
- *   lease) refuse anything decided on a copy older than the stored document;
+ *   (`acquireLease` refuses a stale `readAt`; a status write is preconditioned on the `readAt` it
+ *   was decided on, or re-reads, and fences on generation and lease) refuse anything decided on a
+ *   copy older than the stored document;
  * - a proxy finalised since is gone from the range's count: when the count is not the cached
  *   names plus the changed ones, the page is read whole again (so is a page with a corrupt document,
  *   which the count includes and the items do not: such a page costs what it did before);

@@ -1,5 +1,5 @@
 /** The Firestore client, configured once (the emulator is found through FIRESTORE_EMULATOR_HOST). */
-import { FieldValue, Firestore, type Timestamp } from '@google-cloud/firestore';
+import { FieldValue, Firestore, Timestamp } from '@google-cloud/firestore';
 import { updateTimeText } from './clock.js';
 
 /** Collection names: the public state layout (interfaces.md §2, architecture.md §4). */
@@ -50,6 +50,14 @@ export function createFirestore(projectId: string, env: Record<string, string | 
 /** A Firestore update time as a `readAt` (RFC 3339 with all nine fractional digits: exact, and ordered as text). */
 export function readAtOf(updateTime: Timestamp): string {
   return updateTimeText(updateTime.seconds, updateTime.nanoseconds);
+}
+
+/** The Firestore update time a `readAt` names (the inverse of `readAtOf`); undefined when it is not one. */
+export function updateTimeOf(readAt: string): Timestamp | undefined {
+  const match = /^(.+?)(?:\.(\d{1,9}))?Z$/.exec(readAt);
+  const ms = match ? Date.parse(`${match[1]}Z`) : NaN;
+  if (!match || Number.isNaN(ms) || ms % 1000 !== 0) return undefined;
+  return new Timestamp(ms / 1000, Number((match[2] ?? '').padEnd(9, '0')));
 }
 
 /**

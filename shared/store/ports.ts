@@ -99,9 +99,19 @@ export interface ProxyRepository {
    * Writes a status computed for `generation`, fenced (see proxy-rules.ts#statusStep); releases
    * `holder`'s lease when given.
    *
+   * @param basis - the document as read that the status was decided on: the write is decided on it
+   *   and preconditioned on its `readAt`, so an unchanged document costs no read; when the document
+   *   was written since, the write is decided again on a fresh read (the result is the same as without it)
    * @returns whether the write happened
    */
-  writeStatus(name: string, generation: number, status: ProxyStatus, now: number, holder?: string): Promise<boolean>;
+  writeStatus(
+    name: string,
+    generation: number,
+    status: ProxyStatus,
+    now: number,
+    holder?: string,
+    basis?: StoredProxy,
+  ): Promise<boolean>;
   /** Removes a deleted proxy (document, credentials, events), leaving a tombstone. */
   finalise(name: string, generation: number): Promise<boolean>;
   /**

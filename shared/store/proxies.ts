@@ -14,7 +14,7 @@ import type { Logger } from '../logger.js';
 import { changedInRange } from './changes-query.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from './credentials-memo.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
-import { changeStamp, COLLECTIONS, readAtOf } from './firestore.js';
+import { changeStamp, COLLECTIONS, readAtOf, updateTimeOf } from './firestore.js';
 import { grpcCode, GRPC_CODES } from './grpc-codes.js';
 import type { Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from './ports.js';
 import {
@@ -206,14 +206,22 @@ export class ProxyStore implements ProxyRepository {
     status: ProxyStatus,
     now: number,
     holder?: string,
+    basis?: StoredProxy,
   ): Promise<boolean> {
-    return this.writeIfUnchanged(name, (doc) => {
-      const step = statusStep(doc, generation, status, now, holder);
-      if (!step) return undefined;
-      const update: Record<string, unknown> = { status: step.status, ...changeStamp() };
-      if (step.releaseLease) update['lease'] = FieldValue.delete();
-      return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
-    });
+    const updateTime = basis && updateTimeOf(basis.readAt);
+    const first = basis && updateTime ? { doc: basis.doc, updateTime } : undefined;
+    return this.writeIfUnchanged(
+      name,
+      (doc) => {
+        const step = statusStep(doc, generation, status, now, holder);
+        if (!step) return undefined;
+        const update: Record<string, unknown> = { status: step.status, ...changeStamp() };
+        if (step.releaseLease) update['lease'] = FieldValue.delete();
+        return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
+      },
+      10,
+      first,
+    );
   }
 
   /**
@@ -223,6 +231,9 @@ export class ProxyStore implements ProxyRepository {
    * has none: a transaction locks what it reads, and concurrent checks on one proxy would queue on
    * that lock.
    *
+   * @param first - a copy already read, tried before any read (its write fails its precondition
+   *   when the document changed since, and is decided again on a fresh read); a copy that asks
+   *   for no write is read again, since a stale copy may say no where the current one says yes
    * @returns whether the writes happened (false after `attempts` lost races)
    */
   private async writeIfUnchanged(
@@ -232,13 +243,20 @@ export class ProxyStore implements ProxyRepository {
       updateTime: Timestamp | undefined,
     ) => ((batch: WriteBatch, unchanged: Precondition) => void) | undefined,
     attempts = 10,
+    first?: { doc: ProxyDoc; updateTime: Timestamp },
   ): Promise<boolean> {
+    let known = first;
     for (let attempt = 0; attempt < attempts; attempt++) {
-      const snap = await this.ref(name).get();
-      const write = change(snap.exists ? this.parse(name, snap.data()) : undefined, snap.updateTime);
-      if (!write || !snap.updateTime) return false;
+      const tried = known;
+      known = undefined;
+      const snap = tried ? undefined : await this.ref(name).get();
+      const doc = tried ? structuredClone(tried.doc) : snap?.exists ? this.parse(name, snap.data()) : undefined;
+      const updateTime = tried ? tried.updateTime : snap?.updateTime;
+      const write = change(doc, updateTime);
+      if (tried && !write) continue;
+      if (!write || !updateTime) return false;
       const batch = this.db.batch();
-      write(batch, { lastUpdateTime: snap.updateTime });
+      write(batch, { lastUpdateTime: updateTime });
       try {
         await batch.commit();
         return true;

@@ -117,6 +117,33 @@ export function storeContract(name: string, make: MakeStore): void {
       expect((await proxies.get('f-1'))?.doc.status.phase).toBe('Provisioning');
     });
 
+    it('a status write decided on a stale copy (basis) is decided again on the stored document', async () => {
+      const proxies = await open();
+      await proxies.apply(request('b-1'), T, T);
+      const stale = await proxies.get('b-1');
+      if (!stale) throw new Error('no document');
+      // Current basis: written. Then a newer spec moves the generation: the stale basis says 1 may write, the store refuses.
+      expect(await proxies.writeStatus('b-1', 1, provisioning, T, undefined, stale)).toBe(true);
+      await proxies.apply(request('b-1', 9), T + 1, T);
+      expect(await proxies.writeStatus('b-1', 1, { ...provisioning, phase: 'Failed' }, T + 2, undefined, stale)).toBe(
+        false,
+      );
+      // A stale basis that would refuse (generation 2 unknown to it) is read again and written.
+      const current = await proxies.get('b-1');
+      if (!current) throw new Error('no document');
+      const generation = current.doc.generation;
+      expect(await proxies.writeStatus('b-1', generation, provisioning, T + 3, undefined, stale)).toBe(true);
+      expect((await proxies.get('b-1'))?.doc.status.phase).toBe('Provisioning');
+      // A basis of a finalised proxy writes nothing.
+      expect(await proxies.requestDelete('b-1', T + 10, T)).toBe('marked');
+      const deleting = await proxies.get('b-1');
+      if (!deleting) throw new Error('no document');
+      expect(await proxies.finalise('b-1', deleting.doc.generation)).toBe(true);
+      expect(await proxies.writeStatus('b-1', deleting.doc.generation, provisioning, T + 4, undefined, deleting)).toBe(
+        false,
+      );
+    });
+
     it('a status write keeps the stored report-owned fields', async () => {
       const proxies = await open();
       await proxies.apply(request('s-1'), T, T);

@@ -209,7 +209,15 @@ export class MemoryProxyRepository implements ProxyRepository {
     return taken ? until : undefined;
   }
 
-  writeStatus(name: string, generation: number, status: ProxyStatus, now: number, holder?: string): Promise<boolean> {
+  /** `basis` saves a billed read in Firestore; here reads are free, so it decides on the current row. */
+  writeStatus(
+    name: string,
+    generation: number,
+    status: ProxyStatus,
+    now: number,
+    holder?: string,
+    _basis?: StoredProxy,
+  ): Promise<boolean> {
     return this.writeIfUnchanged(name, (doc) => {
       const step = statusStep(doc, generation, status, now, holder);
       if (!step) return undefined;
