@@ -190,7 +190,9 @@ export async function seedFleet(env: CheckEnv, n: number, direct?: Provider): Pr
   for (const doc of docs) {
     const status = recorder.statuses.get(doc.metadata.name);
     if (status?.phase !== 'Ready') throw new Error(`seeding: ${doc.metadata.name} settled as ${status?.phase}`);
-    written.push(writer.set(db.collection('proxies').doc(doc.metadata.name), { ...doc, status }));
+    // A settled fleet: each proxy's egress IP already compared again after it was stored (egress.ts).
+    const settled = status.egress ? { ...status, egress: { ...status.egress, confirmed: true } } : status;
+    written.push(writer.set(db.collection('proxies').doc(doc.metadata.name), { ...doc, status: settled }));
     const credentials = { ...creds.get(doc.metadata.name), createdAt: doc.createdAt };
     written.push(writer.set(db.collection('credentials').doc(doc.metadata.name), credentials));
   }

@@ -55,7 +55,15 @@ export const statusSchema = z.object({
   /** The desired spec hash a PermanentError was reported for: no retry until the hash changes. */
   failedSpecHash: z.string().optional(),
   /** Egress-IP verification: the IP seen by the echo endpoint, when it was last compared with the fleet. */
-  egress: z.object({ ip: z.string(), checkedAt: z.string(), sharedWith: z.array(z.string()) }).optional(),
+  egress: z
+    .object({
+      ip: z.string(),
+      checkedAt: z.string(),
+      sharedWith: z.array(z.string()),
+      /** False when the last comparison ran before the document showed `ip` (one more is due). */
+      confirmed: z.boolean().optional(),
+    })
+    .optional(),
   /** True once any create was attempted: a delete may then only finalise after NotFound. */
   everCreated: z.boolean().optional(),
   /** Feedback from traffic: counts by reason and the targeted reports in force (written by the API only). */

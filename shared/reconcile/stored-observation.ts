@@ -75,6 +75,6 @@ export function changesNothing(
     decision.recheckAfterMs === undefined &&
     next.phase === previous.phase &&
     !statusChanged(previous, next, now, heartbeatMs) &&
-    !egressDue(previous, next, now, heartbeatMs)
+    !egressDue(previous, next)
   );
 }
