@@ -66,27 +66,8 @@ interface Running {
  * acknowledged, never redelivered in a loop.
  */
 export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
-  // Over 60 lines because it is the agent: wiring of the three loops, then its start and stop methods.
   const { config, logger } = deps;
-  const now = deps.now ?? Date.now;
-  const health = new HealthBook();
-  const traces = new TraceBook(undefined, now);
-  const reporter = createReporter({
-    config,
-    bus: deps.bus,
-    backends: deps.backends,
-    health,
-    traces,
-    keys: deps.keys,
-    logger,
-    now,
-  });
-  const probeDeps = probeDepsOf(deps, health, traces, now);
-  const intake = createCommandIntake({ config, keys: deps.keys, traces, probeDeps, reporter, logger });
-  const probe = () =>
-    inSpan('relay.probe-round', { parent: ROOT_CONTEXT, attributes: { 'relay.id': config.relay } }, () =>
-      probeRound(probeDeps),
-    );
+  const { now, reporter, intake, probe } = agentParts(deps);
   let running: Running | undefined;
   let stopping = false;
 
@@ -135,6 +116,31 @@ export function createRelayAgent(deps: RelayAgentDeps): RelayAgent {
 
     reportNow: () => reporter.reportNow(),
   };
+}
+
+/** The agent's parts over its shared books (health, traces): the reporter, the command intake, the probe round. */
+function agentParts(deps: RelayAgentDeps) {
+  const { config, logger } = deps;
+  const now = deps.now ?? Date.now;
+  const health = new HealthBook();
+  const traces = new TraceBook(undefined, now);
+  const reporter = createReporter({
+    config,
+    bus: deps.bus,
+    backends: deps.backends,
+    health,
+    traces,
+    keys: deps.keys,
+    logger,
+    now,
+  });
+  const probeDeps = probeDepsOf(deps, health, traces, now);
+  const intake = createCommandIntake({ config, keys: deps.keys, traces, probeDeps, reporter, logger });
+  const probe = () =>
+    inSpan('relay.probe-round', { parent: ROOT_CONTEXT, attributes: { 'relay.id': config.relay } }, () =>
+      probeRound(probeDeps),
+    );
+  return { now, reporter, intake, probe };
 }
 
 function probeDepsOf(deps: RelayAgentDeps, book: HealthBook, traces: TraceBook, now: () => number): ProbeRoundDeps {

@@ -11,7 +11,7 @@ import { relayCommandSchema, type RelayCommand } from '../shared/relay/protocol.
 import { verifySignature, type SigningKey } from '../shared/relay/signature.js';
 import { messagingAttributes } from '../shared/telemetry/invocation.js';
 import { contextFromAttributes, traceparentOf } from '../shared/telemetry/propagation.js';
-import { inSpan } from '../shared/telemetry/spans.js';
+import { inSpan, type SpanOptions } from '../shared/telemetry/spans.js';
 import { commandTarget, type CommandExecutor } from './commands.js';
 import type { RelayConfig } from './config.js';
 import { withTimeout } from './loops.js';
@@ -41,8 +41,8 @@ export interface CommandIntake {
   drain(ms: number): Promise<void>;
 }
 
+/** The relay's command intake: closed (every message handed back) until `open`. */
 export function createCommandIntake(deps: CommandIntakeDeps): CommandIntake {
-  // Over 60 lines because it holds the intake's methods over one state (executor, closed, in flight).
   const { config, logger, traces } = deps;
   const inFlight = new Set<Promise<void>>();
   let executor: CommandExecutor | undefined;
@@ -60,34 +60,12 @@ export function createCommandIntake(deps: CommandIntakeDeps): CommandIntake {
     if (outcome.kind === 'retry') return message.nack();
     deps.reporter.record(outcome.result);
     message.ack();
-    // A created instance is probed first, so this report can carry its health (see probeCreated).
-    const created = command.kind === 'create' && outcome.result.ok;
-    const probed = created
-      ? probeCreated(deps.probeDeps, command.provider, command.spec.name).catch((err: unknown) =>
-          logger.debug('probe after create failed; the probe round retries', { error: err }),
-        )
-      : Promise.resolve();
-    probed
-      .then(() => deps.reporter.reportNow())
-      .catch((err: unknown) => logger.warn('report after a command failed; the next one carries it', { error: err }));
+    reportSoon(deps, command, outcome.result.ok);
   };
 
   const handle = async (message: CommandMessage): Promise<void> => {
-    const decoded = decodeBody(
-      message.id,
-      message.publishTime.getTime(),
-      message.attributes ?? {},
-      message.data.toString('utf8'),
-    );
-    const span = {
-      kind: SpanKind.CONSUMER,
-      parent: contextFromAttributes(decoded.attributes),
-      attributes: {
-        ...messagingAttributes(decoded, TOPICS.relayCommands, config.subscription),
-        'relay.id': config.relay,
-      },
-    };
-    await inSpan(`process ${TOPICS.relayCommands}`, span, () => execute(message, decoded));
+    const decoded = busMessage(message);
+    await inSpan(`process ${TOPICS.relayCommands}`, consumerSpan(config, decoded), () => execute(message, decoded));
   };
 
   return {
@@ -112,6 +90,42 @@ export function createCommandIntake(deps: CommandIntakeDeps): CommandIntake {
     },
     drain: (ms) => withTimeout(Promise.allSettled([...inFlight]), ms),
   };
+}
+
+/** The bus message a pulled command message carries (decoded, or with its `decodeError`). */
+function busMessage(message: CommandMessage): BusMessage {
+  const text = message.data.toString('utf8');
+  return decodeBody(message.id, message.publishTime.getTime(), message.attributes ?? {}, text);
+}
+
+/** The consumer span of one command: a child of the publisher's trace, with the messaging attributes. */
+function consumerSpan(config: CommandIntakeDeps['config'], decoded: BusMessage): SpanOptions {
+  return {
+    kind: SpanKind.CONSUMER,
+    parent: contextFromAttributes(decoded.attributes),
+    attributes: {
+      ...messagingAttributes(decoded, TOPICS.relayCommands, config.subscription),
+      'relay.id': config.relay,
+    },
+  };
+}
+
+/**
+ * Sends a report now, without waiting for it. A created instance is probed first, so the report can
+ * carry its health (see probeCreated); a failed probe is left to the probe round, a failed report to
+ * the next report, both logged.
+ */
+function reportSoon(deps: CommandIntakeDeps, command: RelayCommand, ok: boolean): void {
+  const { logger } = deps;
+  const probed =
+    command.kind === 'create' && ok
+      ? probeCreated(deps.probeDeps, command.provider, command.spec.name).catch((err: unknown) =>
+          logger.debug('probe after create failed; the probe round retries', { error: err }),
+        )
+      : Promise.resolve();
+  probed
+    .then(() => deps.reporter.reportNow())
+    .catch((err: unknown) => logger.warn('report after a command failed; the next one carries it', { error: err }));
 }
 
 /** The command in `decoded` when it is this relay's, signed and well formed; otherwise undefined (to acknowledge). */

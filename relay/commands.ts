@@ -32,8 +32,8 @@ export function commandTarget(command: RelayCommand): string {
 /**
  * Applies one command now, without ordering (see {@link createCommandExecutor} for that).
  * A command issued before the last one applied to the same instance is skipped and reported ok,
- * so a late create cannot resurrect a deleted instance. Backend errors become the result's
- * `error`, except retryable ones, which ask for redelivery.
+ * so a late create cannot resurrect a deleted instance. Backend errors, transient ones included,
+ * become the result's `error`; only a ledger that cannot record the outcome asks for redelivery.
  */
 export async function applyCommand(command: RelayCommand, deps: CommandDeps): Promise<CommandOutcome> {
   const name = commandTarget(command);
@@ -74,26 +74,7 @@ export async function applyCommand(command: RelayCommand, deps: CommandDeps): Pr
     return { kind: 'done', skipped: true, result: { ...base, ok: true } };
   }
 
-  let error: ErrorInfo | undefined;
-  try {
-    const attributes = {
-      'provider.name': command.provider,
-      'provider.type': backend.type,
-      'provider.operation': command.kind,
-      'provider.instance': name,
-      'relay.command_id': command.commandId,
-    };
-    await inSpan(`backend.${command.kind}`, { attributes }, async () => {
-      if (command.kind === 'create') await backend.create(command.spec);
-      else await backend.delete(command.name);
-    });
-  } catch (err) {
-    // Every backend failure, transient ones included, is reported: the reconciler backs off
-    // (capped, exponential) instead of Pub/Sub redelivering into a hot loop.
-    const typed = asEgressError(err);
-    log.warn('command failed', { error: typed.message, code: typed.code });
-    error = typed.toInfo();
-  }
+  const error = await runOnBackend(command, backend, log);
   try {
     await deps.ledger.record(key, { commandId: command.commandId, issuedAt: command.issuedAt });
   } catch (err) {
@@ -106,6 +87,34 @@ export async function applyCommand(command: RelayCommand, deps: CommandDeps): Pr
   if (error) return failed(error);
   log.info('command applied');
   return { kind: 'done', skipped: false, result: { ...base, ok: true } };
+}
+
+/**
+ * Runs the command on its backend, in a `backend.<kind>` span.
+ *
+ * @returns the failure, logged; undefined when the backend did it
+ */
+async function runOnBackend(command: RelayCommand, backend: RelayBackend, log: Logger): Promise<ErrorInfo | undefined> {
+  try {
+    const attributes = {
+      'provider.name': command.provider,
+      'provider.type': backend.type,
+      'provider.operation': command.kind,
+      'provider.instance': commandTarget(command),
+      'relay.command_id': command.commandId,
+    };
+    await inSpan(`backend.${command.kind}`, { attributes }, async () => {
+      if (command.kind === 'create') await backend.create(command.spec);
+      else await backend.delete(command.name);
+    });
+    return undefined;
+  } catch (err) {
+    // Every backend failure, transient ones included, is reported: the reconciler backs off
+    // (capped, exponential) instead of Pub/Sub redelivering into a hot loop.
+    const typed = asEgressError(err);
+    log.warn('command failed', { error: typed.message, code: typed.code });
+    return typed.toInfo();
+  }
 }
 
 /** Applies commands in arrival order per instance; commands for different instances overlap. */

@@ -20,8 +20,7 @@ const DEADLINE_EXCEEDED = 4;
  * @param maxInFlight - messages handed out and not yet acked or nacked, at most
  */
 export function createPullSubscription(pubsub: PubSub, name: string, maxInFlight: number): CommandSubscription {
-  const { port, ...options } = pubsub.options;
-  const client = new v1.SubscriberClient({ ...options, ...(port !== undefined ? { port: Number(port) } : {}) });
+  const client = subscriberClient(pubsub);
   const subscription = `projects/${pubsub.projectId}/subscriptions/${name}`;
   const events = new EventEmitter();
   let closed = false;
@@ -33,14 +32,7 @@ export function createPullSubscription(pubsub: PubSub, name: string, maxInFlight
   const settle = (ackId: string, ack: boolean) => {
     inFlight--;
     wake?.();
-    const done = ack
-      ? client.acknowledge({ subscription, ackIds: [ackId] })
-      : client.modifyAckDeadline({ subscription, ackIds: [ackId], ackDeadlineSeconds: 0 });
-    // A lost ack only means a redelivery, which every command tolerates.
-    const settled = done.then(
-      () => undefined,
-      (err: unknown) => void (events.listenerCount('error') > 0 && events.emit('error', err)),
-    );
+    const settled = settleOnServer(client, subscription, ackId, ack, events);
     pending.add(settled);
     void settled.finally(() => pending.delete(settled));
   };
@@ -89,6 +81,34 @@ export function createPullSubscription(pubsub: PubSub, name: string, maxInFlight
       await client.close();
     },
   };
+}
+
+/** A subscriber client with the options of `pubsub` (emulator host, credentials). */
+function subscriberClient(pubsub: PubSub): v1.SubscriberClient {
+  const { port, ...options } = pubsub.options;
+  return new v1.SubscriberClient({ ...options, ...(port !== undefined ? { port: Number(port) } : {}) });
+}
+
+/**
+ * Acks the message, or nacks it (ack deadline 0) so Pub/Sub redelivers it now.
+ *
+ * @returns resolves once the server answered; a failure goes to the `error` listeners, if any
+ */
+function settleOnServer(
+  client: v1.SubscriberClient,
+  subscription: string,
+  ackId: string,
+  ack: boolean,
+  events: EventEmitter,
+): Promise<void> {
+  const done = ack
+    ? client.acknowledge({ subscription, ackIds: [ackId] })
+    : client.modifyAckDeadline({ subscription, ackIds: [ackId], ackDeadlineSeconds: 0 });
+  // A lost ack only means a redelivery, which every command tolerates.
+  return done.then(
+    () => undefined,
+    (err: unknown) => void (events.listenerCount('error') > 0 && events.emit('error', err)),
+  );
 }
 
 type Received = protos.google.pubsub.v1.IReceivedMessage;

@@ -69,45 +69,20 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const echoUrl = `http://${host}:${ports.echo}/`;
 
   const stoppers: (() => Promise<void>)[] = [];
-  const stop = async () => {
-    for (const s of stoppers.reverse())
-      await s().catch((err: unknown) => logger.warn('stop step failed', { error: err }));
-    stoppers.length = 0;
-  };
+  const stop = () => runStoppers(stoppers, logger);
   try {
     logger.info('starting the Firestore and Pub/Sub emulators');
-    const emulators: RunningEmulators = await startEmulators({
-      host,
-      firestorePort: ports.firestore,
-      pubsubPort: ports.pubsub,
-      logDir,
-    });
+    const emulators = await startEmulators({ host, firestorePort: ports.firestore, pubsubPort: ports.pubsub, logDir });
     stoppers.push(() => emulators.stop());
     const env = functionsEnv(opts.env, home, base, emulators, echoUrl, stateDir);
     const config = loadConfig(env);
-    // The launcher's own clients (topology, schedules, samples) talk to the emulators it started.
-    for (const key of [
-      'GOOGLE_CLOUD_PROJECT',
-      'FIRESTORE_EMULATOR_HOST',
-      'PUBSUB_EMULATOR_HOST',
-      'METADATA_SERVER_DETECTION',
-    ] as const) {
-      process.env[key] = env[key];
-    }
+    pointAtEmulators(env);
 
     const echo: EchoServer = await startEchoServer({ host, port: ports.echo });
     stoppers.push(() => echo.close());
 
     const topology = loadTopology();
-    const functions = localFunctions({
-      root,
-      home,
-      host,
-      firstPort: ports.functions,
-      topology,
-      env,
-      logger,
-    });
+    const functions = localFunctions({ root, home, host, firstPort: ports.functions, topology, env, logger });
     await functions.start();
     stoppers.push(() => functions.stop());
 
@@ -123,13 +98,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     stoppers.push(startSchedules(pubsub, scheduleIntervals(topology, config), logger));
 
     const apiUrl = `http://${host}:${functions.port.get('api')}`;
-    writeLocalEnv(home, {
-      GOOGLE_CLOUD_PROJECT: config.project,
-      FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
-      PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
-      EGRESS_API_URL: apiUrl,
-      EGRESS_TOKEN: config.apiTokens[0] ?? '',
-    });
+    writeLocalEnv(home, localEnv(config, emulators, apiUrl));
     return {
       config,
       env,
@@ -144,6 +113,28 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/**
+ * Runs the stop steps, the last started first, and empties the list (a second stop does nothing).
+ * A step that fails is logged and the others still run.
+ */
+async function runStoppers(stoppers: (() => Promise<void>)[], logger: Logger): Promise<void> {
+  for (const s of stoppers.reverse())
+    await s().catch((err: unknown) => logger.warn('stop step failed', { error: err }));
+  stoppers.length = 0;
+}
+
+/** Points the launcher's own clients (topology, schedules, samples) at the emulators it started. */
+function pointAtEmulators(env: Record<string, string>): void {
+  for (const key of [
+    'GOOGLE_CLOUD_PROJECT',
+    'FIRESTORE_EMULATOR_HOST',
+    'PUBSUB_EMULATOR_HOST',
+    'METADATA_SERVER_DETECTION',
+  ] as const) {
+    process.env[key] = env[key];
   }
 }
 
@@ -262,6 +253,17 @@ function startSchedules(pubsub: PubSub, ticks: ScheduledTick[], logger: Logger):
   return () => {
     timers.forEach(clearInterval);
     return Promise.resolve();
+  };
+}
+
+/** What `<home>/local.env` holds: the project, the emulators, the API and its first token. */
+function localEnv(config: Config, emulators: RunningEmulators, apiUrl: string): Record<string, string> {
+  return {
+    GOOGLE_CLOUD_PROJECT: config.project,
+    FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
+    PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
+    EGRESS_API_URL: apiUrl,
+    EGRESS_TOKEN: config.apiTokens[0] ?? '',
   };
 }
 
