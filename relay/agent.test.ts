@@ -234,7 +234,8 @@ describe('relay agent', () => {
     const warning = logLines
       .map((l): Record<string, unknown> => z.record(z.string(), z.unknown()).parse(JSON.parse(l)))
       .find((l) => l['message'] === 'invalid relay command' && l['field']);
-    expect(warning).toMatchObject({ severity: 'WARNING', field: 'spec' });
+    // It names what the command claims to be about, so it lands in that proxy's trail.
+    expect(warning).toMatchObject({ severity: 'WARNING', field: 'spec', kind: 'create', provider: noSpec.provider });
   });
 
   it('acks a transient backend failure and reports it, so the reconciler backs off', async () => {
@@ -326,10 +327,10 @@ describe('relay agent', () => {
     const refusals = logLines
       .map((l): Record<string, unknown> => z.record(z.string(), z.unknown()).parse(JSON.parse(l)))
       .filter((l) => l['message'] === 'relay command refused');
-    expect(refusals.map((l) => [l['messageId'], l['field']])).toEqual([
-      [unsigned.id, 'attributes.keyId'],
-      [foreign.id, 'attributes.signature'],
-      [altered.id, 'attributes.signature'],
+    expect(refusals.map((l) => [l['messageId'], l['field'], l['instance']])).toEqual([
+      [unsigned.id, 'attributes.keyId', 'ep-unsigned'],
+      [foreign.id, 'attributes.signature', 'ep-foreign'],
+      [altered.id, 'attributes.signature', 'ep-swapped'],
     ]);
   });
 });

@@ -3,6 +3,7 @@
  * formed), applied on its backend, acknowledged or handed back, and reported.
  */
 import { SpanKind } from '@opentelemetry/api';
+import { z } from 'zod';
 import { decodeBody, type BusMessage } from '../shared/bus/message.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import type { Logger } from '../shared/logger.js';
@@ -138,7 +139,13 @@ function admit(deps: CommandIntakeDeps, decoded: BusMessage): RelayCommand | und
   }
   const refused = deps.keys && verifySignature(deps.keys, 'command', decoded.attributes, decoded.text);
   if (refused) {
-    logger.warn('relay command refused', { messageId: decoded.id, field: refused.field, reason: refused.reason });
+    const about = claimedTarget(decoded.json);
+    logger.warn('relay command refused', {
+      messageId: decoded.id,
+      ...about,
+      field: refused.field,
+      reason: refused.reason,
+    });
     return undefined;
   }
   if (decoded.decodeError) {
@@ -148,7 +155,13 @@ function admit(deps: CommandIntakeDeps, decoded: BusMessage): RelayCommand | und
   const parsed = relayCommandSchema.safeParse(decoded.json);
   if (!parsed.success) {
     const invalid = toValidationError(parsed.error);
-    logger.warn('invalid relay command', { messageId: decoded.id, field: invalid.field, reason: invalid.reason });
+    const about = claimedTarget(decoded.json);
+    logger.warn('invalid relay command', {
+      messageId: decoded.id,
+      ...about,
+      field: invalid.field,
+      reason: invalid.reason,
+    });
     return undefined;
   }
   if (parsed.data.relay !== config.relay) {
@@ -156,4 +169,29 @@ function admit(deps: CommandIntakeDeps, decoded: BusMessage): RelayCommand | und
     return undefined;
   }
   return parsed.data;
+}
+
+const optionalText = z.string().optional().catch(undefined);
+/** The fields of a command that say what it is about, each kept only when it is a string. */
+const claimSchema = z
+  .looseObject({
+    kind: optionalText,
+    provider: optionalText,
+    name: optionalText,
+    spec: z.looseObject({ name: optionalText }).optional().catch(undefined),
+  })
+  .catch({});
+
+/**
+ * What a command that is not admitted says it is about (unchecked), so that the warning lands in
+ * the trail of the proxy it names.
+ */
+function claimedTarget(json: unknown): { kind?: string; provider?: string; instance?: string } {
+  const { kind, provider, name, spec } = claimSchema.parse(json);
+  const instance = name ?? spec?.name;
+  return {
+    ...(kind ? { kind } : {}),
+    ...(provider ? { provider } : {}),
+    ...(instance ? { instance } : {}),
+  };
 }
