@@ -11,6 +11,7 @@ import { createBus } from '../shared/bus/pubsub.js';
 import { RetryableError } from '../shared/errors.js';
 import { createLogger } from '../shared/logger.js';
 import { traceIdOf } from '../shared/telemetry/propagation.js';
+import { eventually } from '../test/support/eventually.js';
 import { recordSpans } from '../test/support/span-recorder.js';
 import { relayReportSchema, type RelayCommand, type RelayReport } from '../shared/relay/protocol.js';
 import {
@@ -68,8 +69,13 @@ function message(body: unknown, attributes: Record<string, string> = { relay: 'l
   return m;
 }
 
-async function settled(m: { acks: number; nacks: number }): Promise<void> {
-  for (let i = 0; i < 200 && m.acks + m.nacks === 0; i++) await new Promise((r) => setTimeout(r, 5));
+/** Waits (at most 2 s) until the agent has acked or nacked `m`. */
+async function settled(m: { id: string; acks: number; nacks: number }): Promise<void> {
+  await eventually(
+    () => expect(m.acks + m.nacks, `message ${m.id} neither acked nor nacked`).toBeGreaterThan(0),
+    2000,
+    5,
+  );
 }
 
 const createCommand = (name: string, issuedAt: number, commandId: string): RelayCommand => ({
@@ -130,10 +136,16 @@ describe('relay agent', () => {
   };
 
   /** Waits for the report the agent sends after a command (the first carrying a result). */
-  const reportedResult = async () => {
-    for (let i = 0; i < 200 && !transport.reports.some((r) => r.report.results.length > 0); i++)
-      await new Promise((r) => setTimeout(r, 5));
-  };
+  const reportedResult = () =>
+    eventually(
+      () =>
+        expect(
+          transport.reports.some((r) => r.report.results.length > 0),
+          `no report carrying a result among ${transport.reports.length}`,
+        ).toBe(true),
+      2000,
+      5,
+    );
 
   it('subscribes with flow control and reports at once', async () => {
     expect(sub().options).toEqual({ name: config.subscription, maxInFlight: 8 });

@@ -24,6 +24,8 @@ import { startKvmHost, type KvmHost } from '../support/kvm-host.js';
 import { recordSpans } from '../support/span-recorder.js';
 import { inSpan } from '../../shared/telemetry/spans.js';
 import { startLibvirtProxy } from '../support/libvirt-proxy.js';
+import { eventually } from '../support/eventually.js';
+import { KEEPALIVE_PROGRAM } from '../../relay/libvirt/packet.js';
 
 const logger = createLogger({ write: () => {}, level: 'ERROR' });
 let seq = 0;
@@ -353,8 +355,14 @@ describe('libvirt client: kvm backend connections (drops, silent hosts)', () => 
       expect((await backend.get(s.name)).state).toBe('Running');
       // Replies held back, so the calls are in flight on the connection when it drops.
       link.hold();
+      const sent = link.seen.length;
       const inFlight = Promise.allSettled(Array.from({ length: 5 }, () => backend.get(s.name)));
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const calls = () => link.seen.slice(sent).filter((p) => p.direction === 'up' && p.program !== KEEPALIVE_PROGRAM);
+      await eventually(
+        () => expect(calls().length, 'calls sent while replies are held').toBeGreaterThanOrEqual(5),
+        5000,
+        10,
+      );
       link.cut();
       link.release(); // new connections pass again
       const results = await inFlight;

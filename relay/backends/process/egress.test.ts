@@ -12,6 +12,7 @@ import { parseIpv4Range } from './egress.js';
 import { createProcessBackend, stopAllInstances } from './index.js';
 import { destinationOf, sourceFor } from './proxy-config.js';
 import { StateStore } from './state.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 const logger = createLogger({ write: () => undefined });
 const credentials = { username: 'user', password: 'egress-test-pw' };
@@ -131,7 +132,11 @@ describe('process proxies leave from their own address', { timeout: 30_000 }, ()
 
     // A process that died is started again with the address it had.
     process.kill((await recordOf('ep-one')).pid, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 300));
+    await eventually(
+      async () => expect((await restarted.get('ep-one')).state, 'ep-one after kill -9').toBe('Terminated'),
+      5000,
+      20,
+    );
     const again = await restarted.create(spec('ep-one'));
     expect(await tunnelledIp(again.port)).toBe('127.3.0.1');
 

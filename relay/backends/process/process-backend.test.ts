@@ -22,6 +22,7 @@ import { createProcessBackend, stopAllInstances, type ProcessBackendOptions } fr
 import { isOurs } from './processes.js';
 import { markerArgs } from './proxy-config.js';
 import { StateStore } from './state.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 const PASSWORD = 's3cret-pw-do-not-log';
 const logLines: string[] = [];
@@ -79,14 +80,6 @@ async function recordOf(stateDir: string, name: string) {
   const result = await new StateStore(await realpath(stateDir)).read(name);
   if (result.kind !== 'ok') throw new Error(`no state for ${name}: ${result.kind}`);
   return result.record;
-}
-
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function errorOf(promise: Promise<unknown>): Promise<EgressError> {
@@ -187,7 +180,11 @@ describe('process backend', { timeout: 30_000 }, () => {
   it('reports Terminated after kill -9, and a create restarts it on the same port', async () => {
     const before = await recordOf(stateDir, 'ep-alpha');
     process.kill(before.pid, 'SIGKILL');
-    await eventually(async () => (await backend.get('ep-alpha')).state === 'Terminated');
+    await eventually(
+      async () => expect((await backend.get('ep-alpha')).state, 'ep-alpha after kill -9').toBe('Terminated'),
+      5000,
+      50,
+    );
     const listed = await backend.list();
     expect(listed.find((i) => i.name === 'ep-alpha')).toMatchObject({
       state: 'Terminated',
