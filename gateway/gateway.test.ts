@@ -297,9 +297,9 @@ describe('gateway in front of a real tinyproxy', () => {
       agent.destroy();
       expect(statuses).toEqual(new Array(50).fill(200));
       expect(gw.router.selector.sessionProxy('t')).toBe('a-tiny');
+      // Whether a round meets sockets tinyproxy closed depends on when its FIN lands; that the gateway
+      // then learns to connect anew is checked deterministically in upstream-agents.test.ts.
       expect(gw.router.metrics.proxy('a-tiny')).toMatchObject({ requests: 50, errors: 0 });
-      // Every reuse met a socket tinyproxy had closed: the gateway now connects anew each time.
-      expect(gw.upstreams.keepsAlive(tiny.upstream)).toBe(false);
     } finally {
       await tiny.close();
       rmSync(dir, { recursive: true, force: true });
