@@ -22,6 +22,7 @@ import { ProxyStore } from '../../shared/store/proxies.js';
 import { RelayStore } from '../../shared/store/relays.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
 import { emulatorEnv } from '../support/emulator-env.js';
+import { eventually } from '../support/eventually.js';
 import { startGceHarness, type GceHarness } from '../support/gce-harness.js';
 import { startKubeHarness, type KubeHarness } from '../support/kube-harness.js';
 import { countingRegistry, ProviderStats, type ProviderHooks } from './support/counting-provider.js';
@@ -210,7 +211,11 @@ describe('guarantee: GC never deletes on a failed or partial listing', () => {
     const provider = gce.registry.get('gce');
     await provider?.create(orphanSpec('it', 'gc-orphan-1'));
     await provider?.create(orphanSpec('it', 'gc-orphan-2'));
-    await new Promise((r) => setTimeout(r, 1500));
+    const orphans = ['gc-orphan-1', 'gc-orphan-2'].map((proxy) => instanceName('it', proxy));
+    await eventually(async () => {
+      const states = await Promise.all(orphans.map(async (name) => (await provider?.get(name))?.state));
+      expect(states, `${orphans.join(', ')} booted`).toEqual(['Running', 'Running']);
+    }, 10_000);
     const later = () => Date.now() + 60_000;
     fake.unreachableZones.add('europe-west1-b');
     figures.add('faults.gce.unreachableZone');
@@ -264,8 +269,11 @@ describe('guarantee: GC never deletes on a failed or partial listing', () => {
       providers: [{ name: 'proc', type: 'process', relay: 'sim', options: { heartbeatTimeoutSeconds: 1 } }],
     });
     const relays = new RelayStore(db, logger);
-    const registry = createRegistry({ config, relays, bus: createPubSubBus(pubsub), logger });
-    const deps: GcDeps = { config, registry, proxies: new ProxyStore(db, logger), logger };
+    // The functions' clock: the test moves it past the heartbeat timeout instead of waiting that long.
+    let ahead = 0;
+    const now = () => Date.now() + ahead;
+    const registry = createRegistry({ config, relays, bus: createPubSubBus(pubsub), logger, now });
+    const deps: GcDeps = { config, registry, proxies: new ProxyStore(db, logger), logger, now };
     const orphanItem = {
       name: instanceName('it', 'r-orphan'),
       proxy: 'r-orphan',
@@ -278,7 +286,7 @@ describe('guarantee: GC never deletes on a failed or partial listing', () => {
       createdAt: 1,
     };
     await pubsub.createTopic('relay-commands');
-    const report = (seq: number, ok: boolean, sentAt = Date.now()): RelayReport => ({
+    const report = (seq: number, ok: boolean, sentAt = now()): RelayReport => ({
       relay: 'sim',
       bootId: 'b',
       seq,
@@ -289,20 +297,20 @@ describe('guarantee: GC never deletes on a failed or partial listing', () => {
       results: [],
     });
     try {
-      await relays.applyReport(report(1, true), Date.now());
-      await relays.applyReport(report(2, false), Date.now());
+      await relays.applyReport(report(1, true), now());
+      await relays.applyReport(report(2, false), now());
       figures.add('faults.relay.listingFailed');
       const failed = (await collectGarbage(deps))[0];
       expect(failed?.deleted).toEqual([]);
       expect(failed?.skipped).toMatch(/inventory unavailable/);
       // Silent for longer than the heartbeat timeout: down, skipped.
-      await relays.applyReport(report(3, true), Date.now());
-      await new Promise((r) => setTimeout(r, 1200));
+      await relays.applyReport(report(3, true), now());
+      ahead += 1200;
       figures.add('faults.relay.silent');
       const silent = (await collectGarbage(deps))[0];
       expect(silent?.deleted).toEqual([]);
       expect(silent?.skipped).toMatch(/provider down: relay sim last reported/);
-      await relays.applyReport(report(4, true), Date.now());
+      await relays.applyReport(report(4, true), now());
       // Current and complete again: the orphan is collected (the command goes to the relay).
       expect((await collectGarbage(deps))[0]?.deleted).toEqual([instanceName('it', 'r-orphan')]);
     } finally {

@@ -278,7 +278,7 @@ describe('guarantee: bad input on the request topic', () => {
       expect(d.get('status.conditions'), d.id).toContainEqual(
         expect.objectContaining({ type: 'Provisioned', reason: 'ProviderDown' }),
       );
-    await new Promise((r) => setTimeout(r, 500));
+    await checks.settled();
     const kicked = checks.messages.flatMap((m) => (JSON.parse(m.data.toString()) as { names?: string[] }).names ?? []);
     expect(kicked.filter((name) => !accepted.has(name))).toEqual([]);
     figures.add('corruptDocuments', 0);

@@ -17,6 +17,7 @@ import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { generateCredentials } from '../../shared/store/credentials-memo.js';
 import { ProviderStore } from '../../shared/store/providers.js';
 import { ReportStore } from '../../shared/store/reports.js';
+import { eventually } from '../support/eventually.js';
 import { startKubeHarness } from '../support/kube-harness.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { Figures } from './support/figures.js';
@@ -45,13 +46,16 @@ const apply = (name: string, provider = 'proc'): ApplyRequest => ({
 
 /** Checks `name` until `done` holds (the sweep's and kicks' job). */
 async function settle(name: string, done: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > until) throw new Error(`${name} did not settle`);
-    await runCheck(deps, { names: [name] });
-    figures.add('checks');
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await eventually(
+    async () => {
+      if (await done()) return;
+      await runCheck(deps, { names: [name] });
+      figures.add('checks');
+      throw new Error(`${name} did not settle within ${ms} ms`);
+    },
+    ms,
+    200,
+  );
 }
 
 /** Every document but `credentials/` (proxies with events, relays with inventory and commands, rejections, providers). */

@@ -10,6 +10,7 @@ import { probeThroughProxy } from '../../shared/probe/probe.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { ReportStore } from '../../shared/store/reports.js';
 import { callApi } from '../support/api-call.js';
+import { eventually } from '../support/eventually.js';
 import { applyRequest, settle } from '../support/reconcile-steps.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { markPoolMember } from '../support/pool-member.js';
@@ -90,14 +91,20 @@ describe('a ban replaces a lone proxy in place with a new egress IP', { timeout:
       body: { banned: true, ban: { egressIp: before } },
     });
     const phases = new Set<string>();
-    for (const deadline = Date.now() + 40_000; ;) {
-      await runCheck(deps, { names: ['b-1'] });
-      const d = await doc('b-1');
-      phases.add(d.status.phase);
-      if (d.status.phase === 'Ready' && d.status.instance?.createdAt !== oldCreatedAt) break;
-      if (Date.now() > deadline) throw new Error(`not replaced: ${d.status.phase}`);
-      await new Promise((r) => setTimeout(r, 300));
-    }
+    await eventually(
+      async () => {
+        await runCheck(deps, { names: ['b-1'] });
+        const d = await doc('b-1');
+        phases.add(d.status.phase);
+        const replaced = d.status.instance?.createdAt !== oldCreatedAt;
+        expect({ phase: d.status.phase, replaced }, 'b-1 replaced and Ready').toEqual({
+          phase: 'Ready',
+          replaced: true,
+        });
+      },
+      40_000,
+      300,
+    );
     expect(phases).toContain('Replacing');
     const after = await measuredEgress('b-1');
     expect(after).toMatch(/^127\.5\.0\.\d+$/);

@@ -2,10 +2,12 @@
  * The functions as the framework runs them: the real `functions/<name>/index.ts` modules, loaded
  * into this process with the emulators' environment, invoked through what they registered.
  */
+import { randomUUID } from 'node:crypto';
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import { getFunction } from '@google-cloud/functions-framework/testing';
 import type { CloudEventLike } from '../../../shared/telemetry/invocation.js';
 import type { EmulatorEnv } from '../../support/emulator-env.js';
+import { eventually } from '../../support/eventually.js';
 
 /**
  * Points this process's runtime at the emulators (the functions build it from `process.env` on
@@ -63,20 +65,38 @@ export function cloudEvent(
 /** The base64 of a text, as a publisher would send it. */
 export const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
 
-/** Collects every message published on `topic` from now on (a subscription of its own). */
+/**
+ * Collects every message published on `topic` from now on (a subscription of its own).
+ * `settled()` publishes a marker and resolves once it has come back (at most 10 s, then it throws
+ * saying so): what was published before it has had the time to arrive; markers are not kept.
+ */
 export async function recordTopic(
   pubsub: PubSub,
   topic: string,
-): Promise<{ messages: Message[]; close(): Promise<void> }> {
+): Promise<{ messages: Message[]; settled(): Promise<void>; close(): Promise<void> }> {
   const [exists] = await pubsub.topic(topic).exists();
   if (!exists) await pubsub.createTopic(topic);
   const [sub] = await pubsub.createSubscription(topic, `${topic}-recorder-${Date.now().toString(36)}`);
   const messages: Message[] = [];
+  const markers = new Set<string>();
   sub.on('message', (m: Message) => {
-    messages.push(m);
     m.ack();
+    const marker = m.attributes['recorderMarker'];
+    if (marker === undefined) messages.push(m);
+    else markers.add(marker);
   });
-  return { messages, close: () => sub.close() };
+  const settled = async () => {
+    const marker = randomUUID();
+    await pubsub.topic(topic).publishMessage({ data: Buffer.from('{}'), attributes: { recorderMarker: marker } });
+    await eventually(
+      () => {
+        if (!markers.has(marker)) throw new Error(`the marker ${marker} published on ${topic} never came back`);
+      },
+      10_000,
+      20,
+    );
+  };
+  return { messages, settled, close: () => sub.close() };
 }
 
 /**
