@@ -15,7 +15,7 @@ export interface RegistryDeps {
   relays: RelayRepository;
   bus: Bus;
   logger: Logger;
-  /** The clock of providers that keep time (the relay-backed ones); default `Date.now`. */
+  /** The clock of providers that keep time (relay-backed, gcp, kubernetes); default `Date.now`. */
   now?: () => number;
   /** When set, commands to a relay are signed with its first key (shared/relay/signature.ts). */
   relayKeys?: RelayKeyring | undefined;

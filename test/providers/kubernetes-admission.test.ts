@@ -134,6 +134,8 @@ describe('kubernetes provider: an Unschedulable Pod', () => {
 
 describe('kubernetes provider: a Pod its node never confirms stopped', () => {
   it('is force-deleted once deletionTimestamp + forceDeleteAfterSeconds has passed', async () => {
+    // The provider's clock: the test moves it past the deadline instead of waiting for it.
+    let ahead = 0;
     const p = createKubernetesProvider({
       provider: {
         name: 'k8s',
@@ -143,13 +145,14 @@ describe('kubernetes provider: a Pod its node never confirms stopped', () => {
           ...fake.access(),
           namespace: 'default',
           terminationGracePeriodSeconds: 1,
-          forceDeleteAfterSeconds: 1,
+          forceDeleteAfterSeconds: 60,
         },
         rolloutBudget: 2,
       },
       path: 'config.providers.0',
       config: { installationId: 'it' },
       logger,
+      now: () => Date.now() + ahead,
     });
     const s = spec();
     await p.create(s);
@@ -158,8 +161,11 @@ describe('kubernetes provider: a Pod its node never confirms stopped', () => {
     try {
       await p.delete(s.name);
       expect((await p.get(s.name)).state).toBe('Terminated');
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+      // Past deletionTimestamp (1 s after the delete) but short of it + 60 s: a delete is not forced yet.
+      ahead += 30_000;
+      await p.delete(s.name);
       expect(fake.pod('default', s.name)).toBeDefined();
+      ahead += 32_000;
       await p.delete(s.name);
       expect(fake.pod('default', s.name)).toBeUndefined();
       await expect(p.get(s.name)).rejects.toMatchObject({ code: 'NotFound' });

@@ -15,7 +15,7 @@ import { managedNamespaces, parseKubernetesOptions, type KubernetesOptions } fro
 import { resolveKubernetesPlacement, type KubernetesPlacement } from './placement.js';
 
 /** What the factory takes from the registry's {@link ProviderFactoryDeps}, and its test seam. */
-export type KubernetesProviderDeps = Pick<ProviderFactoryDeps, 'provider' | 'path' | 'logger'> & {
+export type KubernetesProviderDeps = Pick<ProviderFactoryDeps, 'provider' | 'path' | 'logger' | 'now'> & {
   config: Pick<Config, 'installationId'>;
   /** GKE access tokens (default: the metadata server); tests pass their own. */
   tokens?: TokenSource;
@@ -42,6 +42,8 @@ class KubernetesProvider implements Provider {
   private readonly optionsPath: string;
   private readonly api: KubeApi;
   private readonly installationId: string;
+  /** When a terminating Pod is due to be forced, and how long a Pod has been unschedulable or not Ready. */
+  private readonly now: () => number;
 
   constructor(private readonly deps: KubernetesProviderDeps) {
     this.name = deps.provider.name;
@@ -49,6 +51,7 @@ class KubernetesProvider implements Provider {
     this.options = parseKubernetesOptions(deps.provider.options, deps.path);
     this.namespaces = managedNamespaces(this.options);
     this.installationId = deps.config.installationId;
+    this.now = deps.now ?? Date.now;
     this.api = createKubeApi(this.options, this.optionsPath, deps.tokens);
   }
 
@@ -149,7 +152,7 @@ class KubernetesProvider implements Provider {
   private async graceFor(ns: string, name: string): Promise<number | undefined> {
     const pod = await this.api.readPod(ns, name).catch(() => undefined);
     const due = pod?.metadata.deletionTimestamp;
-    if (due === undefined || Date.now() < due + this.options.forceDeleteAfterSeconds * 1000) return undefined;
+    if (due === undefined || this.now() < due + this.options.forceDeleteAfterSeconds * 1000) return undefined;
     this.deps.logger.warn('forcing the delete of a Pod its node never confirmed stopped', {
       instance: name,
       namespace: ns,
@@ -231,7 +234,7 @@ class KubernetesProvider implements Provider {
   private instance(pod: PodView): Instance {
     const graceMs = this.options.unschedulableSeconds * 1000;
     const notReadyMs = this.options.notReadySeconds * 1000;
-    return podToInstance(pod, `${this.optionsPath}.image`, { graceMs, notReadyMs, now: Date.now() });
+    return podToInstance(pod, `${this.optionsPath}.image`, { graceMs, notReadyMs, now: this.now() });
   }
 }
 
