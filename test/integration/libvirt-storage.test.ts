@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chown, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -98,7 +98,7 @@ describe('libvirt client: storage driver', () => {
     const vol = await conn.createStorageVol(pool, volumeXml('chunks.img', total + 4096, 'raw'));
     async function* source(): AsyncGenerator<Uint8Array> {
       for (const chunk of chunks) {
-        await sleep(5);
+        await setImmediate(); // each chunk comes on a later turn of the event loop, not at once
         yield chunk;
       }
     }
@@ -119,16 +119,24 @@ describe('libvirt client: storage driver', () => {
 
   it('aborts an upload on cancellation or timeout and keeps the connection usable', async () => {
     const vol = await conn.createStorageVol(pool, volumeXml('slow.img', MiB, 'raw'));
-    async function* slow(): AsyncGenerator<Uint8Array> {
+    let release = (): void => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    /** One chunk, then it hangs (until the end of the test): `firstTaken` once the upload asks for more. */
+    async function* slow(firstTaken = (): void => {}): AsyncGenerator<Uint8Array> {
       yield randomBytes(4096);
-      await sleep(10_000);
+      firstTaken();
+      await released;
       yield randomBytes(4096);
     }
+    let firstTaken = (): void => {};
+    const midway = new Promise<void>((resolve) => (firstTaken = resolve));
     const controller = new AbortController();
-    const cancelled = conn.uploadStorageVol(vol, slow(), { signal: controller.signal });
-    setTimeout(() => controller.abort(), 100);
-    expect(await rejection(cancelled)).toBeInstanceOf(LibvirtCancelledError);
+    const cancelled = rejection(conn.uploadStorageVol(vol, slow(firstTaken), { signal: controller.signal }));
+    await midway; // the daemon accepted the upload and its first chunk went out
+    controller.abort();
+    expect(await cancelled).toBeInstanceOf(LibvirtCancelledError);
     expect(await rejection(conn.uploadStorageVol(vol, slow(), { timeoutMs: 200 }))).toBeInstanceOf(LibvirtTimeoutError);
+    release();
     // The daemon dropped both partial uploads: a full one afterwards succeeds on the same connection.
     const data = randomBytes(MiB);
     await conn.uploadStorageVol(vol, data);
