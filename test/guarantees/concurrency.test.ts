@@ -60,6 +60,7 @@ function concurrencySuite(kind: ProviderKind): void {
   async function storm(name: string, body: Record<string, unknown>, copies: number): Promise<void> {
     const message = onTheWire(body, publishTimes(1));
     const deps = world.requestDeps(dropped);
+    // Seeded random delays make the interleavings under test; nothing is awaited through them.
     const jitter = () => sleep(rng.int(0, 150));
     const work: Promise<unknown>[] = [];
     for (let i = 0; i < copies; i++) work.push(jitter().then(() => handleRequest(deps, message)));
@@ -85,7 +86,7 @@ function concurrencySuite(kind: ProviderKind): void {
             held.taken = true;
             held.reached();
             await held.released;
-          } else await sleep(rng.int(0, 300));
+          } else await sleep(rng.int(0, 300)); // a slow worker (seeded): stale observations are the point
         },
       },
     });

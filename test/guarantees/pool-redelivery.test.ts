@@ -64,6 +64,8 @@ async function deliver(r: Rng, pool: string, ops: Op[]): Promise<Op> {
   for (const { op, t, c } of r.shuffle(copies)) {
     const message = decodeBody(`${pool}-${t}-${c}`, t, {}, JSON.stringify(body(pool, op)));
     await handleRequest(requests, message);
+    // A seeded random gap, so deliveries land at varying points of the racing pool reconciles: the
+    // scenario's delays (file comment), not a wait for anything.
     await sleep(r.int(0, 400));
   }
   return ops.at(-1) as Op;

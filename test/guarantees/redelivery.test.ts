@@ -82,7 +82,10 @@ function redeliverySuite(kind: ProviderKind): void {
     return bus;
   }
 
-  /** The scheduler's sweep, every 2.5 s, itself delivered 1–2 times. */
+  /**
+   * The scheduler's sweep, every 2.5 s, itself delivered 1–2 times. The timer is the scheduler this
+   * models (its period is part of the scenario), not a wait for something to happen.
+   */
   async function sweepLoop(): Promise<void> {
     const bus = checkBus(shared, rng.fork());
     const handle = checkHandler(() => world.checkDeps(bus));
