@@ -1,7 +1,7 @@
 /** The gateway's bench rows: met only within the targets, "not run" when left out. */
 import { describe, expect, it } from 'vitest';
 import type { GatewayResults } from './gateway-bench.js';
-import { gatewayRows } from './report.js';
+import { gatewayRows } from './report-gateway.js';
 
 const run = (over: Partial<GatewayResults> = {}): GatewayResults => ({
   directP50Ms: 0.4,

@@ -20,17 +20,9 @@ import { runGatewayBench } from './gateway-bench.js';
 import { runLocalProxiesBench } from './local-proxies.js';
 import { runOrchestration } from './orchestration.js';
 import { benchLibvirt } from './libvirt.js';
-import {
-  coldTable,
-  costTable,
-  cycleTable,
-  importTable,
-  orchestrationTable,
-  scaleTable,
-  targetsTable,
-  type BenchResults,
-  type LibvirtRatio,
-} from './report.js';
+import { coldTable, importTable } from './report-cold.js';
+import type { LibvirtRatio } from './report-gateway.js';
+import { costTable, cycleTable, orchestrationTable, scaleTable, targetsTable, type BenchResults } from './report.js';
 import { fmt } from './stats.js';
 
 const STEADY_SIZE = 1000;
@@ -77,6 +69,11 @@ function libvirtBench(): () => Promise<LibvirtRatio> {
   return () => benchLibvirt({ count: 500 });
 }
 
+/**
+ * The bench: each `--only` section in turn, then the tables. Long (~125 lines) on purpose: the
+ * sections run in this order and share the emulators, the echo pool and one cleanup, and each
+ * section's block is a few lines of wiring around a module that does the work (bench/*.ts).
+ */
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
   const root = repoRoot();

@@ -91,6 +91,12 @@ function proxyPorts(size: number): [number, number] {
   return [base, base + size - 1];
 }
 
+/**
+ * Starts the functions, their push wiring, a relay and the health ticks for the orchestration trials.
+ * Long (~125 lines) on purpose: one start-up sequence in which every step pushes its own stopper
+ * before the next starts, so an interrupted start-up stops exactly what it started; split up, the
+ * stopper list would be threaded through every part.
+ */
 export async function startOrchestrationStack(
   artifacts: Artifacts,
   emulators: { firestoreHost: string; pubsubHost: string },

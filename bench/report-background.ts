@@ -9,7 +9,10 @@ import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
 import { fmt, usd, yes } from './stats.js';
 
-const KIND_LABEL = { relay: 'relay-backed (`process`)', direct: 'directly probed (gcp/kubernetes-like)' } as const;
+export const KIND_LABEL = {
+  relay: 'relay-backed (`process`)',
+  direct: 'directly probed (gcp/kubernetes-like)',
+} as const;
 export const READS_TARGET = 0.05;
 export const WRITES_TARGET = 0.01;
 export const MONTHLY_TARGET_USD = 3;

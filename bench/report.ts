@@ -1,13 +1,14 @@
 /** The bench's tables: targets and whether they are met, then the figures behind them. */
-import { clientsRatio, coldStartRatio, type ColdStart } from './cold-start.js';
-import { backgroundRows } from './report-background.js';
+import type { ColdStart } from './cold-start.js';
+import { backgroundRows, KIND_LABEL } from './report-background.js';
+import { coldRows } from './report-cold.js';
+import { gatewayRows, libvirtRow, type LibvirtRatio } from './report-gateway.js';
 import { monthlyCost, PRICE_SOURCES, PRICES_RECORDED_ON } from './cost-model.js';
 import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
-import { CLIENTS, type GatewayResults } from './gateway-bench.js';
+import type { GatewayResults } from './gateway-bench.js';
 import type { OrchestrationTrial } from './orchestration.js';
 import { localProxyRows, type LocalProxiesResults } from './local-proxies.js';
-import { FLAT_BOUND, soakVerdict } from './soak.js';
 import { errorResponses } from './status-tally.js';
 import { fmt, markdownTable, median, ms, usd, yes } from './stats.js';
 
@@ -32,7 +33,6 @@ export interface BenchResults {
   errors: string[];
 }
 
-const KIND_LABEL = { relay: 'relay-backed (`process`)', direct: 'directly probed (gcp/kubernetes-like)' } as const;
 const per = (c: Counts, n: number) => ({
   reads: c.reads / n,
   writes: c.writes / n,
@@ -140,32 +140,6 @@ function errorResponsesRow(trials: number, responses: Record<string, Record<stri
   ];
 }
 
-function coldRows(cold: ColdStart[]): string[][] {
-  const clients = cold.find((c) => c.reference);
-  const rows = cold.map((c) => {
-    const ratio = coldStartRatio(c);
-    if (c.reference)
-      return [
-        'cold start: hello-world + Firestore and Pub/Sub clients only × hello-world',
-        'reference',
-        `${fmt(ratio, 2)}×`,
-        'info',
-      ];
-    return [`cold start \`${c.name}\` × hello-world`, '≤ 1.5×', `${fmt(ratio, 2)}×`, yes(ratio <= 1.5)];
-  });
-  for (const c of cold) {
-    if (c.reference) continue;
-    const label = `cold start \`${c.name}\` × clients-only reference (same rounds)`;
-    if (!clients) {
-      rows.push([label, '≤ 0.5×', 'not run', 'NO']);
-      continue;
-    }
-    const ratio = clientsRatio(c, clients);
-    rows.push([label, '≤ 0.5×', `${fmt(ratio, 2)}×`, yes(ratio <= 0.5)]);
-  }
-  return rows;
-}
-
 function scaleRows(r: BenchResults): string[][] {
   const rows: string[][] = [];
   for (const kind of ['direct', 'relay'] as const) {
@@ -193,97 +167,6 @@ function scaleRows(r: BenchResults): string[][] {
     );
   }
   return rows;
-}
-
-/** The kvm issue's comparison: the same state look-ups through `virsh` and pipelined on one connection. */
-export interface LibvirtRatio {
-  pipelinedMs: number;
-  virshMs: number;
-  ratio: number;
-}
-
-function libvirtRow(libvirt: LibvirtRatio | undefined): string[] {
-  const measure = 'libvirt client, `virsh` time ÷ pipelined time';
-  if (!libvirt) return [measure, '— (issue 6 sets none)', 'not measured (left out with --only)', '—'];
-  // From the two times, so the direction is plain whichever way the module's own `ratio` goes.
-  const result = `${fmt(libvirt.virshMs / libvirt.pipelinedMs, 1)}× (virsh ${ms(libvirt.virshMs)}, pipelined ${ms(libvirt.pipelinedMs)})`;
-  return [measure, '— (issue 6 sets none)', result, 'info'];
-}
-
-/** "RSS flat over a 10-minute run" (bench/soak.ts says what flat is). */
-function soakRow(soak: GatewayResults['soak']): string[] {
-  const target = `flat: end and trend ≤ +${FLAT_BOUND * 100} % after warm-up`;
-  if (!soak) return ['gateway RSS flat over a 10-minute soak', target, 'not run (--soak)', '—'];
-  const v = soakVerdict(soak.rssMb);
-  const mb = (x: number) => `${fmt(x, 1)} MB`;
-  const range = soak.rssMb.length > 0 ? `${mb(Math.min(...soak.rssMb))}–${mb(Math.max(...soak.rssMb))}` : 'none';
-  return [
-    `gateway RSS flat over a ${fmt(soak.seconds / 60, 1)}-minute soak (requests and tunnels)`,
-    target,
-    `${mb(v.startMb)} → ${mb(v.endMb)} (${fmt(v.growth * 100, 1)} %, trend ${fmt(v.trend * 100, 1)} %; ${soak.rssMb.length} samples, ${range})`,
-    yes(v.flat && soak.seconds >= 600),
-  ];
-}
-
-/** Issue 16's targets for the gateway, each a ratio or a figure from the same run. */
-export function gatewayRows(g: GatewayResults | undefined): string[][] {
-  if (!g) return [['gateway p50 added latency vs one fleet proxy directly', '≤ 1 ms', 'not run', '—']];
-  const added = g.gatewayP50Ms - g.directP50Ms;
-  const ratio = g.gatewayRps / g.directRps;
-  return [
-    [
-      'gateway p50 added latency vs one fleet proxy directly',
-      '≤ 1 ms',
-      `${fmt(added, 3)} ms (p50 ${fmt(g.gatewayP50Ms, 3)} vs ${fmt(g.directP50Ms, 3)} ms)`,
-      yes(added <= 1),
-    ],
-    [
-      `gateway throughput ÷ direct, ${CLIENTS} keep-alive clients (median of 10 alternating 1 s rounds)`,
-      '≥ 80 %',
-      `${fmt(ratio * 100, 1)} % (${fmt(g.gatewayRps, 0)} vs ${fmt(g.directRps, 0)} req/s)`,
-      yes(ratio >= 0.8),
-    ],
-    [
-      'gateway RSS with 1,000 concurrent CONNECT tunnels (2 cores)',
-      '≤ 200 MB, all held',
-      `${fmt(g.tunnels.rssMb, 1)} MB, ${g.tunnels.count} held, ${g.tunnels.failed} failed`,
-      yes(g.tunnels.rssMb <= 200 && g.tunnels.count === 1000),
-    ],
-    soakRow(g.soak),
-    ...(g.cpuPer1000
-      ? [
-          [
-            'why: CPU per 1,000 requests through the gateway, gateway vs fleet proxy (same 2 cores)',
-            'info',
-            `${fmt(g.cpuPer1000.gatewayMs, 0)} vs ${fmt(g.cpuPer1000.fleetMs, 0)} ms (${fmt(g.cpuPer1000.gatewayMs / g.cpuPer1000.fleetMs, 2)}×)`,
-            'info',
-          ],
-        ]
-      : []),
-    ...tinyproxyRows(g.tinyproxy),
-  ];
-}
-
-/** The same two targets against tinyproxy, the proxy software every fleet proxy runs now. */
-function tinyproxyRows(t: GatewayResults['tinyproxy']): string[][] {
-  const latency = 'gateway p50 added latency vs one tinyproxy fleet proxy directly';
-  if (!t) return [[latency, '≤ 1 ms', 'not run', '—']];
-  const added = t.gatewayP50Ms - t.directP50Ms;
-  const ratio = t.gatewayRps / t.directRps;
-  return [
-    [
-      latency,
-      '≤ 1 ms',
-      `${fmt(added, 3)} ms (p50 ${fmt(t.gatewayP50Ms, 3)} vs ${fmt(t.directP50Ms, 3)} ms)`,
-      yes(added <= 1),
-    ],
-    [
-      `gateway throughput ÷ direct, one tinyproxy fleet proxy, ${CLIENTS} clients (median of 10 alternating 1 s rounds)`,
-      '≥ 80 %',
-      `${fmt(ratio * 100, 1)} % (${fmt(t.gatewayRps, 0)} vs ${fmt(t.directRps, 0)} req/s)`,
-      yes(ratio >= 0.8),
-    ],
-  ];
 }
 
 /** The table of targets: every measure, its target, the result and whether it is met. */
@@ -396,32 +279,4 @@ export function orchestrationTable(trials: OrchestrationTrial[]): string {
     `${fmt(t.reachableToReadyMs / t.floorMs, 1)}×`,
   ]);
   return markdownTable(['trial', 'floor', 'publish → create', '× floor', 'reachable → Ready', '× floor'], rows);
-}
-
-export function coldTable(cold: ColdStart[]): string {
-  const clients = cold.find((c) => c.reference);
-  const rows = cold.map((c) => [
-    c.reference ? 'hello-world + Firestore and Pub/Sub clients (reference)' : c.name,
-    ms(median(c.helloMs)),
-    ms(median(c.importMs)),
-    `${fmt(coldStartRatio(c), 2)}×`,
-    clients && !c.reference ? `${fmt(clientsRatio(c, clients), 2)}×` : '—',
-    String(c.ratios.length),
-  ]);
-  const header = [
-    'function',
-    'hello-world import',
-    'import',
-    '× hello-world (median of pairs)',
-    '× clients only',
-    'pairs',
-  ];
-  return markdownTable(header, rows);
-}
-
-export function importTable(imports: { name: string; importMs: number }[]): string {
-  return markdownTable(
-    ['package', 'import alone (median)'],
-    imports.map((i) => [`\`${i.name}\``, ms(i.importMs)]),
-  );
 }

@@ -1,12 +1,5 @@
 /** The `proxies/{name}` repository on Firestore: the rules in proxy-rules.ts, read and written transactionally or preconditioned. */
-import {
-  FieldPath,
-  FieldValue,
-  type Firestore,
-  type Precondition,
-  Timestamp,
-  type WriteBatch,
-} from '@google-cloud/firestore';
+import { FieldPath, FieldValue, type Firestore, Timestamp } from '@google-cloud/firestore';
 import type { ApplyRequest } from '../domain/proxy.js';
 import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
@@ -15,7 +8,6 @@ import { changedInRange } from './changes-query.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from './credentials-memo.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
 import { changeStamp, COLLECTIONS, readAtOf, updateTimeOf } from './firestore.js';
-import { grpcCode, GRPC_CODES } from './grpc-codes.js';
 import type { Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from './ports.js';
 import {
   applyStep,
@@ -28,6 +20,7 @@ import {
   type ApplyOutcome,
   type DeleteOutcome,
 } from './proxy-rules.js';
+import { writeIfUnchanged, type QueuedWrite } from './write-if-unchanged.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -224,48 +217,14 @@ export class ProxyStore implements ProxyRepository {
     );
   }
 
-  /**
-   * Reads a proxy and commits the writes `change(doc)` queues only if the document did not change
-   * in between (preconditioned on its update time; redone on a fresh read when it did); `change`
-   * returning undefined means no write. No transaction, for the reason `RelayStore.applyReport`
-   * has none: a transaction locks what it reads, and concurrent checks on one proxy would queue on
-   * that lock.
-   *
-   * @param first - a copy already read, tried before any read (its write fails its precondition
-   *   when the document changed since, and is decided again on a fresh read); a copy that asks
-   *   for no write is read again, since a stale copy may say no where the current one says yes
-   * @returns whether the writes happened (false after `attempts` lost races)
-   */
-  private async writeIfUnchanged(
+  /** write-if-unchanged.ts on this proxy's document. */
+  private writeIfUnchanged(
     name: string,
-    change: (
-      doc: ProxyDoc | undefined,
-      updateTime: Timestamp | undefined,
-    ) => ((batch: WriteBatch, unchanged: Precondition) => void) | undefined,
-    attempts = 10,
+    change: (doc: ProxyDoc | undefined, updateTime: Timestamp | undefined) => QueuedWrite | undefined,
+    attempts?: number,
     first?: { doc: ProxyDoc; updateTime: Timestamp },
   ): Promise<boolean> {
-    let known = first;
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      const tried = known;
-      known = undefined;
-      const snap = tried ? undefined : await this.ref(name).get();
-      const doc = tried ? structuredClone(tried.doc) : snap?.exists ? this.parse(name, snap.data()) : undefined;
-      const updateTime = tried ? tried.updateTime : snap?.updateTime;
-      const write = change(doc, updateTime);
-      if (tried && !write) continue;
-      if (!write || !updateTime) return false;
-      const batch = this.db.batch();
-      write(batch, { lastUpdateTime: updateTime });
-      try {
-        await batch.commit();
-        return true;
-      } catch (err) {
-        // Written since it was read: decide again on what it is now.
-        if (grpcCode(err) !== GRPC_CODES.FAILED_PRECONDITION) throw err;
-      }
-    }
-    return false;
+    return writeIfUnchanged(this.db, this.ref(name), (data) => this.parse(name, data), change, attempts, first);
   }
 
   /** Removes a deleted proxy: document, credentials, then events; the tombstone stops a late apply. */

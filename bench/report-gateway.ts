@@ -1,0 +1,95 @@
+/** The bench's rows for the gateway (issue 16) and the libvirt client (issue 6). */
+import { CLIENTS, type GatewayResults } from './gateway-bench.js';
+import { FLAT_BOUND, soakVerdict } from './soak.js';
+import { fmt, ms, yes } from './stats.js';
+
+/** The kvm issue's comparison: the same state look-ups through `virsh` and pipelined on one connection. */
+export interface LibvirtRatio {
+  pipelinedMs: number;
+  virshMs: number;
+  ratio: number;
+}
+
+export function libvirtRow(libvirt: LibvirtRatio | undefined): string[] {
+  const measure = 'libvirt client, `virsh` time ÷ pipelined time';
+  if (!libvirt) return [measure, '— (issue 6 sets none)', 'not measured (left out with --only)', '—'];
+  // From the two times, so the direction is plain whichever way the module's own `ratio` goes.
+  const result = `${fmt(libvirt.virshMs / libvirt.pipelinedMs, 1)}× (virsh ${ms(libvirt.virshMs)}, pipelined ${ms(libvirt.pipelinedMs)})`;
+  return [measure, '— (issue 6 sets none)', result, 'info'];
+}
+
+/** "RSS flat over a 10-minute run" (bench/soak.ts says what flat is). */
+function soakRow(soak: GatewayResults['soak']): string[] {
+  const target = `flat: end and trend ≤ +${FLAT_BOUND * 100} % after warm-up`;
+  if (!soak) return ['gateway RSS flat over a 10-minute soak', target, 'not run (--soak)', '—'];
+  const v = soakVerdict(soak.rssMb);
+  const mb = (x: number) => `${fmt(x, 1)} MB`;
+  const range = soak.rssMb.length > 0 ? `${mb(Math.min(...soak.rssMb))}–${mb(Math.max(...soak.rssMb))}` : 'none';
+  return [
+    `gateway RSS flat over a ${fmt(soak.seconds / 60, 1)}-minute soak (requests and tunnels)`,
+    target,
+    `${mb(v.startMb)} → ${mb(v.endMb)} (${fmt(v.growth * 100, 1)} %, trend ${fmt(v.trend * 100, 1)} %; ${soak.rssMb.length} samples, ${range})`,
+    yes(v.flat && soak.seconds >= 600),
+  ];
+}
+
+/** Issue 16's targets for the gateway, each a ratio or a figure from the same run. */
+export function gatewayRows(g: GatewayResults | undefined): string[][] {
+  if (!g) return [['gateway p50 added latency vs one fleet proxy directly', '≤ 1 ms', 'not run', '—']];
+  const added = g.gatewayP50Ms - g.directP50Ms;
+  const ratio = g.gatewayRps / g.directRps;
+  return [
+    [
+      'gateway p50 added latency vs one fleet proxy directly',
+      '≤ 1 ms',
+      `${fmt(added, 3)} ms (p50 ${fmt(g.gatewayP50Ms, 3)} vs ${fmt(g.directP50Ms, 3)} ms)`,
+      yes(added <= 1),
+    ],
+    [
+      `gateway throughput ÷ direct, ${CLIENTS} keep-alive clients (median of 10 alternating 1 s rounds)`,
+      '≥ 80 %',
+      `${fmt(ratio * 100, 1)} % (${fmt(g.gatewayRps, 0)} vs ${fmt(g.directRps, 0)} req/s)`,
+      yes(ratio >= 0.8),
+    ],
+    [
+      'gateway RSS with 1,000 concurrent CONNECT tunnels (2 cores)',
+      '≤ 200 MB, all held',
+      `${fmt(g.tunnels.rssMb, 1)} MB, ${g.tunnels.count} held, ${g.tunnels.failed} failed`,
+      yes(g.tunnels.rssMb <= 200 && g.tunnels.count === 1000),
+    ],
+    soakRow(g.soak),
+    ...(g.cpuPer1000
+      ? [
+          [
+            'why: CPU per 1,000 requests through the gateway, gateway vs fleet proxy (same 2 cores)',
+            'info',
+            `${fmt(g.cpuPer1000.gatewayMs, 0)} vs ${fmt(g.cpuPer1000.fleetMs, 0)} ms (${fmt(g.cpuPer1000.gatewayMs / g.cpuPer1000.fleetMs, 2)}×)`,
+            'info',
+          ],
+        ]
+      : []),
+    ...tinyproxyRows(g.tinyproxy),
+  ];
+}
+
+/** The same two targets against tinyproxy, the proxy software every fleet proxy runs now. */
+function tinyproxyRows(t: GatewayResults['tinyproxy']): string[][] {
+  const latency = 'gateway p50 added latency vs one tinyproxy fleet proxy directly';
+  if (!t) return [[latency, '≤ 1 ms', 'not run', '—']];
+  const added = t.gatewayP50Ms - t.directP50Ms;
+  const ratio = t.gatewayRps / t.directRps;
+  return [
+    [
+      latency,
+      '≤ 1 ms',
+      `${fmt(added, 3)} ms (p50 ${fmt(t.gatewayP50Ms, 3)} vs ${fmt(t.directP50Ms, 3)} ms)`,
+      yes(added <= 1),
+    ],
+    [
+      `gateway throughput ÷ direct, one tinyproxy fleet proxy, ${CLIENTS} clients (median of 10 alternating 1 s rounds)`,
+      '≥ 80 %',
+      `${fmt(ratio * 100, 1)} % (${fmt(t.gatewayRps, 0)} vs ${fmt(t.directRps, 0)} req/s)`,
+      yes(ratio >= 0.8),
+    ],
+  ];
+}
