@@ -1,5 +1,5 @@
 /** The `proxies/{name}` repository on Firestore: the rules in proxy-rules.ts, read and written transactionally or preconditioned. */
-import { FieldPath, FieldValue, type Firestore, Timestamp } from '@google-cloud/firestore';
+import { FieldPath, FieldValue, type Firestore, type Timestamp } from '@google-cloud/firestore';
 import type { ApplyRequest } from '../domain/proxy.js';
 import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
