@@ -126,11 +126,11 @@ async function downProviders(deps: PoolDeps, now: number): Promise<Map<string, s
  * names only inside it, so no two reconciles can both act on one view of the pool.
  */
 export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolResult> {
-  const now = (deps.now ?? Date.now)();
-  const down = await downProviders(deps, now);
+  const clock = deps.now ?? Date.now;
+  const down = await downProviders(deps, clock());
   const log = deps.logger.child({ pool: name });
-  type Decided = { plan: Plan; pool: PoolDoc } | undefined;
-  const { result, created } = await deps.pools.reconcile<Decided>(name, now, (pool, members) => {
+  type Decided = { plan: Plan; pool: PoolDoc; now: number } | undefined;
+  const { result, created } = await deps.pools.reconcile<Decided>(name, clock, (pool, members, now) => {
     if (!pool) return { writes: { create: [], drain: [] }, result: undefined };
     const plan = planPool({
       pool,
@@ -153,10 +153,10 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
     const acting = writes.create.length + writes.drain.length > 0;
     if (acting || JSON.stringify(before) !== JSON.stringify(next))
       writes.status = { ...next, revision: revision + 1, lastReconcileAt: new Date(now).toISOString() };
-    return { writes, result: { plan, pool } };
+    return { writes, result: { plan, pool, now } };
   });
   if (!result) return { name, created: [], drained: [], settled: true };
-  const { plan, pool } = result;
+  const { plan, pool, now } = result;
   const drained = plan.drains.map((d) => d.name);
   await events(deps, pool, plan, created, now);
   if (created.length + drained.length > 0) {

@@ -123,13 +123,14 @@ export class PoolStore implements PoolRepository {
    */
   async reconcile<T>(
     name: string,
-    now: number,
-    decide: (pool: PoolDoc | undefined, members: ProxyDoc[]) => { writes: PoolWrites; result: T },
+    clock: () => number,
+    decide: (pool: PoolDoc | undefined, members: ProxyDoc[], now: number) => { writes: PoolWrites; result: T },
   ): Promise<{ result: T; created: string[] }> {
     return this.db.runTransaction(async (tx) => {
+      const now = clock();
       const [snap, members] = await Promise.all([tx.get(this.ref(name)), tx.get(this.membersQuery(name))]);
       const pool = snap.exists ? this.parse(name, snap.data()) : undefined;
-      const { writes, result } = decide(pool, this.parseMembers(members.docs));
+      const { writes, result } = decide(pool, this.parseMembers(members.docs), now);
       const created = this.write(tx, name, pool, writes, now);
       return { result, created };
     });

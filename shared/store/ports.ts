@@ -189,14 +189,16 @@ export interface PoolRepository {
   /**
    * One pool reconcile as a transaction: `decide` sees the pool and its members and chooses the
    * writes, committed together with the pool document (so two reconciles decided on one read
-   * cannot both commit: the second is decided again).
+   * cannot both commit: the second is decided again). `clock` is read at the start of every
+   * attempt, before its reads, and that time is the one `decide` sees and the writes carry: a
+   * member created by a retried attempt is stamped no earlier than the pool it was made from.
    *
    * @returns what `decide` returned, and the names of the members created
    */
   reconcile<T>(
     name: string,
-    now: number,
-    decide: (pool: PoolDoc | undefined, members: ProxyDoc[]) => { writes: PoolWrites; result: T },
+    clock: () => number,
+    decide: (pool: PoolDoc | undefined, members: ProxyDoc[], now: number) => { writes: PoolWrites; result: T },
   ): Promise<{ result: T; created: string[] }>;
   addEvent(name: string, event: ProxyEvent, keep: number): Promise<void>;
   events(name: string, limit?: number): Promise<ProxyEvent[]>;

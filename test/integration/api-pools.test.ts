@@ -104,10 +104,14 @@ describe('api: pools', () => {
       now,
       now,
     );
-    const { created } = await pools.reconcile('seeded', now, (doc) => ({
-      writes: { create: doc ? [{ spec: { provider: 'local', placement: {}, port: 0 }, labels: {} }] : [], drain: [] },
-      result: undefined,
-    }));
+    const { created } = await pools.reconcile(
+      'seeded',
+      () => now,
+      (doc) => ({
+        writes: { create: doc ? [{ spec: { provider: 'local', placement: {}, port: 0 }, labels: {} }] : [], drain: [] },
+        result: undefined,
+      }),
+    );
     const member = created[0] ?? '';
     expect(member).toMatch(/^seeded-[a-z0-9]{5}$/);
     const list = await call('GET', '/v1/pools');

@@ -64,11 +64,19 @@ export function changesContract(open: () => Promise<Stores>): void {
     );
     const before = await readTimeNow(proxies);
     const create = [{ spec: request('x').spec, labels: {} }];
-    const { created } = await pools.reconcile('cp', T, () => ({ writes: { create, drain: [] }, result: 0 }));
+    const { created } = await pools.reconcile(
+      'cp',
+      () => T,
+      () => ({ writes: { create, drain: [] }, result: 0 }),
+    );
     const member = created[0] ?? '';
     expect(names((await proxies.changes(null, null, before)).changed)).toContain(member);
     const beforeDrain = await readTimeNow(proxies);
-    await pools.reconcile('cp', T + 1, () => ({ writes: { create: [], drain: [member] }, result: 0 }));
+    await pools.reconcile(
+      'cp',
+      () => T + 1,
+      () => ({ writes: { create: [], drain: [member] }, result: 0 }),
+    );
     const drained = (await proxies.changes(null, null, beforeDrain)).changed.find(
       (i) => i.doc.metadata.name === member,
     );

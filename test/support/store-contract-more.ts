@@ -72,22 +72,34 @@ export function moreContract(open: () => Promise<Stores>): void {
       const { pools, proxies } = await open();
       await pools.apply(pool('p-c', 2), T, T);
       const create = [{ spec: pool('p-c').spec.template.spec, labels: { team: 'crawl' } }];
-      const { created } = await pools.reconcile('p-c', T, () => ({
-        writes: { create: [...create, ...create], drain: [] },
-        result: 1,
-      }));
+      const { created } = await pools.reconcile(
+        'p-c',
+        () => T,
+        () => ({
+          writes: { create: [...create, ...create], drain: [] },
+          result: 1,
+        }),
+      );
       expect(created).toHaveLength(2);
       const members = await pools.members('p-c');
       expect(members.map((m) => m.metadata.name).sort()).toEqual([...created].sort());
       expect(members[0]?.metadata.labels).toEqual({ team: 'crawl', [POOL_LABEL]: 'p-c' });
       expect(await proxies.credentials(created[0] ?? '')).toBeDefined();
-      await pools.reconcile('p-c', T + 1, () => ({ writes: { create: [], drain: [created[0] ?? ''] }, result: 0 }));
+      await pools.reconcile(
+        'p-c',
+        () => T + 1,
+        () => ({ writes: { create: [], drain: [created[0] ?? ''] }, result: 0 }),
+      );
       const drained = (await proxies.get(created[0] ?? ''))?.doc;
       expect(drained).toMatchObject({ generation: 2, deletionRequestedAt: new Date(T + 1).toISOString() });
       await pools.addEvent('p-c', { at: new Date(T).toISOString(), type: 'Normal', reason: 'R', message: 'm' }, 5);
       expect((await pools.events('p-c')).map((e) => e.reason)).toEqual(['R']);
       await pools.requestDelete('p-c', T + 10, T + 10);
-      await pools.reconcile('p-c', T + 11, () => ({ writes: { create: [], drain: [], finalise: true }, result: 0 }));
+      await pools.reconcile(
+        'p-c',
+        () => T + 11,
+        () => ({ writes: { create: [], drain: [], finalise: true }, result: 0 }),
+      );
       await pools.removeEvents('p-c');
       expect(await pools.get('p-c')).toBeUndefined();
       expect(await pools.events('p-c')).toEqual([]);
@@ -99,12 +111,40 @@ export function moreContract(open: () => Promise<Stores>): void {
       await pools.apply(pool('p-d'), T, T);
       const one = { spec: pool('p-d').spec.template.spec, labels: {} };
       const fill = () =>
-        pools.reconcile('p-d', T, (_pool, members) => ({
-          writes: { create: members.length < 1 ? [one] : [], drain: [], status: undefined },
-          result: members.length,
-        }));
+        pools.reconcile(
+          'p-d',
+          () => T,
+          (_pool, members) => ({
+            writes: { create: members.length < 1 ? [one] : [], drain: [], status: undefined },
+            result: members.length,
+          }),
+        );
       await Promise.all([fill(), fill(), fill()]);
       expect(await pools.members('p-d')).toHaveLength(1);
+    });
+
+    it('each attempt reads the clock again: a member made on a retry carries the time that attempt saw', async () => {
+      const { pools } = await open();
+      await pools.apply(pool('p-t', 2), T, T);
+      const one = { spec: pool('p-t').spec.template.spec, labels: {} };
+      let tick = T;
+      const seen: number[] = [];
+      // Two reconciles decided on one read of an empty pool: one commits, the other is decided
+      // again on the member the first made (where the store retries) and makes the second one.
+      const fill = () =>
+        pools.reconcile(
+          'p-t',
+          () => (tick += 1000),
+          (_pool, members, now) => {
+            seen.push(now);
+            return { writes: { create: members.length < 2 ? [one] : [], drain: [] }, result: now };
+          },
+        );
+      const [a, b] = await Promise.all([fill(), fill()]);
+      const stamps = (await pools.members('p-t')).map((m) => Date.parse(m.createdAt)).sort();
+      const decided = [a, b].filter((r) => r.created.length === 1).map((r) => r.result);
+      expect(stamps).toEqual(decided.sort());
+      expect(new Set(seen).size, `every attempt its own reading: ${seen.join(', ')}`).toBe(seen.length);
     });
   });
 

@@ -111,14 +111,15 @@ export class MemoryPoolRepository implements PoolRepository {
 
   reconcile<T>(
     name: string,
-    now: number,
-    decide: (pool: PoolDoc | undefined, members: ProxyDoc[]) => { writes: PoolWrites; result: T },
+    clock: () => number,
+    decide: (pool: PoolDoc | undefined, members: ProxyDoc[], now: number) => { writes: PoolWrites; result: T },
   ): Promise<{ result: T; created: string[] }> {
     const attempt = () => {
+      const now = clock();
       const seen = this.reconcileReads(name);
       const pool = this.parse(this.state.pools.get(name));
       const members = this.memberRows(name).map((row) => proxyDocSchema.parse(structuredClone(row.doc)));
-      const { writes, result } = decide(pool, members);
+      const { writes, result } = decide(pool, members, now);
       return { seen, commit: () => ({ result, created: pool ? this.write(name, pool, writes, now) : [] }) };
     };
     return transaction(attempt, () => this.reconcileReads(name));
