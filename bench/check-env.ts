@@ -90,7 +90,7 @@ export function createCheckEnv(
   const { db, counts } = countedFirestore(project);
   const logger = benchLogger(logFile);
   const proxies = new ProxyStore(db, logger);
-  const relays = new RelayStore(db, logger, config.heartbeatSeconds * 1000);
+  const relays = new RelayStore(db, logger, config.statusRefreshSeconds * 1000);
   const inFlight = new Set<Promise<void>>();
   const failures: string[] = [];
   /** Runs one function invocation, counting it and its wall time. */

@@ -24,8 +24,8 @@ export interface SweepResult {
   wallMs: number[];
   /** The first sweep: credentials not yet remembered by this process (a cold function instance). */
   firstMs: number;
-  /** A sweep with the coarse heartbeat due for every proxy (re-read, written, egress re-verified). */
-  heartbeat: { ms: number; counts: Counts };
+  /** A sweep with the status refresh due for every proxy (observed afresh and rewritten). */
+  refresh: { ms: number; counts: Counts };
   /** A sweep on a check instance with an empty sweep cache (every page read whole). */
   cold: Counts;
   /** One relay report (relay-backed fleets). */
@@ -44,7 +44,7 @@ export interface CycleCost {
   kind: FleetKind;
   size: number;
   checkIntervalSeconds: number;
-  heartbeatSeconds: number;
+  refreshSeconds: number;
   sources: CycleSource[];
 }
 
@@ -91,12 +91,12 @@ async function prepare(
 }
 
 /**
- * A sweep a heartbeat (or more) on, at `at`: for a relay-backed fleet the relay's probes are that
- * much newer (so every inventory item is due for its rewrite), and the monitor's verdict is fresh.
+ * A sweep a status refresh (or more) on, at `at`: for a relay-backed fleet the relay's probes are
+ * that much newer (so every inventory item is due for its rewrite), and the monitor's verdict is fresh.
  *
  * @returns the sweep, and the relay report that made the inventory items due
  */
-async function heartbeatSweep(
+async function refreshSweep(
   f: Fleet,
   at: number,
 ): Promise<{ sweep: Counts; ms: number; echo: Counts; report?: Counts }> {
@@ -109,7 +109,7 @@ async function heartbeatSweep(
   env.deps.now = () => Date.now() + shift;
   try {
     const run = await measure(env.counts, () => env.sweep());
-    // The next sweep reads back what this one wrote (its pages' changes): part of the heartbeat's cost.
+    // The next sweep reads back what this one wrote (its pages' changes): part of the refresh's cost.
     const echo = (await measure(env.counts, () => env.sweep())).counts;
     const beat = { sweep: run.counts, ms: run.ms, echo };
     return report ? { ...beat, report } : beat;
@@ -120,7 +120,7 @@ async function heartbeatSweep(
 
 /**
  * Sweeps a seeded fleet: a first sweep, `repeats` measured ones, a relay report, the steady-state
- * cycle when asked, and a sweep with the heartbeat due.
+ * cycle when asked, and a sweep with the status refresh due.
  */
 export async function sweepFleet(
   kind: FleetKind,
@@ -146,10 +146,11 @@ export async function sweepFleet(
   if (kind === 'relay')
     report = (await measure(env.counts, () => env.report(f.fleet.report(++f.seq, Date.now())))).counts;
   const cycle = steady ? await steady(f) : undefined;
-  // Past any heartbeat the steady cycle already moved the fleet to.
-  const beat = await heartbeatSweep(f, Date.now() + (steady ? 2 : 1) * (env.config.heartbeatSeconds * 1000 + 5000));
-  const heartbeat = { ms: beat.ms, counts: beat.sweep };
-  const sweep: SweepResult = { kind, size, counts, wallMs, firstMs, heartbeat, cold, failures: [...env.failures] };
+  // Past any refresh the steady cycle already moved the fleet to.
+  const refreshMs = env.config.statusRefreshSeconds * 1000;
+  const beat = await refreshSweep(f, Date.now() + (steady ? 2 : 1) * (refreshMs + 5000));
+  const refresh = { ms: beat.ms, counts: beat.sweep };
+  const sweep: SweepResult = { kind, size, counts, wallMs, firstMs, refresh, cold, failures: [...env.failures] };
   if (report) sweep.report = report;
   await env.db.terminate();
   // The emulator keeps every project in memory: let the next fleet have it.
@@ -159,14 +160,14 @@ export async function sweepFleet(
 
 /**
  * The steady-state cycle of a seeded fleet: a sweep and a relay report as they are most of the
- * time, the same with the coarse heartbeat due (clock moved one heartbeat on), the health monitor
+ * time, the same with the status refresh due (clock moved one refresh on), the health monitor
  * and a GC pass; each scaled by how often it runs per check interval.
  */
 export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   const { env } = f;
   const cfg = env.config;
   const interval = cfg.checkIntervalSeconds;
-  const heartbeatMs = cfg.heartbeatSeconds * 1000;
+  const refreshMs = cfg.statusRefreshSeconds * 1000;
   // Caches are read whole when older than SWEEP_CACHE_MAX_AGE_MS: that share of a cold run is added.
   const refills = (interval * 1000) / SWEEP_CACHE_MAX_AGE_MS;
   const coldSweep = (await measure(env.counts, () => env.coldSweep())).counts;
@@ -179,18 +180,18 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   let reportSteady: Counts | undefined;
   if (env.kind === 'relay')
     reportSteady = (await measure(env.counts, () => env.report(f.fleet.report(++f.seq, Date.now())))).counts;
-  const { sweep: beat, echo, report: reportBeat } = await heartbeatSweep(f, Date.now() + heartbeatMs + 5000);
-  const share = interval / cfg.heartbeatSeconds;
+  const { sweep: beat, echo, report: reportBeat } = await refreshSweep(f, Date.now() + refreshMs + 5000);
+  const share = interval / cfg.statusRefreshSeconds;
   const beatExtra = add(diffCounts(beat, sweep), diffCounts(echo, sweep));
   sources.push({
     name: 'check sweep',
     perCycle: add(add(sweep, scale(beatExtra, share)), scale(diffCounts(coldSweep, sweep), refills)),
-    note: `every ${interval} s, warm; heartbeat-due sweep and the one after it (every ${cfg.heartbeatSeconds} s) weighted ${share}; hourly refill ${fmtShare(refills)}`,
+    note: `every ${interval} s, warm; refresh-due sweep and the one after it (every ${cfg.statusRefreshSeconds} s) ${fmtShare(share)}; hourly refill ${fmtShare(refills)}`,
   });
   if (reportSteady && reportBeat) {
     const perReport = add(
       reportSteady,
-      scale(diffCounts(reportBeat, reportSteady), RELAY_REPORT_SECONDS / cfg.heartbeatSeconds),
+      scale(diffCounts(reportBeat, reportSteady), RELAY_REPORT_SECONDS / cfg.statusRefreshSeconds),
     );
     sources.push({
       name: 'relay reports',
@@ -212,7 +213,7 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
     kind: env.kind,
     size: f.fleet.names.length,
     checkIntervalSeconds: interval,
-    heartbeatSeconds: cfg.heartbeatSeconds,
+    refreshSeconds: cfg.statusRefreshSeconds,
     sources,
   };
 }

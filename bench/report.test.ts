@@ -13,7 +13,7 @@ function sweep(size: number, reads: number, invocations: number): SweepResult {
     counts: counts({ reads, invocations }),
     wallMs: [1000, 1200, 1100],
     firstMs: 1500,
-    heartbeat: { ms: 2000, counts: counts({ reads: 3 * size, writes: size }) },
+    refresh: { ms: 2000, counts: counts({ reads: 3 * size, writes: size }) },
     cold: counts({ reads: size + 11, invocations }),
     failures: [],
   };
@@ -24,7 +24,7 @@ function results(sweepReads: number, sweepInvocations: number): BenchResults {
     kind: 'direct',
     size: 1000,
     checkIntervalSeconds: 60,
-    heartbeatSeconds: 600,
+    refreshSeconds: 21600,
     sources: [
       { name: 'check sweep', perCycle: counts({ reads: sweepReads, invocations: sweepInvocations }), note: '' },
     ],
@@ -60,7 +60,7 @@ describe('targetsTable', () => {
 
   it('names every target of the issue, the ratios and the libvirt row', () => {
     const table = targetsTable(results(1000, 10));
-    expect(row(table, 'heartbeat writes/proxy')[4]).toBe('yes');
+    expect(row(table, 'refresh writes/proxy')[4]).toBe('yes');
     expect(row(table, 'publish → provider create')[3]).toBe('2.5×');
     expect(row(table, 'instance reachable → proxy Ready')[4]).toBe('yes');
     expect(row(table, 'cold start `check`')[4]).toBe('yes');

@@ -60,7 +60,7 @@ function steadyRows(r: BenchResults): string[][] {
     const total = per(totalOf(cycle), n);
     const label = KIND_LABEL[cycle.kind];
     const batches = Math.ceil(n / 100);
-    const beat = sweep.heartbeat ? per(sweep.heartbeat.counts, n) : undefined;
+    const beat = sweep.refresh ? per(sweep.refresh.counts, n) : undefined;
     const cost = monthlyCost(totalOf(cycle), cycle.checkIntervalSeconds);
     rows.push(
       [
@@ -71,15 +71,15 @@ function steadyRows(r: BenchResults): string[][] {
       ],
       [`writes/proxy, one check sweep, ${label}`, '0', fmt(steady.writes, 3), yes(steady.writes === 0)],
       [
-        `heartbeat writes/proxy, the sweep with the heartbeat due, ${label}`,
-        '≤ 1 per heartbeat',
+        `refresh writes/proxy, the sweep with the status refresh due, ${label}`,
+        '≤ 1 per refresh',
         beat
-          ? `${fmt(beat.writes, 3)} every ${cycle.heartbeatSeconds} s (that sweep reads ${fmt(beat.reads, 2)}/proxy)`
+          ? `${fmt(beat.writes, 3)} every ${cycle.refreshSeconds} s (that sweep reads ${fmt(beat.reads, 2)}/proxy)`
           : 'not measured',
         beat ? yes(beat.writes <= 1) : '—',
       ],
       [
-        `reads/proxy/cycle, check sweeps with the heartbeat share, ${label}`,
+        `reads/proxy/cycle, check sweeps with the refresh share, ${label}`,
         '≤ 1',
         `${fmt(averaged.reads, 3)} (writes ${fmt(averaged.writes, 3)})`,
         yes(averaged.reads <= 1),
@@ -148,7 +148,7 @@ function scaleRows(r: BenchResults): string[][] {
     const smallest = sweeps[0];
     if (!largest || !smallest) continue;
     const wall = median(largest.wallMs);
-    const worst = Math.max(wall, largest.firstMs, largest.heartbeat.ms);
+    const worst = Math.max(wall, largest.firstMs, largest.refresh.ms);
     const growth = largest.counts.reads / largest.size / (smallest.counts.reads / smallest.size);
     rows.push(
       [
@@ -245,7 +245,7 @@ export function scaleTable(r: BenchResults): string {
       `${fmt(wall / 1000, 2)} s`,
       fmt(s.size / (wall / 1000), 0),
       `${fmt(s.firstMs / 1000, 2)} s`,
-      `${fmt(s.heartbeat.ms / 1000, 2)} s (${fmt(s.heartbeat.counts.reads / s.size, 2)} reads, ${fmt(s.heartbeat.counts.writes / s.size, 2)} writes per proxy)`,
+      `${fmt(s.refresh.ms / 1000, 2)} s (${fmt(s.refresh.counts.reads / s.size, 2)} reads, ${fmt(s.refresh.counts.writes / s.size, 2)} writes per proxy)`,
       String(s.counts.reads),
       fmt(p.reads, 3),
       String(s.counts.writes),
@@ -259,7 +259,7 @@ export function scaleTable(r: BenchResults): string {
     'sweep (median)',
     'proxies/s',
     'first sweep',
-    'heartbeat-due sweep',
+    'refresh-due sweep',
     'reads',
     'reads/proxy',
     'writes',

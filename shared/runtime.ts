@@ -50,7 +50,7 @@ export function createRuntime(
   const db = createFirestore(config.project);
   const bus = createRestBus({ project: config.project, emulatorHost: env['PUBSUB_EMULATOR_HOST'] });
   const proxies = new ProxyStore(db, logger);
-  const relays = new RelayStore(db, logger, config.heartbeatSeconds * 1000);
+  const relays = new RelayStore(db, logger, config.statusRefreshSeconds * 1000);
   const relayKeys = relayKeysFromEnv(env);
   let warned = false;
   const warnUnsignedRelayMessages = () => {

@@ -13,6 +13,7 @@ export const LOCAL_DEFAULT_CONFIG = {
   backoffBaseSeconds: 2,
   backoffMaxSeconds: 60,
   heartbeatSeconds: 300,
+  statusRefreshSeconds: 300,
   healthIntervalSeconds: 5,
   // A provider that recovered gets pool members back after 20 s of staying healthy (60 s deployed).
   poolRecoverSeconds: 20,

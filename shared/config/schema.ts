@@ -47,8 +47,17 @@ export const configSchema = z.strictObject({
   leaseSeconds: seconds.default(60),
   backoffBaseSeconds: seconds.default(10),
   backoffMaxSeconds: seconds.default(600),
-  /** A healthy, unchanged proxy's status is rewritten at most this often (a coarse heartbeat). */
+  /**
+   * A flagged proxy (its egress IP shared) re-records the sharing, and kicks its peers to verify
+   * theirs, at most this often.
+   */
   heartbeatSeconds: seconds.default(600),
+  /**
+   * A healthy, unchanged proxy's status (and a relay's inventory item) is rewritten at most this
+   * often, to refresh the probe on record; any significant change is written at once. Six hours
+   * keeps a steady fleet's background writes under 0.01 per proxy per check (docs/performance.md).
+   */
+  statusRefreshSeconds: seconds.default(21_600),
   /** Proxies per check batch (one invocation each). */
   checkBatchSize: z.number().int().min(1).max(500).default(100),
   /** How often the provider-health monitor checks every provider. */

@@ -11,7 +11,7 @@ import type { Decision, Observation } from './decision.js';
 import { verifyEgress } from './egress.js';
 import { classifyFailure } from './failure.js';
 import { withLease, type ProviderCall } from './lease.js';
-import { nextStatus, recordFailure, statusChanged } from './status.js';
+import { nextStatus, probeGainMs, recordFailure, statusChanged } from './status.js';
 
 /** A decision with what it was made on. */
 export interface Plan {
@@ -21,6 +21,11 @@ export interface Plan {
   decision: Decision;
   /** Compare the egress IP with the fleet now. */
   verifyEgress: boolean;
+  /**
+   * The instance changed since the probe on record (the sweep could not rely on it): a newer probe
+   * is written even when nothing else changed, so that later sweeps can rely on it again.
+   */
+  reanchor?: boolean;
 }
 
 /** The status to write and the decision as it turned out (a failed call changes its message). */
@@ -109,7 +114,7 @@ function afterFailedCall({ subject, decision, desired }: Plan, status: ProxyStat
  * lease) when it changed or a lease was taken, and records the events.
  */
 async function record(deps: ReconcileDeps, plan: Plan, outcome: Outcome, holder?: string): Promise<ReconcileResult> {
-  const { doc, name, now, heartbeatMs, log } = plan.subject;
+  const { doc, name, now, heartbeatMs, refreshMs, log } = plan.subject;
   const { decision } = outcome;
   const egress = await verifyEgress(
     deps.proxies,
@@ -122,7 +127,11 @@ async function record(deps: ReconcileDeps, plan: Plan, outcome: Outcome, holder?
   );
   const status = egress.status;
   const phaseChanged = status.phase !== doc.status.phase;
-  if (holder || statusChanged(doc.status, status, now(), heartbeatMs)) {
+  if (
+    holder ||
+    statusChanged(doc.status, status, now(), refreshMs) ||
+    (plan.reanchor && probeGainMs(doc.status, status) > 0)
+  ) {
     // Without a lease taken the document is likely as read: decide the write on that copy (no read).
     const basis = holder ? undefined : { doc, readAt: plan.subject.readAt };
     const written = await deps.proxies.writeStatus(name, doc.generation, status, now(), holder, basis);

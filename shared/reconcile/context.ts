@@ -62,7 +62,10 @@ export interface Subject {
   provider: Provider | undefined;
   log: Logger;
   policy: Policy;
+  /** How long an unchanged flagged egress result keeps its time (`heartbeatSeconds`). */
   heartbeatMs: number;
+  /** How often an unchanged healthy status is rewritten (`statusRefreshSeconds`). */
+  refreshMs: number;
   now: () => number;
 }
 
@@ -94,6 +97,7 @@ export function subjectOf(deps: ReconcileDeps, { doc, readAt }: StoredProxy): Su
     log: deps.logger.child({ proxy: name }),
     policy: policyOf(deps.config),
     heartbeatMs: deps.config.heartbeatSeconds * 1000,
+    refreshMs: deps.config.statusRefreshSeconds * 1000,
     now: deps.now ?? Date.now,
   };
 }

@@ -15,6 +15,8 @@ import { storedObservation } from './stored-observation.js';
 export interface Observed {
   observation: Observation;
   reused: boolean;
+  /** The stored one was refused because the instance changed since its probe (`storedObservation`). */
+  changedSinceProbe?: boolean;
 }
 
 /**
@@ -37,9 +39,20 @@ export async function observe(
   if (reuse) {
     const now = subject.now();
     const { installationId } = deps.config;
-    const stored = await storedObservation(doc, provider, installationId, health, now, subject.heartbeatMs, batch);
+    const stored = await storedObservation(doc, provider, installationId, health, now, subject.refreshMs, batch);
+    if (stored === 'changed')
+      return { ...(await observeNow(deps, subject, provider, health)), changedSinceProbe: true };
     if (stored) return { observation: stored, reused: true };
   }
+  return observeNow(deps, subject, provider, health);
+}
+
+async function observeNow(
+  deps: ReconcileDeps,
+  subject: Subject,
+  provider: Provider,
+  health: ProviderHealth | undefined,
+): Promise<Observed> {
   const observation = await getInstance(provider, subject.instanceName, health);
   return { observation: await withOwnProbe(deps, subject, provider, observation), reused: false };
 }

@@ -16,6 +16,7 @@ import { applyRequest } from '../../test/support/reconcile-steps.js';
 import { startMemoryFleet, RELAY, type MemoryFleet } from '../../test/support/memory-fleet.js';
 import { runCheck } from './check.js';
 import { collectGarbage } from './gc.js';
+import { changedSince } from '../store/relay-rules.js';
 
 const fleetFor = (providerOptions: Record<string, unknown> = {}) =>
   startMemoryFleet({
@@ -221,5 +222,69 @@ describe('provider health on the in-memory ports', () => {
     await f.bus.deliver();
     expect(await phase(f, 'r-5')).toBe('Ready');
     expect(await phase(f, 'r-1')).toBe('Ready');
+  });
+});
+
+describe('status refresh on the in-memory ports', () => {
+  it('a healthy, unchanged proxy and its inventory item are rewritten once per statusRefreshSeconds, not per heartbeat', async () => {
+    const f = await startMemoryFleet({ config: { heartbeatSeconds: 600, statusRefreshSeconds: 3600 } });
+    await applied(f, ['r-r']);
+    const start = f.clock.now();
+    const written = async () => (await f.proxies.get('r-r'))?.readAt;
+    const probed = async () => (await f.relays.instances(RELAY)).find((i) => i.proxy === 'r-r')?.health?.lastProbeAt;
+    const docWrites: number[] = [];
+    const itemWrites: number[] = [];
+    let [doc, item] = [await written(), await probed()];
+    // Two hours and ten minutes of one-minute cycles: a probe round with its report, then a sweep.
+    for (let minute = 1; minute <= 130; minute++) {
+      f.clock.advance(60_000);
+      await f.probeRound();
+      await f.bus.deliver();
+      await runCheck(f.checkDeps, { sweep: true });
+      await f.bus.deliver();
+      const [d, i] = [await written(), await probed()];
+      if (d !== doc) docWrites.push(minute);
+      if (i !== item) itemWrites.push(minute);
+      [doc, item] = [d, i];
+    }
+    expect(await phase(f, 'r-r')).toBe('Ready');
+    // Minute 1: the first probe after the create (a change) is written to the item and the status
+    // (which that check also confirms the egress IP in); then each is due an hour after that probe.
+    expect(itemWrites).toEqual([1, 61, 121]);
+    expect(docWrites).toEqual([1, 61, 121]);
+    const lastProbe = Date.parse((await f.proxies.get('r-r'))?.doc.status.health?.lastProbeAt ?? '');
+    expect(lastProbe).toBeGreaterThanOrEqual(start + 120 * 60_000);
+  });
+
+  it('after a change the item, then the status, carry a probe newer than it: sweeps rely on them again', async () => {
+    const f = await startMemoryFleet({ config: { heartbeatSeconds: 600, statusRefreshSeconds: 3600 } });
+    await applied(f, ['r-c']);
+    const cycle = async () => {
+      f.clock.advance(60_000);
+      await f.probeRound();
+      await f.bus.deliver();
+      await runCheck(f.checkDeps, { sweep: true });
+      await f.bus.deliver();
+    };
+    const iname = f.instance('r-c');
+    // Whether the relay's record of changes lets a sweep rely on the status's probe.
+    const anchored = async () => {
+      const probe = Date.parse((await f.proxies.get('r-c'))?.doc.status.health?.lastProbeAt ?? '');
+      return !changedSince(await f.relays.relay(RELAY))(iname, probe);
+    };
+    await cycle();
+    expect(await anchored()).toBe(true);
+    // The instance moves to another port (as after a restart): a change of the item.
+    const instance = f.backend.instances.get(iname);
+    if (!instance) throw new Error('no instance');
+    instance.port += 1;
+    await cycle();
+    expect((await f.proxies.get('r-c'))?.doc.status.address).toBe(`127.0.0.1:${instance.port}`);
+    // The change is recorded with the report that carried it, after its probe: not yet anchored.
+    expect(await anchored()).toBe(false);
+    // The next round's probe rewrites the item once; the sweep then writes the status with it.
+    await cycle();
+    expect(await anchored()).toBe(true);
+    expect(await phase(f, 'r-c')).toBe('Ready');
   });
 });

@@ -68,9 +68,9 @@ export async function reconcileProxy(
     // The stored observation only confirms that nothing is to be done: anything else is decided
     // again on a fresh observation.
     const decision = decide(input);
-    const { now, heartbeatMs, policy } = subject;
+    const { now, refreshMs, policy } = subject;
     const next = nextStatus(doc.status, decision, observed.observation, doc.generation, now(), policy);
-    if (changesNothing(decision, doc.status, next, now(), heartbeatMs))
+    if (changesNothing(decision, doc.status, next, now(), refreshMs))
       return { name: subject.name, action: 'none', phase: next.phase };
     observed = await observe(deps, subject, batch, false);
     input = decideInput(subject, desired, observed.observation);
@@ -82,6 +82,7 @@ export async function reconcileProxy(
     observation: observed.observation,
     decision,
     verifyEgress: options.verifyEgress === true,
+    reanchor: observed.changedSinceProbe === true,
   });
 }
 

@@ -106,12 +106,19 @@ function significant(status: ProxyStatus): unknown {
 }
 
 /**
- * Whether the new status must be written: a significant change, or the coarse heartbeat is due.
- * Keeps a healthy, unchanged proxy's check at one read and no write.
+ * Whether the new status must be written: a significant change, or the probe on record is
+ * `refreshMs` older than this one (the coarse refresh, `statusRefreshSeconds`). Keeps a healthy,
+ * unchanged proxy's check at no read (warm sweep cache) and no write.
  */
-export function statusChanged(previous: ProxyStatus, next: ProxyStatus, now: number, heartbeatMs: number): boolean {
+export function statusChanged(previous: ProxyStatus, next: ProxyStatus, now: number, refreshMs: number): boolean {
   if (canonicalJson(significant(previous)) !== canonicalJson(significant(next))) return true;
+  return probeGainMs(previous, next) >= refreshMs;
+}
+
+/** How much later `next`'s probe is than `previous`'s (infinite when only `next` has one). */
+export function probeGainMs(previous: ProxyStatus, next: ProxyStatus): number {
   const written = Date.parse(previous.health?.lastProbeAt ?? '');
   const latest = Date.parse(next.health?.lastProbeAt ?? '');
-  return !Number.isNaN(latest) && (Number.isNaN(written) || latest - written >= heartbeatMs);
+  if (Number.isNaN(latest)) return Number.NEGATIVE_INFINITY;
+  return Number.isNaN(written) ? Number.POSITIVE_INFINITY : latest - written;
 }

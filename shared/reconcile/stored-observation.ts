@@ -15,10 +15,12 @@ import { statusChanged } from './status.js';
  * the provider: only for providers whose observations arrive by report and say what changed
  * (`probesRemotely` and `changes`: the relay-backed ones), while the provider is not down, the
  * proxy is Ready, healthy and current, its instance has not changed since its last probe on
- * record, and that probe is younger than the heartbeat (so the heartbeat still reads).
+ * record, and that probe is younger than the refresh period (so the refresh still reads).
  *
  * @param batch - the check batch: the provider's recent changes are read once per batch
- * @returns undefined when the provider must be asked
+ * @returns undefined when the provider must be asked; `'changed'` when it must be asked because
+ * the instance changed since the probe on record (the status is then rewritten with a newer probe
+ * as soon as the provider has one, so that later sweeps can rely on it again)
  */
 export async function storedObservation(
   doc: ProxyDoc,
@@ -26,9 +28,9 @@ export async function storedObservation(
   installationId: string,
   health: ProviderHealth | undefined,
   now: number,
-  heartbeatMs: number,
+  refreshMs: number,
   batch: CheckBatch,
-): Promise<Observation | undefined> {
+): Promise<Observation | 'changed' | undefined> {
   const { status } = doc;
   const { instance, health: probed } = status;
   if (!provider.probesRemotely || !provider.changes || health?.ok === false) return undefined;
@@ -37,9 +39,10 @@ export async function storedObservation(
   if (!instance || instance.state !== 'Running' || !probed?.ok) return undefined;
   const probedAt = Date.parse(probed.lastProbeAt);
   const age = now - probedAt;
-  if (!(age >= 0 && age < heartbeatMs)) return undefined;
+  if (!(age >= 0 && age < refreshMs)) return undefined;
   const changed = await recentChanges(batch, provider);
-  if (!changed || changed(instance.name, probedAt)) return undefined;
+  if (!changed) return undefined;
+  if (changed(instance.name, probedAt)) return 'changed';
   return {
     kind: 'found',
     instance: {
@@ -66,7 +69,7 @@ export function changesNothing(
   previous: ProxyStatus,
   next: ProxyStatus,
   now: number,
-  heartbeatMs: number,
+  refreshMs: number,
 ): boolean {
   return (
     decision.action === 'none' &&
@@ -74,7 +77,7 @@ export function changesNothing(
     decision.replace === undefined &&
     decision.recheckAfterMs === undefined &&
     next.phase === previous.phase &&
-    !statusChanged(previous, next, now, heartbeatMs) &&
+    !statusChanged(previous, next, now, refreshMs) &&
     !egressDue(previous, next)
   );
 }

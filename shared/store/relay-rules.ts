@@ -30,14 +30,26 @@ function parseChanges(json: string | undefined): Record<string, number> | undefi
 /**
  * The recent changes after a report sent at `at` changed (or removed) `changed`: older entries
  * are dropped a heartbeat (and some slack) later. Without a record of earlier changes (a first
- * report, or one stored before changes were recorded), every item counts as changed now.
+ * report, or one stored before changes were recorded), every item counts as changed now. Past
+ * `MAX_CHANGES` entries the oldest are folded into `*` (every item may have changed up to the
+ * newest of them): a fleet changing faster only shortens how far back the record answers.
  */
-function recordChanges(previous: string | undefined, changed: Set<string>, at: number, heartbeatMs: number): string {
+export function recordChanges(
+  previous: string | undefined,
+  changed: Set<string>,
+  at: number,
+  heartbeatMs: number,
+): string {
   const known = parseChanges(previous) ?? { '*': at };
   const kept: Record<string, number> = {};
   for (const [name, t] of Object.entries(known)) if (t >= at - heartbeatMs - CHANGES_SLACK_MS) kept[name] = t;
   for (const name of changed) kept[name] = at;
-  return JSON.stringify(Object.keys(kept).length > MAX_CHANGES ? { '*': at } : kept);
+  const entries = Object.entries(kept).filter(([name]) => name !== '*');
+  if (entries.length < MAX_CHANGES) return JSON.stringify(kept);
+  entries.sort((a, b) => b[1] - a[1]);
+  const folded = entries.slice(MAX_CHANGES - 1);
+  const all = Math.max(kept['*'] ?? Number.NEGATIVE_INFINITY, ...folded.map(([, t]) => t));
+  return JSON.stringify({ ...Object.fromEntries(entries.slice(0, MAX_CHANGES - 1)), '*': all });
 }
 
 /**
@@ -106,27 +118,53 @@ export function noDiff(prev: RelayDoc | undefined): InventoryDiff {
   return { ...none, probeDueAt: prev?.probeDueAt };
 }
 
+/** When each item last changed by the record (`*` included): its probes up to then prove nothing. */
+function changeTimes(prev: RelayDoc | undefined): (instance: string) => number {
+  const changes = parseChanges(prev?.changes) ?? {};
+  const any = changes['*'] ?? Number.NEGATIVE_INFINITY;
+  return (instance) => Math.max(changes[instance] ?? Number.NEGATIVE_INFINITY, any);
+}
+
+const probedAt = (item: InventoryItem | undefined) =>
+  item?.health ? Date.parse(item.health.lastProbeAt) : Number.NEGATIVE_INFINITY;
+
 /**
  * Diffs a report against the stored inventory: only what changed, what disappeared, and healthy
  * items whose probe heartbeat is due. When one is due, those half-way there are rewritten with it,
- * so the inventory's heartbeats fall due together rather than one report after another.
+ * so the inventory's heartbeats fall due together rather than one report after another. An item
+ * whose stored probe is not newer than its last change (`prev.changes`; the change a report
+ * records is stamped with its `sentAt`, after the probe it carries) is rewritten once with the
+ * first probe after the change: a check can then rely on the item again (`storedObservation`)
+ * instead of reading it on every sweep until the heartbeat.
  */
-export function diffInventory(stored: InventoryItem[], report: RelayReport, heartbeatMs: number): InventoryDiff {
+export function diffInventory(
+  stored: InventoryItem[],
+  report: RelayReport,
+  heartbeatMs: number,
+  prevDoc?: RelayDoc,
+): InventoryDiff {
   const left = new Map(stored.map((i) => [i.name, i]));
+  const changedAt = changeTimes(prevDoc);
   const diff = noDiff(undefined);
   let probeDueAt = Number.MAX_SAFE_INTEGER;
   const probeAge = (item: InventoryItem) => {
-    const prev = left.get(item.name)?.health;
-    return item.health && prev ? Date.parse(item.health.lastProbeAt) - Date.parse(prev.lastProbeAt) : 0;
+    const prev = left.get(item.name);
+    return item.health && prev?.health ? probedAt(item) - probedAt(prev) : 0;
   };
   const anyDue = report.instances.some((item) => probeAge(item) >= heartbeatMs);
   for (const item of report.instances) {
     const prev = left.get(item.name);
     const moved = !prev || significant(prev) !== significant(item);
-    const probeDue = item.health && (!prev?.health || (anyDue && probeAge(item) >= heartbeatMs / 2));
+    const change = moved ? report.sentAt : changedAt(item.name);
+    const anchor = !moved && probedAt(prev) <= change && probedAt(item) > change;
+    const probeDue = item.health && (!prev?.health || anchor || (anyDue && probeAge(item) >= heartbeatMs / 2));
     left.delete(item.name);
     const kept = moved || probeDue ? item : prev;
-    if (kept?.health) probeDueAt = Math.min(probeDueAt, Date.parse(kept.health.lastProbeAt) + heartbeatMs);
+    if (kept?.health) {
+      probeDueAt = Math.min(probeDueAt, probedAt(kept) + heartbeatMs);
+      // Not newer than its change: due again with the first probe after it.
+      if (probedAt(kept) <= change) probeDueAt = Math.min(probeDueAt, change + 1);
+    }
     if (!moved && !probeDue) continue;
     diff.puts.push(item);
     if (!moved) continue;

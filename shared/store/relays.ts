@@ -145,7 +145,7 @@ export class RelayStore implements RelayRepository {
     const stale = isStale(prev, report);
     const diff =
       !stale && mayChangeInventory(prev, report)
-        ? diffInventory(await this.instances(report.relay), report, this.heartbeatMs)
+        ? diffInventory(await this.instances(report.relay), report, this.heartbeatMs, prev)
         : noDiff(prev);
     // Results are applied even from a stale report: they only ever complete the very command
     // they name, and a result lost with a dropped report would leave its command pending forever.

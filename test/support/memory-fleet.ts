@@ -26,7 +26,7 @@ import { MemoryReportRepository } from '../../shared/store/memory/reports.js';
 import { MemoryState } from '../../shared/store/memory/state.js';
 import { applyCommand } from '../../relay/commands.js';
 import { CommandLedger } from '../../relay/ledger.js';
-import { HealthBook, probeCreated } from '../../relay/probes.js';
+import { HealthBook, probeCreated, probeRound } from '../../relay/probes.js';
 import { buildReport } from '../../relay/report.js';
 import { FakeBackend } from '../../relay/testing/fake-backend.js';
 import { MemoryBus } from './memory-bus.js';
@@ -61,6 +61,8 @@ export interface MemoryFleet {
   checkDeps: CheckDeps;
   /** The relay's periodic report (heartbeat and inventory), published now. */
   relayReport(): Promise<void>;
+  /** The relay's probe round (every Running instance probed), then its report. */
+  probeRound(): Promise<void>;
   /** The relay's backend: its instances, and its `fail` hook. */
   backend: FakeBackend;
   /** The provider's instance name for a proxy. */
@@ -96,7 +98,7 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
   const state = new MemoryState(clock);
   const bus = new MemoryBus(clock);
   const proxies = new MemoryProxyRepository(clock, state);
-  const relays = new MemoryRelayRepository(clock, config.heartbeatSeconds * 1000, state);
+  const relays = new MemoryRelayRepository(clock, config.statusRefreshSeconds * 1000, state);
   const providerStatus = new MemoryProviderStatusRepository();
   const pools = new MemoryPoolRepository(state);
   const registry = createRegistry({ config, relays, bus, logger, now });
@@ -132,6 +134,7 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
     registry,
     checkDeps,
     relayReport: () => relay.report([]),
+    probeRound: relay.round,
     backend,
     instance: (proxy) => instanceName(config.installationId, proxy),
     checkHealth: async () => void (await checkProviders({ registry, providerStatus, logger, now })),
@@ -150,7 +153,11 @@ async function startRelay(
   config: Config,
   logger: Logger,
   now: () => number,
-): Promise<{ apply: (json: unknown) => Promise<void>; report: (results: CommandResult[]) => Promise<void> }> {
+): Promise<{
+  apply: (json: unknown) => Promise<void>;
+  report: (results: CommandResult[]) => Promise<void>;
+  round: () => Promise<void>;
+}> {
   const ledger = await CommandLedger.load(undefined, logger, now);
   const health = new HealthBook();
   const probe = backendProbe(backends);
@@ -171,7 +178,11 @@ async function startRelay(
       await probeCreated(probing, command.provider, command.spec.name);
     await report([outcome.result]);
   };
-  return { apply, report };
+  const round = async () => {
+    await probeRound(probing);
+    await report([]);
+  };
+  return { apply, report, round };
 }
 
 /**

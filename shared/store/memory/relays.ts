@@ -94,7 +94,7 @@ export class MemoryRelayRepository implements RelayRepository {
       const stale = isStale(prev, report);
       const diff =
         !stale && mayChangeInventory(prev, report)
-          ? diffInventory(await this.instances(report.relay), report, this.heartbeatMs)
+          ? diffInventory(await this.instances(report.relay), report, this.heartbeatMs, prev)
           : noDiff(prev);
       // Results are applied even from a stale report (they complete only the command they name).
       const completed = report.results.flatMap((result) => {
