@@ -186,7 +186,7 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   sources.push({
     name: 'check sweep',
     perCycle: add(add(sweep, scale(beatExtra, share)), scale(diffCounts(coldSweep, sweep), refills)),
-    note: `every ${interval} s, warm; refresh-due sweep and the one after it (every ${cfg.statusRefreshSeconds} s) ${fmtShare(share)}; hourly refill ${fmtShare(refills)}`,
+    note: `every ${interval} s, warm; refresh-due sweep and the one after it (every ${cfg.statusRefreshSeconds} s) ${fmtShare(share)}; refill every ${SWEEP_CACHE_MAX_AGE_MS / 1000} s ${fmtShare(refills)}`,
   });
   if (reportSteady && reportBeat) {
     const perReport = add(
@@ -207,7 +207,7 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   sources.push({
     name: 'gc',
     perCycle: scale(add(gc, scale(diffCounts(coldGc, gc), gcRefills)), interval / cfg.gcIntervalSeconds),
-    note: `every ${cfg.gcIntervalSeconds} s, warm; hourly refill ${fmtShare(gcRefills)}`,
+    note: `every ${cfg.gcIntervalSeconds} s, warm; refill every ${SWEEP_CACHE_MAX_AGE_MS / 1000} s ${fmtShare(gcRefills)}`,
   });
   return {
     kind: env.kind,

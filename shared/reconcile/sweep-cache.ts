@@ -25,8 +25,11 @@ import type { Logger } from '../logger.js';
 import type { Clock, ProxyRepository, StoredProxy } from '../store/ports.js';
 import { systemClock } from '../store/clock.js';
 
-/** A cached page older than this is read whole again. */
-export const SWEEP_CACHE_MAX_AGE_MS = 3600_000;
+/**
+ * A cached page older than this is read whole again: six hours, as long as an unchanged status goes
+ * unwritten (`statusRefreshSeconds`' default), the longest anything unchanged is trusted unread.
+ */
+export const SWEEP_CACHE_MAX_AGE_MS = 21_600_000;
 /** About 20–40 MB of parsed documents. */
 export const SWEEP_CACHE_MAX_PROXIES = 20_000;
 
