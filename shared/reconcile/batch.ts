@@ -17,8 +17,20 @@ export interface CheckBatch {
   readonly changes: Map<string, Promise<Changed | undefined>>;
 }
 
-export function newCheckBatch(): CheckBatch {
-  return { health: new Map(), changes: new Map() };
+/** @param health - verdicts already read (a sweep page passes its own on to the next page) */
+export function newCheckBatch(health: Record<string, ProviderHealth> = {}): CheckBatch {
+  const known = Object.entries(health).map(([name, h]) => [name, Promise.resolve(h)] as const);
+  return { health: new Map(known), changes: new Map() };
+}
+
+/** The verdicts this batch has read so far (those that could be read). */
+export async function knownHealth(batch: CheckBatch): Promise<Record<string, ProviderHealth>> {
+  const out: Record<string, ProviderHealth> = {};
+  for (const [name, pending] of batch.health) {
+    const health = await pending.catch(() => undefined);
+    if (health) out[name] = { ok: health.ok, message: health.message.slice(0, 500), latencyMs: health.latencyMs };
+  }
+  return out;
 }
 
 /** The provider's health, asked once per batch. */

@@ -11,6 +11,7 @@ import { instanceName } from '../domain/names.js';
 import { createLogger } from '../logger.js';
 import { createRegistry } from '../providers/registry.js';
 import { ManualClock } from '../store/clock.js';
+import { MemoryProviderStatusRepository } from '../store/memory/providers.js';
 import { MemoryProxyRepository } from '../store/memory/proxies.js';
 import { MemoryRelayRepository } from '../store/memory/relays.js';
 import { MemoryState } from '../store/memory/state.js';
@@ -164,5 +165,46 @@ describe('check: look again soon without an error', () => {
     const deps = { ...w.deps, logger: createLogger({ write: (line) => void warnings.push(JSON.parse(line)) }) };
     await expect(handleCheckMessage(deps, message({ names: ['p-4'], dueAt: -1 }, 0))).resolves.toBe('rejected');
     expect(warnings).toContainEqual(expect.objectContaining({ field: 'dueAt' }));
+  });
+});
+
+describe('check: a sweep passes its provider verdicts along the chain', () => {
+  it('reads a verdict once per sweep, not once per page, and again when the passed one is a health run old', async () => {
+    const w = world();
+    await relayReported(w);
+    for (const name of ['s-1', 's-2', 's-3']) await applied(w, name);
+    const verdicts = new MemoryProviderStatusRepository();
+    const lastCheckAt = new Date(w.clock.now()).toISOString();
+    await verdicts.write({
+      name: 'proc',
+      type: 'process',
+      status: 'Healthy',
+      message: 'ok',
+      latencyMs: 3,
+      lastCheckAt,
+    });
+    const gets: string[] = [];
+    const providerStatus = {
+      write: (v: Parameters<typeof verdicts.write>[0]) => verdicts.write(v),
+      all: () => verdicts.all(),
+      get: (name: string) => (gets.push(name), verdicts.get(name)),
+    };
+    const deps: CheckDeps = { ...w.deps, providerStatus, config: { ...w.deps.config, checkBatchSize: 1 } };
+    await handleCheckMessage(deps, message({ sweep: true }, w.clock.now()));
+    // Each page publishes the next with what it read; deliver the chain to its end.
+    for (let delivered = 0; delivered < w.checks().length; delivered++)
+      await handleCheckMessage(deps, message(w.checks()[delivered], w.clock.now()));
+    const pages = w.checks().filter((c) => 'sweep' in c);
+    expect(pages.map((c) => c['after'])).toEqual(['s-1', 's-2', 's-3']);
+    expect(pages[0]?.['health']).toEqual({
+      at: expect.any(Number),
+      providers: { proc: { ok: true, message: 'ok', latencyMs: 3 } },
+    });
+    expect(gets).toEqual(['proc']);
+    // A page handed verdicts a health interval old reads its own.
+    const old = { ...pages[0], after: null };
+    w.clock.advance(w.deps.config.healthIntervalSeconds * 1000);
+    await handleCheckMessage(deps, message(old, w.clock.now()));
+    expect(gets).toEqual(['proc', 'proc']);
   });
 });

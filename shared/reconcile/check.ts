@@ -8,7 +8,7 @@ import { ValidationError } from '../errors.js';
 import { reconcilePool } from '../pools/reconcile.js';
 import type { PoolRepository, StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
-import { newCheckBatch, type CheckBatch } from './batch.js';
+import { knownHealth, newCheckBatch, providerHealth, type CheckBatch } from './batch.js';
 import { holdUntilDue, publishFollowUps, type Recheck } from './follow-up.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
 import { reconcileProxy } from './reconcile.js';
@@ -20,8 +20,21 @@ import type { Logger } from '../logger.js';
 const dueAt = z.number().int().nonnegative().optional();
 
 /** A check message: a sweep page (from the scheduler, then chained) or explicit names (kicks). */
+/** Provider verdicts a sweep page read, passed on to the next page (read at `at`, epoch ms). */
+const sweepHealth = z.strictObject({
+  at: z.number().int().nonnegative(),
+  providers: z.record(
+    z.string().max(63),
+    z.strictObject({ ok: z.boolean(), message: z.string().max(500), latencyMs: z.number().nonnegative() }),
+  ),
+});
+
 export const checkMessageSchema = z.union([
-  z.strictObject({ sweep: z.literal(true), after: z.string().max(63).nullable().optional() }),
+  z.strictObject({
+    sweep: z.literal(true),
+    after: z.string().max(63).nullable().optional(),
+    health: sweepHealth.optional(),
+  }),
   z.strictObject({ names: z.array(dnsLabel).min(1).max(500), verifyEgress: z.boolean().optional(), dueAt }),
   /** Pools to reconcile (after a pool request, a member's phase change, or a sweep). */
   z.strictObject({ pools: z.array(dnsLabel).min(1).max(100), dueAt }),
@@ -75,32 +88,9 @@ export async function runCheck(
   deps: CheckDeps,
   message: CheckMessage,
 ): Promise<{ results: ReconcileResult[]; rechecks: Recheck[] }> {
-  const batch = newCheckBatch();
   if ('pools' in message) return runPools(deps, message.pools);
-  if ('sweep' in message) {
-    const after = message.after ?? null;
-    const limit = deps.config.checkBatchSize;
-    const page = deps.sweepCache
-      ? await deps.sweepCache.page(deps.proxies, after, limit, deps.logger)
-      : await deps.proxies.page(after, limit);
-    if (page.next) await deps.bus.publish(TOPICS.proxyChecks, { sweep: true, after: page.next });
-    // The first page of a sweep also looks at every pool (a lost kick is found here).
-    if (!message.after && deps.pools) await kickPools(deps.bus, await deps.pools.names());
-    // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
-    const results = await pool(page.items, 10, (stored) =>
-      reconcileTraced(deps, stored, batch, { reuseObservation: true }).catch((err: unknown) => {
-        deps.logger.warn('reconcile failed; the next sweep retries', { proxy: stored.doc.metadata.name, error: err });
-        return undefined;
-      }),
-    );
-    const done = results.filter((r): r is ReconcileResult => r !== undefined);
-    await kickEgressChecks(deps.bus, done);
-    await kickPools(
-      deps.bus,
-      done.flatMap((r) => (r.pool ? [r.pool] : [])),
-    );
-    return { results: done, rechecks: [] };
-  }
+  if ('sweep' in message) return runSweepPage(deps, message);
+  const batch = newCheckBatch();
   const results = await pool([...new Set(message.names)], 10, async (name) => {
     const stored = await deps.proxies.get(name);
     return stored ? reconcileTraced(deps, stored, batch, { verifyEgress: message.verifyEgress === true }) : undefined;
@@ -115,6 +105,48 @@ export async function runCheck(
     r.recheckAfterMs !== undefined ? [{ kind: 'names', name: r.name, afterMs: r.recheckAfterMs }] : [],
   );
   return { results: done, rechecks };
+}
+
+/** One sweep page: read it, pass the chain on (with this page's provider verdicts), reconcile it. */
+async function runSweepPage(
+  deps: CheckDeps,
+  message: Extract<CheckMessage, { sweep: true }>,
+): Promise<{ results: ReconcileResult[]; rechecks: Recheck[] }> {
+  const now = (deps.now ?? Date.now)();
+  const passed = message.health;
+  // Verdicts the previous page read are as good as a read now while younger than a health run.
+  const fresh = passed && now - passed.at < deps.config.healthIntervalSeconds * 1000 ? passed : undefined;
+  const batch = newCheckBatch(fresh?.providers);
+  const after = message.after ?? null;
+  const limit = deps.config.checkBatchSize;
+  const page = deps.sweepCache
+    ? await deps.sweepCache.page(deps.proxies, after, limit, deps.logger)
+    : await deps.proxies.page(after, limit);
+  if (page.next) {
+    // This page's providers' verdicts go on with the chain: one read per provider per sweep.
+    for (const { doc } of page.items) {
+      const provider = deps.registry.get(doc.spec.provider);
+      if (provider) void providerHealth(batch, deps, provider).catch(() => undefined);
+    }
+    const health = { at: fresh?.at ?? now, providers: await knownHealth(batch) };
+    await deps.bus.publish(TOPICS.proxyChecks, { sweep: true, after: page.next, health });
+  }
+  // The first page of a sweep also looks at every pool (a lost kick is found here).
+  if (!message.after && deps.pools) await kickPools(deps.bus, await deps.pools.names());
+  // The next page is already on its way: a failure here must not redeliver (and fork) the chain.
+  const results = await pool(page.items, 10, (stored) =>
+    reconcileTraced(deps, stored, batch, { reuseObservation: true }).catch((err: unknown) => {
+      deps.logger.warn('reconcile failed; the next sweep retries', { proxy: stored.doc.metadata.name, error: err });
+      return undefined;
+    }),
+  );
+  const done = results.filter((r): r is ReconcileResult => r !== undefined);
+  await kickEgressChecks(deps.bus, done);
+  await kickPools(
+    deps.bus,
+    done.flatMap((r) => (r.pool ? [r.pool] : [])),
+  );
+  return { results: done, rechecks: [] };
 }
 
 /**
