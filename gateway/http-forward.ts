@@ -1,7 +1,7 @@
 /** Plain HTTP through the fleet: an absolute-URI request forwarded via a chosen proxy, retried elsewhere when that proxy fails. */
 import http from 'node:http';
 import type { Attempt, FleetRouter } from './router.js';
-import { endToEndHeaders, hasBody, toOutgoing } from './headers.js';
+import { endToEndHeaders, hasBody } from './headers.js';
 import type { Upstream } from './selection.js';
 import { HOP_FAILURES } from './tunnel.js';
 
@@ -23,6 +23,19 @@ function refusesCredentials(response: http.IncomingMessage): boolean {
     String(response.headers['server'] ?? '').startsWith('tinyproxy/')
   );
 }
+/**
+ * Requests to a proxy that closes every connection, on new connections: one agent for all of them
+ * (`agent: false` would build a new Agent for every request).
+ */
+const CONNECT_ANEW = new http.Agent({ keepAlive: false });
+/** Re-framed by the gateway from the buffered body, never copied from the client. */
+const REFRAMED: ReadonlySet<string> = new Set(['content-length']);
+/**
+ * Methods Node sends without framing when there is no body. With array headers, written when the
+ * request is made, any other method without `Content-Length` would go out chunked; it gets
+ * `Content-Length: 0`, as Node gives it with object headers.
+ */
+const UNFRAMED_WITHOUT_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 /** Errors that mean the proxy was never reached: the request did not go out. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND']);
 
@@ -167,7 +180,7 @@ function judgeResponse(
 function attemptOnce(
   upstream: Upstream,
   req: http.IncomingMessage,
-  headers: http.OutgoingHttpHeaders,
+  headers: readonly string[],
   body: Buffer | undefined,
   agents: UpstreamAgents | undefined,
   options: ForwardOptions,
@@ -188,8 +201,8 @@ function attemptOnce(
       port: upstream.port,
       method: req.method,
       path: req.url,
-      headers: { ...headers, 'Proxy-Authorization': upstream.authorization },
-      agent: agent ?? false,
+      headers: [...headers, 'Proxy-Authorization', upstream.authorization],
+      agent: agent ?? CONNECT_ANEW,
     });
     let connected = false;
     const onConnected = () => {
@@ -260,9 +273,11 @@ export async function forwardHttp(
     router.metrics.gatewayError();
     return gatewayError(res, 413, `request bodies above ${MAX_BODY_BYTES} bytes are not forwarded`);
   }
-  const pairs = endToEndHeaders(req.rawHeaders).filter(([n]) => n.toLowerCase() !== 'content-length');
-  if (body !== undefined) pairs.push(['Content-Length', String(body.length)]);
-  const headers = toOutgoing(pairs);
+  const headers = endToEndHeaders(req.rawHeaders, REFRAMED);
+  // With array headers Node adds no Host of its own (it would have been the proxy's address).
+  if (req.headers.host === undefined) headers.push('Host', target.host);
+  if (body !== undefined || !UNFRAMED_WITHOUT_BODY.has(req.method ?? ''))
+    headers.push('Content-Length', String(body?.length ?? 0));
   let clientGone = false;
   res.once('close', () => (clientGone = !res.writableFinished));
   const routed = await router.route({ session, domain: target.hostname }, (u) =>
@@ -285,7 +300,7 @@ export async function forwardHttp(
   let received = 0;
   response.on('data', (c: Buffer) => (received += c.length));
   response.once('end', () => router.metrics.bytes(upstream.name, session, received, body?.length ?? 0));
-  res.writeHead(response.statusCode ?? 502, response.statusMessage, toOutgoing(endToEndHeaders(response.rawHeaders)));
+  res.writeHead(response.statusCode ?? 502, response.statusMessage, endToEndHeaders(response.rawHeaders));
   response.pipe(res);
   res.once('close', () => {
     if (!response.complete) response.destroy();
