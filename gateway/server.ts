@@ -2,10 +2,11 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { credentialCheck, gatewayUrl, randomCredentials, type AuthResult, type GatewayCredentials } from './auth.js';
-import { forwardHttp, gatewayError, UpstreamAgents } from './http-forward.js';
+import { forwardHttp, gatewayError } from './http-forward.js';
 import { answerParseError, type ParseError } from './parse-errors.js';
 import { FleetRouter, type RouterOptions } from './router.js';
 import { connectThrough, parseAuthority, type Tunnel } from './tunnel.js';
+import { UpstreamAgents } from './upstream-agents.js';
 
 /** Where to listen: `host:port`. */
 export interface ListenAddress {
