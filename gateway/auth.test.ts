@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { checkProxyAuthorization, gatewayUrl, randomCredentials } from './auth.js';
+import { credentialCheck, gatewayUrl, randomCredentials } from './auth.js';
 
 const creds = { username: 'crawler', password: 's3cret:with:colons' };
+const check = credentialCheck(creds);
 const basic = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
 
 describe('gateway credentials', () => {
@@ -13,28 +14,32 @@ describe('gateway credentials', () => {
     ['no colon', basic('crawler')],
     ['a prefix of the password', basic('crawler:s3cret')],
     ['session of a wrong user', basic('other-session-1:s3cret:with:colons')],
+    ['session with a wrong password', basic('crawler-session-1:nope')],
+    ['an empty session id', basic('crawler-session-:s3cret:with:colons')],
     ['an empty header', ''],
     ['garbage base64', 'Basic !!!'],
   ])('refuses %s', (_what, header) => {
-    expect(checkProxyAuthorization(header, creds)).toEqual({ ok: false });
+    expect(check(header)).toEqual({ ok: false });
   });
 
   it('accepts the credentials, with and without a session', () => {
-    expect(checkProxyAuthorization(basic('crawler:s3cret:with:colons'), creds)).toEqual({
+    expect(check(basic('crawler:s3cret:with:colons'))).toEqual({
       ok: true,
       session: undefined,
     });
-    expect(checkProxyAuthorization(basic('crawler-session-a.b_C-9:s3cret:with:colons'), creds)).toEqual({
+    expect(check(basic('crawler-session-a.b_C-9:s3cret:with:colons'))).toEqual({
       ok: true,
       session: 'a.b_C-9',
     });
-    expect(checkProxyAuthorization(`basic   ${basic('crawler:s3cret:with:colons').slice(6)}`, creds).ok).toBe(true);
+    expect(check(`basic   ${basic('crawler:s3cret:with:colons').slice(6)}`).ok).toBe(true);
   });
 
   it('a user whose own name contains -session- still works when it is the whole configured name', () => {
-    const odd = { username: 'a-session-b', password: 'p' };
-    expect(checkProxyAuthorization(basic('a-session-b-session-7:p'), odd)).toEqual({ ok: true, session: '7' });
-    expect(checkProxyAuthorization(basic('a-session-b:p'), odd)).toEqual({ ok: true, session: undefined });
+    const odd = credentialCheck({ username: 'a-session-b', password: 'p' });
+    expect(odd(basic('a-session-b-session-7:p'))).toEqual({ ok: true, session: '7' });
+    expect(odd(basic('a-session-b:p'))).toEqual({ ok: true, session: undefined });
+    expect(odd(basic('a:p'))).toEqual({ ok: false });
+    expect(odd(basic('a-session-c:p'))).toEqual({ ok: false });
   });
 
   it('prints a URL with escaped credentials and makes distinct random ones', () => {

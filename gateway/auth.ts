@@ -20,39 +20,36 @@ export function randomCredentials(): GatewayCredentials {
 
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
-/** The digest of each credentials object, computed once rather than on every request. */
-const expectedDigests = new WeakMap<GatewayCredentials, Buffer>();
-function expectedDigest(expected: GatewayCredentials): Buffer {
-  let d = expectedDigests.get(expected);
-  if (!d) {
-    d = digest(`${expected.username}:${expected.password}`);
-    expectedDigests.set(expected, d);
-  }
-  return d;
-}
-
 /**
- * Checks a `Proxy-Authorization` header against the gateway's credentials. The comparison runs
- * over SHA-256 digests of equal length with `timingSafeEqual`, so neither the content nor the
- * length of a wrong guess shows in the time taken.
+ * The check of `Proxy-Authorization` headers against the gateway's credentials. The expected
+ * SHA-256 digest is computed once, here; each request then costs one digest of what it presents
+ * (the user name without its `-session-<id>`, and the password), compared with `timingSafeEqual`
+ * over equal lengths, so neither the content nor the length of a wrong guess shows in the time taken.
  *
- * @param header - the header as received (absent, or not Basic, fails)
  * @param expected - the gateway's credentials
- * @returns ok with the session id when the username is `USER-session-<id>`
+ * @returns a function of the header as received (absent, or not Basic, fails): ok with the session
+ *   id when the username is `USER-session-<id>`
+ * @example
+ * const check = credentialCheck({ username: 'crawler', password: 's3cret' });
+ * check(req.headers['proxy-authorization']); // { ok: true, session: 'cart42' } for crawler-session-cart42
  */
-export function checkProxyAuthorization(header: string | undefined, expected: GatewayCredentials): AuthResult {
-  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
-  const decoded = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
-  const colon = decoded.indexOf(':');
-  const user = colon >= 0 ? decoded.slice(0, colon) : '';
-  const password = colon >= 0 ? decoded.slice(colon + 1) : '';
-  const session = SESSION.exec(user);
-  const want = expectedDigest(expected);
-  // Both readings are compared every time, so a user name holding "-session-" itself still works.
-  const whole = timingSafeEqual(digest(`${user}:${password}`), want);
-  const base = timingSafeEqual(digest(`${session?.[1] ?? user}:${password}`), want);
-  if (match === null || colon < 0 || !(whole || base)) return { ok: false };
-  return { ok: true, session: whole ? undefined : session?.[2] };
+export function credentialCheck(expected: GatewayCredentials): (header: string | undefined) => AuthResult {
+  const want = digest(`${expected.username}:${expected.password}`);
+  // A configured name that itself reads as `USER-session-<id>` is also compared whole: only then
+  // does a request cost a second digest (decided by the configuration, not by the guess).
+  const nameLooksLikeSession = SESSION.test(expected.username);
+  return (header) => {
+    const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
+    const decoded = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
+    const colon = decoded.indexOf(':');
+    const user = colon >= 0 ? decoded.slice(0, colon) : '';
+    const password = colon >= 0 ? decoded.slice(colon + 1) : '';
+    const session = SESSION.exec(user);
+    const whole = nameLooksLikeSession && timingSafeEqual(digest(`${user}:${password}`), want);
+    const base = timingSafeEqual(digest(`${session?.[1] ?? user}:${password}`), want);
+    if (match === null || colon < 0 || !(whole || base)) return { ok: false };
+    return { ok: true, session: whole ? undefined : session?.[2] };
+  };
 }
 
 /** The URL clients use: `http://USER:PASS@host:port` (user and password percent-encoded). */

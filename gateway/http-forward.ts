@@ -1,9 +1,10 @@
 /** Plain HTTP through the fleet: an absolute-URI request forwarded via a chosen proxy, retried elsewhere when that proxy fails. */
 import http from 'node:http';
 import type { Attempt, FleetRouter } from './router.js';
-import { endToEndHeaders, hasBody, toOutgoing } from './headers.js';
+import { endToEndHeaders, hasBody } from './headers.js';
 import type { Upstream } from './selection.js';
 import { HOP_FAILURES } from './tunnel.js';
+import { CONNECT_ANEW, type UpstreamAgents } from './upstream-agents.js';
 
 /** Request bodies up to this size are buffered so that a failed attempt can be sent again. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -23,6 +24,14 @@ function refusesCredentials(response: http.IncomingMessage): boolean {
     String(response.headers['server'] ?? '').startsWith('tinyproxy/')
   );
 }
+/** Re-framed by the gateway from the buffered body, never copied from the client. */
+const REFRAMED: ReadonlySet<string> = new Set(['content-length']);
+/**
+ * Methods Node sends without framing when there is no body. With array headers, written when the
+ * request is made, any other method without `Content-Length` would go out chunked; it gets
+ * `Content-Length: 0`, as Node gives it with object headers.
+ */
+const UNFRAMED_WITHOUT_BODY = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 /** Errors that mean the proxy was never reached: the request did not go out. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND']);
 
@@ -30,70 +39,6 @@ export interface ForwardOptions {
   banOn: ReadonlySet<number>;
   connectTimeoutMs: number;
   responseTimeoutMs: number;
-}
-
-const keyOf = (u: Upstream) => `${u.name}@${u.host}:${u.port}`;
-
-/** Kept-alive sockets found closed in a row, with no reuse that worked between, that mark a proxy as closing every connection. */
-const STALE_IN_A_ROW = 3;
-
-/**
- * Keep-alive agents, one per fleet proxy, dropped when the proxy leaves the Ready list. A proxy
- * that closes every connection after its answer without saying so (tinyproxy: HTTP/1.1 without
- * `Connection: close`) gets none once seen doing it: each reuse would only meet a closed socket.
- */
-export class UpstreamAgents {
-  private readonly agents = new Map<string, http.Agent>();
-  /** Per proxy, kept-alive sockets found closed since the last reuse that worked. */
-  private readonly staleInARow = new Map<string, number>();
-
-  /** @returns the proxy's agent; undefined for a proxy that closes every connection (connect anew) */
-  get(upstream: Upstream): http.Agent | undefined {
-    if (!this.keepsAlive(upstream)) return undefined;
-    const key = keyOf(upstream);
-    let agent = this.agents.get(key);
-    if (!agent) {
-      agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', timeout: 30_000 });
-      this.agents.set(key, agent);
-    }
-    return agent;
-  }
-
-  /** A kept-alive socket to `upstream` had been closed by it. */
-  stale(upstream: Upstream): void {
-    const key = keyOf(upstream);
-    this.staleInARow.set(key, (this.staleInARow.get(key) ?? 0) + 1);
-    // Once it closes every connection, its agent is dropped, not destroyed (that would cut requests
-    // in flight): its sockets close with their answers.
-    if (!this.keepsAlive(upstream)) this.agents.delete(key);
-  }
-
-  /** A kept-alive socket to `upstream` carried an answer. */
-  reused(upstream: Upstream): void {
-    this.staleInARow.delete(keyOf(upstream));
-  }
-
-  /** Whether requests to `upstream` still go on kept-alive sockets. */
-  keepsAlive(upstream: Upstream): boolean {
-    return (this.staleInARow.get(keyOf(upstream)) ?? 0) < STALE_IN_A_ROW;
-  }
-
-  /** Destroys the agents (and forgets what was learnt) of proxies not in `current`. */
-  prune(current: readonly Upstream[]): void {
-    const keep = new Set(current.map(keyOf));
-    for (const [key, agent] of this.agents) {
-      if (!keep.has(key)) {
-        agent.destroy();
-        this.agents.delete(key);
-      }
-    }
-    for (const key of this.staleInARow.keys()) if (!keep.has(key)) this.staleInARow.delete(key);
-  }
-
-  destroy(): void {
-    for (const agent of this.agents.values()) agent.destroy();
-    this.agents.clear();
-  }
 }
 
 /**
@@ -167,7 +112,7 @@ function judgeResponse(
 function attemptOnce(
   upstream: Upstream,
   req: http.IncomingMessage,
-  headers: http.OutgoingHttpHeaders,
+  headers: readonly string[],
   body: Buffer | undefined,
   agents: UpstreamAgents | undefined,
   options: ForwardOptions,
@@ -188,8 +133,8 @@ function attemptOnce(
       port: upstream.port,
       method: req.method,
       path: req.url,
-      headers: { ...headers, 'Proxy-Authorization': upstream.authorization },
-      agent: agent ?? false,
+      headers: [...headers, 'Proxy-Authorization', upstream.authorization],
+      agent: agent ?? CONNECT_ANEW,
     });
     let connected = false;
     const onConnected = () => {
@@ -260,9 +205,11 @@ export async function forwardHttp(
     router.metrics.gatewayError();
     return gatewayError(res, 413, `request bodies above ${MAX_BODY_BYTES} bytes are not forwarded`);
   }
-  const pairs = endToEndHeaders(req.rawHeaders).filter(([n]) => n.toLowerCase() !== 'content-length');
-  if (body !== undefined) pairs.push(['Content-Length', String(body.length)]);
-  const headers = toOutgoing(pairs);
+  const headers = endToEndHeaders(req.rawHeaders, REFRAMED);
+  // With array headers Node adds no Host of its own (it would have been the proxy's address).
+  if (req.headers.host === undefined) headers.push('Host', target.host);
+  if (body !== undefined || !UNFRAMED_WITHOUT_BODY.has(req.method ?? ''))
+    headers.push('Content-Length', String(body?.length ?? 0));
   let clientGone = false;
   res.once('close', () => (clientGone = !res.writableFinished));
   const routed = await router.route({ session, domain: target.hostname }, (u) =>
@@ -285,7 +232,7 @@ export async function forwardHttp(
   let received = 0;
   response.on('data', (c: Buffer) => (received += c.length));
   response.once('end', () => router.metrics.bytes(upstream.name, session, received, body?.length ?? 0));
-  res.writeHead(response.statusCode ?? 502, response.statusMessage, toOutgoing(endToEndHeaders(response.rawHeaders)));
+  res.writeHead(response.statusCode ?? 502, response.statusMessage, endToEndHeaders(response.rawHeaders));
   response.pipe(res);
   res.once('close', () => {
     if (!response.complete) response.destroy();

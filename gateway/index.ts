@@ -1,5 +1,5 @@
 /** The gateway's public surface: one local authenticated proxy endpoint, or an agent, in front of the fleet. */
-export { checkProxyAuthorization, gatewayUrl, randomCredentials, type GatewayCredentials } from './auth.js';
+export { credentialCheck, gatewayUrl, randomCredentials, type AuthResult, type GatewayCredentials } from './auth.js';
 export { createFleetAgent, createFleetHttpsAgent, type FleetAgentOptions } from './agent.js';
 export {
   createFleetApi,

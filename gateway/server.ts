@@ -1,11 +1,12 @@
 /** The gateway's proxy endpoint: authenticates the client, then forwards requests and tunnels through the fleet. */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { checkProxyAuthorization, gatewayUrl, randomCredentials, type GatewayCredentials } from './auth.js';
-import { forwardHttp, gatewayError, UpstreamAgents } from './http-forward.js';
+import { credentialCheck, gatewayUrl, randomCredentials, type AuthResult, type GatewayCredentials } from './auth.js';
+import { forwardHttp, gatewayError } from './http-forward.js';
 import { answerParseError, type ParseError } from './parse-errors.js';
 import { FleetRouter, type RouterOptions } from './router.js';
 import { connectThrough, parseAuthority, type Tunnel } from './tunnel.js';
+import { UpstreamAgents } from './upstream-agents.js';
 
 /** Where to listen: `host:port`. */
 export interface ListenAddress {
@@ -84,6 +85,7 @@ function splice(router: FleetRouter, client: Socket, head: Buffer, tunnel: Tunne
  */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const credentials = options.credentials ?? randomCredentials();
+  const check = credentialCheck(credentials);
   const banOn = new Set(options.banOn ?? []);
   const forward = {
     banOn,
@@ -106,7 +108,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       router.metrics.gatewayError();
       return gatewayError(res, 505, `HTTP/${req.httpVersion} is not forwarded; send HTTP/1.1 (or 1.0)`);
     }
-    const auth = checkProxyAuthorization(req.headers['proxy-authorization'], credentials);
+    const auth = check(req.headers['proxy-authorization']);
     if (!auth.ok) {
       router.metrics.gatewayError();
       res.setHeader('Proxy-Authenticate', CHALLENGE);
@@ -118,7 +120,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
   });
   const tunnels = new Set<Socket>();
-  server.on('connect', connectHandler(router, credentials, forward.connectTimeoutMs, tunnels));
+  server.on('connect', connectHandler(router, check, forward.connectTimeoutMs, tunnels));
   server.on('clientError', (err: ParseError, socket: Socket) => {
     router.metrics.gatewayError();
     answerParseError(err, socket, responding.get(socket));
@@ -153,7 +155,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
  */
 function connectHandler(
   router: FleetRouter,
-  credentials: GatewayCredentials,
+  check: (header: string | undefined) => AuthResult,
   connectTimeoutMs: number,
   tunnels: Set<Socket>,
 ): (req: http.IncomingMessage, client: Socket, head: Buffer) => void {
@@ -168,7 +170,7 @@ function connectHandler(
         `HTTP/1.1 ${status}\r\n${extra}Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     };
-    const auth = checkProxyAuthorization(req.headers['proxy-authorization'], credentials);
+    const auth = check(req.headers['proxy-authorization']);
     if (!auth.ok)
       return refuse(
         '407 Proxy Authentication Required',

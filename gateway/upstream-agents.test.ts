@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { UpstreamAgents } from './http-forward.js';
+import { UpstreamAgents } from './upstream-agents.js';
 import { startGateway } from './server.js';
 import { createMemoryFleet } from './testing.js';
 import type { Upstream } from './selection.js';

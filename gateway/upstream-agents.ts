@@ -1,0 +1,73 @@
+/** Connections to the fleet proxies: a keep-alive agent per proxy, or a new connection per request to one that closes each. */
+import http from 'node:http';
+import type { Upstream } from './selection.js';
+
+/**
+ * Requests to a proxy that closes every connection, on new connections: one agent for all of them
+ * (`agent: false` would build a new Agent for every request).
+ */
+export const CONNECT_ANEW = new http.Agent({ keepAlive: false });
+
+const keyOf = (u: Upstream) => `${u.name}@${u.host}:${u.port}`;
+
+/** Kept-alive sockets found closed in a row, with no reuse that worked between, that mark a proxy as closing every connection. */
+const STALE_IN_A_ROW = 3;
+
+/**
+ * Keep-alive agents, one per fleet proxy, dropped when the proxy leaves the Ready list. A proxy
+ * that closes every connection after its answer without saying so (tinyproxy: HTTP/1.1 without
+ * `Connection: close`) gets none once seen doing it: each reuse would only meet a closed socket.
+ */
+export class UpstreamAgents {
+  private readonly agents = new Map<string, http.Agent>();
+  /** Per proxy, kept-alive sockets found closed since the last reuse that worked. */
+  private readonly staleInARow = new Map<string, number>();
+
+  /** @returns the proxy's agent; undefined for a proxy that closes every connection (connect anew) */
+  get(upstream: Upstream): http.Agent | undefined {
+    if (!this.keepsAlive(upstream)) return undefined;
+    const key = keyOf(upstream);
+    let agent = this.agents.get(key);
+    if (!agent) {
+      agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', timeout: 30_000 });
+      this.agents.set(key, agent);
+    }
+    return agent;
+  }
+
+  /** A kept-alive socket to `upstream` had been closed by it. */
+  stale(upstream: Upstream): void {
+    const key = keyOf(upstream);
+    this.staleInARow.set(key, (this.staleInARow.get(key) ?? 0) + 1);
+    // Once it closes every connection, its agent is dropped, not destroyed (that would cut requests
+    // in flight): its sockets close with their answers.
+    if (!this.keepsAlive(upstream)) this.agents.delete(key);
+  }
+
+  /** A kept-alive socket to `upstream` carried an answer. */
+  reused(upstream: Upstream): void {
+    this.staleInARow.delete(keyOf(upstream));
+  }
+
+  /** Whether requests to `upstream` still go on kept-alive sockets. */
+  keepsAlive(upstream: Upstream): boolean {
+    return (this.staleInARow.get(keyOf(upstream)) ?? 0) < STALE_IN_A_ROW;
+  }
+
+  /** Destroys the agents (and forgets what was learnt) of proxies not in `current`. */
+  prune(current: readonly Upstream[]): void {
+    const keep = new Set(current.map(keyOf));
+    for (const [key, agent] of this.agents) {
+      if (!keep.has(key)) {
+        agent.destroy();
+        this.agents.delete(key);
+      }
+    }
+    for (const key of this.staleInARow.keys()) if (!keep.has(key)) this.staleInARow.delete(key);
+  }
+
+  destroy(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
+}
