@@ -140,7 +140,8 @@ describe('reconcile on the in-memory ports', () => {
     const first = await runCheck(f.checkDeps, { sweep: true });
     expect(first.results.map((r) => r.name)).toEqual(['s-1', 's-2']);
     const next = f.bus.pending(TOPICS.proxyChecks).map((m) => m.data);
-    expect(next).toEqual([{ sweep: true, after: 's-2', health: expect.any(Object) }]);
+    expect(next).toHaveLength(1);
+    expect(next[0]).toMatchObject({ sweep: true, after: 's-2' });
     const second = await runCheck(f.checkDeps, { sweep: true, after: 's-2' });
     expect(second.results.map((r) => r.name)).toEqual(['s-3']);
     expect(second.results.every((r) => r.phase === 'Ready')).toBe(true);
