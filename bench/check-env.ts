@@ -17,6 +17,7 @@ import type { Registry } from '../shared/providers/contract.js';
 import { createRegistry } from '../shared/providers/registry.js';
 import { parseCheckMessage, runCheck, type CheckDeps } from '../shared/reconcile/check.js';
 import { collectGarbage } from '../shared/reconcile/gc.js';
+import { InventoryCache } from '../shared/reconcile/gc-inventory.js';
 import { SweepCache } from '../shared/reconcile/sweep-cache.js';
 import { handleRelayReport } from '../shared/relay-report.js';
 import type { RelayReport } from '../shared/relay/protocol.js';
@@ -51,9 +52,9 @@ export interface CheckEnv {
   report(report: RelayReport): Promise<void>;
   /** One `health` function run (provider verdicts, fleet gauges), as if at `at` (default now). */
   health(at?: number): Promise<void>;
-  /** One GC pass (`gc` function), on a warm instance (its owner cache kept from the last pass). */
+  /** One GC pass (`gc` function), on a warm instance (its owner and inventory caches kept from the last pass). */
   gc(): Promise<void>;
-  /** One GC pass on an instance with an empty owner cache. */
+  /** One GC pass on an instance with empty owner and inventory caches. */
   coldGc(): Promise<void>;
   /** Errors the delivered functions threw (a non-empty list means the run is not a steady state). */
   failures: string[];
@@ -134,8 +135,9 @@ export function createCheckEnv(
     // One check instance serving every page of every sweep, warm throughout (`coldSweep` empties it).
     sweepCache: new SweepCache(),
   };
-  // One warm gc instance's owner cache, as the function keeps it.
+  // One warm gc instance's owner and inventory caches, as the function keeps them.
   let gcOwners = new SweepCache();
+  let gcInventory = new InventoryCache();
   const drain = async () => {
     while (inFlight.size > 0) await Promise.all([...inFlight]);
   };
@@ -180,12 +182,21 @@ export function createCheckEnv(
     async gc() {
       countMessage(counts, 'gc-ticks', '{}', {});
       await invoke(async () => {
-        await collectGarbage({ config, proxies, registry, logger, providerStatus, owners: gcOwners });
+        await collectGarbage({
+          config,
+          proxies,
+          registry,
+          logger,
+          providerStatus,
+          owners: gcOwners,
+          inventory: gcInventory,
+        });
       });
       await drain();
     },
     async coldGc() {
       gcOwners = new SweepCache();
+      gcInventory = new InventoryCache();
       await this.gc();
     },
   };

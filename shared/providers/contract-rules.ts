@@ -97,4 +97,9 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
     level: 'SHOULD',
     text: 'A report-fed provider implements `changes` so that an instance it cannot vouch for reads as changed',
   },
+  {
+    id: 'list-since-vouch',
+    level: 'MUST',
+    text: '`listSince` returns every instance that may have changed since its cursor (gone ones in `removed`), or the whole listing when it cannot vouch for the rest; it throws when `list` would',
+  },
 ];

@@ -56,6 +56,18 @@ export interface ProviderHealth {
   detail?: Record<string, { ok: boolean; message: string }>;
 }
 
+/** What `Provider.listSince` returns: the whole listing, or what changed since a cursor. */
+export interface InstanceDelta {
+  /** True: `instances` is the whole listing, as `list` returns it. */
+  full: boolean;
+  /** The whole listing, or (not full) this installation's instances that may have changed since the cursor. */
+  instances: Instance[];
+  /** Not full: instances that may have changed and are gone, or are no longer listed (rule list-since-vouch). */
+  removed: string[];
+  /** Opaque to the caller: where the next `listSince` picks up. */
+  cursor: string;
+}
+
 /**
  * A backend that creates, observes and deletes proxy instances.
  *
@@ -101,6 +113,17 @@ export interface Provider {
    * @throws RetryableError when the listing is not complete: GC then skips this provider.
    */
   list(): Promise<Instance[]>;
+
+  /**
+   * For listings that can say what changed (the relay's inventory): `list`, or only what may have
+   * changed since the call that returned `cursor` (rule list-since-vouch). GC keeps the rest from
+   * its last listing (`shared/reconcile/gc-inventory.ts`) and re-reads with `get` what it would
+   * delete from that copy.
+   *
+   * @param cursor - from the last answer; undefined asks for the whole listing
+   * @throws as `list` does, when the listing is not complete
+   */
+  listSince?(cursor: string | undefined): Promise<InstanceDelta>;
 
   /** A cheap health check of the backend, for the provider-health monitor. */
   check?(): Promise<ProviderHealth>;

@@ -3,10 +3,11 @@ import type { Config } from '../config/schema.js';
 import { instanceName } from '../domain/names.js';
 import { asEgressError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Registry } from '../providers/contract.js';
+import type { Instance, Provider, Registry } from '../providers/contract.js';
 import type { ProviderStatusRepository, ProxyRepository } from '../store/ports.js';
 import { currentHealth } from '../health.js';
 import { recordGcDeletion } from '../telemetry/metrics.js';
+import type { InventoryCache } from './gc-inventory.js';
 import type { SweepCache } from './sweep-cache.js';
 
 /** The owner set is one cached "page" of the whole collection. */
@@ -22,6 +23,8 @@ export interface GcDeps {
   providerStatus?: ProviderStatusRepository;
   /** This instance's cache of the proxy documents (kept across passes); without it every pass reads every name. */
   owners?: SweepCache;
+  /** This instance's copy of each provider's listing (kept across passes); without it every pass lists whole. */
+  inventory?: InventoryCache;
 }
 
 export interface GcReport {
@@ -36,11 +39,11 @@ export interface GcReport {
  * One GC pass over every provider. A provider whose health check fails or whose listing fails is
  * skipped entirely: GC never deletes on the strength of a failed listing. An instance is
  * collected when it carries this installation's id and no proxy document owns it, and it is older
- * than the grace period or has a zero `createdAt` (rule created-at-nonzero).
+ * than the grace period or has a zero `createdAt` (rule created-at-nonzero). One known only from
+ * the inventory cache is read again first, and collected only if it still is collectable.
  */
 export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
   const now = deps.now ?? Date.now;
-  const graceMs = deps.config.gcGraceSeconds * 1000;
   const owners = await ownerNames(deps);
   const reports: GcReport[] = [];
   for (const provider of deps.registry.all()) {
@@ -53,31 +56,15 @@ export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
         report.skipped = `provider down: ${health.message}`;
         continue;
       }
-      const instances = await provider.list();
-      report.listed = instances.length;
-      for (const instance of instances) {
-        if (instance.installationId !== deps.config.installationId) continue;
-        const owned =
-          owners.has(instance.proxy) && instanceName(deps.config.installationId, instance.proxy) === instance.name;
-        const old = instance.createdAt <= 0 || now() - instance.createdAt > graceMs;
-        if (owned || !old) continue;
-        try {
-          await provider.delete(instance.name);
-          report.deleted.push(instance.name);
-          recordGcDeletion(provider.name, 'deleted');
-          deps.logger.info('gc deleted an unowned instance', {
-            provider: provider.name,
-            instance: instance.name,
-            proxy: instance.proxy,
-          });
-        } catch (err) {
-          recordGcDeletion(provider.name, 'failed');
-          deps.logger.warn('gc delete failed', {
-            provider: provider.name,
-            instance: instance.name,
-            error: asEgressError(err).message,
-          });
-        }
+      const listing = deps.inventory
+        ? await deps.inventory.list(provider)
+        : { instances: await provider.list(), cached: new Set<string>() };
+      report.listed = listing.instances.length;
+      const collectable = (i: Instance) => isCollectable(deps, owners, i, now());
+      for (const listed of listing.instances) {
+        if (!collectable(listed)) continue;
+        const instance = listing.cached.has(listed.name) ? await reread(deps, provider, listed.name) : listed;
+        if (instance && collectable(instance)) await collect(deps, provider, instance, report);
       }
     } catch (err) {
       report.skipped = `listing failed: ${asEgressError(err).message}`;
@@ -85,6 +72,47 @@ export async function collectGarbage(deps: GcDeps): Promise<GcReport[]> {
     }
   }
   return reports;
+}
+
+/** This installation's, owned by no proxy document, and past the grace period (or with a zero `createdAt`). */
+function isCollectable(deps: GcDeps, owners: Set<string>, instance: Instance, now: number): boolean {
+  if (instance.installationId !== deps.config.installationId) return false;
+  const owned =
+    owners.has(instance.proxy) && instanceName(deps.config.installationId, instance.proxy) === instance.name;
+  const old = instance.createdAt <= 0 || now - instance.createdAt > deps.config.gcGraceSeconds * 1000;
+  return !owned && old;
+}
+
+/** An instance known only from the inventory cache, as the provider has it now; undefined when gone or unreadable. */
+async function reread(deps: GcDeps, provider: Provider, name: string): Promise<Instance | undefined> {
+  try {
+    return await provider.get(name);
+  } catch (err) {
+    const e = asEgressError(err);
+    if (e.code !== 'NotFound') deps.logger.warn('gc re-read failed', { provider: provider.name, instance: name, error: e.message });
+    return undefined;
+  }
+}
+
+/** Deletes one collectable instance; a failed delete is logged and left for the next pass. */
+async function collect(deps: GcDeps, provider: Provider, instance: Instance, report: GcReport): Promise<void> {
+  try {
+    await provider.delete(instance.name);
+    report.deleted.push(instance.name);
+    recordGcDeletion(provider.name, 'deleted');
+    deps.logger.info('gc deleted an unowned instance', {
+      provider: provider.name,
+      instance: instance.name,
+      proxy: instance.proxy,
+    });
+  } catch (err) {
+    recordGcDeletion(provider.name, 'failed');
+    deps.logger.warn('gc delete failed', {
+      provider: provider.name,
+      instance: instance.name,
+      error: asEgressError(err).message,
+    });
+  }
 }
 
 /**

@@ -11,7 +11,7 @@ import type { ErrorInfo } from '../errors.js';
 import type { InventoryItem, RelayReport } from '../relay/protocol.js';
 import type { ProxyEvent } from './events.js';
 import type { ApplyOutcome, DeleteOutcome } from './proxy-rules.js';
-import type { CommandDoc, ProviderStatus, RelayDoc } from './records.js';
+import type { CommandDoc, InventoryMark, ProviderStatus, RelayDoc } from './records.js';
 import type { RecordOutcome, ReportInput } from './report-rules.js';
 
 /**
@@ -141,12 +141,33 @@ export interface InstanceAndCommand {
   command: CommandDoc | undefined;
 }
 
+/** An inventory read (`RelayRepository.inventorySince`): the relay document, and the whole inventory or what changed. */
+export interface InventoryRead {
+  relay: RelayDoc;
+  /** True: `items` is the whole inventory. False: only the items that may have changed since the mark. */
+  full: boolean;
+  items: InventoryItem[];
+  /** Not full: the items that may have changed and are gone (or no longer parse). */
+  removed: string[];
+  /** Where the next read picks up (`inventorySince(relay, mark)`). */
+  mark: InventoryMark;
+}
+
 /** The relays' state: `relays/{id}` heartbeat, `instances/{name}` inventory, `commands/{name}` issued commands. */
 export interface RelayRepository {
   /** A relay's heartbeat document; undefined when absent or corrupt. */
   relay(relay: string): Promise<RelayDoc | undefined>;
   instance(relay: string, name: string): Promise<InventoryItem | undefined>;
   instances(relay: string): Promise<InventoryItem[]>;
+  /**
+   * The relay document and the inventory items that may have changed since the read that returned
+   * `since` (by the document's recent changes, see relay-rules.ts#changedAfter): one read and one
+   * per such item. The whole inventory instead when there is no mark, or the changes cannot vouch
+   * for the rest (another boot, a clock gone back, changes not kept back to the mark, `*`).
+   *
+   * @returns undefined when the relay has no (readable) document
+   */
+  inventorySince(relay: string, since: InventoryMark | undefined): Promise<InventoryRead | undefined>;
   command(relay: string, name: string): Promise<CommandDoc | undefined>;
   /**
    * An instance's inventory item and its last command at one read time. Two separate reads can

@@ -19,8 +19,21 @@ export const relayDocSchema = z.object({
   probeDueAt: z.number().optional(),
   /** JSON `{instance: sentAt}` of the items changed or removed recently (`*`: any item); see `changedSince`. */
   changes: z.string().optional(),
+  /**
+   * The oldest report time (relay clock) from which `changes` holds every change: entries older are
+   * dropped, and a report whose clock went back moves it past the newest time before. Absent on a
+   * document stored before it was recorded (then `changes` vouches for nothing since any time).
+   */
+  changesFrom: z.number().optional(),
 });
 export type RelayDoc = z.infer<typeof relayDocSchema>;
+
+/**
+ * Where an inventory read left off (`RelayRepository.inventorySince`): the boot and report time of
+ * the relay document read with it. Compared only with later relay documents (the relay's clock).
+ */
+export const inventoryMarkSchema = z.object({ bootId: z.string(), sentAt: z.number() });
+export type InventoryMark = z.infer<typeof inventoryMarkSchema>;
 
 /** The last command issued for an instance, and whether the relay has applied it. */
 export const commandDocSchema = z.object({

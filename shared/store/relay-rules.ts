@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/spec-hash.js';
 import type { CommandResult, InventoryItem, RelayReport } from '../relay/protocol.js';
-import type { CommandDoc, RelayDoc } from './records.js';
+import type { InventoryRead } from './ports.js';
+import type { CommandDoc, InventoryMark, RelayDoc } from './records.js';
 
 const changesSchema = z.record(z.string(), z.number());
 /** Changes are kept a heartbeat and this long (relay clocks may drift from the functions'). */
@@ -27,12 +28,17 @@ function parseChanges(json: string | undefined): Record<string, number> | undefi
   }
 }
 
+/** The oldest change a report sent at `at` keeps: older entries are dropped a heartbeat (and some slack) later. */
+function keptFrom(at: number, heartbeatMs: number): number {
+  return at - heartbeatMs - CHANGES_SLACK_MS;
+}
+
 /**
  * The recent changes after a report sent at `at` changed (or removed) `changed`: older entries
- * are dropped a heartbeat (and some slack) later. Without a record of earlier changes (a first
- * report, or one stored before changes were recorded), every item counts as changed now. Past
- * `MAX_CHANGES` entries the oldest are folded into `*` (every item may have changed up to the
- * newest of them): a fleet changing faster only shortens how far back the record answers.
+ * are dropped (`keptFrom`). Without a record of earlier changes (a first report, or one stored
+ * before changes were recorded), every item counts as changed now. Past `MAX_CHANGES` entries the
+ * oldest are folded into `*` (every item may have changed up to the newest of them): a fleet
+ * changing faster only shortens how far back the record answers.
  */
 export function recordChanges(
   previous: string | undefined,
@@ -42,7 +48,7 @@ export function recordChanges(
 ): string {
   const known = parseChanges(previous) ?? { '*': at };
   const kept: Record<string, number> = {};
-  for (const [name, t] of Object.entries(known)) if (t >= at - heartbeatMs - CHANGES_SLACK_MS) kept[name] = t;
+  for (const [name, t] of Object.entries(known)) if (t >= keptFrom(at, heartbeatMs)) kept[name] = t;
   for (const name of changed) kept[name] = at;
   const entries = Object.entries(kept).filter(([name]) => name !== '*');
   if (entries.length < MAX_CHANGES) return JSON.stringify(kept);
@@ -61,6 +67,56 @@ export function changedSince(doc: RelayDoc | undefined): (instance: string, sinc
   if (!changes) return () => true;
   const any = changes['*'] ?? Number.NEGATIVE_INFINITY;
   return (instance, sinceMs) => Math.max(changes[instance] ?? Number.NEGATIVE_INFINITY, any) >= sinceMs;
+}
+
+/**
+ * From when the changes a report stores are complete (`RelayDoc.changesFrom`): from the oldest
+ * entry kept. Within one boot it never moves back, and a report whose clock went back moves it past
+ * the report time before: an inventory read marked then must not trust changes stamped earlier
+ * than its mark after the fact. (A read marked in another boot reads whole anyway.)
+ */
+function changesFrom(prev: RelayDoc | undefined, report: RelayReport, heartbeatMs: number): number {
+  const from = keptFrom(report.sentAt, heartbeatMs);
+  if (prev?.bootId !== report.bootId) return from;
+  const wentBack = report.sentAt < prev.sentAt ? prev.sentAt + 1 : from;
+  return Math.max(from, prev.changesFrom ?? from, wentBack);
+}
+
+/**
+ * The inventory items that may have changed since an inventory read marked `since`
+ * (`RelayRepository.inventorySince`), from the relay document's recent changes; undefined when the
+ * changes cannot tell and the whole inventory must be read: no mark, another boot, a clock that
+ * went back, changes not kept as far back as the mark (`changesFrom`), or every item changed (`*`)
+ * since. The items the marked report itself changed are included: its writes may have landed after
+ * that read (a report stored in several batches writes the relay document first).
+ */
+export function changedAfter(doc: RelayDoc, since: InventoryMark | undefined): string[] | undefined {
+  if (!since || since.bootId !== doc.bootId || doc.sentAt < since.sentAt) return undefined;
+  const changes = parseChanges(doc.changes);
+  if (!changes || doc.changesFrom === undefined || doc.changesFrom > since.sentAt) return undefined;
+  if ((changes['*'] ?? Number.NEGATIVE_INFINITY) >= since.sentAt) return undefined;
+  return Object.entries(changes).flatMap(([name, t]) => (name !== '*' && t >= since.sentAt ? [name] : []));
+}
+
+/**
+ * `RelayRepository.inventorySince` on a store's reads: `doc` as read, then the whole inventory
+ * (`all`) or the items `changedAfter` names (`some`, asked only for a name or more; undefined for
+ * an item absent or unreadable).
+ */
+export async function readInventorySince(
+  doc: RelayDoc | undefined,
+  since: InventoryMark | undefined,
+  all: () => Promise<InventoryItem[]>,
+  some: (names: string[]) => Promise<(InventoryItem | undefined)[]>,
+): Promise<InventoryRead | undefined> {
+  if (!doc) return undefined;
+  const mark = { bootId: doc.bootId, sentAt: doc.sentAt };
+  const names = changedAfter(doc, since);
+  if (names === undefined) return { relay: doc, full: true, items: await all(), removed: [], mark };
+  const read = names.length > 0 ? await some(names) : [];
+  const items = read.filter((item) => item !== undefined);
+  const removed = names.filter((_, i) => read[i] === undefined);
+  return { relay: doc, full: false, items, removed, mark };
 }
 
 /** Fields that change with every probe; they alone do not justify a write. */
@@ -204,7 +260,8 @@ export function relayRecord(
 ): RelayDoc {
   const { bootId, seq, sentAt, startedAt, providers } = report;
   const changes = recordChanges(prev?.changes, diff.changedInstances, report.sentAt, heartbeatMs);
-  const doc: RelayDoc = { bootId, seq, sentAt, startedAt, heartbeatAt: now, providers, changes };
+  const from = changesFrom(prev, report, heartbeatMs);
+  const doc: RelayDoc = { bootId, seq, sentAt, startedAt, heartbeatAt: now, providers, changes, changesFrom: from };
   if (writes > BATCH_SIZE || diff.probeDueAt === undefined) return doc;
   return { ...doc, inventoryDigest: inventoryDigest(report), probeDueAt: diff.probeDueAt };
 }

@@ -11,10 +11,11 @@ import type { Logger } from '../logger.js';
 import { inventoryItemSchema, type CommandResult, type InventoryItem, type RelayReport } from '../relay/protocol.js';
 import { COLLECTIONS } from './firestore.js';
 import { grpcCode, GRPC_CODES } from './grpc-codes.js';
-import type { InstanceAndCommand, RelayRepository, ReportOutcome } from './ports.js';
-import { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from './records.js';
+import type { InstanceAndCommand, InventoryRead, RelayRepository, ReportOutcome } from './ports.js';
+import { commandDocSchema, relayDocSchema, type CommandDoc, type InventoryMark, type RelayDoc } from './records.js';
 import {
   BATCH_SIZE,
+  readInventorySince,
   completes,
   diffInventory,
   isStale,
@@ -81,6 +82,20 @@ export class RelayStore implements RelayRepository {
       const parsed = inventoryItemSchema.safeParse(d.data());
       return parsed.success ? [parsed.data] : [];
     });
+  }
+
+  /** The changed items in one batch get (one read each, found or not). */
+  async inventorySince(relay: string, since: InventoryMark | undefined): Promise<InventoryRead | undefined> {
+    const instances = this.relayRef(relay).collection('instances');
+    return readInventorySince(
+      await this.relay(relay),
+      since,
+      () => this.instances(relay),
+      async (names) => {
+        const snaps = await this.db.getAll(...names.map((name) => instances.doc(name)));
+        return snaps.map((snap) => this.parseInstance(relay, snap.id, snap));
+      },
+    );
   }
 
   async command(relay: string, name: string): Promise<CommandDoc | undefined> {

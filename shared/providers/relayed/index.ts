@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../bus/pubsub.js';
 import type { Config, ProviderConfig } from '../../config/schema.js';
 import { NotFoundError, RetryableError, ValidationError } from '../../errors.js';
-import type { RelayCommand } from '../../relay/protocol.js';
-import type { CommandDoc } from '../../store/records.js';
+import type { InventoryItem, RelayCommand } from '../../relay/protocol.js';
+import { inventoryMarkSchema, type CommandDoc, type InventoryMark, type RelayDoc } from '../../store/records.js';
 import { changedSince } from '../../store/relay-rules.js';
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
-import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
+import type { Instance, InstanceDelta, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
 import { signer, type SigningKey } from '../../relay/signature.js';
 import { TOPICS } from '../../bus/topics.js';
 import type { ProviderFactoryDeps } from '../factory.js';
@@ -160,16 +160,35 @@ class RelayedProvider implements Provider {
   }
 
   async list(): Promise<Instance[]> {
-    const health = await this.check();
-    if (!health.ok) throw new RetryableError(`relay ${this.relay} inventory is not current: ${health.message}`);
-    const items = await this.firestore('list', 'instances', () => this.deps.relays.instances(this.relay));
-    return items.filter((i) => i.provider === this.name && i.installationId === this.deps.installationId);
+    return (await this.listSince(undefined)).instances;
+  }
+
+  /**
+   * The relay's inventory whole, or what changed since the read that returned `cursor`
+   * (`RelayRepository.inventorySince`, rule list-since-vouch); its relay document is also this
+   * listing's health check.
+   */
+  async listSince(cursor: string | undefined): Promise<InstanceDelta> {
+    const started = this.now();
+    const since = parseCursor(cursor);
+    const read = await this.firestore('list', 'instances', () => this.deps.relays.inventorySince(this.relay, since));
+    const health = this.health(read?.relay, this.now() - started);
+    if (!read || !health.ok) throw new RetryableError(`relay ${this.relay} inventory is not current: ${health.message}`);
+    const mine = (i: InventoryItem) => i.provider === this.name && i.installationId === this.deps.installationId;
+    // An item changed to another provider or installation is no longer in this listing.
+    const moved = read.full ? [] : read.items.filter((i) => !mine(i)).map((i) => i.name);
+    const instances = read.items.filter(mine);
+    return { full: read.full, instances, removed: [...read.removed, ...moved], cursor: JSON.stringify(read.mark) };
   }
 
   async check(): Promise<ProviderHealth> {
     const started = this.now();
     const doc = await this.firestore('get', '', () => this.deps.relays.relay(this.relay));
-    const latencyMs = this.now() - started;
+    return this.health(doc, this.now() - started);
+  }
+
+  /** The health a relay document shows: reported lately, running this provider, which listed ok. */
+  private health(doc: RelayDoc | undefined, latencyMs: number): ProviderHealth {
     if (!doc) return { ok: false, message: `relay ${this.relay} has never reported`, latencyMs };
     const age = this.now() - doc.heartbeatAt;
     recordRelayHeartbeatAge(this.relay, age / 1000);
@@ -221,6 +240,17 @@ class RelayedProvider implements Provider {
     await this.deps.bus.publish(TOPICS.relayCommands, command, { relay: this.relay, kind: command.kind }, sign);
     const at = this.now();
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
+  }
+}
+
+/** A `listSince` cursor back as a mark; anything unreadable (another version's, say) reads whole. */
+function parseCursor(cursor: string | undefined): InventoryMark | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const parsed = inventoryMarkSchema.safeParse(JSON.parse(cursor));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -6,9 +6,17 @@
  */
 import { RetryableError } from '../../errors.js';
 import type { InventoryItem, RelayReport } from '../../relay/protocol.js';
-import type { Clock, InstanceAndCommand, RelayRepository, ReportOutcome } from '../ports.js';
-import { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from '../records.js';
-import { completes, diffInventory, isStale, mayChangeInventory, noDiff, relayRecord } from '../relay-rules.js';
+import type { Clock, InstanceAndCommand, InventoryRead, RelayRepository, ReportOutcome } from '../ports.js';
+import { commandDocSchema, relayDocSchema, type CommandDoc, type InventoryMark, type RelayDoc } from '../records.js';
+import {
+  completes,
+  diffInventory,
+  isStale,
+  mayChangeInventory,
+  noDiff,
+  readInventorySince,
+  relayRecord,
+} from '../relay-rules.js';
 import { roundTrip } from './optimistic.js';
 import { MemoryState, type Row } from './state.js';
 
@@ -61,6 +69,15 @@ export class MemoryRelayRepository implements RelayRepository {
 
   instances(relay: string): Promise<InventoryItem[]> {
     return Promise.resolve(structuredClone([...(this.relays.get(relay)?.instances.values() ?? [])]));
+  }
+
+  async inventorySince(relay: string, since: InventoryMark | undefined): Promise<InventoryRead | undefined> {
+    return readInventorySince(
+      await this.relay(relay),
+      since,
+      () => this.instances(relay),
+      (names) => Promise.all(names.map((name) => this.instance(relay, name))),
+    );
   }
 
   command(relay: string, name: string): Promise<CommandDoc | undefined> {
