@@ -15,6 +15,7 @@ import { MemoryProxyRepository } from '../store/memory/proxies.js';
 import { MemoryRelayRepository } from '../store/memory/relays.js';
 import { MemoryState } from '../store/memory/state.js';
 import { collectGarbage } from './gc.js';
+import { InventoryCache } from './gc-inventory.js';
 import { SweepCache } from './sweep-cache.js';
 
 const logger = createLogger({ write: () => undefined });
@@ -62,7 +63,18 @@ function world() {
       },
       clock.now(),
     );
-  return { clock, proxies, relays, sent, deps, report };
+  return { clock, proxies, relays, sent, deps, registry, report };
+}
+
+/**
+ * A world whose relay has reported for a while: its first report's "everything changed" (`*`)
+ * has been dropped (a heartbeat and 5 minutes later), so inventory reads can go by its changes.
+ */
+async function reportingWorld() {
+  const w = world();
+  await w.report([]);
+  w.clock.advance(11 * 60_000);
+  return w;
 }
 
 const item = (proxy: string, createdAt: number, installationId = 'it'): InventoryItem => ({
@@ -151,5 +163,50 @@ describe('gc on the in-memory stores', () => {
     expect(gc?.skipped).toMatch(/relay/);
     expect(gc?.deleted).toEqual([]);
     expect(w.sent).toEqual([]);
+  });
+
+  it('with an inventory cache: a warm pass reads only the changed items, and the whole inventory hourly', async () => {
+    const w = await reportingWorld();
+    const deps = { ...w.deps, inventory: new InventoryCache(w.clock) };
+    const reads = vi.spyOn(w.relays, 'inventorySince');
+    /** Whether each pass so far read the whole inventory. */
+    const whole = () => Promise.all(reads.mock.results.map(async (r) => (await r.value)?.full));
+    const get = vi.spyOn(w.relays, 'instanceAndCommand');
+    await w.report([item('kept', 0, 'other')]);
+    expect((await collectGarbage(deps))[0]).toMatchObject({ listed: 0, deleted: [] });
+    const t = w.clock.now();
+    w.clock.advance(120_000);
+    await w.report([item('kept', 0, 'other'), item('orphan', t)]);
+    // The orphan came with the changed items (read now): deleted without a re-read.
+    expect((await collectGarbage(deps))[0]).toMatchObject({ listed: 1, deleted: [instanceName('it', 'orphan')] });
+    expect(get).not.toHaveBeenCalled();
+    w.clock.advance(HOUR);
+    await w.report([item('kept', 0, 'other'), item('orphan', t)]);
+    await collectGarbage(deps);
+    expect(await whole()).toEqual([true, false, true]);
+  });
+
+  it('with an inventory cache: an instance known only from the cached copy is read again before a delete', async () => {
+    const w = await reportingWorld();
+    const [relayed] = w.registry.all();
+    if (!relayed?.listSince) throw new Error('the relay-backed provider lists what changed');
+    // A delta that misses removals (as a provider breaking rule list-since-vouch would): the cached copy goes stale.
+    const lagging = { ...relayed, listSince: async (c: string | undefined) => ({ ...(await relayed.listSince!(c)), removed: [] }) };
+    const registry = { ...w.registry, all: () => [lagging] };
+    const deps = { ...w.deps, registry, inventory: new InventoryCache(w.clock) };
+    const t = w.clock.now();
+    await w.report([item('gone', t), item('still', t)]);
+    w.clock.advance(1000);
+    // A report that changes nothing: the pass's mark is past the items' last change.
+    await w.report([item('gone', t), item('still', t)]);
+    // Both young at the first pass: kept, and cached.
+    expect((await collectGarbage(deps))[0]?.deleted).toEqual([]);
+    w.clock.advance(120_000);
+    await w.report([item('still', t)]);
+    const get = vi.spyOn(w.relays, 'instanceAndCommand');
+    // Both now past the grace period in the cached copy: each is read again, and only the one still there is deleted.
+    expect((await collectGarbage(deps))[0]).toMatchObject({ listed: 2, deleted: [instanceName('it', 'still')] });
+    expect(get.mock.calls.map(([, name]) => name).sort()).toEqual([instanceName('it', 'gone'), instanceName('it', 'still')]);
+    expect(w.sent.map((m) => (m.data as { name?: string }).name)).toEqual([instanceName('it', 'still')]);
   });
 });

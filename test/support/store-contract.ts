@@ -7,6 +7,7 @@ import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { initialStatus, PHASES, type ProxyStatus } from '../../shared/domain/status.js';
 import type { ProxyRepository } from '../../shared/store/ports.js';
 import { changesContract } from './store-contract-changes.js';
+import { inventoryContract } from './store-contract-inventory.js';
 import { moreContract, type Stores } from './store-contract-more.js';
 import { relayContract } from './store-contract-relays.js';
 
@@ -40,6 +41,7 @@ export function storeContract(name: string, make: MakeStore): void {
     };
     const open = async () => (await openAll()).proxies;
     relayContract(async (heartbeatMs) => (await openAll(heartbeatMs)).relays);
+    inventoryContract(async (heartbeatMs) => (await openAll(heartbeatMs)).relays);
     moreContract(openAll);
     changesContract(openAll);
     const readAt = async (proxies: ProxyRepository, n: string) => (await proxies.get(n))?.readAt ?? 'absent';
