@@ -70,7 +70,8 @@ export function instrument(provider: Provider, logger: Logger): Provider {
   const check = provider.check?.bind(provider);
   if (check) wrapped.check = (): Promise<ProviderHealth> => operation(provider, logger, 'check', undefined, check);
   const listSince = provider.listSince?.bind(provider);
-  if (listSince) wrapped.listSince = (cursor) => operation(provider, logger, 'listSince', undefined, () => listSince(cursor));
+  if (listSince)
+    wrapped.listSince = (cursor) => operation(provider, logger, 'listSince', undefined, () => listSince(cursor));
   const changes = provider.changes?.bind(provider);
   if (changes) wrapped.changes = () => operation(provider, logger, 'changes', undefined, changes);
   return wrapped;

@@ -89,7 +89,8 @@ async function reread(deps: GcDeps, provider: Provider, name: string): Promise<I
     return await provider.get(name);
   } catch (err) {
     const e = asEgressError(err);
-    if (e.code !== 'NotFound') deps.logger.warn('gc re-read failed', { provider: provider.name, instance: name, error: e.message });
+    if (e.code !== 'NotFound')
+      deps.logger.warn('gc re-read failed', { provider: provider.name, instance: name, error: e.message });
     return undefined;
   }
 }

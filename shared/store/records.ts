@@ -35,6 +35,17 @@ export type RelayDoc = z.infer<typeof relayDocSchema>;
 export const inventoryMarkSchema = z.object({ bootId: z.string(), sentAt: z.number() });
 export type InventoryMark = z.infer<typeof inventoryMarkSchema>;
 
+/** `text` as JSON checked by `schema` (a field stored as JSON text, a cursor); undefined when absent or not that. */
+export function parseJsonAs<T>(schema: z.ZodType<T>, text: string | undefined): T | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const parsed = schema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The last command issued for an instance, and whether the relay has applied it. */
 export const commandDocSchema = z.object({
   commandId: z.string(),

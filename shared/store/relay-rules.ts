@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../domain/spec-hash.js';
 import type { CommandResult, InventoryItem, RelayReport } from '../relay/protocol.js';
 import type { InventoryRead } from './ports.js';
-import type { CommandDoc, InventoryMark, RelayDoc } from './records.js';
+import { parseJsonAs, type CommandDoc, type InventoryMark, type RelayDoc } from './records.js';
 
 const changesSchema = z.record(z.string(), z.number());
 /** Changes are kept a heartbeat and this long (relay clocks may drift from the functions'). */
@@ -19,13 +19,7 @@ const MAX_CHANGES = 2000;
 export const BATCH_SIZE = 400;
 
 function parseChanges(json: string | undefined): Record<string, number> | undefined {
-  if (json === undefined) return undefined;
-  try {
-    const parsed = changesSchema.safeParse(JSON.parse(json));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+  return parseJsonAs(changesSchema, json);
 }
 
 /** The oldest change a report sent at `at` keeps: older entries are dropped a heartbeat (and some slack) later. */

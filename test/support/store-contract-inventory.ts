@@ -94,7 +94,11 @@ export function inventoryContract(open: (heartbeatMs?: number) => Promise<RelayR
       const relays = await open(HEARTBEAT_MS);
       const mark = await settled(relays, 'n3', T);
       await reporter(relays, 'n3')(1, T + 1000, [item('i-a')], { bootId: 'b2', startedAt: T + 500 });
-      expect(summary(await relays.inventorySince('n3', mark))).toEqual({ full: true, items: ['i-a:Running'], removed: [] });
+      expect(summary(await relays.inventorySince('n3', mark))).toEqual({
+        full: true,
+        items: ['i-a:Running'],
+        removed: [],
+      });
     });
 
     it('reads whole after the relay clock went back, and still when it has moved past the mark again', async () => {

@@ -8,7 +8,7 @@ import type { Bus } from '../../bus/pubsub.js';
 import type { Config, ProviderConfig } from '../../config/schema.js';
 import { NotFoundError, RetryableError, ValidationError } from '../../errors.js';
 import type { InventoryItem, RelayCommand } from '../../relay/protocol.js';
-import { inventoryMarkSchema, type CommandDoc, type InventoryMark, type RelayDoc } from '../../store/records.js';
+import { inventoryMarkSchema, parseJsonAs, type CommandDoc, type RelayDoc } from '../../store/records.js';
 import { changedSince } from '../../store/relay-rules.js';
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
@@ -170,10 +170,12 @@ class RelayedProvider implements Provider {
    */
   async listSince(cursor: string | undefined): Promise<InstanceDelta> {
     const started = this.now();
-    const since = parseCursor(cursor);
+    // An unreadable cursor (another version's, say) reads whole.
+    const since = parseJsonAs(inventoryMarkSchema, cursor);
     const read = await this.firestore('list', 'instances', () => this.deps.relays.inventorySince(this.relay, since));
     const health = this.health(read?.relay, this.now() - started);
-    if (!read || !health.ok) throw new RetryableError(`relay ${this.relay} inventory is not current: ${health.message}`);
+    if (!read || !health.ok)
+      throw new RetryableError(`relay ${this.relay} inventory is not current: ${health.message}`);
     const mine = (i: InventoryItem) => i.provider === this.name && i.installationId === this.deps.installationId;
     // An item changed to another provider or installation is no longer in this listing.
     const moved = read.full ? [] : read.items.filter((i) => !mine(i)).map((i) => i.name);
@@ -240,17 +242,6 @@ class RelayedProvider implements Provider {
     await this.deps.bus.publish(TOPICS.relayCommands, command, { relay: this.relay, kind: command.kind }, sign);
     const at = this.now();
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
-  }
-}
-
-/** A `listSince` cursor back as a mark; anything unreadable (another version's, say) reads whole. */
-function parseCursor(cursor: string | undefined): InventoryMark | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    const parsed = inventoryMarkSchema.safeParse(JSON.parse(cursor));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
   }
 }
 
