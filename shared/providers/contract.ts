@@ -118,7 +118,8 @@ export interface Provider {
    * For listings that can say what changed (the relay's inventory): `list`, or only what may have
    * changed since the call that returned `cursor` (rule list-since-vouch). GC keeps the rest from
    * its last listing (`shared/reconcile/gc-inventory.ts`) and re-reads with `get` what it would
-   * delete from that copy.
+   * delete from that copy. "Changed" as a report-fed inventory means it: a probe's time and latency
+   * alone are not a change (a kept copy's `health.lastProbeAt` may be older than the backend's).
    *
    * @param cursor - from the last answer; undefined asks for the whole listing
    * @throws as `list` does, when the listing is not complete

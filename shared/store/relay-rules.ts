@@ -1,6 +1,7 @@
 /**
- * The relay report rules, once: report ordering, the inventory diff, probe heartbeats and the
- * recent-changes record. Pure functions of what was read; the Firestore and in-memory relay
+ * The relay report rules, once: report ordering, the inventory diff, probe heartbeats, the
+ * recent-changes record and what an inventory read since a mark reads. Pure functions of what was
+ * read (`readInventorySince` only orders a store's reads by them); the Firestore and in-memory relay
  * repositories only read, call these, and write what they return.
  */
 import { createHash } from 'node:crypto';
