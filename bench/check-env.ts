@@ -54,8 +54,8 @@ export interface CheckEnv {
   health(at?: number): Promise<void>;
   /** One GC pass (`gc` function), on a warm instance (its owner and inventory caches kept from the last pass). */
   gc(): Promise<void>;
-  /** One GC pass on an instance with empty owner and inventory caches. */
-  coldGc(): Promise<void>;
+  /** One GC pass on an instance whose owner cache (`owners`) or inventory cache (`inventory`) is empty. */
+  coldGc(cache: 'owners' | 'inventory'): Promise<void>;
   /** Errors the delivered functions threw (a non-empty list means the run is not a steady state). */
   failures: string[];
 }
@@ -194,9 +194,9 @@ export function createCheckEnv(
       });
       await drain();
     },
-    async coldGc() {
-      gcOwners = new SweepCache();
-      gcInventory = new InventoryCache();
+    async coldGc(cache) {
+      if (cache === 'owners') gcOwners = new SweepCache();
+      else gcInventory = new InventoryCache();
       await this.gc();
     },
   };

@@ -12,6 +12,7 @@ import { createCheckEnv, type CheckEnv, type FleetKind } from './check-env.js';
 import { diffCounts, zeroCounts, type Counts } from './counting.js';
 import { createPoolProvider, seedFleet, type SeededFleet } from './seed.js';
 import { SWEEP_CACHE_MAX_AGE_MS } from '../shared/reconcile/sweep-cache.js';
+import { INVENTORY_CACHE_MAX_AGE_MS } from '../shared/reconcile/gc-inventory.js';
 
 /** Production cadence assumed where the config does not say: a relay reports every 30 s (registry.ts). */
 export const RELAY_REPORT_SECONDS = 30;
@@ -173,9 +174,18 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   const coldSweep = (await measure(env.counts, () => env.coldSweep())).counts;
   const sweep = (await measure(env.counts, () => env.sweep())).counts;
   const health = (await measure(env.counts, () => env.health())).counts;
-  const coldGc = (await measure(env.counts, () => env.coldGc())).counts;
+  // GC's two caches are refilled at their own ages: each cold pass empties one, after a pass that
+  // filled both (not measured).
+  await env.gc();
+  const coldOwners = (await measure(env.counts, () => env.coldGc('owners'))).counts;
+  const coldInventory = (await measure(env.counts, () => env.coldGc('inventory'))).counts;
   const gc = (await measure(env.counts, () => env.gc())).counts;
   const gcRefills = (cfg.gcIntervalSeconds * 1000) / SWEEP_CACHE_MAX_AGE_MS;
+  const inventoryRefills = (cfg.gcIntervalSeconds * 1000) / INVENTORY_CACHE_MAX_AGE_MS;
+  const gcCold = add(
+    scale(diffCounts(coldOwners, gc), gcRefills),
+    scale(diffCounts(coldInventory, gc), inventoryRefills),
+  );
   const sources: CycleSource[] = [];
   let reportSteady: Counts | undefined;
   if (env.kind === 'relay')
@@ -206,8 +216,8 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   });
   sources.push({
     name: 'gc',
-    perCycle: scale(add(gc, scale(diffCounts(coldGc, gc), gcRefills)), interval / cfg.gcIntervalSeconds),
-    note: `every ${cfg.gcIntervalSeconds} s, warm; refill every ${SWEEP_CACHE_MAX_AGE_MS / 1000} s ${fmtShare(gcRefills)}`,
+    perCycle: scale(add(gc, gcCold), interval / cfg.gcIntervalSeconds),
+    note: `every ${cfg.gcIntervalSeconds} s, warm; owner refill every ${SWEEP_CACHE_MAX_AGE_MS / 1000} s ${fmtShare(gcRefills)}, inventory refill every ${INVENTORY_CACHE_MAX_AGE_MS / 1000} s ${fmtShare(inventoryRefills)}`,
   });
   return {
     kind: env.kind,

@@ -13,7 +13,12 @@
 import type { Instance, InstanceDelta, Provider } from '../providers/contract.js';
 import { systemClock } from '../store/clock.js';
 import type { Clock } from '../store/ports.js';
-import { SWEEP_CACHE_MAX_AGE_MS } from './sweep-cache.js';
+
+/**
+ * A cached listing older than this is read whole again: an hour, shorter than the sweep cache's six,
+ * because what the copy misses is an orphan left running (and billed) until then.
+ */
+export const INVENTORY_CACHE_MAX_AGE_MS = 3600_000;
 
 /** One provider's listing as GC sees it. */
 export interface Listing {
@@ -34,7 +39,7 @@ export class InventoryCache {
 
   constructor(
     private readonly clock: Clock = systemClock,
-    private readonly maxAgeMs = SWEEP_CACHE_MAX_AGE_MS,
+    private readonly maxAgeMs = INVENTORY_CACHE_MAX_AGE_MS,
   ) {}
 
   /**
