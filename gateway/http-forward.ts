@@ -169,7 +169,8 @@ function attemptOnce(
         return;
       }
       const resend = stale || NOT_SENT.has(err.code ?? '') || !connected || IDEMPOTENT.has(req.method ?? '');
-      done({ ok: false, reason: `${err.code ?? 'error'}: ${err.message}`, penalize: !stale, retry: resend });
+      const refused = err.code === 'ECONNREFUSED';
+      done({ ok: false, reason: `${err.code ?? 'error'}: ${err.message}`, penalize: !stale, retry: resend, refused });
     });
     upstreamReq.end(body && body.length > 0 ? body : undefined);
   });

@@ -20,6 +20,9 @@ export interface RouterOptions {
   now?: () => number;
 }
 
+/** Refused connections that do not count as tries, per request (then they do). */
+const MAX_REFUSED = 8;
+
 /** What one attempt through one proxy came to. */
 export type Attempt<T> =
   | { ok: true; value: T }
@@ -30,6 +33,8 @@ export type Attempt<T> =
       penalize: boolean;
       /** Another proxy may do better (false: the target itself failed, or the request cannot be resent). */
       retry: boolean;
+      /** The proxy's port refused the connection: nothing listens there (it is gone or going). */
+      refused?: boolean;
       /** The domain answered with a ban status: report it and leave the proxy out for that domain. */
       banned?: { status: number };
       /** An answer the client may still get if no other proxy does better; `discard` drops it. */
@@ -158,7 +163,10 @@ export class FleetRouter {
     const tried = new Set<string>();
     const reasons: string[] = [];
     let fallback: { value: T; discard: () => void; upstream: Upstream } | undefined;
-    for (let i = 0; i < this.maxTries; i++) {
+    // A refused connection costs no time and says the proxy is gone (a list a moment stale while
+    // proxies are deleted): it does not use up a try, up to MAX_REFUSED of them.
+    let refusals = 0;
+    for (let tries = 0; tries < this.maxTries;) {
       const upstream = this.selector.pick({ session: ctx.session, domain: ctx.domain, exclude: tried });
       if (!upstream) {
         reasons.push(tried.size === 0 ? 'no Ready fleet proxy matches' : 'no other Ready fleet proxy left');
@@ -181,7 +189,9 @@ export class FleetRouter {
           detail: `HTTP ${result.banned.status} from ${ctx.domain} through the gateway`,
         });
       }
-      if (result.penalize && this.selector.recordFailure(upstream.name)) {
+      const refused = result.refused === true && refusals++ < MAX_REFUSED;
+      if (!refused) tries++;
+      if (result.penalize && this.selector.recordFailure(upstream.name, result.refused === true)) {
         this.options.logger?.warn('skipping a failing proxy for a while', {
           proxy: upstream.name,
           error: result.reason,

@@ -72,6 +72,17 @@ describe('selection', () => {
     expect(picks(s, 2)).toEqual(['a', 'b']);
   });
 
+  it('a refused connection skips the proxy at once; listed at a new address it is usable again', () => {
+    const { s } = selector(['a', 'b'], { failuresToSkip: 3, skipMs: 30_000 });
+    expect(s.recordFailure('a', true)).toBe(true);
+    expect(picks(s, 2)).toEqual(['b', 'b']);
+    // The same list again: still skipped. Replaced under its name at another port: forgotten.
+    s.setUpstreams(['a', 'b'].map(up));
+    expect(s.skipped('a')).toBe(true);
+    s.setUpstreams([{ ...up('a'), port: 2 }, up('b')]);
+    expect(s.skipped('a')).toBe(false);
+  });
+
   it('a success clears the failure count', () => {
     const { s } = selector(['a'], { failuresToSkip: 2 });
     s.recordFailure('a');

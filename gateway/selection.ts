@@ -59,12 +59,21 @@ export class Selector {
 
   constructor(private readonly options: SelectionOptions) {}
 
-  /** Replaces the Ready list (sorted by name, so rotation order is stable across refreshes). */
+  /**
+   * Replaces the Ready list (sorted by name, so rotation order is stable across refreshes). What
+   * was counted against a proxy that left the list, or is listed at another address now (replaced
+   * under its name), is forgotten.
+   */
   setUpstreams(list: readonly Upstream[]): void {
+    const before = new Map(this.byName);
     this.list = [...list].sort((a, b) => a.name.localeCompare(b.name));
     this.byName.clear();
     for (const u of this.list) this.byName.set(u.name, u);
-    for (const name of this.failures.keys()) if (!this.byName.has(name)) this.failures.delete(name);
+    for (const name of this.failures.keys()) {
+      const now = this.byName.get(name);
+      const was = before.get(name);
+      if (!now || (was && (was.host !== now.host || was.port !== now.port))) this.failures.delete(name);
+    }
   }
 
   /** The proxies discovery allows for `domain`, or undefined to forget the domain's list. */
@@ -115,12 +124,13 @@ export class Selector {
   /**
    * Counts a failure of `name`.
    *
+   * @param definite - the failure needs no second opinion (its port refused the connection): skip it now
    * @returns true when this failure put the proxy in the penalty box (report it once)
    */
-  recordFailure(name: string): boolean {
+  recordFailure(name: string, definite = false): boolean {
     const now = this.options.now();
     const entry = this.failures.get(name) ?? { count: 0, skipUntil: 0 };
-    entry.count += 1;
+    entry.count = definite ? Math.max(entry.count + 1, this.options.failuresToSkip) : entry.count + 1;
     this.failures.set(name, entry);
     if (entry.count < this.options.failuresToSkip || entry.skipUntil > now) return false;
     entry.skipUntil = now + this.options.skipMs;

@@ -39,12 +39,12 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
     socket.setNoDelay(true);
     let buffered: Buffer = Buffer.alloc(0);
     let settled = false;
-    const fail = (reason: string, penalize: boolean, retry: boolean) => {
+    const fail = (reason: string, penalize: boolean, retry: boolean, refused = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       socket.destroy();
-      resolve({ ok: false, reason, penalize, retry });
+      resolve({ ok: false, reason, penalize, retry, refused });
     };
     const timer = setTimeout(() => fail(`no tunnel within ${timeoutMs} ms`, true, true), timeoutMs);
     socket.once('connect', () => {
@@ -77,7 +77,8 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
         fail(`the proxy answered CONNECT with ${status} (the target is unreachable from it)`, false, false);
       }
     };
-    const onError = (err: NodeJS.ErrnoException) => fail(`${err.code ?? 'error'}: ${err.message}`, true, true);
+    const onError = (err: NodeJS.ErrnoException) =>
+      fail(`${err.code ?? 'error'}: ${err.message}`, true, true, err.code === 'ECONNREFUSED');
     const onClose = () => fail('the tunnel was dropped before it was established', true, true);
     socket.on('data', onData);
     socket.on('error', onError);

@@ -1,5 +1,5 @@
 /** Audit trails (`proxies/{name}/events`, `pools/{name}/events`): append with retention, read newest first. */
-import type { CollectionReference, Firestore } from '@google-cloud/firestore';
+import type { CollectionReference, Firestore, Query } from '@google-cloud/firestore';
 
 /** An entry of an audit trail. */
 export interface ProxyEvent {
@@ -26,9 +26,18 @@ export async function appendEvent(
   await trimEvents(db, events, keep);
 }
 
-/** Keeps only the newest `keep` events. */
+/** The events past the newest `keep`, by `at` (see `trimEvents`). */
+export function trimQuery(events: CollectionReference, keep: number): Query {
+  return events.orderBy('at', 'desc').offset(keep).select('at');
+}
+
+/**
+ * Keeps only the newest `keep` events. Its query selects `at`, not nothing: when its stream breaks
+ * the client resumes it after the last document received (`startAfter` that snapshot), which needs
+ * the `orderBy` field in it — with `select()` the resume threw "Field "at" is missing" instead.
+ */
 export async function trimEvents(db: Firestore, events: CollectionReference, keep: number): Promise<void> {
-  const old = await events.orderBy('at', 'desc').offset(keep).select().get();
+  const old = await trimQuery(events, keep).get();
   if (!old.empty) {
     const batch = db.batch();
     for (const d of old.docs) batch.delete(d.ref);

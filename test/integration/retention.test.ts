@@ -3,7 +3,7 @@ import { Timestamp } from '@google-cloud/firestore';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logger.js';
 import { COLLECTIONS, createFirestore } from '../../shared/store/firestore.js';
-import { EVENT_RETENTION_MS } from '../../shared/store/events.js';
+import { EVENT_RETENTION_MS, trimQuery } from '../../shared/store/events.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { REJECTION_RETENTION_MS } from '../../shared/store/proxy-rules.js';
 import { emulatorEnv } from '../support/emulator-env.js';
@@ -29,5 +29,25 @@ describe('retention fields', () => {
     await proxies.reject('msg-1', { code: 'Validation', message: 'bad', field: 'spec' }, '{}', 'proxy-requests', now);
     const expireAt: unknown = (await db.collection(COLLECTIONS.rejections).doc('msg-1').get()).get('expireAt');
     expect(expireAt instanceof Timestamp && expireAt.toMillis()).toBe(now + REJECTION_RETENTION_MS);
+  });
+
+  it('the trim query can be resumed after any document it returned (the client resumes a broken stream so)', async () => {
+    for (const [i, at] of ['2026-01-01', '2026-01-02', '2026-01-03'].entries())
+      await proxies.addEvent(
+        'trim-1',
+        { at: `${at}T00:00:00.000Z`, type: 'Normal', reason: `R${i}`, message: 'm' },
+        10,
+      );
+    const events = db.collection(COLLECTIONS.proxies).doc('trim-1').collection('events');
+    const query = trimQuery(events, 1);
+    const past = await query.get();
+    expect(past.docs.map((d) => d.get('at') as unknown)).toEqual([
+      '2026-01-02T00:00:00.000Z',
+      '2026-01-01T00:00:00.000Z',
+    ]);
+    // What the client does after a stream error: startAfter the last document received.
+    const [first] = past.docs;
+    if (!first) throw new Error('no event past the newest');
+    expect(() => query.startAfter(first)).not.toThrow();
   });
 });

@@ -1,0 +1,63 @@
+/** FleetRouter's tries: how many proxies one request may go through, and what a refusal costs. */
+import { describe, expect, it } from 'vitest';
+import type { FleetApi } from './fleet-api.js';
+import { FleetRouter } from './router.js';
+import type { Upstream } from './selection.js';
+
+const up = (name: string): Upstream => ({
+  name,
+  provider: 'p',
+  host: '127.0.0.1',
+  port: 1,
+  authorization: 'Basic x',
+  egressIp: undefined,
+});
+
+async function routerOver(names: string[]) {
+  const fleet: FleetApi = { discover: () => Promise.resolve(names.map(up)), report: () => Promise.resolve() };
+  const router = new FleetRouter({ fleet });
+  await router.refresh(true);
+  return router;
+}
+
+const refused = { ok: false as const, reason: 'ECONNREFUSED', penalize: true, retry: true, refused: true };
+const reset = { ok: false as const, reason: 'ECONNRESET', penalize: true, retry: true };
+
+describe('router tries', () => {
+  it('refused connections (proxies already gone) do not use up the three tries', async () => {
+    const router = await routerOver(['a', 'b', 'c', 'd', 'e', 'f']);
+    const tried: string[] = [];
+    // a, b, c and d were deleted a moment ago: the list still has them.
+    const routed = await router.route({ session: undefined, domain: 'x' }, (u) => {
+      tried.push(u.name);
+      return Promise.resolve(['a', 'b', 'c', 'd'].includes(u.name) ? refused : { ok: true as const, value: u.name });
+    });
+    expect(routed).toMatchObject({ ok: true, value: 'e' });
+    expect(tried).toEqual(['a', 'b', 'c', 'd', 'e']);
+    // Each refusal skipped its proxy at once: the next request goes straight to a live one.
+    const next = await router.route({ session: undefined, domain: 'x' }, (u) =>
+      Promise.resolve({ ok: true as const, value: u.name }),
+    );
+    expect(['e', 'f']).toContain(next.ok && next.value);
+  });
+
+  it('other failures end the request after three tries', async () => {
+    const router = await routerOver(['a', 'b', 'c', 'd']);
+    const tried: string[] = [];
+    const routed = await router.route({ session: undefined, domain: 'x' }, (u) => {
+      tried.push(u.name);
+      return Promise.resolve(reset);
+    });
+    expect(routed.ok).toBe(false);
+    expect(tried).toHaveLength(3);
+  });
+
+  it('refusals are bounded too: at most eight, then each counts as a try', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => `p-${String(i).padStart(2, '0')}`);
+    const router = await routerOver(names);
+    let calls = 0;
+    const routed = await router.route({ session: undefined, domain: 'x' }, () => (calls++, Promise.resolve(refused)));
+    expect(routed.ok).toBe(false);
+    expect(calls).toBe(8 + 3);
+  });
+});
