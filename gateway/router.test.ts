@@ -1,21 +1,10 @@
 /** FleetRouter's tries: how many proxies one request may go through, and what a refusal costs. */
 import { describe, expect, it } from 'vitest';
-import type { FleetApi } from './fleet-api.js';
 import { FleetRouter } from './router.js';
-import type { Upstream } from './selection.js';
-
-const up = (name: string): Upstream => ({
-  name,
-  provider: 'p',
-  host: '127.0.0.1',
-  port: 1,
-  authorization: 'Basic x',
-  egressIp: undefined,
-});
+import { createMemoryFleet, upstreamNamed } from './testing.js';
 
 async function routerOver(names: string[]) {
-  const fleet: FleetApi = { discover: () => Promise.resolve(names.map(up)), report: () => Promise.resolve() };
-  const router = new FleetRouter({ fleet });
+  const router = new FleetRouter({ fleet: createMemoryFleet(names.map(upstreamNamed)).api });
   await router.refresh(true);
   return router;
 }

@@ -1,14 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SELECTION, Selector, type Upstream } from './selection.js';
+import { DEFAULT_SELECTION, Selector } from './selection.js';
+import { upstreamNamed } from './testing.js';
 
-const up = (name: string): Upstream => ({
-  name,
-  provider: 'p',
-  host: '127.0.0.1',
-  port: 1,
-  authorization: 'Basic x',
-  egressIp: undefined,
-});
+const up = upstreamNamed;
 
 function selector(names: string[], overrides: Partial<typeof DEFAULT_SELECTION> = {}) {
   let now = 1_000_000;

@@ -10,6 +10,11 @@ import { createProxy } from 'proxy';
 import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
 import type { Upstream } from './selection.js';
 
+/** A Ready-list entry named `name` (loopback, port 1): for selection and routing tests that never connect. */
+export function upstreamNamed(name: string): Upstream {
+  return { name, provider: 'p', host: '127.0.0.1', port: 1, authorization: 'Basic x', egressIp: undefined };
+}
+
 /** The fleet API's twin: the Ready list is whatever the test sets; reports and discoveries are recorded. */
 export interface MemoryFleet {
   api: FleetApi;
