@@ -10,7 +10,7 @@ import type { Bus } from '../shared/bus/pubsub.js';
 import { decodeBody } from '../shared/bus/message.js';
 import { parseConfig } from '../shared/config/load.js';
 import type { Config } from '../shared/config/schema.js';
-import { checkProviders, recordFleetMetrics } from '../shared/health.js';
+import { checkProviders, FleetGauge } from '../shared/health.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import type { Provider } from '../shared/providers/contract.js';
 import type { Registry } from '../shared/providers/contract.js';
@@ -52,6 +52,8 @@ export interface CheckEnv {
   report(report: RelayReport): Promise<void>;
   /** One `health` function run (provider verdicts, fleet gauges), as if at `at` (default now). */
   health(at?: number): Promise<void>;
+  /** The same on a new `health` instance: it counts the fleet gauges (a warm one, every five minutes). */
+  coldHealth(): Promise<void>;
   /** One GC pass (`gc` function), on a warm instance (its owner and inventory caches kept from the last pass). */
   gc(): Promise<void>;
   /** One GC pass on an instance whose owner cache (`owners`) or inventory cache (`inventory`) is empty. */
@@ -138,6 +140,8 @@ export function createCheckEnv(
   // One warm gc instance's owner and inventory caches, as the function keeps them.
   let gcOwners = new SweepCache();
   let gcInventory = new InventoryCache();
+  // One warm health instance's gauge, as the function keeps it.
+  let fleetGauge = new FleetGauge();
   const drain = async () => {
     while (inFlight.size > 0) await Promise.all([...inFlight]);
   };
@@ -176,8 +180,12 @@ export function createCheckEnv(
       countMessage(counts, 'health-ticks', '{}', {});
       await invoke(async () => {
         await checkProviders({ registry, providerStatus, logger, ...(at === undefined ? {} : { now: () => at }) });
-        await recordFleetMetrics({ proxies, logger });
+        await fleetGauge.record({ proxies, logger });
       });
+    },
+    async coldHealth() {
+      fleetGauge = new FleetGauge();
+      await this.health();
     },
     async gc() {
       countMessage(counts, 'gc-ticks', '{}', {});

@@ -12,6 +12,7 @@ import { createCheckEnv, type CheckEnv, type FleetKind } from './check-env.js';
 import { diffCounts, zeroCounts, type Counts } from './counting.js';
 import { createPoolProvider, seedFleet, type SeededFleet } from './seed.js';
 import { SWEEP_CACHE_MAX_AGE_MS } from '../shared/reconcile/sweep-cache.js';
+import { FLEET_GAUGE_INTERVAL_MS } from '../shared/health.js';
 import { INVENTORY_CACHE_MAX_AGE_MS } from '../shared/reconcile/gc-inventory.js';
 
 /** Production cadence assumed where the config does not say: a relay reports every 30 s (registry.ts). */
@@ -173,7 +174,10 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   const refills = (interval * 1000) / SWEEP_CACHE_MAX_AGE_MS;
   const coldSweep = (await measure(env.counts, () => env.coldSweep())).counts;
   const sweep = (await measure(env.counts, () => env.sweep())).counts;
+  // The fleet gauges are counted on a new instance, then every FLEET_GAUGE_INTERVAL_MS.
+  const coldHealth = (await measure(env.counts, () => env.coldHealth())).counts;
   const health = (await measure(env.counts, () => env.health())).counts;
+  const gaugeShare = (cfg.healthIntervalSeconds * 1000) / FLEET_GAUGE_INTERVAL_MS;
   // GC's two caches are refilled at their own ages: each cold pass empties one, after a pass that
   // filled both (not measured).
   await env.gc();
@@ -211,8 +215,11 @@ export async function steadyCycle(f: Fleet): Promise<CycleCost> {
   }
   sources.push({
     name: 'provider-health monitor',
-    perCycle: scale(health, interval / cfg.healthIntervalSeconds),
-    note: `every ${cfg.healthIntervalSeconds} s`,
+    perCycle: scale(
+      add(health, scale(diffCounts(coldHealth, health), gaugeShare)),
+      interval / cfg.healthIntervalSeconds,
+    ),
+    note: `every ${cfg.healthIntervalSeconds} s; fleet gauges counted every ${FLEET_GAUGE_INTERVAL_MS / 1000} s ${fmtShare(gaugeShare)}`,
   });
   sources.push({
     name: 'gc',

@@ -7,18 +7,23 @@
  * - the instances read now are marked fresh; one known only from the copy is re-read with `get`
  *   before GC deletes it (`collectGarbage`), so nothing is deleted on a stale copy;
  * - a listing that throws leaves the copy as it was, and GC skips the provider (as with `list`);
- * - the copy is read whole again when older than `maxAgeMs` (an hour), so a change missed by the
+ * - the copy is read whole again when older than `maxAgeMs` (six hours), so a change missed by the
  *   provider's marks cannot outlive it.
  */
 import type { Instance, InstanceDelta, Provider } from '../providers/contract.js';
 import { systemClock } from '../store/clock.js';
 import type { Clock } from '../store/ports.js';
+import { SWEEP_CACHE_MAX_AGE_MS } from './sweep-cache.js';
 
 /**
- * A cached listing older than this is read whole again: an hour, shorter than the sweep cache's six,
- * because what the copy misses is an orphan left running (and billed) until then.
+ * A cached listing older than this is read whole again: six hours, as long as the sweep cache
+ * trusts its pages. The whole read guards only against a change the provider's marks failed to
+ * name (rule list-since-vouch forbids that): an instance that did not change is in the copy and
+ * collected from it, and a delete re-reads first. What such a miss would leave is an orphan running
+ * (and billed) until the next whole read; an hourly one cost 0.014 of the 0.05 reads per proxy per
+ * cycle a relay-backed fleet has in all.
  */
-export const INVENTORY_CACHE_MAX_AGE_MS = 3600_000;
+export const INVENTORY_CACHE_MAX_AGE_MS = SWEEP_CACHE_MAX_AGE_MS;
 
 /** One provider's listing as GC sees it. */
 export interface Listing {
