@@ -50,36 +50,38 @@ export async function handleRequest(deps: RequestDeps, message: BusMessage): Pro
     if (request.action === 'apply') {
       const outcome = await deps.proxies.apply(request, message.publishTime, now());
       deps.logger.info(`apply ${outcome}`, { proxy: name, messageId: message.id });
-      if (outcome === 'created' || outcome === 'updated') {
-        await deps.proxies.addEvent(
-          name,
-          {
-            at: new Date(now()).toISOString(),
-            type: 'Normal',
-            reason: outcome === 'created' ? 'Accepted' : 'Updated',
-            message: `request ${message.id} applied`,
-          },
-          deps.maxEvents,
-        );
-      }
-      if (outcome !== 'stale') await checkNowOrKick(deps, [name]);
+      const event =
+        outcome === 'created' || outcome === 'updated'
+          ? deps.proxies.addEvent(
+              name,
+              {
+                at: new Date(now()).toISOString(),
+                type: 'Normal',
+                reason: outcome === 'created' ? 'Accepted' : 'Updated',
+                message: `request ${message.id} applied`,
+              },
+              deps.maxEvents,
+            )
+          : undefined;
+      await alongside(event, outcome !== 'stale' ? checkNowOrKick(deps, [name]) : undefined);
       return outcome;
     }
     const outcome = await deps.proxies.requestDelete(name, message.publishTime, now());
     deps.logger.info(`delete ${outcome}`, { proxy: name, messageId: message.id });
-    if (outcome === 'marked') {
-      await deps.proxies.addEvent(
-        name,
-        {
-          at: new Date(now()).toISOString(),
-          type: 'Normal',
-          reason: 'DeletionRequested',
-          message: `request ${message.id}: delete`,
-        },
-        deps.maxEvents,
-      );
-    }
-    if (outcome === 'marked' || outcome === 'already') await checkNowOrKick(deps, [name]);
+    const event =
+      outcome === 'marked'
+        ? deps.proxies.addEvent(
+            name,
+            {
+              at: new Date(now()).toISOString(),
+              type: 'Normal',
+              reason: 'DeletionRequested',
+              message: `request ${message.id}: delete`,
+            },
+            deps.maxEvents,
+          )
+        : undefined;
+    await alongside(event, outcome === 'marked' || outcome === 'already' ? checkNowOrKick(deps, [name]) : undefined);
     return outcome;
   } catch (err) {
     if (err instanceof ValidationError) {
@@ -88,6 +90,17 @@ export async function handleRequest(deps: RequestDeps, message: BusMessage): Pro
     }
     throw err;
   }
+}
+
+/**
+ * Waits for a request's event write and its check, started together: the check (the provider's
+ * create or delete) does not wait for the event's two round trips (add, then trim). Both are
+ * waited for before the message is acknowledged; the first failure is thrown (and the message
+ * redelivered) only once neither is still running.
+ */
+async function alongside(event: Promise<void> | undefined, check: Promise<void> | undefined): Promise<void> {
+  const settled = await Promise.allSettled([event, check]);
+  for (const result of settled) if (result.status === 'rejected') throw result.reason;
 }
 
 /** Records a pool request in `pools/{name}` and kicks the pool's reconcile. */
