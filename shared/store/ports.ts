@@ -1,7 +1,8 @@
 /**
  * The store's ports: what the functions need from state, each implemented on Firestore
  * (`shared/store/*.ts`) and in memory (`shared/store/memory/`), both held to one contract suite
- * (test/store/contract.case.ts).
+ * (`test/support/store-contract*.ts`, run on both by `shared/store/memory/contract.test.ts` and
+ * `test/integration/store-contract.test.ts`).
  */
 import type { PoolApplyRequest } from '../domain/pool.js';
 import type { PoolDoc, PoolStatus } from '../domain/pool-status.js';
