@@ -142,6 +142,8 @@ async function main(): Promise<void> {
         const orchestration = await runOrchestration(artifacts, hosts, out, opts.quick ? 3 : 9, cleanup);
         results.orchestration = orchestration.trials;
         results.functionResponses = orchestration.responses;
+        if ('error' in orchestration.pool) results.errors.push(`orchestration pool: ${orchestration.pool.error}`);
+        else results.poolRoll = orchestration.pool;
       } catch (err) {
         // The other sections still run; the table says why this one has no figures.
         results.errors.push(`orchestration: ${err instanceof Error ? err.message : String(err)}`);

@@ -13,6 +13,7 @@ import { LOCAL_DEFAULT_CONFIG } from '../shared/config/local-default.js';
 import type { Artifacts } from './artifacts.js';
 import type { Cleanup } from './cleanup.js';
 import { FLOOR_TOPIC, startOrchestrationStack, type OrchestrationStack } from './orchestration-stack.js';
+import { rollPool, type PoolRoll } from './orchestration-pool.js';
 import { median } from './stats.js';
 
 export interface OrchestrationTrial {
@@ -91,7 +92,8 @@ async function trial(
 }
 
 /**
- * @param trials - measured trials (one more runs first, unmeasured, to warm the function processes)
+ * @param trials - measured trials (one more runs first, unmeasured, to warm the function processes),
+ *   then the pool phase (`rollPool`) on the same stack
  */
 export async function runOrchestration(
   artifacts: Artifacts,
@@ -99,7 +101,12 @@ export async function runOrchestration(
   logDir: string,
   trials: number,
   cleanup: Cleanup,
-): Promise<{ trials: OrchestrationTrial[]; responses: Record<string, Record<string, number>> }> {
+): Promise<{
+  trials: OrchestrationTrial[];
+  responses: Record<string, Record<string, number>>;
+  /** The pool phase after the trials, or why it failed (the trials stand either way). */
+  pool: PoolRoll | { error: string };
+}> {
   const project = `bench-orch-${randomBytes(3).toString('hex')}`;
   // The stack registers its own stop with `cleanup`: an interrupted run stops the functions and
   // the relay's detached proxy processes.
@@ -115,7 +122,10 @@ export async function runOrchestration(
       const t = await trial(stack, db, `o-${i}`);
       results.push({ floorMs: median(floors), ...t });
     }
-    return { trials: results, responses: stack.responses() };
+    const pool = await rollPool(stack, db, PROVIDER).catch((err: unknown) => ({
+      error: err instanceof Error ? err.message : String(err),
+    }));
+    return { trials: results, responses: stack.responses(), pool };
   } finally {
     await db.terminate();
     await stack.stop();

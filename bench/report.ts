@@ -8,6 +8,7 @@ import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
 import type { GatewayResults } from './gateway-bench.js';
 import type { OrchestrationTrial } from './orchestration.js';
+import { POOL_REPLICAS, type PoolRoll } from './orchestration-pool.js';
 import { localProxyRows, type LocalProxiesResults } from './local-proxies.js';
 import { errorResponses } from './status-tally.js';
 import { fmt, markdownTable, median, ms, usd, yes } from './stats.js';
@@ -21,6 +22,8 @@ export interface BenchResults {
   orchestration: OrchestrationTrial[];
   /** Function → HTTP status → pushes answered, over the orchestration trials (bench/status-tally.ts). */
   functionResponses?: Record<string, Record<string, number>>;
+  /** The pool phase on the orchestration stack (bench/orchestration-pool.ts), when it ran. */
+  poolRoll?: PoolRoll;
   sweeps: SweepResult[];
   cycles: CycleCost[];
   /** The libvirt client bench (bench/libvirt.ts), unless left out with `--only`. */
@@ -111,6 +114,7 @@ function steadyRows(r: BenchResults): string[][] {
 function orchestrationRows(
   trials: OrchestrationTrial[],
   responses: Record<string, Record<string, number>> = {},
+  pool?: PoolRoll,
 ): string[][] {
   if (trials.length === 0) return [['orchestration overhead', '≤ 3× floor', 'not run', '—']];
   const hop = (pick: (t: OrchestrationTrial) => number) => median(trials.map((t) => pick(t) / t.floorMs));
@@ -122,18 +126,32 @@ function orchestrationRows(
     ['instance reachable → proxy Ready, × floor', '≤ 3×', `${fmt(ready, 1)}×`, yes(ready <= 3)],
     ['publish → provider create, × floor (issue 17)', '≤ 2×', `${fmt(create, 1)}×`, yes(create <= 2)],
     ['instance reachable → proxy Ready, × floor (issue 17)', '≤ 2×', `${fmt(ready, 1)}×`, yes(ready <= 2)],
-    errorResponsesRow(trials.length, responses),
+    errorResponsesRow(trials.length, responses, pool),
+    ...(pool
+      ? [
+          [
+            `pool of ${POOL_REPLICAS} on the same stack: up, one template roll, delete`,
+            'info',
+            `${ms(pool.upMs)}, ${ms(pool.rollMs)}, ${ms(pool.deleteMs)}`,
+            'info',
+          ],
+        ]
+      : []),
   ];
 }
 
-/** The 5xx answers of the functions while proxies were created, made Ready and deleted. */
-function errorResponsesRow(trials: number, responses: Record<string, Record<string, number>>): string[] {
+/** The 5xx answers of the functions while proxies were created, made Ready and deleted (and the pool rolled). */
+function errorResponsesRow(
+  trials: number,
+  responses: Record<string, Record<string, number>>,
+  pool: PoolRoll | undefined,
+): string[] {
   const all = Object.values(responses).reduce((n, c) => n + Object.values(c).reduce((a, b) => a + b, 0), 0);
   const errors = Object.entries(responses).map(([fn, c]) => [fn, errorResponses(c)] as const);
   const total = errors.reduce((n, [, e]) => n + e, 0);
   const detail = errors.filter(([, e]) => e > 0).map(([fn, e]) => `${fn} ${e}`);
   return [
-    `error responses (5xx) of the functions, ${trials + 1} proxies created → Ready → deleted`,
+    `error responses (5xx) of the functions, ${trials + 1} proxies created → Ready → deleted${pool ? `, a pool of ${POOL_REPLICAS} up, rolled and deleted` : ''}`,
     '0',
     `${total} of ${all} pushes${detail.length > 0 ? ` (${detail.join(', ')})` : ''}`,
     all === 0 ? '—' : yes(total === 0),
@@ -174,7 +192,7 @@ export function targetsTable(r: BenchResults): string {
   const rows = [
     ...steadyRows(r),
     ...backgroundRows(r),
-    ...orchestrationRows(r.orchestration, r.functionResponses),
+    ...orchestrationRows(r.orchestration, r.functionResponses, r.poolRoll),
     ...coldRows(r.coldStart),
     ...scaleRows(r),
     libvirtRow(r.libvirt),

@@ -5,6 +5,7 @@ import { poolDocSchema, type PoolDoc } from '../domain/pool-status.js';
 import { proxyDocSchema, type ProxyDoc } from '../domain/status.js';
 import type { Logger } from '../logger.js';
 import { generateCredentials } from './credentials-memo.js';
+import { abortIfClosed } from './grpc-codes.js';
 import { changeStamp, COLLECTIONS } from './firestore.js';
 import { appendEvent, readEvents, type ProxyEvent } from './events.js';
 import type { PoolRepository, PoolWrites } from './ports.js';
@@ -73,7 +74,7 @@ export class PoolStore implements PoolRepository {
   async apply(request: PoolApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome> {
     const name = request.metadata.name;
     return this.db.runTransaction(async (tx) => {
-      const [snap, tomb] = await Promise.all([tx.get(this.ref(name)), tx.get(this.tombRef(name))]);
+      const [snap, tomb] = await abortIfClosed(Promise.all([tx.get(this.ref(name)), tx.get(this.tombRef(name))]));
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
       const tombAt = snap.exists ? 0 : Number(tomb.get('requestTime') ?? 0);
       const step = poolApplyStep(existing, tombAt, request, publishTime, now);
@@ -128,7 +129,9 @@ export class PoolStore implements PoolRepository {
   ): Promise<{ result: T; created: string[] }> {
     return this.db.runTransaction(async (tx) => {
       const now = clock();
-      const [snap, members] = await Promise.all([tx.get(this.ref(name)), tx.get(this.membersQuery(name))]);
+      const [snap, members] = await abortIfClosed(
+        Promise.all([tx.get(this.ref(name)), tx.get(this.membersQuery(name))]),
+      );
       const pool = snap.exists ? this.parse(name, snap.data()) : undefined;
       const { writes, result } = decide(pool, this.parseMembers(members.docs), now);
       const created = this.write(tx, name, pool, writes, now);

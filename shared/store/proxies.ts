@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import { changedInRange } from './changes-query.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from './credentials-memo.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
+import { abortIfClosed } from './grpc-codes.js';
 import { changeStamp, COLLECTIONS, readAtOf, updateTimeOf } from './firestore.js';
 import type { Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from './ports.js';
 import {
@@ -129,11 +130,13 @@ export class ProxyStore implements ProxyRepository {
     const name = request.metadata.name;
     refusePoolLabel(request);
     return this.db.runTransaction(async (tx) => {
-      const [snap, tomb, creds] = await Promise.all([
-        tx.get(this.ref(name)),
-        tx.get(this.db.collection(COLLECTIONS.tombstones).doc(name)),
-        tx.get(this.db.collection(COLLECTIONS.credentials).doc(name)),
-      ]);
+      const [snap, tomb, creds] = await abortIfClosed(
+        Promise.all([
+          tx.get(this.ref(name)),
+          tx.get(this.db.collection(COLLECTIONS.tombstones).doc(name)),
+          tx.get(this.db.collection(COLLECTIONS.credentials).doc(name)),
+        ]),
+      );
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
       // A tombstone counts only while no document exists (a corrupt one is overwritten).
       const tombAt = snap.exists ? 0 : Number(tomb.get('requestTime') ?? 0);

@@ -5,6 +5,7 @@
  */
 import { FieldValue, type Firestore } from '@google-cloud/firestore';
 import { proxyDocSchema } from '../domain/status.js';
+import { abortIfClosed } from './grpc-codes.js';
 import { changeStamp, COLLECTIONS } from './firestore.js';
 import { EVENT_RETENTION_MS } from './events.js';
 import type { ReportRepository } from './ports.js';
@@ -22,7 +23,9 @@ export class ReportStore implements ReportRepository {
     const eventRef = report.requestId ? eventsRef.doc(reportEventId(caller, report.requestId)) : eventsRef.doc();
     const limitRef = this.db.collection(COLLECTIONS.reportLimits).doc(caller);
     return this.db.runTransaction(async (tx) => {
-      const [snap, seen, limit] = await Promise.all([tx.get(proxyRef), tx.get(eventRef), tx.get(limitRef)]);
+      const [snap, seen, limit] = await abortIfClosed(
+        Promise.all([tx.get(proxyRef), tx.get(eventRef), tx.get(limitRef)]),
+      );
       const parsed = snap.exists ? proxyDocSchema.safeParse(snap.data()) : undefined;
       const doc = parsed?.success ? parsed.data : undefined;
       const { outcome, writes } = reportStep(doc, seen.exists, limit.data() ?? {}, input);
