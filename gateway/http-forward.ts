@@ -4,7 +4,7 @@ import type { Attempt, FleetRouter } from './router.js';
 import { endToEndHeaders, hasBody } from './headers.js';
 import type { Upstream } from './selection.js';
 import { HOP_FAILURES } from './tunnel.js';
-import { CONNECT_ANEW, type UpstreamAgents } from './upstream-agents.js';
+import { connectAnew, type UpstreamAgents } from './upstream-agents.js';
 
 /** Request bodies up to this size are buffered so that a failed attempt can be sent again. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -134,7 +134,7 @@ function attemptOnce(
       method: req.method,
       path: req.url,
       headers: [...headers, 'Proxy-Authorization', upstream.authorization],
-      agent: agent ?? CONNECT_ANEW,
+      ...(agent ? { agent } : { createConnection: connectAnew }),
     });
     let connected = false;
     const onConnected = () => {

@@ -1,12 +1,19 @@
 /** Connections to the fleet proxies: a keep-alive agent per proxy, or a new connection per request to one that closes each. */
 import http from 'node:http';
+import net from 'node:net';
 import type { Upstream } from './selection.js';
 
 /**
- * Requests to a proxy that closes every connection, on new connections: one agent for all of them
- * (`agent: false` would build a new Agent for every request).
+ * The connection of a request to a proxy that closes every connection (tinyproxy): a plain socket
+ * given to `http.request` as `createConnection`, with no Agent. An Agent would only keep books on
+ * a socket that is never reused (its pools, four listeners per socket, a `free` event per
+ * response); `agent: false` would even build a new Agent for every request. Without an Agent Node
+ * sends `Connection: close` and closes the socket after the response, as a `keepAlive: false`
+ * Agent does. `noDelay`, as Node's Agent sets it: a body written after the head is not held back.
  */
-export const CONNECT_ANEW = new http.Agent({ keepAlive: false });
+export function connectAnew(options: http.ClientRequestArgs): net.Socket {
+  return net.connect({ host: options.host ?? undefined, port: Number(options.port), noDelay: true });
+}
 
 const keyOf = (u: Upstream) => `${u.name}@${u.host}:${u.port}`;
 
