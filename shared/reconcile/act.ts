@@ -41,9 +41,13 @@ export async function act(deps: ReconcileDeps, plan: Plan): Promise<ReconcileRes
   const status = nextStatus(doc.status, decision, plan.observation, doc.generation, now(), policy);
   if (!provider || (decision.action !== 'create' && decision.action !== 'delete'))
     return record(deps, plan, { status, decision });
+  // A create's credentials are read while the lease is taken, not after it: one round trip fewer
+  // between the request and the provider's create. A lease not held wastes that one read.
+  const credentials = decision.action === 'create' ? readCredentials(deps, subject) : undefined;
+  credentials?.catch(() => undefined); // a failure is thrown where it is awaited (prepareCreate)
   const leased = await withLease(deps, subject, () =>
-    decision.action === 'create'
-      ? prepareCreate(deps, plan, provider)
+    credentials
+      ? prepareCreate(deps, plan, provider, credentials)
       : Promise.resolve(() => provider.delete(subject.instanceName)),
   );
   if (!leased.held) return skipped(subject);
@@ -74,12 +78,27 @@ async function finalise(deps: ReconcileDeps, subject: Subject): Promise<Reconcil
   return { name, action: 'finalise', phase: 'Deleting', ...(pool ? { pool } : {}) };
 }
 
-/** Reads what a create needs (fresh credentials), under the lease, and returns the create call. */
-async function prepareCreate(deps: ReconcileDeps, plan: Plan, provider: Provider): Promise<ProviderCall> {
-  const { subject, desired } = plan;
+/**
+ * The credentials of this incarnation of the proxy, read afresh (they are made with the document by
+ * its apply and never change within an incarnation, so reading them before the lease is as good).
+ */
+async function readCredentials(deps: ReconcileDeps, subject: Subject) {
   const { name, doc } = subject;
   const credentials = await deps.proxies.credentials(name, { incarnation: doc.createdAt, fresh: true });
   if (!credentials) throw new ValidationError('credentials', `credentials/${name} is missing; re-apply the proxy`);
+  return credentials;
+}
+
+/** The create call, once the lease is held and the credentials (read alongside it) are in. */
+async function prepareCreate(
+  deps: ReconcileDeps,
+  plan: Plan,
+  provider: Provider,
+  read: Promise<Awaited<ReturnType<typeof readCredentials>>>,
+): Promise<ProviderCall> {
+  const { subject, desired } = plan;
+  const { name, doc } = subject;
+  const credentials = await read;
   const spec = {
     name: subject.instanceName,
     proxy: name,
