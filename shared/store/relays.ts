@@ -158,13 +158,14 @@ export class RelayStore implements RelayRepository {
     const parsed = relayDocSchema.safeParse(snap.data());
     const prev = parsed.success ? parsed.data : undefined;
     const stale = isStale(prev, report);
-    const diff =
-      !stale && mayChangeInventory(prev, report)
-        ? diffInventory(await this.instances(report.relay), report, this.heartbeatMs, prev)
-        : noDiff(prev);
     // Results are applied even from a stale report: they only ever complete the very command
     // they name, and a result lost with a dropped report would leave its command pending forever.
-    const completed = await this.completedCommands(ref, report.results);
+    // Read beside the inventory: neither read depends on the other (one round trip, not two).
+    const [inventory, completed] = await Promise.all([
+      !stale && mayChangeInventory(prev, report) ? this.instances(report.relay) : undefined,
+      this.completedCommands(ref, report.results),
+    ]);
+    const diff = inventory ? diffInventory(inventory, report, this.heartbeatMs, prev) : noDiff(prev);
     const batches: ((batch: WriteBatch) => void)[] = [];
     if (!stale) {
       const count = 1 + diff.puts.length + diff.deletes.length + completed.length;
@@ -194,12 +195,13 @@ export class RelayStore implements RelayRepository {
     ref: DocumentReference,
     results: CommandResult[],
   ): Promise<{ cmd: CommandDoc; result: CommandResult }[]> {
-    const completed: { cmd: CommandDoc; result: CommandResult }[] = [];
-    for (const result of results) {
-      const parsed = commandDocSchema.safeParse((await ref.collection('commands').doc(result.name).get()).data());
+    if (results.length === 0) return [];
+    // One batch get for all of them (one read each, found or not), not one round trip each.
+    const snaps = await this.db.getAll(...results.map((result) => ref.collection('commands').doc(result.name)));
+    return results.flatMap((result, i) => {
+      const parsed = commandDocSchema.safeParse(snaps[i]?.data());
       const cmd = parsed.success ? parsed.data : undefined;
-      if (completes(cmd, result)) completed.push({ cmd, result });
-    }
-    return completed;
+      return completes(cmd, result) ? [{ cmd, result }] : [];
+    });
   }
 }
