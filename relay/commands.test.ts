@@ -143,6 +143,20 @@ describe('command executor', () => {
     expect(backend.instances.has('ep-a')).toBe(false);
   });
 
+  it('applies the same command twice (a resend, then the lost copy delivered again) to one instance, ok both times', async () => {
+    const { backend, deps } = await setup();
+    const executor = createCommandExecutor(deps);
+    const first = await executor.execute(create('ep-a', 100, 'c1'));
+    const again = await executor.execute(create('ep-a', 100, 'c1'));
+    for (const outcome of [first, again])
+      expect(outcome).toMatchObject({ kind: 'done', result: { commandId: 'c1', ok: true } });
+    expect([...backend.instances.keys()]).toEqual(['ep-a']);
+    // A copy of the create arriving after the delete that followed it is stale: no resurrection.
+    await executor.execute(del('ep-a', 200, 'd1'));
+    expect(await executor.execute(create('ep-a', 100, 'c1'))).toMatchObject({ kind: 'done', skipped: true });
+    expect(backend.instances.has('ep-a')).toBe(false);
+  });
+
   it('runs commands for different instances concurrently', async () => {
     const { backend, deps } = await setup();
     backend.delayMs = 100;

@@ -4,6 +4,12 @@
  * new messages to the dead streams until their ack deadline passed, so a restarted relay saw
  * commands tens of seconds late (measured: 1 of 5 commands delivered in 8 s). A pull request only
  * receives messages while someone waits on it.
+ *
+ * A pull the client gives up on (its deadline passed first, it was cancelled, its connection
+ * broke) may still have been answered: Pub/Sub counts the messages of that answer as delivered, and
+ * hands them out again only when their ack deadline runs out. That deadline is therefore short
+ * (`relaySubscription.ackDeadlineSeconds` in infra/topology.yaml), and every message this relay
+ * does hold is leased for longer at once and again while it is handled ({@link LEASE_SECONDS}).
  */
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,46 +19,70 @@ import type { CommandMessage, CommandSubscription } from './command-subscription
 /** Short, so that a pull left behind by a relay that died cannot swallow new commands for long. */
 const LONG_POLL_MS = 10_000;
 const DEADLINE_EXCEEDED = 4;
+/** How long a message this relay received stays its own: renewed every third of it until settled. */
+export const LEASE_SECONDS = 60;
+
+/** The calls the pull loop makes: the v1 `SubscriberClient`'s (a test passes a fake). */
+export type SubscriberApi = Pick<v1.SubscriberClient, 'pull' | 'acknowledge' | 'modifyAckDeadline' | 'close'>;
+
+/** What tests change: the client, and how often held messages are leased again. */
+export interface PullOptions {
+  client?: SubscriberApi;
+  renewEveryMs?: number;
+}
 
 /**
  * @param pubsub - its options (emulator host, credentials) are reused for the pull client
  * @param name - the subscription id
  * @param maxInFlight - messages handed out and not yet acked or nacked, at most
  */
-export function createPullSubscription(pubsub: PubSub, name: string, maxInFlight: number): CommandSubscription {
-  const client = subscriberClient(pubsub);
+export function createPullSubscription(
+  pubsub: PubSub,
+  name: string,
+  maxInFlight: number,
+  options: PullOptions = {},
+): CommandSubscription {
+  const client = options.client ?? subscriberClient(pubsub);
   const subscription = `projects/${pubsub.projectId}/subscriptions/${name}`;
   const events = new EventEmitter();
   let closed = false;
-  let inFlight = 0;
   let current: { cancel?: () => void } | undefined;
   let wake: (() => void) | undefined;
-  const pending = new Set<Promise<void>>();
+  const requests = new Requests(events);
+  /** Ack ids of the messages handed out and not yet settled (their count is the in-flight count). */
+  const held = new Set<string>();
+  const lease = (ackIds: string[]) =>
+    requests.track(client.modifyAckDeadline({ subscription, ackIds, ackDeadlineSeconds: LEASE_SECONDS }));
+  const renewal = setInterval(
+    () => held.size > 0 && lease([...held]),
+    options.renewEveryMs ?? (LEASE_SECONDS * 1000) / 3,
+  );
 
   const settle = (ackId: string, ack: boolean) => {
-    inFlight--;
+    if (!held.delete(ackId)) return;
     wake?.();
-    const settled = settleOnServer(client, subscription, ackId, ack, events);
-    pending.add(settled);
-    void settled.finally(() => pending.delete(settled));
+    requests.track(
+      ack
+        ? client.acknowledge({ subscription, ackIds: [ackId] })
+        : // Ack deadline 0: Pub/Sub hands it out again now. A lost ack only means a redelivery, which every command tolerates.
+          client.modifyAckDeadline({ subscription, ackIds: [ackId], ackDeadlineSeconds: 0 }),
+    );
   };
 
   const loop = async () => {
     while (!closed) {
-      if (inFlight >= maxInFlight) {
+      if (held.size >= maxInFlight) {
         await new Promise<void>((resolve) => (wake = resolve));
         continue;
       }
       try {
-        const call = client.pull({ subscription, maxMessages: maxInFlight - inFlight }, { timeout: LONG_POLL_MS });
+        const call = client.pull({ subscription, maxMessages: maxInFlight - held.size }, { timeout: LONG_POLL_MS });
         current = call as { cancel?: () => void };
         const [response] = await call;
-        for (const received of response.receivedMessages ?? []) {
-          const message = commandMessage(received, settle);
-          if (!message) continue;
-          inFlight++;
-          events.emit('message', message);
-        }
+        const messages = (response.receivedMessages ?? []).flatMap((r) => commandMessage(r, settle) ?? []);
+        for (const { ackId } of messages) held.add(ackId);
+        if (messages.length > 0) lease(messages.map((m) => m.ackId));
+        for (const { message } of messages) events.emit('message', message);
       } catch (err) {
         if (closed) return;
         if ((err as { code?: unknown }).code === DEADLINE_EXCEEDED) continue;
@@ -74,13 +104,33 @@ export function createPullSubscription(pubsub: PubSub, name: string, maxInFlight
     },
     async close() {
       closed = true;
+      clearInterval(renewal);
       current?.cancel?.();
       wake?.();
       await running;
-      await Promise.all([...pending]);
+      await requests.idle();
       await client.close();
     },
   };
+}
+
+/** The ack, nack and lease requests under way; a failure goes to the `error` listeners, if any. */
+class Requests {
+  private readonly pending = new Set<Promise<void>>();
+  constructor(private readonly events: EventEmitter) {}
+
+  track(request: Promise<unknown>): void {
+    const done = request.then(
+      () => undefined,
+      (err: unknown) => void (this.events.listenerCount('error') > 0 && this.events.emit('error', err)),
+    );
+    this.pending.add(done);
+    void done.finally(() => this.pending.delete(done));
+  }
+
+  async idle(): Promise<void> {
+    await Promise.all([...this.pending]);
+  }
 }
 
 /** A subscriber client with the options of `pubsub` (emulator host, credentials). */
@@ -89,37 +139,18 @@ function subscriberClient(pubsub: PubSub): v1.SubscriberClient {
   return new v1.SubscriberClient({ ...options, ...(port !== undefined ? { port: Number(port) } : {}) });
 }
 
-/**
- * Acks the message, or nacks it (ack deadline 0) so Pub/Sub redelivers it now.
- *
- * @returns resolves once the server answered; a failure goes to the `error` listeners, if any
- */
-function settleOnServer(
-  client: v1.SubscriberClient,
-  subscription: string,
-  ackId: string,
-  ack: boolean,
-  events: EventEmitter,
-): Promise<void> {
-  const done = ack
-    ? client.acknowledge({ subscription, ackIds: [ackId] })
-    : client.modifyAckDeadline({ subscription, ackIds: [ackId], ackDeadlineSeconds: 0 });
-  // A lost ack only means a redelivery, which every command tolerates.
-  return done.then(
-    () => undefined,
-    (err: unknown) => void (events.listenerCount('error') > 0 && events.emit('error', err)),
-  );
-}
-
 type Received = protos.google.pubsub.v1.IReceivedMessage;
 
 /** A pulled message as the relay's command loop takes it; undefined for one without data or ack id. */
-function commandMessage(received: Received, settle: (ackId: string, ack: boolean) => void): CommandMessage | undefined {
+function commandMessage(
+  received: Received,
+  settle: (ackId: string, ack: boolean) => void,
+): { ackId: string; message: CommandMessage } | undefined {
   const m = received.message;
   const ackId = received.ackId;
   if (!m || !ackId) return undefined;
   const seconds = Number(m.publishTime?.seconds ?? 0);
-  return {
+  const message: CommandMessage = {
     id: m.messageId ?? '',
     publishTime: new Date(seconds * 1000 + Math.floor((m.publishTime?.nanos ?? 0) / 1e6)),
     attributes: m.attributes ?? {},
@@ -127,4 +158,5 @@ function commandMessage(received: Received, settle: (ackId: string, ack: boolean
     ack: () => settle(ackId, true),
     nack: () => settle(ackId, false),
   };
+  return { ackId, message };
 }

@@ -68,7 +68,7 @@ describe('applyTopology', () => {
     expect(meta.topic).toBe(`projects/${emu.projectId}/topics/relay-commands`);
     expect(meta.filter).toBe('attributes.relay = "lab-2"');
     expect(meta.pushConfig?.pushEndpoint ?? '').toBe('');
-    expect(meta.ackDeadlineSeconds).toBe(120);
+    expect(meta.ackDeadlineSeconds).toBe(20);
   });
 
   it('keeps a pull subscription pull', async () => {
