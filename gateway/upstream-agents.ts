@@ -8,8 +8,9 @@ import type { Upstream } from './selection.js';
  * given to `http.request` as `createConnection`, with no Agent. An Agent would only keep books on
  * a socket that is never reused (its pools, four listeners per socket, a `free` event per
  * response); `agent: false` would even build a new Agent for every request. Without an Agent Node
- * sends `Connection: close` and closes the socket after the response, as a `keepAlive: false`
- * Agent does. `noDelay`, as Node's Agent sets it: a body written after the head is not held back.
+ * may still send `Connection: keep-alive` (it does for a request with a body); the proxy closes
+ * after its response either way, and Node destroys the socket once the response ends. `noDelay`,
+ * as Node's Agent sets it: a body written after the head is not held back.
  */
 export function connectAnew(options: http.ClientRequestArgs): net.Socket {
   return net.connect({ host: options.host ?? undefined, port: Number(options.port), noDelay: true });

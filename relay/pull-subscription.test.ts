@@ -17,9 +17,13 @@ interface Request {
   ackDeadlineSeconds?: number | null;
 }
 
-/** A subscriber API that answers the first pull with `ackIds` and then waits until cancelled. */
-function fakeSubscriber(ackIds: string[]) {
+/**
+ * A subscriber API that answers the first pull with `ackIds` and then waits until cancelled; with
+ * `holdLeases`, lease requests (a deadline above 0) are answered only when `answerLeases` is called.
+ */
+function fakeSubscriber(ackIds: string[], holdLeases = false) {
   const calls: { op: 'ack' | 'modack'; ackIds: string[]; seconds?: number }[] = [];
+  const heldLeases: (() => void)[] = [];
   let served = false;
   const pull = () => {
     let cancel = () => undefined as void;
@@ -42,6 +46,8 @@ function fakeSubscriber(ackIds: string[]) {
       ackIds: request.ackIds ?? [],
       ...(op === 'modack' ? { seconds: request.ackDeadlineSeconds ?? 0 } : {}),
     });
+    if (holdLeases && op === 'modack' && (request.ackDeadlineSeconds ?? 0) > 0)
+      return new Promise((resolve) => heldLeases.push(() => resolve([{}])));
     return Promise.resolve([{}]);
   };
   const client = {
@@ -50,7 +56,8 @@ function fakeSubscriber(ackIds: string[]) {
     modifyAckDeadline: record('modack'),
     close: () => Promise.resolve(),
   } as unknown as SubscriberApi;
-  return { client, calls };
+  const answerLeases = () => heldLeases.splice(0).forEach((answer) => answer());
+  return { client, calls, answerLeases };
 }
 
 it('leases a received message at once and again while it is held, and never after it is settled', async () => {
@@ -72,8 +79,10 @@ it('leases a received message at once and again while it is held, and never afte
   await eventually(() => expect(renewals('c').length).toBeGreaterThanOrEqual(2), 2000, 10);
   c?.ack();
   await sub.close();
-  expect(calls.slice(afterA).every((x) => !x.ackIds.includes('a'))).toBe(true);
-  expect(calls.slice(afterB).every((x) => !x.ackIds.includes('b'))).toBe(true);
+  const leasesOf = (id: string, from: number) =>
+    calls.slice(from).filter((x) => x.op === 'modack' && x.seconds === LEASE_SECONDS && x.ackIds.includes(id));
+  expect(leasesOf('a', afterA)).toEqual([]);
+  expect(leasesOf('b', afterB)).toEqual([]);
   expect(calls.filter((x) => x.op === 'ack')).toEqual([
     { op: 'ack', ackIds: ['a'] },
     { op: 'ack', ackIds: ['c'] },
@@ -81,4 +90,34 @@ it('leases a received message at once and again while it is held, and never afte
   expect(calls.filter((x) => x.op === 'modack' && x.seconds === 0)).toEqual([
     { op: 'modack', ackIds: ['b'], seconds: 0 },
   ]);
+});
+
+it("sends a nack only once the message's lease is answered (Pub/Sub does not order separate requests)", async () => {
+  const { client, calls, answerLeases } = fakeSubscriber(['a'], true);
+  const sub = createPullSubscription(pubsub, 'relay-commands-x', 8, { client, renewEveryMs: 60_000 });
+  const got: CommandMessage[] = [];
+  sub.on('message', (m) => got.push(m));
+  await eventually(() => expect(got).toHaveLength(1));
+  got[0]?.nack();
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(calls.filter((x) => x.seconds === 0)).toEqual([]);
+  answerLeases();
+  await eventually(() =>
+    expect(calls.filter((x) => x.seconds === 0)).toEqual([{ op: 'modack', ackIds: ['a'], seconds: 0 }]),
+  );
+  await sub.close();
+});
+
+it('close hands back what is still held (deadline 0) instead of leaving it leased, and a later ack is not sent', async () => {
+  const { client, calls } = fakeSubscriber(['a', 'b']);
+  const sub = createPullSubscription(pubsub, 'relay-commands-x', 8, { client, renewEveryMs: 60_000 });
+  const got: CommandMessage[] = [];
+  sub.on('message', (m) => got.push(m));
+  await eventually(() => expect(got).toHaveLength(2));
+  got[0]?.ack();
+  await sub.close();
+  got[1]?.ack();
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(calls.filter((x) => x.op === 'ack')).toEqual([{ op: 'ack', ackIds: ['a'] }]);
+  expect(calls.filter((x) => x.seconds === 0)).toEqual([{ op: 'modack', ackIds: ['b'], seconds: 0 }]);
 });

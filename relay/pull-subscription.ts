@@ -51,22 +51,38 @@ export function createPullSubscription(
   const requests = new Requests(events);
   /** Ack ids of the messages handed out and not yet settled (their count is the in-flight count). */
   const held = new Set<string>();
-  const lease = (ackIds: string[]) =>
-    requests.track(client.modifyAckDeadline({ subscription, ackIds, ackDeadlineSeconds: LEASE_SECONDS }));
+  /**
+   * Each held message's latest lease request. Its ack or nack goes out only once that request is
+   * answered: Pub/Sub does not order separate requests, and a lease landing after a nack would hide
+   * the message for LEASE_SECONDS instead of handing it out again now.
+   */
+  const leased = new Map<string, Promise<void>>();
+  const lease = (ackIds: string[]) => {
+    const done = requests.track(client.modifyAckDeadline({ subscription, ackIds, ackDeadlineSeconds: LEASE_SECONDS }));
+    for (const id of ackIds) leased.set(id, done);
+  };
+  /** Acks, or nacks (ack deadline 0: Pub/Sub hands them out again now), after their leases. */
+  const release = (ackIds: string[], ack: boolean) => {
+    const leases = Promise.all(ackIds.map((id) => leased.get(id) ?? Promise.resolve()));
+    for (const id of ackIds) leased.delete(id);
+    void requests.track(
+      leases.then(() =>
+        ack
+          ? client.acknowledge({ subscription, ackIds })
+          : client.modifyAckDeadline({ subscription, ackIds, ackDeadlineSeconds: 0 }),
+      ),
+    );
+  };
   const renewal = setInterval(
     () => held.size > 0 && lease([...held]),
     options.renewEveryMs ?? (LEASE_SECONDS * 1000) / 3,
   );
 
+  // A lost ack only means a redelivery, which every command tolerates.
   const settle = (ackId: string, ack: boolean) => {
     if (!held.delete(ackId)) return;
     wake?.();
-    requests.track(
-      ack
-        ? client.acknowledge({ subscription, ackIds: [ackId] })
-        : // Ack deadline 0: Pub/Sub hands it out again now. A lost ack only means a redelivery, which every command tolerates.
-          client.modifyAckDeadline({ subscription, ackIds: [ackId], ackDeadlineSeconds: 0 }),
-    );
+    release([ackId], ack);
   };
 
   const loop = async () => {
@@ -108,6 +124,11 @@ export function createPullSubscription(
       current?.cancel?.();
       wake?.();
       await running;
+      // What is still held is handed back now, not left leased for up to LEASE_SECONDS (a relay
+      // restarting would wait that long for it); a handler settling it later is a no-op.
+      const left = [...held];
+      held.clear();
+      if (left.length > 0) release(left, false);
       await requests.idle();
       await client.close();
     },
@@ -119,13 +140,15 @@ class Requests {
   private readonly pending = new Set<Promise<void>>();
   constructor(private readonly events: EventEmitter) {}
 
-  track(request: Promise<unknown>): void {
+  /** @returns resolves once the request is answered or failed (never rejects) */
+  track(request: Promise<unknown>): Promise<void> {
     const done = request.then(
       () => undefined,
       (err: unknown) => void (this.events.listenerCount('error') > 0 && this.events.emit('error', err)),
     );
     this.pending.add(done);
     void done.finally(() => this.pending.delete(done));
+    return done;
   }
 
   async idle(): Promise<void> {

@@ -68,20 +68,21 @@ export async function handleRequest(deps: RequestDeps, message: BusMessage): Pro
     }
     const outcome = await deps.proxies.requestDelete(name, message.publishTime, now());
     deps.logger.info(`delete ${outcome}`, { proxy: name, messageId: message.id });
-    const event =
-      outcome === 'marked'
-        ? deps.proxies.addEvent(
-            name,
-            {
-              at: new Date(now()).toISOString(),
-              type: 'Normal',
-              reason: 'DeletionRequested',
-              message: `request ${message.id}: delete`,
-            },
-            deps.maxEvents,
-          )
-        : undefined;
-    await alongside(event, outcome === 'marked' || outcome === 'already' ? checkNowOrKick(deps, [name]) : undefined);
+    // Before the check, not alongside it: a check that finalises the proxy removes its events, and
+    // an event landing after that would outlive the document.
+    if (outcome === 'marked') {
+      await deps.proxies.addEvent(
+        name,
+        {
+          at: new Date(now()).toISOString(),
+          type: 'Normal',
+          reason: 'DeletionRequested',
+          message: `request ${message.id}: delete`,
+        },
+        deps.maxEvents,
+      );
+    }
+    if (outcome === 'marked' || outcome === 'already') await checkNowOrKick(deps, [name]);
     return outcome;
   } catch (err) {
     if (err instanceof ValidationError) {
@@ -93,8 +94,8 @@ export async function handleRequest(deps: RequestDeps, message: BusMessage): Pro
 }
 
 /**
- * Waits for a request's event write and its check, started together: the check (the provider's
- * create or delete) does not wait for the event's two round trips (add, then trim). Both are
+ * Waits for an apply's event write and its check, started together: the check (the provider's
+ * create) does not wait for the event's two round trips (add, then trim). Both are
  * waited for before the message is acknowledged; the first failure is thrown (and the message
  * redelivered) only once neither is still running.
  */
