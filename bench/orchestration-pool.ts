@@ -7,6 +7,7 @@
 import type { Firestore } from '@google-cloud/firestore';
 import { z } from 'zod';
 import type { OrchestrationStack } from './orchestration-stack.js';
+import { whenDoc } from './when-doc.js';
 
 export const POOL_REPLICAS = 3;
 const POOL = 'bench-pool';
@@ -46,26 +47,17 @@ const poolRequest = (provider: string, action: 'apply' | 'delete', revision: str
 });
 
 /** Resolves once `pools/{POOL}` satisfies `test` (or is gone, when `test` is undefined); rejects after `timeoutMs`. */
-function whenPool(db: Firestore, test: ((p: z.infer<typeof poolOf>) => boolean) | undefined, timeoutMs: number) {
-  return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      unsubscribe();
-      reject(new Error(`pools/${POOL}: not ${test ? 'settled' : 'gone'} within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const unsubscribe = db.doc(`pools/${POOL}`).onSnapshot(
-      (snap) => {
-        const parsed = poolOf.safeParse(snap.data());
-        if (test ? !(parsed.success && test(parsed.data)) : snap.exists) return;
-        clearTimeout(timer);
-        unsubscribe();
-        resolve();
-      },
-      (err) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
+async function whenPool(db: Firestore, test: ((p: z.infer<typeof poolOf>) => boolean) | undefined, timeoutMs: number) {
+  await whenDoc(
+    db,
+    `pools/${POOL}`,
+    (data, exists) => {
+      if (!test) return !exists;
+      const parsed = poolOf.safeParse(data);
+      return parsed.success && test(parsed.data);
+    },
+    timeoutMs,
+  );
 }
 
 /** Every member Ready and made from generation `g`'s template, none left draining. */

@@ -15,6 +15,7 @@ import type { Cleanup } from './cleanup.js';
 import { FLOOR_TOPIC, startOrchestrationStack, type OrchestrationStack } from './orchestration-stack.js';
 import { rollPool, type PoolRoll } from './orchestration-pool.js';
 import { median } from './stats.js';
+import { whenDoc } from './when-doc.js';
 
 export interface OrchestrationTrial {
   floorMs: number;
@@ -26,33 +27,6 @@ const phaseOf = z.object({ status: z.object({ phase: z.string() }) });
 const commandOf = z.object({ issuedAt: z.number(), kind: z.string() });
 const RELAY = LOCAL_DEFAULT_CONFIG.providers[0]?.relay ?? 'local';
 const PROVIDER = LOCAL_DEFAULT_CONFIG.providers[0]?.name ?? 'local';
-
-/** Resolves with the update time (ms) of the first version of the document that satisfies `test`. */
-function whenDoc(
-  db: Firestore,
-  path: string,
-  test: (data: unknown, exists: boolean) => boolean,
-  timeoutMs: number,
-): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      unsubscribe();
-      reject(new Error(`${path}: not reached within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const unsubscribe = db.doc(path).onSnapshot(
-      (snap) => {
-        if (!test(snap.data(), snap.exists)) return;
-        clearTimeout(timer);
-        unsubscribe();
-        resolve(snap.exists ? (snap.updateTime?.toMillis() ?? Date.now()) : snap.readTime.toMillis());
-      },
-      (err) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
-}
 
 /** One bare round trip: publish → push → the floor function's Firestore write. */
 async function floorOnce(stack: OrchestrationStack, db: Firestore): Promise<number> {
