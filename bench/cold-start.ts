@@ -80,10 +80,13 @@ export function clientsRatio(fn: ColdStart, clients: ColdStart): number {
   return median(pairs);
 }
 
-/** The packages a bundle imports statically (loaded before it can register). */
+/**
+ * The packages a bundle imports statically (loaded before it can register). A minified bundle has
+ * its imports mid-line (`…;import{a as b}from"pkg";…`), an unminified one on lines of their own.
+ */
 export function staticImports(file: string): string[] {
   const found = new Set<string>();
-  for (const m of readFileSync(file, 'utf8').matchAll(/^import\s[^;]*?from\s+"([^"]+)";?$/gm)) {
+  for (const m of readFileSync(file, 'utf8').matchAll(/(?:^|;)\s*import\s*(?:[^;"'`]*?from\s*)?["']([^"']+)["']/gm)) {
     const spec = m[1];
     // A bundle's own chunks are not packages.
     if (spec && !spec.startsWith('node:') && !spec.startsWith('.')) found.add(spec);

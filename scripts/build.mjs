@@ -58,24 +58,43 @@ function checkChunks(metafile, fn) {
 }
 
 /**
- * `@google-cloud/firestore` loads its gRPC client (google-gax, @grpc/grpc-js: most of its import
- * time) lazily, except that its telemetry helper requires it at the top only to read a default port
- * when tracing is on. This makes that one require lazy too; a Firestore whose file differs fails the build.
+ * Requires `@google-cloud/firestore` makes at its top that a function's import does not need, made
+ * lazy: its gRPC client (google-gax, @grpc/grpc-js: most of its import time), which its telemetry
+ * helper requires only to read a default port when tracing is on; the 316 kB generated protobuf
+ * module its serializer uses only in `ObjectValue.set`/`setAll` (pipelines); full protobufjs, which
+ * pipelines use only to load a .proto file. Each stays in the bundle and runs on first use. A
+ * Firestore whose file differs fails the build.
  */
-const lazyFirestoreClient = {
-  name: 'lazy-firestore-client',
+const lazyFirestoreRequires = [
+  {
+    file: /[\\/]telemetry[\\/]enabled-trace-util\.js$/,
+    eager: 'const v1_1 = require("../v1");',
+    lazy: 'const v1_1 = { get FirestoreClient() { return require("../v1").FirestoreClient; } };',
+  },
+  {
+    file: /[\\/]src[\\/]serializer\.js$/,
+    eager:
+      'const firestore_v1_proto_api_1 = require("../protos/firestore_v1_proto_api");\nvar Value = firestore_v1_proto_api_1.google.firestore.v1.Value;',
+    lazy: 'var Value = { fromObject: (object) => require("../protos/firestore_v1_proto_api").google.firestore.v1.Value.fromObject(object) };',
+  },
+  {
+    file: /[\\/]pipelines[\\/]pipelines\.js$/,
+    eager: 'const protobufjs_1 = require("protobufjs");',
+    lazy: 'const protobufjs_1 = { get load() { return require("protobufjs").load; }, get Type() { return require("protobufjs").Type; } };',
+  },
+];
+
+const lazyFirestore = {
+  name: 'lazy-firestore-requires',
   setup(b) {
-    b.onLoad(
-      { filter: /@google-cloud[\\/]firestore[\\/]build[\\/]src[\\/]telemetry[\\/]enabled-trace-util\.js$/ },
-      (args) => {
-        const eager = 'const v1_1 = require("../v1");';
-        const text = readFileSync(args.path, 'utf8');
-        if (!text.includes(eager))
-          throw new Error(`${args.path}: no \`${eager}\` to make lazy (new Firestore version?)`);
-        const lazy = 'const v1_1 = { get FirestoreClient() { return require("../v1").FirestoreClient; } };';
-        return { contents: text.replace(eager, lazy), loader: 'js' };
-      },
-    );
+    b.onLoad({ filter: /@google-cloud[\\/]firestore[\\/]build[\\/]src[\\/].*\.js$/ }, (args) => {
+      const change = lazyFirestoreRequires.find((c) => c.file.test(args.path));
+      if (!change) return undefined;
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes(change.eager))
+        throw new Error(`${args.path}: no \`${change.eager}\` to make lazy (new Firestore version?)`);
+      return { contents: text.replace(change.eager, change.lazy), loader: 'js' };
+    });
   },
 };
 
@@ -107,7 +126,7 @@ function buildOptions({ entry, outfile, fn }) {
     sourcesContent: false,
     external: functionExternals,
     banner: functionBanner,
-    plugins: [lazyFirestoreClient],
+    plugins: [lazyFirestore],
   };
 }
 
