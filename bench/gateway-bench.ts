@@ -1,9 +1,9 @@
 /**
  * The gateway against going straight through one fleet proxy, side by side in one run: p50 added
  * latency, throughput, 1,000 CONNECT tunnels held (the gateway's RSS), and RSS over a soak.
- * The fleet proxy is the Node proxy-server the process backend ran before issue 17, and, in rounds
- * of their own, tinyproxy as the fleet runs it now (`tinyproxy-fleet.ts`); the gateway runs as its
- * own process.
+ * The fleet proxy is tinyproxy as every backend runs it (`tinyproxy-fleet.ts`), in rounds of their
+ * own; the tunnels, the soak and reference rounds use the keep-alive Node proxy-server the process
+ * backend ran before issue 17. The gateway runs as its own process.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';

@@ -33,24 +33,17 @@ function soakRow(soak: GatewayResults['soak']): string[] {
   ];
 }
 
-/** Issue 16's targets for the gateway, each a ratio or a figure from the same run. */
+/**
+ * Issue 16's targets for the gateway, each a ratio or a figure from the same run. "One fleet proxy"
+ * is tinyproxy, what every backend runs since issue 17 (process, kvm and gcp guests): the latency and
+ * throughput targets are measured against it. The Node proxy-server the process backend ran before
+ * (now only the wire fakes' guests) keeps connections alive and costs about what the gateway costs,
+ * so on shared cores its ratio shows the price of a second Node hop: kept as reference rows.
+ */
 export function gatewayRows(g: GatewayResults | undefined): string[][] {
-  if (!g) return [['gateway p50 added latency vs one fleet proxy directly', '≤ 1 ms', 'not run', '—']];
-  const added = g.gatewayP50Ms - g.directP50Ms;
-  const ratio = g.gatewayRps / g.directRps;
+  if (!g) return [[LATENCY, '≤ 1 ms', 'not run', '—']];
   return [
-    [
-      'gateway p50 added latency vs one fleet proxy directly',
-      '≤ 1 ms',
-      `${fmt(added, 3)} ms (p50 ${fmt(g.gatewayP50Ms, 3)} vs ${fmt(g.directP50Ms, 3)} ms)`,
-      yes(added <= 1),
-    ],
-    [
-      `gateway throughput ÷ direct, ${CLIENTS} keep-alive clients (median of 10 alternating 1 s rounds)`,
-      '≥ 80 %',
-      `${fmt(ratio * 100, 1)} % (${fmt(g.gatewayRps, 0)} vs ${fmt(g.directRps, 0)} req/s)`,
-      yes(ratio >= 0.8),
-    ],
+    ...tinyproxyRows(g.tinyproxy),
     [
       'gateway RSS with 1,000 concurrent CONNECT tunnels (2 cores)',
       '≤ 200 MB, all held',
@@ -58,38 +51,65 @@ export function gatewayRows(g: GatewayResults | undefined): string[][] {
       yes(g.tunnels.rssMb <= 200 && g.tunnels.count === 1000),
     ],
     soakRow(g.soak),
+    ...referenceRows(g),
+  ];
+}
+
+const LATENCY = 'gateway p50 added latency vs one fleet proxy (tinyproxy) directly';
+
+/** The two targets against tinyproxy, the proxy software every fleet proxy runs. */
+function tinyproxyRows(t: GatewayResults['tinyproxy']): string[][] {
+  const rate = `gateway throughput ÷ direct, one fleet proxy (tinyproxy), ${CLIENTS} clients (median of 10 alternating 1 s rounds)`;
+  if (!t)
+    return [
+      [LATENCY, '≤ 1 ms', 'not run', '—'],
+      [rate, '≥ 80 %', 'not run', '—'],
+    ];
+  const added = t.gatewayP50Ms - t.directP50Ms;
+  const ratio = t.gatewayRps / t.directRps;
+  return [
+    [
+      LATENCY,
+      '≤ 1 ms',
+      `${fmt(added, 3)} ms (p50 ${fmt(t.gatewayP50Ms, 3)} vs ${fmt(t.directP50Ms, 3)} ms)`,
+      yes(added <= 1),
+    ],
+    [
+      rate,
+      '≥ 80 %',
+      `${fmt(ratio * 100, 1)} % (${fmt(t.gatewayRps, 0)} vs ${fmt(t.directRps, 0)} req/s)`,
+      yes(ratio >= 0.8),
+    ],
+  ];
+}
+
+/** The same pairs and rounds against a keep-alive Node proxy-server (not a fleet proxy since issue 17), and the CPU split. */
+function referenceRows(g: GatewayResults): string[][] {
+  const added = g.gatewayP50Ms - g.directP50Ms;
+  const ratio = g.gatewayRps / g.directRps;
+  const node = 'keep-alive Node proxy-server (the fleet proxy before issue 17)';
+  return [
+    [
+      `reference: gateway p50 added latency vs a ${node}`,
+      'info',
+      `${fmt(added, 3)} ms (p50 ${fmt(g.gatewayP50Ms, 3)} vs ${fmt(g.directP50Ms, 3)} ms)`,
+      'info',
+    ],
+    [
+      `reference: gateway throughput ÷ direct, a ${node}, ${CLIENTS} keep-alive clients`,
+      'info',
+      `${fmt(ratio * 100, 1)} % (${fmt(g.gatewayRps, 0)} vs ${fmt(g.directRps, 0)} req/s)`,
+      'info',
+    ],
     ...(g.cpuPer1000
       ? [
           [
-            'why: CPU per 1,000 requests through the gateway, gateway vs fleet proxy (same 2 cores)',
+            'reference: CPU per 1,000 requests through the gateway, gateway vs that Node proxy (same 2 cores)',
             'info',
             `${fmt(g.cpuPer1000.gatewayMs, 0)} vs ${fmt(g.cpuPer1000.fleetMs, 0)} ms (${fmt(g.cpuPer1000.gatewayMs / g.cpuPer1000.fleetMs, 2)}×)`,
             'info',
           ],
         ]
       : []),
-    ...tinyproxyRows(g.tinyproxy),
-  ];
-}
-
-/** The same two targets against tinyproxy, the proxy software every fleet proxy runs now. */
-function tinyproxyRows(t: GatewayResults['tinyproxy']): string[][] {
-  const latency = 'gateway p50 added latency vs one tinyproxy fleet proxy directly';
-  if (!t) return [[latency, '≤ 1 ms', 'not run', '—']];
-  const added = t.gatewayP50Ms - t.directP50Ms;
-  const ratio = t.gatewayRps / t.directRps;
-  return [
-    [
-      latency,
-      '≤ 1 ms',
-      `${fmt(added, 3)} ms (p50 ${fmt(t.gatewayP50Ms, 3)} vs ${fmt(t.directP50Ms, 3)} ms)`,
-      yes(added <= 1),
-    ],
-    [
-      `gateway throughput ÷ direct, one tinyproxy fleet proxy, ${CLIENTS} clients (median of 10 alternating 1 s rounds)`,
-      '≥ 80 %',
-      `${fmt(ratio * 100, 1)} % (${fmt(t.gatewayRps, 0)} vs ${fmt(t.directRps, 0)} req/s)`,
-      yes(ratio >= 0.8),
-    ],
   ];
 }
