@@ -1,4 +1,9 @@
-/** Test projects: `unit` (beside the sources), `integration` (real emulators), `e2e` (the local stack), `guests` (real qemu guests, last). */
+/**
+ * Test projects, in three groups: `unit` (beside the sources) and `integration` (real emulators);
+ * then `guests` (real qemu guests) and `e2e` (the local stack); then `chaos` (the live stack under
+ * faults). One `vitest run` runs the groups in turn, guests and e2e files one at a time; `npm test`
+ * (scripts/test.mjs) runs `guests` and `e2e` as two vitest processes at once.
+ */
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -8,6 +13,9 @@ import { defineConfig } from 'vitest/config';
  * id, port range (relay harnesses) and namespaces (random free index), so two run side by side.
  */
 const PARALLEL_FILES = 2;
+
+/** The short chaos run on the live stack (test/chaos/). */
+const CHAOS_TEST = 'test/e2e/chaos.test.ts';
 
 /** The tests that boot real guests under libvirt's qemu driver (test/support/qemu-host.ts). */
 const GUEST_TESTS = ['test/integration/kvm-guest.test.ts', 'test/providers/kvm.test.ts'];
@@ -20,6 +28,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          sequence: { groupOrder: 0 },
           maxWorkers: PARALLEL_FILES,
           include: ['{shared,relay,functions,cli,gateway,infra,bench}/**/*.test.ts', 'test/docs/**/*.test.ts'],
         },
@@ -27,6 +36,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          sequence: { groupOrder: 0 },
           include: ['test/integration/**/*.test.ts', 'test/providers/**/*.test.ts', 'test/guarantees/**/*.test.ts'],
           exclude: GUEST_TESTS,
           maxWorkers: PARALLEL_FILES,
@@ -41,8 +51,8 @@ export default defineConfig({
           name: 'guests',
           include: GUEST_TESTS,
           globalSetup: ['test/support/global-setup.ts'],
-          // Real qemu guests emulate their CPUs (TCG): they run after every other project, so their
-          // load neither slows nor is slowed by the timing-sensitive tests.
+          // Real qemu guests emulate their CPUs (TCG): after the timing-sensitive integration files;
+          // npm test runs them beside the e2e files, which mostly wait on their stack.
           sequence: { groupOrder: 1 },
           // One guest file at a time: their guests already take both cores.
           maxWorkers: 1,
@@ -54,7 +64,20 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          exclude: [CHAOS_TEST],
+          sequence: { groupOrder: 1 },
           // The files share one local stack (fixed ports from firebase.json): one file at a time.
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
+          name: 'chaos',
+          include: [CHAOS_TEST],
+          // Last and alone: its faults and its bounded settling want the machine to themselves.
+          sequence: { groupOrder: 2 },
           fileParallelism: false,
           testTimeout: 180_000,
           hookTimeout: 180_000,

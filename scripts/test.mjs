@@ -1,0 +1,49 @@
+// `npm test`'s runner: vitest in three phases, so that the real qemu guests (CPU-bound) run beside
+// the end-to-end files (which mostly wait on their stack) instead of after them, while the
+// timing-sensitive integration files and the chaos run have the machine to themselves.
+//   1. unit + integration        one vitest, two files at a time (vitest.config.ts)
+//   2. guests | e2e               two vitest processes at once, each one file at a time
+//   3. chaos                      alone
+// Every phase runs even when an earlier one failed; the exit code is non-zero when any did. Each
+// vitest writes its JSON report to test-results/vitest-<phase>.json. Arguments are passed to every
+// vitest (a file filter, `-t`), with --passWithNoTests so that a phase the filter leaves empty passes.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+const PHASES = [[['unit', 'integration']], [['guests'], ['e2e']], [['chaos']]];
+const extra = process.argv.slice(2);
+
+/** Runs one vitest over `projects`; with `prefix`, each output line carries the phase's name. */
+function vitest(projects, prefix) {
+  const name = projects.join('+');
+  const args = ['vitest', 'run', ...projects.flatMap((p) => ['--project', p])];
+  args.push(`--outputFile.json=test-results/vitest-${name}.json`);
+  if (extra.length > 0) args.push('--passWithNoTests', ...extra);
+  const started = Date.now();
+  const child = spawn('npx', args, { stdio: prefix ? ['inherit', 'pipe', 'pipe'] : 'inherit' });
+  if (prefix) {
+    for (const [from, to] of [
+      [child.stdout, process.stdout],
+      [child.stderr, process.stderr],
+    ])
+      createInterface({ input: from }).on('line', (line) => to.write(`[${name}] ${line}\n`));
+  }
+  return new Promise((resolve) => {
+    child.on('error', (err) => resolve({ name, code: 1, seconds: 0, error: String(err) }));
+    child.on('close', (code, signal) =>
+      resolve({ name, code: code ?? 1, signal, seconds: Math.round((Date.now() - started) / 1000) }),
+    );
+  });
+}
+
+const results = [];
+const started = Date.now();
+for (const phase of PHASES) {
+  results.push(...(await Promise.all(phase.map((projects) => vitest(projects, phase.length > 1)))));
+}
+console.log(`\nnpm test: ${Math.round((Date.now() - started) / 1000)} s of vitest`);
+for (const r of results) {
+  const how = r.code === 0 ? 'passed' : `FAILED (${r.signal ?? `exit ${r.code}`}${r.error ? `: ${r.error}` : ''})`;
+  console.log(`  ${r.name.padEnd(18)} ${String(r.seconds).padStart(5)} s  ${how}`);
+}
+process.exit(results.every((r) => r.code === 0) ? 0 : 1);
