@@ -31,6 +31,8 @@ export class Churn {
   readonly wanted = new Map<string, Wanted | null>();
   readonly counts: ChurnCounts = { applies: 0, deletes: 0, specChanges: 0, publishRetries: 0 };
   private readonly lastPublish = new Map<string, number>();
+  /** Each name's last request as published: what to look for in the functions' logs (`messageId`). */
+  readonly lastMessage = new Map<string, { action: string; messageId: string; at: number }>();
 
   constructor(
     private readonly pubsub: PubSub,
@@ -38,9 +40,13 @@ export class Churn {
     readonly names: string[],
   ) {}
 
-  /** Applies every name once, with a fresh spec. */
+  /**
+   * Applies every name once, none with a maxAge: the fleet must be seen at rest (every proxy Ready,
+   * twice in a row) before traffic and faults start, and 500 proxies of which a third rotate every
+   * 1–2 minutes are never all Ready at once. Rotations come with the churn's spec changes.
+   */
   async rampUp(): Promise<void> {
-    for (const name of this.rng.shuffle(this.names)) await this.apply(name, this.freshSpec(name));
+    for (const name of this.rng.shuffle(this.names)) await this.apply(name, this.freshSpec(name, false));
   }
 
   /** One random change: a spec change, a delete, a re-apply of a deleted name, or a duplicate apply. */
@@ -66,13 +72,13 @@ export class Churn {
     }
   }
 
-  private freshSpec(name: string): Wanted {
+  private freshSpec(name: string, rotating = true): Wanted {
     const index = this.names.indexOf(name);
     return {
       provider: index % 2 === 0 ? 'local' : 'local-b',
       placement: {},
       port: 0,
-      ...(this.rng.chance(0.3) ? { maxAge: this.rng.pick(['1m', '2m']) } : {}),
+      ...(rotating && this.rng.chance(0.3) ? { maxAge: this.rng.pick(['1m', '2m']) } : {}),
       labels: { chaos: 'yes' },
     };
   }
@@ -119,8 +125,11 @@ export class Churn {
     const deadline = Date.now() + 60_000;
     for (let delay = 200; ; delay = Math.min(delay * 2, 2000)) {
       try {
-        await this.pubsub.topic(TOPICS.proxyRequests).publishMessage({ json, attributes: { action } });
+        const messageId = await this.pubsub
+          .topic(TOPICS.proxyRequests)
+          .publishMessage({ json, attributes: { action } });
         this.lastPublish.set(name, Date.now());
+        this.lastMessage.set(name, { action, messageId, at: Date.now() });
         return;
       } catch (err) {
         if (Date.now() > deadline) throw new Error(`publishing ${action} ${name} failed for 60 s`, { cause: err });

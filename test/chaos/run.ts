@@ -104,6 +104,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const settled = await settle(stack.db, stack.home, 'local', churn.wanted, opts.settleSeconds * 1000);
     const result = await traffic.stop();
     problems.push(...settled.problems);
+    // Where to start reading the logs: each unsettled name's last request, by its message id.
+    const unsettled = new Set(settled.problems.map((p) => p.split(':')[0] ?? ''));
+    for (const [name, m] of churn.lastMessage)
+      if (unsettled.has(name))
+        opts.log(
+          `${name}: last request ${m.action}, message ${m.messageId}, published ${new Date(m.at).toISOString()}`,
+        );
     opts.log(
       `settled in ${(settled.ms / 1000).toFixed(1)} s; ${result.total} requests, ${result.failures.length} failed`,
     );
