@@ -5,8 +5,9 @@
 //   2. guests | e2e               two vitest processes at once, each one file at a time
 //   3. chaos                      alone
 // Every phase runs even when an earlier one failed; the exit code is non-zero when any did. Each
-// vitest writes its JSON report to test-results/vitest-<phase>.json. Arguments are passed to every
-// vitest (a file filter, `-t`), with --passWithNoTests so that a phase the filter leaves empty passes.
+// vitest writes its JSON report to test-results/vitest-<projects>.json (vitest-unit+integration.json,
+// vitest-guests.json, …). Arguments are passed to every vitest (a file filter, `-t`), with
+// --passWithNoTests so that a phase the filter leaves empty passes.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
