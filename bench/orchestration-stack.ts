@@ -165,6 +165,7 @@ export async function startOrchestrationStack(
     await applyTopology(pubsub, loadTopology(), {
       pushEndpoint: (fn, topic) => localPushEndpoint(tallies.get(fn)?.url ?? url(fn), project, topic),
       relays: [LOCAL_DEFAULT_CONFIG.providers[0]?.relay ?? 'local'],
+      omitPushRetryPolicy: true,
     });
     await pubsub.createTopic(FLOOR_TOPIC);
     await pubsub.createSubscription(FLOOR_TOPIC, `${FLOOR_TOPIC}-push`, {

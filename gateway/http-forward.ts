@@ -94,6 +94,7 @@ function judgeResponse(
       reason: refused ? `the proxy refused its credentials (${status})` : `${status} at the proxy hop`,
       penalize: true,
       retry: true,
+      refused,
       ...(!refused && { fallback: keep }),
     };
   }

@@ -41,6 +41,26 @@ describe('router tries', () => {
     expect(tried).toHaveLength(3);
   });
 
+  it('a stale address asks for the list again at once, at most once a second', async () => {
+    let now = 1_000_000;
+    const fleet = createMemoryFleet(['a', 'b', 'c'].map(upstreamNamed));
+    const router = new FleetRouter({ fleet: fleet.api, now: () => now });
+    await router.refresh(true);
+    const listed = () => fleet.discoveries.filter((d) => d.forDomain === undefined).length;
+    const before = listed();
+    const attempt = (u: { name: string }) =>
+      Promise.resolve(u.name === 'a' ? refused : { ok: true as const, value: u.name });
+    // The session pins the first pick to `a`, whose address is stale.
+    await router.route({ session: 's1', domain: 'x' }, attempt);
+    expect(listed()).toBe(before + 1);
+    now += 500;
+    await router.route({ session: undefined, domain: 'x' }, () => Promise.resolve(refused));
+    expect(listed()).toBe(before + 1);
+    now += 600;
+    await router.route({ session: undefined, domain: 'x' }, () => Promise.resolve(refused));
+    expect(listed()).toBe(before + 2);
+  });
+
   it('refusals are bounded too: at most eight, then each counts as a try', async () => {
     const names = Array.from({ length: 20 }, (_, i) => `p-${String(i).padStart(2, '0')}`);
     const router = await routerOver(names);

@@ -22,6 +22,8 @@ export interface RouterOptions {
 
 /** Refused connections that do not count as tries, per request (then they do). */
 const MAX_REFUSED = 8;
+/** A stale address seen asks for the list again now, at most once in this window. */
+const STALE_REFRESH_MS = 1000;
 
 /** What one attempt through one proxy came to. */
 export type Attempt<T> =
@@ -33,7 +35,11 @@ export type Attempt<T> =
       penalize: boolean;
       /** Another proxy may do better (false: the target itself failed, or the request cannot be resent). */
       retry: boolean;
-      /** The proxy's port refused the connection: nothing listens there (it is gone or going). */
+      /**
+       * The address is no longer the proxy's: its port refused the connection (nothing listens
+       * there), or the proxy there refused the credentials (another proxy of the fleet took the
+       * port). The proxy is gone or going and the list is stale.
+       */
       refused?: boolean;
       /** The domain answered with a ban status: report it and leave the proxy out for that domain. */
       banned?: { status: number };
@@ -61,6 +67,7 @@ export class FleetRouter {
   private readonly loading = new Set<string>();
   private readonly reported = new Map<string, number>();
   private lastRefreshError = '';
+  private staleRefreshAt = -Infinity;
 
   constructor(private readonly options: RouterOptions) {
     this.now = options.now ?? Date.now;
@@ -105,6 +112,14 @@ export class FleetRouter {
     }
     this.selector.sweep();
     for (const [key, at] of this.reported) if (now - at > REPORT_WINDOW_MS) this.reported.delete(key);
+  }
+
+  /** Fetches the list now after a stale address was met, unless that was done within `STALE_REFRESH_MS`. */
+  private refreshStale(): void {
+    const now = this.now();
+    if (now - this.staleRefreshAt < STALE_REFRESH_MS) return;
+    this.staleRefreshAt = now;
+    void this.refresh(false);
   }
 
   /** Notes that `domain` is in use: its `?for=` list is fetched now and on each refresh while used. */
@@ -189,6 +204,7 @@ export class FleetRouter {
           detail: `HTTP ${result.banned.status} from ${ctx.domain} through the gateway`,
         });
       }
+      if (result.refused) this.refreshStale();
       const refused = result.refused === true && refusals++ < MAX_REFUSED;
       if (!refused) tries++;
       if (result.penalize && this.selector.recordFailure(upstream.name, result.refused === true)) {

@@ -11,6 +11,7 @@ export const HOP_FAILURES = new Set([407, 502, 503, 504]);
  * The gateway meets it when its list is stale and another proxy now listens at an old address.
  */
 const CONNECT_HOP_FAILURES = new Set([401, ...HOP_FAILURES]);
+const CREDENTIALS_REFUSED = new Set([401, 407]);
 const MAX_HEAD = 16 * 1024;
 
 /** An established tunnel: the socket to the target through the proxy, and any bytes read past the proxy's answer. */
@@ -69,7 +70,8 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
         socket.pause();
         resolve({ ok: true, value: { socket, head: buffered.subarray(end + 4) } });
       } else if (CONNECT_HOP_FAILURES.has(status)) {
-        fail(`the proxy answered CONNECT with ${status}`, true, true);
+        // A refusal of the credentials: another proxy of the fleet now listens at this address.
+        fail(`the proxy answered CONNECT with ${status}`, true, true, CREDENTIALS_REFUSED.has(status));
       } else if (Number.isNaN(status)) {
         fail('the proxy answered CONNECT with something that is not HTTP/1.x', true, true);
       } else {

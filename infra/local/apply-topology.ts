@@ -17,6 +17,16 @@ export interface ApplyTopologyOptions {
   pushEndpoint(functionName: string, topic: string): string;
   /** Relay ids; each gets a pull subscription filtered to the commands addressed to it. */
   relays: readonly string[];
+  /**
+   * Applies push subscriptions without their retry policy (default: as declared). For the Pub/Sub
+   * emulator: under a retry policy it stops pushing nacked messages once several are backing off
+   * (a dozen refused at once: four pushed again after 14 s, then none in the next 75 s; one alone
+   * is retried on schedule), so a request refused while a function restarts was never delivered.
+   * Without one it pushes a nacked message again about every second, and dead-letters it after
+   * `maxDeliveryAttempts` as declared. Checked with the emulator of Cloud SDK 528.0.0; see
+   * `test/integration/push-redelivery.test.ts`.
+   */
+  omitPushRetryPolicy?: boolean;
 }
 
 /** What `applyTopology` did, as `topic/NAME` and `subscription/NAME` entries. */
@@ -53,12 +63,13 @@ export async function applyTopology(
         ackDeadlineSeconds: s.ackDeadlineSeconds,
         ...(s.pushEndpoint ? { pushConfig: { pushEndpoint: s.pushEndpoint } } : {}),
         ...(s.filter ? { filter: s.filter } : {}),
-        ...(s.retryPolicy && {
-          retryPolicy: {
-            minimumBackoff: { seconds: s.retryPolicy.minimumBackoffSeconds },
-            maximumBackoff: { seconds: s.retryPolicy.maximumBackoffSeconds },
-          },
-        }),
+        ...(s.retryPolicy &&
+          !(s.pushEndpoint && opts.omitPushRetryPolicy) && {
+            retryPolicy: {
+              minimumBackoff: { seconds: s.retryPolicy.minimumBackoffSeconds },
+              maximumBackoff: { seconds: s.retryPolicy.maximumBackoffSeconds },
+            },
+          }),
         ...(s.deadLetter && {
           deadLetterPolicy: {
             deadLetterTopic: pubsub.topic(s.deadLetter.topic).name,

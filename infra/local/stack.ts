@@ -91,6 +91,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await applyTopology(pubsub, topology, {
       pushEndpoint: (fn, topic) => localPushEndpoint(`http://${host}:${functions.port.get(fn)}`, config.project, topic),
       relays: relayNames(config),
+      omitPushRetryPolicy: true,
     });
 
     stoppers.push(startRelay(root, home, stateDir, env, logger));
