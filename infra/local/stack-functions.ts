@@ -4,19 +4,30 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../../shared/logger.js';
 import { startChild, supervise, waitForPort, type Supervised } from './children.js';
+import { startFront, type Front } from './front.js';
 import { httpFunctions, pushedFunctions, type Topology } from './topology.js';
 
+/**
+ * Instances listen this far above the fronts: a fixed port outside the kernel's ephemeral range,
+ * which an outgoing connection could take while an instance restarts; within the 100 ports a stack
+ * with `EGRESS_PORT_OFFSET` owns (emulators 8080/8085, echo 8088, fronts from 8090).
+ */
+const INSTANCE_PORT_SHIFT = 20;
+
 export interface LocalFunctions {
-  /** Function name → its port. */
+  /** Function name → its port (the front's: it stays the same while instances come and go). */
   port: Map<string, number>;
   start(): Promise<void>;
+  /** Stops every instance and starts new ones; requests meanwhile wait at the fronts. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /**
  * The functions of `topology` on consecutive ports from `firstPort` (pushed ones first, in topology
- * order, then the HTTP ones). Each is restarted when its process dies, as Cloud Run starts a new
- * instance; `start` resolves once every one listens.
+ * order, then the HTTP ones). Each port is a front (`front.ts`) that stays up while the instance
+ * behind it, a functions-framework process 20 ports above, is restarted when it dies,
+ * as Cloud Run starts a new instance behind the same URL; `start` resolves once every one listens.
  */
 export function localFunctions(opts: {
   root: string;
@@ -36,29 +47,48 @@ export function localFunctions(opts: {
   const logDir = join(home, 'logs');
   const pidDir = join(home, 'pids');
   mkdirSync(pidDir, { recursive: true });
+  const instancePort = new Map(names.map((name, i) => [name, firstPort + INSTANCE_PORT_SHIFT + i]));
+  let fronts: Front[] = [];
   let running: Supervised[] = [];
   const args = (name: string) => [
     ffMain,
     `--target=${name}`,
     `--source=${join(root, 'dist', 'functions', name)}`,
-    `--port=${port.get(name)}`,
+    `--port=${instancePort.get(name)}`,
     `--signature-type=${httpNames.includes(name) ? 'http' : 'cloudevent'}`,
   ];
+  const startInstances = async () => {
+    running = names.map((name) =>
+      supervise(
+        () => startChild(`function ${name}`, args(name), env, join(logDir, `function-${name}.log`)),
+        join(pidDir, `function-${name}.pid`),
+        (code, signal) => logger.warn(`the function ${name} exited; starting a new instance`, { code, signal }),
+      ),
+    );
+    await Promise.all(
+      running.map((f, i) => waitForPort(host, instancePort.get(names[i] ?? '') ?? 0, 30_000, f.current())),
+    );
+  };
+  const stopInstances = async () => {
+    await Promise.all(running.map((f) => f.stop()));
+    running = [];
+  };
   return {
     port,
     async start() {
       logger.info('starting the functions', { functions: names });
-      running = names.map((name) =>
-        supervise(
-          () => startChild(`function ${name}`, args(name), env, join(logDir, `function-${name}.log`)),
-          join(pidDir, `function-${name}.pid`),
-          (code, signal) => logger.warn(`the function ${name} exited; starting a new instance`, { code, signal }),
-        ),
-      );
-      await Promise.all(running.map((f, i) => waitForPort(host, firstPort + i, 30_000, f.current())));
+      await startInstances();
+      for (const name of names)
+        fronts.push(await startFront({ host, port: port.get(name) ?? 0, instancePort: instancePort.get(name) ?? 0 }));
+    },
+    async restart() {
+      await stopInstances();
+      await startInstances();
     },
     async stop() {
-      await Promise.all(running.map((f) => f.stop()));
+      await stopInstances();
+      await Promise.all(fronts.map((f) => f.close()));
+      fronts = [];
     },
   };
 }

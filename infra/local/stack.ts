@@ -106,8 +106,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       pubsub,
       apiUrl,
       async restartFunctions() {
-        await functions.stop();
-        await functions.start();
+        await functions.restart();
       },
       stop,
     };

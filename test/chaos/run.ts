@@ -6,10 +6,16 @@
  */
 import { startLocalStack } from '../e2e/stack.js';
 import { mulberry32 } from '../guarantees/support/prng.js';
+import { loadTopology } from '../../infra/local/topology.js';
+import { TOPICS } from '../../shared/bus/topics.js';
 import { Churn, type ChurnCounts } from './churn.js';
+import { drainDeadLetters } from './dead-letters.js';
 import { Faults, proxyProcesses, type FaultEvent, type FaultKind } from './faults.js';
 import { startTraffic, type Failure } from './traffic.js';
 import { settle } from './verify.js';
+
+/** The push subscription the churn's requests arrive on (infra/topology.yaml). */
+const REQUEST_SUBSCRIPTION = loadTopology().subscriptions.find((x) => x.topic === TOPICS.proxyRequests)?.name;
 
 export interface ChaosOptions {
   seed: number;
@@ -34,6 +40,8 @@ export interface ChaosReport {
   failedAtProxyDeath: number;
   failedOtherwise: Failure[];
   settledMs: number;
+  /** Messages Pub/Sub gave up on (dead-lettered), by the subscription that gave up. */
+  deadLettered: Record<string, number>;
   /** Everything wrong at the end; empty when the run passed. */
   problems: string[];
 }
@@ -104,6 +112,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const settled = await settle(stack.db, stack.home, 'local', churn.wanted, opts.settleSeconds * 1000);
     const result = await traffic.stop();
     problems.push(...settled.problems);
+    // A request dead-lettered is lost to its client; the others are counted (a sweep redoes a check).
+    const letters = await drainDeadLetters(env['PUBSUB_EMULATOR_HOST'] ?? '', env['GOOGLE_CLOUD_PROJECT'] ?? '');
+    const deadLettered: Record<string, number> = {};
+    for (const l of letters) deadLettered[l.subscription] = (deadLettered[l.subscription] ?? 0) + 1;
+    for (const l of letters.filter((x) => x.subscription === REQUEST_SUBSCRIPTION).slice(0, 20))
+      problems.push(
+        `a request was dead-lettered after ${l.deliveries} deliveries (published ${l.publishedAt}): ${JSON.stringify(l.body)}`,
+      );
     // Where to start reading the logs: each unsettled name's last request, by its message id.
     const unsettled = new Set(settled.problems.map((p) => p.split(':')[0] ?? ''));
     for (const [name, m] of churn.lastMessage)
@@ -134,6 +150,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       failedAtProxyDeath: result.failures.length - failedOtherwise.length,
       failedOtherwise,
       settledMs: settled.ms,
+      deadLettered,
       problems,
     };
   } finally {
