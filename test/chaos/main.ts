@@ -25,18 +25,21 @@ function positive(name: string, text: string): number {
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : positive('seed', values.seed);
 const proxies = positive('proxies', values.proxies);
 const minutes = positive('minutes', values.minutes);
+const settleMinutes = positive('settle-minutes', values['settle-minutes']);
 const report = await runChaos({
   seed,
   proxies,
   churnSeconds: minutes * 60,
-  settleSeconds: positive('settle-minutes', values['settle-minutes']) * 60,
+  settleSeconds: settleMinutes * 60,
   portOffset: positive('port-offset', values['port-offset']),
   log: (line) => console.log(`[chaos] ${line}`),
 });
 console.log(JSON.stringify({ ...report, failedOtherwise: report.failedOtherwise.length }, null, 2));
 if (report.problems.length > 0) {
   console.log(`\nFAILED (${report.problems.length} problems):\n  ${report.problems.slice(0, 50).join('\n  ')}`);
-  console.log(`replay: npm run chaos -- --seed ${seed} --proxies ${proxies} --minutes ${minutes}`);
+  console.log(
+    `replay: npm run chaos -- --seed ${seed} --proxies ${proxies} --minutes ${minutes} --settle-minutes ${settleMinutes}`,
+  );
   process.exit(1);
 }
 console.log(
