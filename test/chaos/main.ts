@@ -1,8 +1,8 @@
 /**
  * `npm run chaos [-- --seed N --proxies 500 --minutes 3 --settle-minutes 8]`: the chaos run on the
- * live local stack (test/chaos/run.ts). The defaults are a run measured to pass on the 2-core machine
- * (settled in 351 s: docs/guarantees.md, "Chaos on the live stack"). Prints the report; exits 1, with the replay command, when
- * anything is wrong at the end.
+ * live local stack (test/chaos/run.ts). The defaults are a run measured to pass on the 2-core
+ * machine (settled in 351 s: docs/guarantees.md, "Chaos on the live stack"). Prints the report;
+ * exits 1, with the replay command, when anything is wrong at the end.
  */
 import { parseArgs } from 'node:util';
 import { runChaos } from './run.js';
