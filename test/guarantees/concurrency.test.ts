@@ -212,4 +212,6 @@ function concurrencySuite(kind: ProviderKind): void {
   });
 }
 
-for (const kind of providersUnderTest()) concurrencySuite(kind);
+// One describe per provider: its world's hooks run around its own tests only, one world at a time
+// (at file level every world started at once, and the last one's placement was every suite's).
+for (const kind of providersUnderTest()) describe(`${kind} world`, () => concurrencySuite(kind));

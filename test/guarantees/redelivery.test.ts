@@ -239,4 +239,13 @@ function redeliverySuite(kind: ProviderKind): void {
   });
 }
 
-for (const kind of providersUnderTest()) redeliverySuite(kind);
+/**
+ * `kvm` is left out of `npm test` here: on libvirt's test driver its 8 scenarios did not settle
+ * within 220 s on an idle machine (7,440 check deliveries; docs/guarantees.md, "Known gaps").
+ * `GUARANTEE_PROVIDERS=all` runs it.
+ */
+const DEFAULT_PROVIDERS: readonly ProviderKind[] = ['process', 'gcp', 'kubernetes'];
+
+// One describe per provider: its world's hooks run around its own tests only, one world at a time
+// (at file level every world started at once, and the last one's placement was every suite's).
+for (const kind of providersUnderTest(DEFAULT_PROVIDERS)) describe(`${kind} world`, () => redeliverySuite(kind));

@@ -33,12 +33,12 @@ export const PROVIDER_KINDS = ['process', 'kvm', 'gcp', 'kubernetes'] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 
 /**
- * The providers the suites run against: `GUARANTEE_PROVIDERS` (comma-separated, or `all`) when set,
- * else `process` alone (the others do not converge reliably yet: docs/guarantees.md, "Known gaps").
+ * The providers a suite runs against: `GUARANTEE_PROVIDERS` (comma-separated, or `all`) when set,
+ * else the suite's `defaults` (every provider, unless the suite says why not).
  */
-export function providersUnderTest(): ProviderKind[] {
+export function providersUnderTest(defaults: readonly ProviderKind[] = PROVIDER_KINDS): ProviderKind[] {
   const given = process.env['GUARANTEE_PROVIDERS'];
-  if (!given) return ['process'];
+  if (!given) return [...defaults];
   if (given === 'all') return [...PROVIDER_KINDS];
   const kinds = given.split(',').map((k) => k.trim());
   for (const k of kinds)
