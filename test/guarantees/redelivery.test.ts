@@ -54,6 +54,12 @@ function redeliverySuite(kind: ProviderKind): void {
   let world: World;
   let sweeping = true;
   let sweeper: Promise<void> | undefined;
+  /**
+   * Set when the world is about to close: late copies and redeliveries are then acknowledged
+   * unhandled. Handled, they would reach a terminated Firestore client, whose rejections surface
+   * as unhandled errors while the next provider's world runs (seen in a CI run).
+   */
+  let closing = false;
 
   /**
    * The check function's handler. "Check again soon" is a follow-up message through the same bus
@@ -61,6 +67,7 @@ function redeliverySuite(kind: ProviderKind): void {
    */
   function checkHandler(deps: () => CheckDeps) {
     return async (message: BusMessage): Promise<Handled> => {
+      if (closing) return;
       try {
         await handleCheckMessage(deps(), message);
       } catch (err) {
@@ -138,7 +145,12 @@ function redeliverySuite(kind: ProviderKind): void {
       relay: kind === 'process' ? 'redelivery' : `redelivery-${kind}`,
       ports: PORTS,
       config: { gcGraceSeconds: GC_GRACE_SECONDS },
-      harness: { deliverReport: (m, apply) => reports.send(reportRng, 'report', async () => void (await apply(m))) },
+      harness: {
+        deliverReport: (m, apply) =>
+          closing
+            ? Promise.resolve()
+            : reports.send(reportRng, 'report', async () => void (closing || (await apply(m)))),
+      },
       commandBus: (bus) => duplicatingBus(bus, shared, rng.fork(), 'command'),
     });
     sweeper = sweepLoop();
@@ -150,6 +162,9 @@ function redeliverySuite(kind: ProviderKind): void {
     await sweeper;
     // After a failure, lanes may still be running: their deliveries never drain.
     if (converged) await shared.drain();
+    closing = true;
+    await shared.drain();
+    await reports.drain();
     figures.add('creates', world ? [...world.stats.creates.values()].reduce((a, b) => a + b, 0) : 0);
     figures.add('deletes', world ? [...world.stats.deletes.values()].reduce((a, b) => a + b, 0) : 0);
     figures.zero('stuck', 'leaked', 'lostDeletes');
