@@ -1,8 +1,8 @@
 /** The front before a local function: its port stays up while the instance behind it comes and goes. */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../../test/support/eventually.js';
 import { startFront, type Front } from './front.js';
 
 const HOST = '127.0.0.1';
@@ -62,10 +62,14 @@ function post(
 }
 
 /** Waits until `done()`, checking every 20 ms; fails after 5 s saying what it waited for. */
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 5000; !done(); await sleep(20))
-    if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
-}
+const until = (done: () => boolean, what: string) =>
+  eventually(
+    () => {
+      if (!done()) throw new Error(`not within 5 s: ${what}`);
+    },
+    5000,
+    20,
+  );
 
 describe('a function front', () => {
   it('passes the request and the answer through unchanged', async () => {

@@ -47,26 +47,28 @@ export function localFunctions(opts: {
   const logDir = join(home, 'logs');
   const pidDir = join(home, 'pids');
   mkdirSync(pidDir, { recursive: true });
-  const instancePort = new Map(names.map((name, i) => [name, firstPort + INSTANCE_PORT_SHIFT + i]));
+  const instancePort = (name: string) => (port.get(name) ?? 0) + INSTANCE_PORT_SHIFT;
   let fronts: Front[] = [];
   let running: Supervised[] = [];
   const args = (name: string) => [
     ffMain,
     `--target=${name}`,
     `--source=${join(root, 'dist', 'functions', name)}`,
-    `--port=${instancePort.get(name)}`,
+    `--port=${instancePort(name)}`,
     `--signature-type=${httpNames.includes(name) ? 'http' : 'cloudevent'}`,
   ];
   const startInstances = async () => {
-    running = names.map((name) =>
-      supervise(
+    const started = names.map((name) => ({
+      name,
+      instance: supervise(
         () => startChild(`function ${name}`, args(name), env, join(logDir, `function-${name}.log`)),
         join(pidDir, `function-${name}.pid`),
         (code, signal) => logger.warn(`the function ${name} exited; starting a new instance`, { code, signal }),
       ),
-    );
+    }));
+    running = started.map((s) => s.instance);
     await Promise.all(
-      running.map((f, i) => waitForPort(host, instancePort.get(names[i] ?? '') ?? 0, 30_000, f.current())),
+      started.map(({ name, instance }) => waitForPort(host, instancePort(name), 30_000, instance.current())),
     );
   };
   const stopInstances = async () => {
@@ -79,7 +81,7 @@ export function localFunctions(opts: {
       logger.info('starting the functions', { functions: names });
       await startInstances();
       for (const name of names)
-        fronts.push(await startFront({ host, port: port.get(name) ?? 0, instancePort: instancePort.get(name) ?? 0 }));
+        fronts.push(await startFront({ host, port: port.get(name) ?? 0, instancePort: instancePort(name) }));
     },
     async restart() {
       await stopInstances();

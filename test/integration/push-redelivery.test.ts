@@ -7,13 +7,13 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, describe, expect, it } from 'vitest';
 import { applyTopology } from '../../infra/local/apply-topology.js';
 import { loadTopology, localPushEndpoint } from '../../infra/local/topology.js';
 import { TOPICS } from '../../shared/bus/topics.js';
 import { emulatorEnv } from '../support/emulator-env.js';
+import { eventually } from '../support/eventually.js';
 
 const emu = emulatorEnv('redeliver');
 const pubsub = new PubSub({ projectId: emu.projectId, apiEndpoint: emu.pubsubHost });
@@ -39,15 +39,6 @@ function endpoint(): { server: Server; refused: Map<string, number>; taken: Set<
   return { server, refused, taken, up: () => void (up = true) };
 }
 
-/** Waits until `done()`, checking every 100 ms; fails after `ms` saying what it waited for. */
-async function until(done: () => boolean, ms: number, what: () => string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what()}`);
-    await sleep(100);
-  }
-}
-
 afterAll(async () => {
   await pubsub.close();
 });
@@ -66,16 +57,22 @@ describe('a push refused while the function is down', () => {
       const topic = pubsub.topic(TOPICS.proxyRequests);
       for (let i = 0; i < MESSAGES; i++) await topic.publishMessage({ json: {}, attributes: { n: String(i) } });
       // Every message refused twice: the emulator has taken the refusals and is retrying.
-      await until(
-        () => target.refused.size === MESSAGES && [...target.refused.values()].every((c) => c >= 2),
+      await eventually(
+        () => {
+          if (target.refused.size < MESSAGES || [...target.refused.values()].some((c) => c < 2))
+            throw new Error(`not every message refused twice: ${JSON.stringify(Object.fromEntries(target.refused))}`);
+        },
         30_000,
-        () => `every message refused twice (refusals: ${JSON.stringify(Object.fromEntries(target.refused))})`,
+        100,
       );
       target.up();
-      await until(
-        () => target.taken.size === MESSAGES,
+      await eventually(
+        () => {
+          if (target.taken.size < MESSAGES)
+            throw new Error(`not all ${MESSAGES} pushed again: taken ${[...target.taken].sort().join(', ') || 'none'}`);
+        },
         30_000,
-        () => `all ${MESSAGES} pushed again (taken: ${[...target.taken].sort().join(', ') || 'none'})`,
+        100,
       );
       expect(target.taken.size).toBe(MESSAGES);
     } finally {

@@ -4,7 +4,7 @@
  * ISO 9660 image labelled `cidata`, which cloud-init's NoCloud datasource finds by its label.
  */
 import { stringify } from 'yaml';
-import { tinyproxyConfigFile } from '../../../shared/providers/tinyproxy.js';
+import { enableUnitCommand, tinyproxyConfigFile } from '../../../shared/providers/tinyproxy.js';
 import { buildIso9660 } from './iso9660.js';
 import { readyMarkerCommand } from './readiness.js';
 
@@ -56,8 +56,8 @@ function buildUserData(input: SeedInput): string {
     packages: ['tinyproxy', 'qemu-guest-agent'],
     write_files: [tinyproxyConfigFile(input.port, input.credentials)],
     runcmd: [
-      ['systemctl', 'enable', '--now', 'qemu-guest-agent'],
-      ['systemctl', 'enable', 'tinyproxy'],
+      enableUnitCommand('qemu-guest-agent', { now: true }),
+      enableUnitCommand('tinyproxy'),
       ['systemctl', 'restart', 'tinyproxy'],
       readyMarkerCommand(input.instance, input.port),
     ],

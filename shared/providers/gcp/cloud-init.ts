@@ -1,6 +1,6 @@
 /** The cloud-init user-data that turns a fresh VM into an authenticating tinyproxy on the proxy port. */
 import { stringify } from 'yaml';
-import { tinyproxyConfigFile } from '../tinyproxy.js';
+import { enableUnitCommand, tinyproxyConfigFile } from '../tinyproxy.js';
 
 /**
  * The guest attribute the VM sets once tinyproxy serves with its configuration (value: the port).
@@ -75,7 +75,7 @@ export function buildUserData(input: UserDataInput): string {
       { path: `/etc/systemd/system/${READY_UNIT}`, content: READY_UNIT_TEXT, owner: 'root:root', permissions: '0644' },
     ],
     runcmd: [
-      ['systemctl', 'enable', 'tinyproxy'],
+      enableUnitCommand('tinyproxy'),
       ['systemctl', 'restart', 'tinyproxy'],
       ['systemctl', 'daemon-reload'],
       ['systemctl', 'enable', READY_UNIT],

@@ -40,7 +40,8 @@ let sequence = 0;
 
 /** Tracks every delivery in flight so a test can wait for quiet. */
 export class Deliveries {
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Each delivery in flight, with its kind. */
+  private readonly inFlight = new Map<Promise<void>, string>();
 
   constructor(
     private readonly figures: Figures,
@@ -58,19 +59,24 @@ export class Deliveries {
     this.figures.add(`${kind}Duplicated`, n - 1);
     const all = [];
     for (let i = 0; i < n; i++) all.push(this.copy(kind, rng.int(0, this.policy.maxDelayMs), rng.fork(), handle));
-    return this.track(Promise.all(all).then(() => undefined));
-  }
-
-  /** Runs `task` as part of this delivery set (it counts for {@link drain}). */
-  track(task: Promise<void>): Promise<void> {
-    const tracked = task.finally(() => this.inFlight.delete(tracked));
-    this.inFlight.add(tracked);
+    const tracked: Promise<void> = Promise.all(all)
+      .then(() => undefined)
+      .finally(() => this.inFlight.delete(tracked));
+    this.inFlight.set(tracked, kind);
     return tracked;
   }
 
-  /** Waits until no delivery is in flight (deliveries may schedule more). */
-  async drain(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+  /**
+   * Waits until no delivery is in flight (deliveries may schedule more), leaving out deliveries of
+   * the kind `except` (a kind that never stops coming, such as the follow-ups of a proxy that stays
+   * Unhealthy).
+   */
+  async drain(except?: string): Promise<void> {
+    for (;;) {
+      const waiting = [...this.inFlight].flatMap(([task, kind]) => (kind === except ? [] : [task]));
+      if (waiting.length === 0) return;
+      await Promise.all(waiting);
+    }
   }
 
   private async copy(kind: string, delayMs: number, rng: Rng, handle: () => Promise<Handled>): Promise<void> {
