@@ -16,7 +16,7 @@ import { MemoryProxyRepository } from '../store/memory/proxies.js';
 import { MemoryRelayRepository } from '../store/memory/relays.js';
 import { MemoryState } from '../store/memory/state.js';
 import { handleCheckMessage, type CheckDeps } from './check.js';
-import { MAX_FOLLOW_UP_MS, MAX_HOLD_MS } from './follow-up.js';
+import { FollowUpLedger, MAX_FOLLOW_UP_MS, MAX_HOLD_MS } from './follow-up.js';
 
 const logger = createLogger({ write: () => undefined });
 
@@ -117,6 +117,33 @@ describe('check: look again soon without an error', () => {
     expect(w.waits).toEqual([2000]);
     expect(w.checks()).toHaveLength(2);
     expect(w.checks()[1]).toEqual({ names: ['p-1'], dueAt: t + 4000 });
+  });
+
+  it('chains merge: two kicks, then both copies of a duplicated follow-up, keep one follow-up on its way', async () => {
+    const w = world();
+    const deps = { ...w.deps, followUps: new FollowUpLedger() };
+    await relayReported(w);
+    await applied(w, 'p-6');
+    const t = w.clock.now();
+    await handleCheckMessage(deps, message({ names: ['p-6'] }, t));
+    w.clock.advance(500);
+    await handleCheckMessage(deps, message({ names: ['p-6'] }, w.clock.now()));
+    expect(w.checks()).toEqual([{ names: ['p-6'], dueAt: t + 2000 }]);
+    // Pub/Sub delivers the follow-up twice: the first copy asks for the next look, the second leaves it.
+    const [followUp] = w.checks();
+    await handleCheckMessage(deps, message(followUp, w.clock.now()));
+    await handleCheckMessage(deps, message(followUp, w.clock.now()));
+    expect(w.checks()).toEqual([
+      { names: ['p-6'], dueAt: t + 2000 },
+      { names: ['p-6'], dueAt: t + 4000 },
+    ]);
+    // Without the ledger each copy starts a chain of its own.
+    const apart = world();
+    await relayReported(apart);
+    await applied(apart, 'p-6');
+    await handleCheckMessage(apart.deps, message({ names: ['p-6'] }, apart.clock.now()));
+    await handleCheckMessage(apart.deps, message({ names: ['p-6'] }, apart.clock.now()));
+    expect(apart.checks()).toHaveLength(2);
   });
 
   it('a late follow-up runs at once, and so does a dueAt beyond the window (a skewed clock)', async () => {

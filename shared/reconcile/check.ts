@@ -9,7 +9,7 @@ import { reconcilePool } from '../pools/reconcile.js';
 import type { PoolRepository, StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
 import { knownHealth, newCheckBatch, providerHealth, type CheckBatch } from './batch.js';
-import { holdUntilDue, publishFollowUps, type Recheck } from './follow-up.js';
+import { holdUntilDue, publishFollowUps, type FollowUpLedger, type Recheck } from './follow-up.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
 import { reconcileProxy } from './reconcile.js';
 import type { SweepCache } from './sweep-cache.js';
@@ -56,6 +56,8 @@ export interface CheckDeps extends ReconcileDeps {
   wait?: (ms: number) => Promise<unknown>;
   /** This instance's cache of sweep pages (kept across messages); without it every page is read whole. */
   sweepCache?: SweepCache;
+  /** This instance's follow-ups on their way (kept across messages); without it chains never merge. */
+  followUps?: FollowUpLedger;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
@@ -178,7 +180,7 @@ export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): 
 export async function checkAndFollowUp(deps: CheckDeps, check: CheckMessage): Promise<ReconcileResult[]> {
   const { results, rechecks } = await runCheck(deps, check);
   const verifyEgress = 'verifyEgress' in check && check.verifyEgress === true;
-  await publishFollowUps(deps.bus, rechecks, (deps.now ?? Date.now)(), { verifyEgress });
+  await publishFollowUps(deps.bus, rechecks, (deps.now ?? Date.now)(), { verifyEgress }, deps.followUps);
   return results;
 }
 

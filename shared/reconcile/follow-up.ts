@@ -30,9 +30,48 @@ export interface FollowUpOptions {
 }
 
 /**
+ * The follow-ups this instance has published that are not due yet, by proxy (or pool): a check
+ * that wants another look no earlier than one already on its way leaves the look to that one.
+ *
+ * Without it, every message that looks at a proxy still waiting for something (a kick, a relay's
+ * report, a duplicate copy of a follow-up) started a chain of follow-ups of its own, and the chains
+ * ran side by side until the proxy settled: a duplicated follow-up doubled its chain, and a proxy
+ * that never settles (libvirt's test driver serves `Unhealthy`) multiplied them without end
+ * (7,440 check deliveries in 220 s in the redelivery suite). A published message is delivered at
+ * least once, so the look is not lost; another instance of the function keeps its own ledger
+ * (chains merge per instance), and the sweep stays every proxy's retry.
+ */
+export class FollowUpLedger {
+  private readonly due = new Map<string, number>();
+
+  /** At most this many entries; past it, the ones already due are dropped (then the oldest). */
+  constructor(private readonly limit = 10_000) {}
+
+  /** Whether a follow-up for `key` is on its way, due after `now` and no later than `dueAt`. */
+  covers(key: string, dueAt: number, now: number): boolean {
+    const pending = this.due.get(key);
+    return pending !== undefined && pending > now && pending <= dueAt;
+  }
+
+  /** Notes a follow-up for `key`, published, due at `dueAt`. */
+  record(key: string, dueAt: number, now: number): void {
+    if (this.due.size >= this.limit) {
+      for (const [k, at] of this.due) if (at <= now) this.due.delete(k);
+      for (const k of this.due.keys()) {
+        if (this.due.size < this.limit) break;
+        this.due.delete(k);
+      }
+    }
+    this.due.delete(key);
+    this.due.set(key, dueAt);
+  }
+}
+
+/**
  * Publishes the follow-ups for `rechecks` due within {@link MAX_FOLLOW_UP_MS}: one message per
  * kind and whole second of delay (so a proxy due in 25 s is not looked at with one due in 2 s),
- * at most 100 names each.
+ * at most 100 names each. With a `ledger`, a name that already has a follow-up on its way due no
+ * later is left to it.
  *
  * @returns the messages published
  */
@@ -41,11 +80,16 @@ export async function publishFollowUps(
   rechecks: Recheck[],
   now: number,
   options: FollowUpOptions = {},
+  ledger?: FollowUpLedger,
 ): Promise<number> {
+  const verify = options.verifyEgress === true;
+  const keyOf = (kind: Recheck['kind'], name: string) =>
+    `${kind}/${name}${kind === 'names' && verify ? '/verify' : ''}`;
   const groups = new Map<string, { kind: Recheck['kind']; dueAt: number; names: Set<string> }>();
   for (const r of rechecks) {
     if (!(r.afterMs >= 0) || r.afterMs > MAX_FOLLOW_UP_MS) continue;
     const seconds = Math.ceil(r.afterMs / 1000);
+    if (ledger?.covers(keyOf(r.kind, r.name), now + seconds * 1000, now)) continue;
     const key = `${r.kind}/${seconds}`;
     const group = groups.get(key) ?? { kind: r.kind, dueAt: now + seconds * 1000, names: new Set<string>() };
     group.names.add(r.name);
@@ -56,8 +100,9 @@ export async function publishFollowUps(
     const all = [...names];
     for (let i = 0; i < all.length; i += 100) {
       const chunk = all.slice(i, i + 100);
-      const extra = kind === 'names' && options.verifyEgress ? { verifyEgress: true } : {};
+      const extra = kind === 'names' && verify ? { verifyEgress: true } : {};
       await bus.publish(TOPICS.proxyChecks, { [kind]: chunk, dueAt, ...extra });
+      for (const name of chunk) ledger?.record(keyOf(kind, name), dueAt, now);
       published++;
     }
   }

@@ -14,6 +14,7 @@ import type { Logger } from '../../../shared/logger.js';
 import type { Provider, Registry } from '../../../shared/providers/contract.js';
 import { createRegistry } from '../../../shared/providers/registry.js';
 import type { CheckDeps } from '../../../shared/reconcile/check.js';
+import { FollowUpLedger } from '../../../shared/reconcile/follow-up.js';
 import { SweepCache } from '../../../shared/reconcile/sweep-cache.js';
 import type { GcDeps } from '../../../shared/reconcile/gc.js';
 import { resolvePlacement } from '../../../shared/reconcile/reconcile.js';
@@ -119,6 +120,8 @@ export async function startWorld(options: WorldOptions): Promise<World> {
 
   // One warm check instance's cache for every sweep of the world: sweeps run on cached pages.
   const sweepCache = new SweepCache();
+  // And its follow-ups on their way: chains of looks at one proxy merge, as in the function.
+  const followUps = new FollowUpLedger();
   // And one warm gc instance's owner cache.
   const gcOwners = new SweepCache();
   const world: World = {
@@ -141,6 +144,7 @@ export async function startWorld(options: WorldOptions): Promise<World> {
       bus,
       countReplacing: (p) => proxies.countReplacing(p),
       sweepCache,
+      followUps,
     }),
     gcDeps: (now) => ({ config, proxies, registry, logger, owners: gcOwners, ...(now ? { now } : {}) }),
     hashOf: (spec) => specHash(spec, resolvePlacement(config, provider, spec.placement)),
