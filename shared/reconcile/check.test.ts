@@ -146,6 +146,26 @@ describe('check: look again soon without an error', () => {
     expect(apart.checks()).toHaveLength(2);
   });
 
+  it('a follow-up whose hold ends a millisecond early by the wall clock still asks for the next look', async () => {
+    const w = world();
+    // Node's timers count whole milliseconds of a monotonic clock: the wall clock may read just short of dueAt.
+    const deps = {
+      ...w.deps,
+      followUps: new FollowUpLedger(),
+      wait: (ms: number) => (w.clock.advance(ms - 1), Promise.resolve()),
+    };
+    await relayReported(w);
+    await applied(w, 'p-7');
+    const t = w.clock.now();
+    await handleCheckMessage(deps, message({ names: ['p-7'] }, t));
+    await handleCheckMessage(deps, message(w.checks()[0], w.clock.now()));
+    expect(w.clock.now()).toBe(t + 1999);
+    expect(w.checks()).toEqual([
+      { names: ['p-7'], dueAt: t + 2000 },
+      { names: ['p-7'], dueAt: t + 1999 + 2000 },
+    ]);
+  });
+
   it('a late follow-up runs at once, and so does a dueAt beyond the window (a skewed clock)', async () => {
     const w = world();
     await relayReported(w);

@@ -9,7 +9,7 @@ import { reconcilePool } from '../pools/reconcile.js';
 import type { PoolRepository, StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
 import { knownHealth, newCheckBatch, providerHealth, type CheckBatch } from './batch.js';
-import { holdUntilDue, publishFollowUps, type FollowUpLedger, type Recheck } from './follow-up.js';
+import { followUpKey, holdUntilDue, publishFollowUps, type FollowUpLedger, type Recheck } from './follow-up.js';
 import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context.js';
 import { reconcileProxy } from './reconcile.js';
 import type { SweepCache } from './sweep-cache.js';
@@ -172,8 +172,17 @@ export async function handleCheckMessage(deps: CheckDeps, message: BusMessage): 
     await deps.bus.publish(TOPICS.proxyChecks, check);
     return 'done';
   }
+  arrived(deps.followUps, check);
   await checkAndFollowUp(deps, check);
   return 'done';
+}
+
+/** A due follow-up is no longer on its way: the look it runs asks for the next one. */
+function arrived(ledger: FollowUpLedger | undefined, check: CheckMessage): void {
+  if (!ledger || !('dueAt' in check) || check.dueAt === undefined) return;
+  const verify = 'verifyEgress' in check && check.verifyEgress === true;
+  const [kind, names] = 'names' in check ? (['names', check.names] as const) : (['pools', check.pools] as const);
+  for (const name of names) ledger.arrived(followUpKey(kind, name, verify), check.dueAt);
 }
 
 /** Runs a check, then publishes the follow-ups of what wants another look soon (`follow-up.ts`). */

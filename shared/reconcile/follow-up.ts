@@ -53,6 +53,18 @@ export class FollowUpLedger {
     return pending !== undefined && pending > now && pending <= dueAt;
   }
 
+  /**
+   * A follow-up for `key` due at `dueAt` is being handled: it (and any due before it) is no longer
+   * on its way, so the check it runs may ask for the next one. Without this, a hold that ended a
+   * millisecond before `dueAt` by the wall clock would find its own follow-up still "on its way"
+   * and end the chain: Node's timers count whole milliseconds of a monotonic clock, and 3 of 300
+   * `sleep(dueAt - Date.now())` here woke with `Date.now() < dueAt`.
+   */
+  arrived(key: string, dueAt: number): void {
+    const pending = this.due.get(key);
+    if (pending !== undefined && pending <= dueAt) this.due.delete(key);
+  }
+
   /** Notes a follow-up for `key`, published, due at `dueAt`. */
   record(key: string, dueAt: number, now: number): void {
     if (this.due.size >= this.limit) {
@@ -65,6 +77,11 @@ export class FollowUpLedger {
     this.due.delete(key);
     this.due.set(key, dueAt);
   }
+}
+
+/** The ledger's key of a follow-up: the kind, the name, and whether it verifies egress. */
+export function followUpKey(kind: Recheck['kind'], name: string, verifyEgress: boolean): string {
+  return `${kind}/${name}${kind === 'names' && verifyEgress ? '/verify' : ''}`;
 }
 
 /**
@@ -83,8 +100,7 @@ export async function publishFollowUps(
   ledger?: FollowUpLedger,
 ): Promise<number> {
   const verify = options.verifyEgress === true;
-  const keyOf = (kind: Recheck['kind'], name: string) =>
-    `${kind}/${name}${kind === 'names' && verify ? '/verify' : ''}`;
+  const keyOf = (kind: Recheck['kind'], name: string) => followUpKey(kind, name, verify);
   const groups = new Map<string, { kind: Recheck['kind']; dueAt: number; names: Set<string> }>();
   for (const r of rechecks) {
     if (!(r.afterMs >= 0) || r.afterMs > MAX_FOLLOW_UP_MS) continue;

@@ -138,14 +138,22 @@ export interface GuestProcess {
 export class GuestRunner {
   private bundle: Promise<string> | undefined;
   private readonly dir = mkdtempSync(join(cacheDir(), 'egress-gce-fake-'));
+  /** Every guest started and not yet stopped (one being stopped stays until its process is gone). */
   private readonly running = new Set<GuestProcess>();
+  private closed = false;
 
   constructor(readonly marker: string) {}
 
-  /** Starts a proxy for `instance` on `host` with the config from its user-data. */
+  /**
+   * Starts a proxy for `instance` on `host` with the config from its user-data. After {@link close}
+   * (a reset's boot that comes after the fake closed) nothing starts: the guest's `ready` rejects.
+   */
   start(instance: string, host: string, config: GuestProxyConfig): GuestProcess {
     let child: ChildProcess | undefined;
-    const ready = (this.bundle ??= this.build()).then(
+    const bundle = this.closed
+      ? Promise.reject(new Error(`guest proxy of ${instance} not started: the fake is closed`))
+      : (this.bundle ??= this.build());
+    const ready = bundle.then(
       (path) =>
         new Promise<void>((resolve, reject) => {
           child = spawn(process.execPath, [path, `--egress-proxy=${instance}`, `--gce-fake=${this.marker}`], {
@@ -160,29 +168,34 @@ export class GuestRunner {
           child.stdin?.end(JSON.stringify({ name: instance, host, port, username, password, localAddress: host }));
         }),
     );
-    const guest: GuestProcess = {
-      get pid() {
-        return child?.pid;
-      },
-      ready,
-      stop: async () => {
-        this.running.delete(guest);
-        await ready.catch(() => undefined);
-        if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    let stopped: Promise<void> | undefined;
+    const stop = async () => {
+      await ready.catch(() => undefined);
+      if (child && child.exitCode === null && child.signalCode === null) {
         const exited = new Promise<void>((resolve) => child?.once('exit', () => resolve()));
         child.kill('SIGTERM');
         const timer = setTimeout(() => child?.kill('SIGKILL'), 2000);
         await exited;
         clearTimeout(timer);
+      }
+      this.running.delete(guest);
+    };
+    const guest: GuestProcess = {
+      get pid() {
+        return child?.pid;
       },
+      ready,
+      // One stop however many ask (a halt, then close): close waits for one already under way.
+      stop: () => (stopped ??= stop()),
     };
     ready.catch(() => undefined);
     this.running.add(guest);
     return guest;
   }
 
-  /** Stops every guest and removes the bundle. */
+  /** Stops every guest (waiting for those already stopping) and removes the bundle. */
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.all([...this.running].map((g) => g.stop()));
     rmSync(this.dir, { recursive: true, force: true });
   }
