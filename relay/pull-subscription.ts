@@ -22,8 +22,16 @@ const DEADLINE_EXCEEDED = 4;
 /** How long a message this relay received stays its own: renewed every third of it until settled. */
 export const LEASE_SECONDS = 60;
 
-/** The calls the pull loop makes: the v1 `SubscriberClient`'s (a test passes a fake). */
-export type SubscriberApi = Pick<v1.SubscriberClient, 'pull' | 'acknowledge' | 'modifyAckDeadline' | 'close'>;
+type PullRequest = protos.google.pubsub.v1.IPullRequest;
+type PullResponse = protos.google.pubsub.v1.IPullResponse;
+
+/** A pull under way; `cancel()` ends it at once, failing it with CANCELLED. */
+export type PendingPull = Promise<[PullResponse, ...unknown[]]> & { cancel(): void };
+
+/** The calls the pull loop makes: the v1 `SubscriberClient`'s ({@link subscriberApi}; a test passes a fake). */
+export interface SubscriberApi extends Pick<v1.SubscriberClient, 'acknowledge' | 'modifyAckDeadline' | 'close'> {
+  pull(request: PullRequest, options: { timeout: number }): PendingPull;
+}
 
 /** What tests change: the client, and how often held messages are leased again. */
 export interface PullOptions {
@@ -42,11 +50,11 @@ export function createPullSubscription(
   maxInFlight: number,
   options: PullOptions = {},
 ): CommandSubscription {
-  const client = options.client ?? subscriberClient(pubsub);
+  const client = options.client ?? subscriberApi(subscriberClient(pubsub));
   const subscription = `projects/${pubsub.projectId}/subscriptions/${name}`;
   const events = new EventEmitter();
   let closed = false;
-  let current: { cancel?: () => void } | undefined;
+  let current: PendingPull | undefined;
   let wake: (() => void) | undefined;
   const requests = new Requests(events);
   /** Ack ids of the messages handed out and not yet settled (their count is the in-flight count). */
@@ -92,9 +100,8 @@ export function createPullSubscription(
         continue;
       }
       try {
-        const call = client.pull({ subscription, maxMessages: maxInFlight - held.size }, { timeout: LONG_POLL_MS });
-        current = call as { cancel?: () => void };
-        const [response] = await call;
+        current = client.pull({ subscription, maxMessages: maxInFlight - held.size }, { timeout: LONG_POLL_MS });
+        const [response] = await current;
         const messages = (response.receivedMessages ?? []).flatMap((r) => commandMessage(r, settle) ?? []);
         for (const { ackId } of messages) held.add(ackId);
         if (messages.length > 0) lease(messages.map((m) => m.ackId));
@@ -121,7 +128,7 @@ export function createPullSubscription(
     async close() {
       closed = true;
       clearInterval(renewal);
-      current?.cancel?.();
+      current?.cancel();
       wake?.();
       await running;
       // What is still held is handed back now, not left leased for up to LEASE_SECONDS (a relay
@@ -154,6 +161,32 @@ class Requests {
   async idle(): Promise<void> {
     await Promise.all([...this.pending]);
   }
+}
+
+/**
+ * The subscriber calls of `client`, with a pull that can be cancelled. The generated `pull`
+ * (@google-cloud/pubsub 5.3.1) chains `.then` onto gax's call and so drops the call's `cancel`;
+ * `innerApiCalls.pull`, which it wraps, keeps it (set by `initialize()`, synchronously). Without
+ * it close() waited out the long poll, up to {@link LONG_POLL_MS}: the local stack's 5 s grace
+ * SIGKILLed every relay it stopped, before its final report and the hand-back of what it held.
+ */
+export function subscriberApi(client: v1.SubscriberClient): SubscriberApi {
+  // A failed initialization fails every call made with it, where it is handled.
+  client.initialize().catch(() => undefined);
+  const pull = client.innerApiCalls['pull'] as (request: PullRequest, options: object) => PendingPull;
+  return {
+    pull: (request, options) =>
+      // The routing header the generated method adds: Pub/Sub routes the call by subscription.
+      pull(request, {
+        ...options,
+        otherArgs: {
+          headers: { 'x-goog-request-params': `subscription=${encodeURIComponent(request.subscription ?? '')}` },
+        },
+      }),
+    acknowledge: client.acknowledge.bind(client),
+    modifyAckDeadline: client.modifyAckDeadline.bind(client),
+    close: client.close.bind(client),
+  };
 }
 
 /** A subscriber client with the options of `pubsub` (emulator host, credentials). */

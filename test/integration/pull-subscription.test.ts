@@ -34,3 +34,16 @@ it('delivers, redelivers a nacked message, never more than maxInFlight at once, 
   expect(new Set(got.map((m) => m.id))).toEqual(new Set(ids));
   await sub.close();
 });
+
+it('close ends a long poll that is waiting at once, instead of waiting out its 10 s', async () => {
+  const sub = createPullSubscription(pubsub, 'cmds-sub', 2);
+  const got: CommandMessage[] = [];
+  sub.on('message', (m) => got.push(m));
+  await pubsub.topic('cmds').publishMessage({ data: Buffer.from('d') });
+  await eventually(() => expect(got).toHaveLength(1));
+  got[0]?.ack();
+  // The loop pulled again as it handed the message out: that pull now waits on the emulator.
+  const started = Date.now();
+  await sub.close();
+  expect(Date.now() - started).toBeLessThan(2000);
+});

@@ -7,12 +7,12 @@
  * subscription of infra/topology.yaml that is now 20 s (it was 120 s, past the create's resend and
  * the e2e test's whole wait); a command the relay does hold is leased for longer until it settles.
  */
-import { PubSub, v1, type protos } from '@google-cloud/pubsub';
+import { PubSub, v1 } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { applyTopology } from '../../infra/local/apply-topology.js';
 import { loadTopology, localPushEndpoint } from '../../infra/local/topology.js';
 import type { CommandMessage } from '../../relay/command-subscription.js';
-import { createPullSubscription, type SubscriberApi } from '../../relay/pull-subscription.js';
+import { createPullSubscription, subscriberApi, type SubscriberApi } from '../../relay/pull-subscription.js';
 import { eventually } from '../support/eventually.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
@@ -35,21 +35,22 @@ afterAll(() => pubsub.close());
  */
 function givingUpOnce(): { client: SubscriberApi; dropped: () => number } {
   const { port, ...options } = pubsub.options;
-  const real = new v1.SubscriberClient({ ...options, ...(port !== undefined ? { port: Number(port) } : {}) });
+  const real = subscriberApi(
+    new v1.SubscriberClient({ ...options, ...(port !== undefined ? { port: Number(port) } : {}) }),
+  );
   let dropped = 0;
-  const original = real.pull.bind(real);
-  const pull = (request: protos.google.pubsub.v1.IPullRequest, options?: { timeout?: number }) =>
-    original(request, options);
-  const client: SubscriberApi = real;
-  client.pull = (async (request: protos.google.pubsub.v1.IPullRequest, options?: { timeout?: number }) => {
-    const answer = await pull(request, options);
-    if (dropped === 0 && (answer[0].receivedMessages?.length ?? 0) > 0) {
-      dropped++;
-      throw Object.assign(new Error('4 DEADLINE_EXCEEDED: Deadline exceeded'), { code: 4 });
-    }
-    return answer;
-  }) as SubscriberApi['pull'];
-  return { client, dropped: () => dropped };
+  const pull: SubscriberApi['pull'] = (request, options) => {
+    const call = real.pull(request, options);
+    const answer = call.then((answer) => {
+      if (dropped === 0 && (answer[0].receivedMessages?.length ?? 0) > 0) {
+        dropped++;
+        throw Object.assign(new Error('4 DEADLINE_EXCEEDED: Deadline exceeded'), { code: 4 });
+      }
+      return answer;
+    });
+    return Object.assign(answer, { cancel: () => call.cancel() });
+  };
+  return { client: { ...real, pull }, dropped: () => dropped };
 }
 
 it('a command answered to a pull the relay gave up on is delivered again within the short ack deadline', async () => {
