@@ -13,6 +13,15 @@ const POLL_MS = 100;
 const FIRESTORE_JAR = 'platform/cloud-firestore-emulator/cloud-firestore-emulator.jar';
 const FIRESTORE_MAIN = 'com.google.cloud.datastore.emulator.firestore.CloudFirestore';
 const PUBSUB_LAUNCHER = 'platform/pubsub-emulator/bin/cloud-pubsub-emulator';
+
+/**
+ * JVM flags of both emulators: the C1 compiler only, without C2's recompilation. Their runs last
+ * minutes on small machines, where C2 compiling beside the work costs more than it gives back.
+ * Measured on 2 cores (Firestore emulator, writes over REST, 8 at a time): 4,000 writes in 6.9 s
+ * and 11.0 CPU-s instead of 15.8 s and 28.6 CPU-s; 20,000 in 23.7 s instead of 35.8 s; ready after
+ * 1.5 CPU-s instead of 2.3.
+ */
+const JVM_FLAGS = ['-XX:TieredStopAtLevel=1'];
 const GCLOUD_SDK_ROOT = ['info', '--format=value(installation.sdk_root)'];
 
 /** Where and how to start the emulators. */
@@ -44,6 +53,7 @@ interface LaunchSpec {
   log: string;
   command: string;
   args: string[];
+  env?: NodeJS.ProcessEnv;
   ready: () => Promise<boolean>;
 }
 
@@ -77,7 +87,9 @@ export async function startEmulators(options: EmulatorOptions): Promise<RunningE
 
   const bind = (port: number) => [`--host=${host}`, `--port=${port}`];
   const heap = `-Xmx${options.firestoreHeapMb ?? 512}m`;
-  const javaArgs = ['-Duser.language=en', heap, '-cp', firestoreJar, FIRESTORE_MAIN, 'start'];
+  const javaArgs = ['-Duser.language=en', heap, ...JVM_FLAGS, '-cp', firestoreJar, FIRESTORE_MAIN, 'start'];
+  // The Pub/Sub emulator's launcher script passes this variable on to its JVM.
+  const pubsubOpts = [process.env['CLOUD_PUBSUB_EMULATOR_OPTS'], ...JVM_FLAGS].filter(Boolean).join(' ');
   const specs: LaunchSpec[] = [
     {
       name: 'Firestore emulator',
@@ -91,13 +103,14 @@ export async function startEmulators(options: EmulatorOptions): Promise<RunningE
       log: 'pubsub.log',
       command: pubsubLauncher,
       args: bind(pubsubPort),
+      env: { ...process.env, CLOUD_PUBSUB_EMULATOR_OPTS: pubsubOpts },
       ready: () => tcpOpen(host, pubsubPort),
     },
   ];
   const children: Child[] = [];
   const results = await Promise.allSettled(
     specs.map(async (spec) => {
-      const child = launch(spec.name, spec.command, spec.args, join(logDir, spec.log));
+      const child = launch(spec.name, spec.command, spec.args, join(logDir, spec.log), spec.env);
       children.push(child);
       await waitReady(child, spec.ready, timeoutMs);
     }),

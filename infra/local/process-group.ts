@@ -22,12 +22,18 @@ const liveGroups = new Set<number>();
 let exitHookInstalled = false;
 
 /** Starts `command` as the leader of a new process group, its stdout and stderr in `logFile`. */
-export function launch(name: string, command: string, args: string[], logFile: string): Child {
+export function launch(
+  name: string,
+  command: string,
+  args: string[],
+  logFile: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Child {
   const fd = openSync(logFile, 'w');
   let proc: ChildProcess;
   try {
     // Own process group, so stop() can signal the launcher and anything it started at once.
-    proc = spawn(command, args, { detached: true, stdio: ['ignore', fd, fd] });
+    proc = spawn(command, args, { detached: true, env, stdio: ['ignore', fd, fd] });
   } finally {
     closeSync(fd);
   }
