@@ -1,8 +1,9 @@
 /**
  * Test projects, in three groups: `unit` (beside the sources) and `integration` (real emulators);
- * then `guests` (real qemu guests) and `e2e` (the local stack); then `chaos` (the live stack under
- * faults). One `vitest run` runs the groups in turn, guests and e2e files one at a time; `npm test`
- * (scripts/test.mjs) runs `guests` and `e2e` as two vitest processes at once.
+ * then `guests` (real qemu guests), `e2e` (the local stack) and `waits` (integration files that
+ * mostly wait on real time); then `chaos` (the live stack under faults). One `vitest run` runs the
+ * groups in turn, guests and e2e files one at a time; `npm test` (scripts/test.mjs) runs `guests`
+ * and `e2e` + `waits` as two vitest processes at once.
  */
 import { defineConfig } from 'vitest/config';
 

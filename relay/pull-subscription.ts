@@ -50,7 +50,7 @@ export function createPullSubscription(
   maxInFlight: number,
   options: PullOptions = {},
 ): CommandSubscription {
-  const client = options.client ?? subscriberApi(subscriberClient(pubsub));
+  const client = options.client ?? subscriberApi(pubsub);
   const subscription = `projects/${pubsub.projectId}/subscriptions/${name}`;
   const events = new EventEmitter();
   let closed = false;
@@ -164,13 +164,16 @@ class Requests {
 }
 
 /**
- * The subscriber calls of `client`, with a pull that can be cancelled. The generated `pull`
- * (@google-cloud/pubsub 5.3.1) chains `.then` onto gax's call and so drops the call's `cancel`;
- * `innerApiCalls.pull`, which it wraps, keeps it (set by `initialize()`, synchronously). Without
- * it close() waited out the long poll, up to {@link LONG_POLL_MS}: the local stack's 5 s grace
- * SIGKILLed every relay it stopped, before its final report and the hand-back of what it held.
+ * The subscriber calls, on a client with the options of `pubsub` (emulator host, credentials), with
+ * a pull that can be cancelled. The generated `pull` (@google-cloud/pubsub 5.3.1) chains `.then`
+ * onto gax's call and so drops the call's `cancel`; `innerApiCalls.pull`, which it wraps, keeps it
+ * (set by `initialize()`, synchronously). Without it close() waited out the long poll, up to
+ * {@link LONG_POLL_MS}: the local stack's 5 s grace SIGKILLed every relay it stopped, before its
+ * final report and the hand-back of what it held.
  */
-export function subscriberApi(client: v1.SubscriberClient): SubscriberApi {
+export function subscriberApi(pubsub: PubSub): SubscriberApi {
+  const { port, ...options } = pubsub.options;
+  const client = new v1.SubscriberClient({ ...options, ...(port !== undefined ? { port: Number(port) } : {}) });
   // A failed initialization fails every call made with it, where it is handled.
   client.initialize().catch(() => undefined);
   const pull = client.innerApiCalls['pull'] as (request: PullRequest, options: object) => PendingPull;
@@ -187,12 +190,6 @@ export function subscriberApi(client: v1.SubscriberClient): SubscriberApi {
     modifyAckDeadline: client.modifyAckDeadline.bind(client),
     close: client.close.bind(client),
   };
-}
-
-/** A subscriber client with the options of `pubsub` (emulator host, credentials). */
-function subscriberClient(pubsub: PubSub): v1.SubscriberClient {
-  const { port, ...options } = pubsub.options;
-  return new v1.SubscriberClient({ ...options, ...(port !== undefined ? { port: Number(port) } : {}) });
 }
 
 type Received = protos.google.pubsub.v1.IReceivedMessage;

@@ -7,7 +7,7 @@
  * subscription of infra/topology.yaml that is now 20 s (it was 120 s, past the create's resend and
  * the e2e test's whole wait); a command the relay does hold is leased for longer until it settles.
  */
-import { PubSub, v1 } from '@google-cloud/pubsub';
+import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { applyTopology } from '../../infra/local/apply-topology.js';
 import { loadTopology, localPushEndpoint } from '../../infra/local/topology.js';
@@ -34,10 +34,7 @@ afterAll(() => pubsub.close());
  * does): the answer is dropped and the call fails with DEADLINE_EXCEEDED.
  */
 function givingUpOnce(): { client: SubscriberApi; dropped: () => number } {
-  const { port, ...options } = pubsub.options;
-  const real = subscriberApi(
-    new v1.SubscriberClient({ ...options, ...(port !== undefined ? { port: Number(port) } : {}) }),
-  );
+  const real = subscriberApi(pubsub);
   let dropped = 0;
   const pull: SubscriberApi['pull'] = (request, options) => {
     const call = real.pull(request, options);
