@@ -142,7 +142,7 @@ export default defineConfig(
     },
   },
   {
-    files: ['scripts/**', 'cli/**', 'test/**', 'infra/local/**', 'bench/**'],
+    files: ['scripts/**', 'cli/**', 'test/**', 'infra/local/**', 'infra/echo/**', 'bench/**'],
     rules: { 'no-console': 'off' },
   },
   {

@@ -4,7 +4,7 @@
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -99,7 +99,7 @@ const lazyFirestore = {
 };
 
 /** esbuild options of one entry: a function bundle, or a bundle whose packages stay external. */
-function buildOptions({ entry, outfile, fn }) {
+function buildOptions({ entry, outfile, fn, target = 'node20' }) {
   const common = {
     absWorkingDir: root,
     entryPoints: [entry],
@@ -110,7 +110,7 @@ function buildOptions({ entry, outfile, fn }) {
     metafile: true,
     logLevel: 'warning',
   };
-  if (!fn) return { ...common, outfile: join(dist, outfile), target: 'node20', packages: 'external', banner };
+  if (!fn) return { ...common, outfile: join(dist, outfile), target, packages: 'external', banner };
   return {
     ...common,
     // What a function loads with import() (telemetry SDKs) becomes a chunk read on first use.
@@ -152,7 +152,37 @@ function entries() {
   for (const [entry, outfile] of fixed) {
     if (existsSync(join(root, entry))) found.push({ entry, outfile });
   }
+  // The echo VM runs it with Ubuntu 24.04's nodejs package (18.19): nothing outside node: to install.
+  if (existsSync(join(root, ECHO_ENTRY))) found.push({ entry: ECHO_ENTRY, outfile: ECHO_BUNDLE, target: 'node18' });
   return found;
+}
+
+const ECHO_ENTRY = 'infra/echo/main.ts';
+const ECHO_BUNDLE = join('echo', 'echo.mjs');
+
+/**
+ * The echo VM's user-data (`dist/echo/user-data.yaml`, read by infra/terraform/echo.tf): the bundle
+ * inside the cloud-config infra/echo/user-data.ts#buildEchoUserData writes.
+ */
+async function buildEchoUserData() {
+  const bundle = join(dist, ECHO_BUNDLE);
+  if (!existsSync(bundle)) return [];
+  const { outputFiles } = await build({
+    absWorkingDir: root,
+    entryPoints: ['infra/echo/user-data.ts'],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    write: false,
+    logLevel: 'warning',
+  });
+  const url = pathToFileURL(join(dist, 'echo', '.user-data.mjs'));
+  writeFileSync(url, outputFiles[0].text);
+  const { buildEchoUserData: render } = await import(url.href);
+  rmSync(url);
+  writeFileSync(join(dist, 'echo', 'user-data.yaml'), render(readFileSync(bundle, 'utf8')));
+  return ['echo/user-data.yaml'];
 }
 
 /** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`; builtins → undefined. */
@@ -241,7 +271,7 @@ await Promise.all(
   }),
 );
 const names = targets.map((t) => t.outfile.replace(/\/(index|main)\.js$|\.js$/, ''));
-names.push(...(await buildDashboard()));
+names.push(...(await buildDashboard()), ...(await buildEchoUserData()));
 console.log(
   `built ${targets.length} bundle(s) in ${Date.now() - started} ms: ${names.join(', ') || '(no entries yet)'}`,
 );

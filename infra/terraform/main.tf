@@ -11,9 +11,11 @@ locals {
     installation = var.installation_id
   }
 
-  # The providers config, as the functions will read it (they validate it again on start).
-  config_text = file(var.config_file)
-  config      = yamldecode(local.config_text)
+  # The providers config. The functions read config_text (and validate it again on start): the
+  # file, with `echoUrl` pointing at the echo VM when there is one (echo.tf). Every key Terraform
+  # itself reads is the file's, known at plan time.
+  config      = yamldecode(file(var.config_file))
+  config_text = var.echo == null ? file(var.config_file) : yamlencode(merge(local.config, { echoUrl = local.echo_url }))
 
   # One pull subscription and one service account per relay a relay-backed provider names, as the
   # local launcher does (infra/local/stack.ts).

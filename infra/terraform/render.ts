@@ -5,6 +5,7 @@
  */
 import { configSchema, RELAY_TYPES } from '../../shared/config/schema.js';
 import { parseGcpOptions } from '../../shared/providers/gcp/options.js';
+import { ECHO_PORT } from '../echo/user-data.js';
 import type { Topology, TopologySubscription } from '../local/topology.js';
 
 /** The file the renderer writes, relative to the repository root. */
@@ -110,6 +111,7 @@ export function renderTopology(topology: Topology): Record<string, Json> {
       cron_by_seconds: { ...CRON_BY_SECONDS },
       relay_types: [...RELAY_TYPES],
       gcp_option_defaults: { network: gcpDefaults.network, tags: gcpDefaults.tags, proxy_port: gcpDefaults.proxyPort },
+      echo_port: ECHO_PORT,
     },
     resource: {
       google_pubsub_topic: topics,

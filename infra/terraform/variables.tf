@@ -163,3 +163,13 @@ variable "kubernetes_cluster_projects" {
   type        = list(string)
   default     = []
 }
+
+variable "echo" {
+  description = "The echo VM the probes fetch through every proxy (echo.tf): zone (default: the region's first), machine type and network. null: none; the config's own echoUrl is used."
+  type = object({
+    zone         = optional(string)
+    machine_type = optional(string, "e2-micro")
+    network      = optional(string, "default")
+  })
+  default = {}
+}

@@ -1,8 +1,10 @@
 /**
- * Every user-data the gcp provider and the kvm seed generate is valid to real cloud-init: Debian's
- * `cloud-init schema` (the package the guests run) checks each against its own schema.
+ * Every user-data the gcp provider and the kvm seed generate, and the echo VM's as `npm run build`
+ * wrote it, is valid to real cloud-init: Debian's `cloud-init schema` (the package the guests run)
+ * checks each against its own schema.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +23,7 @@ const cases = [
     'kvm, another port',
     buildSeed({ instance: 'ep-k-2', proxy: 'k-2', port: 18080, credentials, createdAt: 2 }).userData,
   ],
+  ['echo VM', readFileSync(new URL('../../dist/echo/user-data.yaml', import.meta.url), 'utf8')],
 ] as const;
 
 let dir: string;
