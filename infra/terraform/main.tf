@@ -1,8 +1,11 @@
 # The project's APIs and the values every other file shares, derived from the inputs and from the
 # rendered topology (topology.auto.tf.json).
 
+# Read at apply time on the first run: it calls the Cloud Resource Manager API, enabled below.
 data "google_project" "this" {
   project_id = var.project
+
+  depends_on = [google_project_service.apis]
 }
 
 locals {
@@ -31,11 +34,14 @@ locals {
   dist_dir             = coalesce(var.dist_dir, "${path.module}/../../dist")
 }
 
+# Every API a resource below calls; each such resource depends on this (directly or through what it
+# references), so the first apply enables them before using them (schema.test.ts, terraform graph).
 resource "google_project_service" "apis" {
   for_each = toset([
     "artifactregistry.googleapis.com",
     "cloudbuild.googleapis.com",
     "cloudfunctions.googleapis.com",
+    "cloudresourcemanager.googleapis.com",
     "cloudscheduler.googleapis.com",
     "cloudtrace.googleapis.com",
     "compute.googleapis.com",
