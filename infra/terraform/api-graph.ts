@@ -8,17 +8,18 @@
 import { labelledBlocks, bodies, referencesIn, type TerraformDir } from './hcl-files.js';
 
 /**
- * The API each type calls, by type prefix (longest match wins). `null`: calls no Google API of the
- * project (local providers, and `google_project_service` itself, which Service Usage serves, on in
- * every project). Sources: each resource's page on registry.terraform.io/providers/hashicorp/google
- * names the API it manages.
+ * The API each type calls, keyed by the type or by a family's prefix ending in `_`. `null`: calls no
+ * Google API of the project (local providers, and `google_project_service` itself, which Service
+ * Usage serves, on in every project). Each resource's page on
+ * registry.terraform.io/providers/hashicorp/google names the API it manages.
  */
 export const API_OF_TYPE: Readonly<Record<string, string | null>> = {
   google_project_service: null,
   google_project: 'cloudresourcemanager.googleapis.com', // data source: projects.get
   google_project_iam_member: 'cloudresourcemanager.googleapis.com', // projects.getIamPolicy / setIamPolicy
   google_project_iam_custom_role: 'iam.googleapis.com',
-  google_service_account: 'iam.googleapis.com', // also _iam_member: serviceAccounts.setIamPolicy
+  google_service_account: 'iam.googleapis.com',
+  google_service_account_iam_member: 'iam.googleapis.com', // serviceAccounts.setIamPolicy
   google_pubsub_: 'pubsub.googleapis.com',
   google_cloud_scheduler_: 'cloudscheduler.googleapis.com',
   google_compute_: 'compute.googleapis.com',
@@ -33,15 +34,16 @@ export const API_OF_TYPE: Readonly<Record<string, string | null>> = {
 };
 
 /**
- * The API a type needs.
+ * The API a type needs: its own entry, else the longest family (`google_pubsub_`) it belongs to.
  *
  * @returns the API, null for none, undefined when the type is not mapped (a finding itself)
  */
 export function apiOf(type: string): string | null | undefined {
-  const key = Object.keys(API_OF_TYPE)
-    .filter((k) => type === k || (k.endsWith('_') && type.startsWith(k)) || type.startsWith(`${k}_`))
+  if (type in API_OF_TYPE) return API_OF_TYPE[type];
+  const family = Object.keys(API_OF_TYPE)
+    .filter((k) => k.endsWith('_') && type.startsWith(k))
     .sort((a, b) => b.length - a.length)[0];
-  return key === undefined ? undefined : API_OF_TYPE[key];
+  return family === undefined ? undefined : API_OF_TYPE[family];
 }
 
 const SERVICE = 'google_project_service';

@@ -7,6 +7,11 @@
  * most one), with the Terraform name as the anchor of its registry link. Computed-only attributes
  * are getters of the class, not properties of the config, so setting one is an unknown argument as
  * it is for Terraform.
+ *
+ * Why the `.d.ts` files: the package's `.jsii` holds the same in one 99 MB JSON document, to be parsed
+ * whole for the few resources used here; its `*ToHclTerraform` functions (`index.js`) give names and
+ * block/attribute kinds but not which arguments are required. Numeric limits beyond "at least one"
+ * and "at most one" (min/max items) are in none of them.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
