@@ -1,11 +1,13 @@
 # The project's APIs and the values every other file shares, derived from the inputs and from the
 # rendered topology (topology.auto.tf.json).
 
-# Read at apply time on the first run: it calls the Cloud Resource Manager API, enabled below.
+# It calls the Cloud Resource Manager API, enabled below: on the first run it is read at apply time.
+# It waits for that one API only, so adding another API later does not defer this read (which would
+# make the service agent's address unknown and plan its grants anew).
 data "google_project" "this" {
   project_id = var.project
 
-  depends_on = [google_project_service.apis]
+  depends_on = [google_project_service.apis["cloudresourcemanager.googleapis.com"]]
 }
 
 locals {
