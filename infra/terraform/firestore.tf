@@ -1,6 +1,8 @@
-# Firestore: the (default) database the functions use (shared/store/firestore.ts), the composite
-# indexes of the rollout-budget count and of the sweep's changes query, and TTL policies on the `expireAt` field that
-# ProxyStore.addEvent and ProxyStore.reject write (shared/store/proxies.ts).
+# Firestore: the (default) database the functions use (shared/store/firestore.ts), the one composite
+# index the store's queries use, and TTL policies on the `expireAt` field that ProxyStore.addEvent and
+# ProxyStore.reject write (shared/store/proxies.ts). Every other query is served by the automatic
+# single-field indexes; infra/terraform/firestore-indexes.ts holds the rules and
+# test/integration/store-contract.test.ts checks them against the queries the store issues.
 
 resource "google_firestore_database" "default" {
   project                 = var.project
@@ -15,8 +17,12 @@ resource "google_firestore_database" "default" {
 }
 
 # ProxyStore.countReplacing: proxies where spec.provider == P and status.phase == "Replacing", counted.
-# Two equality filters can be served by merging single-field indexes; this index makes the count
-# read one index range instead.
+# Two equality filters alone can be served by merging the single-field indexes (index merging), so
+# this index is optional; it is kept because the rollout budget counts on every create, and with it
+# the count reads one index range instead of joining two indexes.
+# (ProxyStore.changes, the sweep's delta read, ranges over changedAt and the document name: that is
+# the automatic single-field index of changedAt, which ends with the name; Firestore refuses a
+# composite (changedAt, __name__) as "not necessary".)
 resource "google_firestore_index" "proxies_provider_phase" {
   project     = var.project
   database    = google_firestore_database.default.name
@@ -30,28 +36,6 @@ resource "google_firestore_index" "proxies_provider_phase" {
 
   fields {
     field_path = "status.phase"
-    order      = "ASCENDING"
-  }
-}
-
-# ProxyStore.changes (the warm sweep's delta read, shared/reconcile/sweep-cache.ts): proxies in a
-# name range written since a time, i.e. inequalities on changedAt and on the document id. A query
-# with range filters on two fields needs a composite index; the emulator does not ask for one, so
-# this is declared from the documentation, not from a real project's error. Until it is built the
-# changes query fails and each sweep page is read whole (logged), never the sweep itself.
-resource "google_firestore_index" "proxies_changed_at" {
-  project     = var.project
-  database    = google_firestore_database.default.name
-  collection  = "proxies"
-  query_scope = "COLLECTION"
-
-  fields {
-    field_path = "changedAt"
-    order      = "ASCENDING"
-  }
-
-  fields {
-    field_path = "__name__"
     order      = "ASCENDING"
   }
 }

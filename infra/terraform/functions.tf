@@ -46,6 +46,8 @@ resource "google_service_account" "fn" {
   project      = var.project
   account_id   = "${var.name_prefix}fn-${each.key}"
   display_name = "egress-fleet function ${each.key}"
+
+  depends_on = [google_project_service.apis]
 }
 
 resource "google_project_iam_member" "fn" {
@@ -68,6 +70,8 @@ resource "google_service_account" "pubsub_push" {
   project      = var.project
   account_id   = "${var.name_prefix}pubsub-push"
   display_name = "egress-fleet Pub/Sub push"
+
+  depends_on = [google_project_service.apis]
 }
 
 resource "google_service_account_iam_member" "pubsub_push_token" {
@@ -99,6 +103,8 @@ resource "google_service_account" "build" {
   project      = var.project
   account_id   = "${var.name_prefix}build"
   display_name = "egress-fleet function builds"
+
+  depends_on = [google_project_service.apis]
 }
 
 resource "google_project_iam_member" "build" {
@@ -115,6 +121,8 @@ resource "google_storage_bucket" "sources" {
   public_access_prevention    = "enforced"
   force_destroy               = true
   labels                      = local.labels
+
+  depends_on = [google_project_service.apis]
 }
 
 data "archive_file" "fn" {

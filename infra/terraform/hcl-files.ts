@@ -26,9 +26,26 @@ export interface TerraformDir {
 const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** hcl2json wraps every block body in an array; .tf.json may or may not. */
-function bodies(value: unknown): Body[] {
+export function bodies(value: unknown): Body[] {
   if (Array.isArray(value)) return value.filter(isObject);
   return isObject(value) ? [value] : [];
+}
+
+/**
+ * The `type "name" { … }` blocks of a file's `resource` or `data` key, in either syntax.
+ *
+ * @returns `[type, name, body]` for each
+ */
+export function labelledBlocks(value: unknown): [string, string, Body][] {
+  const out: [string, string, Body][] = [];
+  for (const group of bodies(value)) {
+    for (const [type, named] of Object.entries(group)) {
+      for (const n of bodies(named)) {
+        for (const [name, body] of Object.entries(n)) for (const b of bodies(body)) out.push([type, name, b]);
+      }
+    }
+  }
+  return out;
 }
 
 /**
@@ -114,6 +131,31 @@ function asTemplate(value: string): string {
 const BUILT_IN = new Set(['each', 'count', 'path', 'self', 'terraform']);
 
 /**
+ * The references (`var.x`, `local.y`, `google_z.n[...]…`) in the expressions of a parsed value, as
+ * HashiCorp's parser finds them, with the iterators of dynamic blocks inside it.
+ *
+ * @param file - its name: `.tf.json` files also give depends_on entries as bare addresses
+ */
+export async function referencesIn(
+  file: string,
+  value: unknown,
+): Promise<{ references: string[]; iterators: Set<string> }> {
+  const strings: string[] = [];
+  const iterators = new Set<string>();
+  collectStrings(value, strings, iterators);
+  const references: string[] = [];
+  for (const s of strings) {
+    if (s.includes('${')) {
+      for (const r of await getReferencesInExpression(file, asTemplate(s))) references.push(r.value);
+    } else if (/^(data\.)?[a-z][a-z0-9]*_[a-z0-9_]+\.[A-Za-z_][\w-]*$/.test(s) && file.endsWith('.tf.json')) {
+      // depends_on entries in JSON syntax are bare addresses.
+      references.push(s);
+    }
+  }
+  return { references, iterators };
+}
+
+/**
  * The references in `dir` that name nothing declared there, and the variables nothing uses.
  *
  * @returns messages like `functions.tf: var.projet is not declared`; empty when all is well
@@ -122,18 +164,7 @@ export async function unresolvedReferences(tf: TerraformDir): Promise<string[]> 
   const problems: string[] = [];
   const usedVariables = new Set<string>();
   for (const [file, body] of tf.files) {
-    const strings: string[] = [];
-    const iterators = new Set<string>();
-    collectStrings(body, strings, iterators);
-    const references: string[] = [];
-    for (const s of strings) {
-      if (s.includes('${')) {
-        for (const r of await getReferencesInExpression(file, asTemplate(s))) references.push(r.value);
-      } else if (/^(data\.)?[a-z][a-z0-9]*_[a-z0-9_]+\.[A-Za-z_][\w-]*$/.test(s) && file.endsWith('.tf.json')) {
-        // depends_on entries in JSON syntax are bare addresses.
-        references.push(s);
-      }
-    }
+    const { references, iterators } = await referencesIn(file, body);
     for (const ref of references) {
       const parts = ref.split('.').map((p) => p.replace(/^"|"$/g, ''));
       const [head = '', second = '', third = ''] = parts;

@@ -1,8 +1,13 @@
 # The project's APIs and the values every other file shares, derived from the inputs and from the
 # rendered topology (topology.auto.tf.json).
 
+# It calls the Cloud Resource Manager API, enabled below: on the first run it is read at apply time.
+# It waits for that one API only, so adding another API later does not defer this read (which would
+# make the service agent's address unknown and plan its grants anew).
 data "google_project" "this" {
   project_id = var.project
+
+  depends_on = [google_project_service.apis["cloudresourcemanager.googleapis.com"]]
 }
 
 locals {
@@ -33,11 +38,14 @@ locals {
   dist_dir             = coalesce(var.dist_dir, "${path.module}/../../dist")
 }
 
+# Every API a resource below calls; each such resource depends on this (directly or through what it
+# references), so the first apply enables them before using them (schema.test.ts, terraform graph).
 resource "google_project_service" "apis" {
   for_each = toset([
     "artifactregistry.googleapis.com",
     "cloudbuild.googleapis.com",
     "cloudfunctions.googleapis.com",
+    "cloudresourcemanager.googleapis.com",
     "cloudscheduler.googleapis.com",
     "cloudtrace.googleapis.com",
     "compute.googleapis.com",

@@ -26,6 +26,8 @@ resource "google_compute_firewall" "proxy" {
     protocol = "tcp"
     ports    = distinct(concat([tostring(each.value.port)], var.proxy_extra_ports))
   }
+
+  depends_on = [google_project_service.apis]
 }
 
 resource "google_vpc_access_connector" "functions" {

@@ -46,6 +46,8 @@ resource "google_project_iam_custom_role" "gcp_provider" {
   title       = "egress-fleet gcp provider"
   description = "Create, observe and delete egress proxy VMs (shared/providers/gcp)."
   permissions = local.gcp_provider_permissions
+
+  depends_on = [google_project_service.apis]
 }
 
 resource "google_project_iam_member" "gcp_provider" {

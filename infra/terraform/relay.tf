@@ -8,6 +8,8 @@ resource "google_service_account" "relay" {
   account_id   = "${var.name_prefix}relay-${each.key}"
   display_name = "egress-fleet relay ${each.key}"
 
+  depends_on = [google_project_service.apis]
+
   lifecycle {
     precondition {
       condition     = length("${var.name_prefix}relay-${each.key}") <= 30

@@ -86,6 +86,10 @@ function pushSubscription(s: TopologySubscription): Block {
   return { ...block, ...retryAndDeadLetter(s) };
 }
 
+/**
+ * The Pub/Sub service agent, which Google creates when the Pub/Sub API is enabled: its grants name a
+ * topic or subscription, which depend on the API, so they are never applied before it exists.
+ */
 const PUBSUB_AGENT = 'serviceAccount:${local.pubsub_service_agent}';
 
 /**
@@ -97,7 +101,13 @@ const PUBSUB_AGENT = 'serviceAccount:${local.pubsub_service_agent}';
 export function renderTopology(topology: Topology): Record<string, Json> {
   const topics: Record<string, Block> = {};
   for (const name of topology.topics) {
-    topics[tfName(name)] = { name, project: '${var.project}', labels: '${local.labels}' };
+    // Subscriptions, grants and jobs reference a topic, so they are ordered after the API too.
+    topics[tfName(name)] = {
+      name,
+      project: '${var.project}',
+      labels: '${local.labels}',
+      depends_on: ['google_project_service.apis'],
+    };
   }
   const { subscriptions, deadLetterSubscribers } = renderSubscriptions(topology);
   const { jobs, schedules } = renderSchedules(topology);

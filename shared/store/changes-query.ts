@@ -12,7 +12,8 @@ const CHANGE_SLACK_MS = 2000;
 
 /**
  * The proxies in the name range (`after`, `through`] written since `since` (the indexed
- * `changedAt`, composite index `proxies (changedAt, __name__)`), and how many the range holds (an
+ * `changedAt`: its automatic single-field index, which ends with the document name, serves both
+ * ranges, so no composite index is declared), and how many the range holds (an
  * aggregation: one read per 1000).
  */
 export async function changedInRange(
