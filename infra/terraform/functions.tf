@@ -6,7 +6,8 @@ locals {
   functions = local.topology_functions
 
   # Functions that call providers (create, get, delete, list, check): provider secrets, the VPC
-  # connector and the providers' own permissions go to these only.
+  # connector (network.tf: requests and check probe through it) and the providers' own
+  # permissions go to these only.
   provider_functions = toset(["requests", "check", "gc", "health"])
 
   # Topics each function publishes to (and may publish to nothing else):
@@ -89,6 +90,18 @@ resource "google_cloud_run_v2_service_iam_member" "push_invoker" {
   member   = "serviceAccount:${google_service_account.pubsub_push.email}"
 }
 
+# Who may call the api function through Cloud Run: the members of api_invokers (a Google ID token
+# in X-Serverless-Authorization or Authorization), or anyone with api_public; the function then
+# checks its own bearer token either way.
+resource "google_cloud_run_v2_service_iam_member" "api_invoker" {
+  for_each = toset(var.api_invokers)
+  project  = var.project
+  location = var.region
+  name     = google_cloudfunctions2_function.fn["api"].name
+  role     = "roles/run.invoker"
+  member   = each.value
+}
+
 resource "google_cloud_run_v2_service_iam_member" "api_public" {
   count    = var.api_public ? 1 : 0
   project  = var.project
@@ -169,7 +182,7 @@ resource "google_cloudfunctions2_function" "fn" {
     ingress_settings                 = each.value.http ? "ALLOW_ALL" : var.pushed_ingress
     all_traffic_on_latest_revision   = true
     vpc_connector                    = contains(local.provider_functions, each.key) ? one(google_vpc_access_connector.functions[*].id) : null
-    vpc_connector_egress_settings    = contains(local.provider_functions, each.key) && var.vpc_connector != null ? var.vpc_connector.egress : null
+    vpc_connector_egress_settings    = contains(local.provider_functions, each.key) && local.vpc_probed ? var.vpc_connector.egress : null
 
     environment_variables = {
       EGRESS_CONFIG             = "/etc/egress-config/config.yaml"

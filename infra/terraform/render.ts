@@ -6,6 +6,7 @@
 import { configSchema, RELAY_TYPES } from '../../shared/config/schema.js';
 import { parseGcpOptions } from '../../shared/providers/gcp/options.js';
 import { ECHO_PORT } from '../echo/user-data.js';
+import { parseKubernetesOptions } from '../../shared/providers/kubernetes/options.js';
 import type { Topology, TopologySubscription } from '../local/topology.js';
 
 /** The file the renderer writes, relative to the repository root. */
@@ -112,6 +113,7 @@ export function renderTopology(topology: Topology): Record<string, Json> {
   const { subscriptions, deadLetterSubscribers } = renderSubscriptions(topology);
   const { jobs, schedules } = renderSchedules(topology);
   const gcpDefaults = parseGcpOptions({ project: 'defaults', zone: 'us-central1-a' }, 'defaults');
+  const kubernetesDefaults = parseKubernetesOptions({ server: 'https://defaults', token: 'defaults' }, 'defaults');
   return {
     '//': 'GENERATED from infra/topology.yaml by `npm run terraform:render` (infra/terraform/render.ts). Do not edit.',
     locals: {
@@ -122,6 +124,7 @@ export function renderTopology(topology: Topology): Record<string, Json> {
       relay_types: [...RELAY_TYPES],
       gcp_option_defaults: { network: gcpDefaults.network, tags: gcpDefaults.tags, proxy_port: gcpDefaults.proxyPort },
       echo_port: ECHO_PORT,
+      kubernetes_option_defaults: { port: kubernetesDefaults.port },
     },
     resource: {
       google_pubsub_topic: topics,

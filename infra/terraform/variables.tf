@@ -69,9 +69,20 @@ variable "pushed_ingress" {
 }
 
 variable "api_public" {
-  description = "Let anyone reach the api function (it checks its own bearer tokens); false keeps it to callers with roles/run.invoker."
+  description = "Grant roles/run.invoker on the api function to allUsers (it still checks its own bearer tokens). Off by default: an organisation with Domain Restricted Sharing (iam.allowedPolicyMemberDomains) refuses allUsers; see docs/deploy.md."
   type        = bool
-  default     = true
+  default     = false
+}
+
+variable "api_invokers" {
+  description = "Members granted roles/run.invoker on the api function: the people, groups and service accounts (the gateway's host identity among them) whose Google ID token Cloud Run admits, e.g. [\"group:egress-users@example.com\", \"serviceAccount:gateway@my-project.iam.gserviceaccount.com\"]."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for m in var.api_invokers : can(regex("^(user|group|serviceAccount|domain):[^\\s:]+$|^principal(Set)?://\\S+$", m))])
+    error_message = "api_invokers: each member must be user:EMAIL, group:EMAIL, serviceAccount:EMAIL, domain:DOMAIN or a principal:// / principalSet:// identifier (allUsers and allAuthenticatedUsers are api_public's)."
+  }
 }
 
 variable "api_tokens" {
@@ -105,7 +116,7 @@ variable "provider_secret_files" {
 }
 
 variable "proxy_source_ranges" {
-  description = "CIDR ranges allowed to reach the proxy port of gcp-provider VMs: your clients, plus the check function's egress (see docs/deploy.md)."
+  description = "Your clients' CIDR ranges, allowed to reach the proxy port of gcp-provider VMs. The functions' probes need none: they come from vpc_connector.ip_cidr_range, which the firewall admits as well (docs/deploy.md)."
   type        = list(string)
 
   validation {
@@ -121,17 +132,34 @@ variable "proxy_extra_ports" {
 }
 
 variable "vpc_connector" {
-  description = "Create a Serverless VPC Access connector for check, gc and health (to reach private Pod IPs or a private cluster endpoint). null: none."
+  description = "The Serverless VPC Access connector through which requests, check, gc and health reach the gcp VMs' internal addresses and Pod IPs; created whenever the config has a gcp or kubernetes provider. network: the VPC of the VMs (and the cluster); ip_cidr_range: an unused /28 in it, admitted by the proxy firewall; egress: PRIVATE_RANGES_ONLY keeps the functions' other traffic as it is."
   type = object({
-    network       = string
-    ip_cidr_range = string
+    network       = optional(string, "default")
+    ip_cidr_range = optional(string, "10.8.0.0/28")
     egress        = optional(string, "PRIVATE_RANGES_ONLY")
   })
-  default = null
+  default  = {}
+  nullable = false
 
   validation {
-    condition     = var.vpc_connector == null || contains(["PRIVATE_RANGES_ONLY", "ALL_TRAFFIC"], try(var.vpc_connector.egress, ""))
+    condition     = can(cidrhost(var.vpc_connector.ip_cidr_range, 0)) && endswith(var.vpc_connector.ip_cidr_range, "/28")
+    error_message = "vpc_connector.ip_cidr_range must be a /28 CIDR range (what a Serverless VPC Access connector takes)."
+  }
+
+  validation {
+    condition     = contains(["PRIVATE_RANGES_ONLY", "ALL_TRAFFIC"], var.vpc_connector.egress)
     error_message = "vpc_connector.egress must be PRIVATE_RANGES_ONLY or ALL_TRAFFIC."
+  }
+}
+
+variable "kubernetes_pod_ranges" {
+  description = "Pod CIDR ranges of the GKE clusters kubernetes providers use, in vpc_connector.network: a firewall rule admits the connector's range to the proxy ports there (Pod IPs are reachable only inside the VPC). Empty: no rule (a cluster in another network needs its own)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for r in var.kubernetes_pod_ranges : can(cidrhost(r, 0))])
+    error_message = "kubernetes_pod_ranges must list CIDR ranges."
   }
 }
 
@@ -147,7 +175,7 @@ variable "telemetry" {
 }
 
 variable "function_memory_mb" {
-  description = "Memory per function name, overriding infra/topology.yaml (e.g. 512 for gc and health when a gcp provider is configured)."
+  description = "Memory per function name, overriding infra/topology.yaml (e.g. 1024 for check with large sweep pages)."
   type        = map(number)
   default     = {}
 }

@@ -64,7 +64,7 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
   {
     id: 'reachable-with-credentials',
     level: 'MUST',
-    text: "`ip:port` is reachable from the prober and from clients, and the proxy requires the spec's credentials (407 without)",
+    text: "`ip:port` is reachable from clients and `probeIp:port` (else `ip:port`) from the prober, and the proxy requires the spec's credentials (407 without)",
   },
   {
     id: 'list-own-complete',

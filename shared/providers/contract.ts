@@ -36,8 +36,14 @@ export interface Instance {
   installationId: string;
   specHash: string;
   state: InstanceState;
-  /** Address reachable by the prober and discovery clients (rule reachable-with-credentials); empty while Pending. */
+  /** Address clients reach (discovery, `status.address`; rule reachable-with-credentials); empty while Pending. */
   ip: string;
+  /**
+   * Address the check function probes instead of `ip`, when the two differ: the instance's address
+   * inside the network the functions reach it through (a VM's internal IP over the VPC connector).
+   * Unset: the prober uses `ip`. Empty while Pending, as `ip` is.
+   */
+  probeIp?: string | undefined;
   port: number;
   /** Epoch milliseconds; MUST be non-zero (rule created-at-nonzero). */
   createdAt: number;

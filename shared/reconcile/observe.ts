@@ -77,7 +77,8 @@ async function withOwnProbe(
   if (provider.probesRemotely || observation.kind !== 'found' || observation.instance.state !== 'Running')
     return observation;
   const { instance } = observation;
-  const result = await probeOwn(deps, subject, instance.ip, instance.port);
+  // The prober's own path to the instance (rule reachable-with-credentials): a VM's internal address.
+  const result = await probeOwn(deps, subject, instance.probeIp || instance.ip, instance.port);
   const health = nextHealth(subject.doc.status.health, result, new Date(subject.now()));
   return { kind: 'found', instance: { ...instance, health } };
 }

@@ -189,8 +189,9 @@ export function runProviderContract(c: ContractCase): void {
 
     test('the instance is reachable through the proxy with its credentials, and refuses without', async () => {
       const { spec: s, instance: i } = await sharedInstance();
+      // The prober's address (probeIp, else ip); clients use ip (fetchThrough).
       const ok = await probeThroughProxy({
-        host: i.ip,
+        host: i.probeIp || i.ip,
         port: i.port,
         ...s.credentials,
         echoUrl: echo.url,

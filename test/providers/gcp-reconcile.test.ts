@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instanceName } from '../../shared/domain/names.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
+import { probeThroughProxy } from '../../shared/probe/probe.js';
 import { runCheck } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
@@ -27,7 +28,10 @@ beforeAll(async () => {
   echo = await startEchoServer();
   // A short wait on operations: creates return Pending and failures arrive "later", through get.
   h = await startGceHarness('gcp-reconcile', fake, echo, {}, { operationWaitSeconds: 0.3 });
-}, 60_000);
+  // Loads the Compute client before a test's own deadline runs: its import takes seconds, many
+  // more on a loaded machine.
+  await h.provider.list();
+}, 90_000);
 afterAll(async () => {
   await h?.close();
   await echo?.close();
@@ -49,6 +53,30 @@ describe('gcp provider through the reconciler', () => {
       'egress-proxy': 'g-1',
       'egress-spec': doc?.status.instance?.specHash,
     });
+  });
+
+  it('the probe reaches the VM at its internal address (over the VPC); clients reach it at the external one', async () => {
+    await h.proxies.apply(apply('g-vpc'), Date.now(), Date.now());
+    await settle(h.deps, 'g-vpc', (p) => p === 'Ready');
+    const doc = (await h.proxies.get('g-vpc'))?.doc;
+    const vm = vmOf('g-vpc');
+    expect(vm?.networkIP).not.toBe(vm?.natIP);
+    // Every probe so far went to networkIP: nothing came in through the external address.
+    expect(doc?.status.health).toMatchObject({ ok: true, egressIp: vm?.natIP });
+    expect(vm?.guest?.externalConnections).toBe(0);
+    // A client uses the address discovery gives, through the VM's NAT.
+    const credentials = await h.proxies.credentials('g-vpc', { incarnation: doc?.createdAt ?? '' });
+    const [host = '', port = ''] = (doc?.status.address ?? '').split(':');
+    const client = await probeThroughProxy({
+      host,
+      port: Number(port),
+      username: credentials?.username ?? '',
+      password: credentials?.password ?? '',
+      echoUrl: echo.url,
+      timeoutMs: 3000,
+    });
+    expect(client).toMatchObject({ ok: true, egressIp: vm?.natIP });
+    expect(vm?.guest?.externalConnections).toBe(1);
   });
 
   it('a VM stopped behind our back is replaced by a new one', async () => {

@@ -189,7 +189,7 @@ class GcpProvider implements Provider {
       (i) => ownedBy(i, this.installationId) && i.labels?.[LABELS.provider] === this.name,
     );
     for (const i of ours) this.zones.set(i.name, lastSegment(i.zone));
-    return ours.map(toInstance);
+    return ours.map((i) => toInstance(i, this.options.probeVia));
   }
 
   async check(): Promise<ProviderHealth> {
@@ -214,7 +214,7 @@ class GcpProvider implements Provider {
    * not bring the proxy up: a lost PUT the guest gave up retrying, an image without cloud-init).
    */
   private async withReadiness(api: ComputeApi, gce: GceInstance): Promise<Instance> {
-    const instance = toInstance(gce);
+    const instance = toInstance(gce, this.options.probeVia);
     const key = `${gce.name}#${gce.id ?? gce.creationTimestamp ?? ''}#${gce.lastStartTimestamp ?? ''}`;
     if (instance.state !== 'Running' || this.ready.has(key)) return instance;
     try {
@@ -226,7 +226,12 @@ class GcpProvider implements Provider {
       const failure = decodeFailure(err);
       if (!isNotFound(failure))
         throw typedError(failure, `readiness of instance ${gce.name}`, 'compute.instances.getGuestAttributes');
-      return { ...instance, ...notReady(gce, instance.createdAt, this.now(), this.options.readySeconds), ip: '' };
+      const unreachable = { ip: '', ...(instance.probeIp !== undefined && { probeIp: '' }) };
+      return {
+        ...instance,
+        ...notReady(gce, instance.createdAt, this.now(), this.options.readySeconds),
+        ...unreachable,
+      };
     }
   }
 

@@ -15,8 +15,9 @@ const fieldOf = (fn: () => unknown): string | undefined => {
 };
 
 describe('parseGcpOptions', () => {
-  it('applies the defaults: an Ubuntu image (it runs cloud-init), e2-micro, the default network, port 3128', () => {
+  it('applies the defaults: an Ubuntu image (it runs cloud-init), e2-micro, the default network, port 3128, probes over the VPC', () => {
     expect(options).toMatchObject({
+      probeVia: 'internal',
       protocol: 'https',
       machineType: 'e2-micro',
       image: 'projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64',
@@ -40,6 +41,7 @@ describe('parseGcpOptions', () => {
       'config.providers.3.options.image',
     ],
     [{ project: 'my-project', zone: 'us-central1-a', regoin: 'x' }, 'config.providers.3.options.regoin'],
+    [{ project: 'my-project', zone: 'us-central1-a', probeVia: 'nat' }, 'config.providers.3.options.probeVia'],
   ])('%j is refused naming %s', (raw, field) => {
     expect(fieldOf(() => parseGcpOptions(raw, 'config.providers.3'))).toBe(field);
   });

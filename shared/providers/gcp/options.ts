@@ -60,6 +60,12 @@ export const gcpOptionsSchema = z
     subnetwork: subnetwork.optional(),
     /** Network tags: the firewall rule that opens the proxy port targets them. */
     tags: tags.default(['egress-proxy']),
+    /**
+     * Which address of a VM the check and requests functions probe: `internal` (its `networkIP`,
+     * over the Serverless VPC Access connector of infra/terraform/network.tf) or `external` (its
+     * `natIP`, for functions whose egress reaches it some other way). Clients always get `natIP`.
+     */
+    probeVia: z.enum(['internal', 'external']).default('internal'),
     spot: z.boolean().default(false),
     diskSizeGb: diskSizeGb.default(10),
     /** The proxy port when a request says `port: 0`. */

@@ -17,7 +17,7 @@ const vm = (over: Partial<GceInstance> = {}): GceInstance => ({
   status: 'RUNNING',
   creationTimestamp: '2025-07-01T10:00:00.000-07:00',
   labels: { 'egress-proxy': 'eu-1', 'egress-installation': 'prod', 'egress-spec': 'abc', 'egress-port': '3128' },
-  networkInterfaces: [{ accessConfigs: [{ natIP: '203.0.113.7' }] }],
+  networkInterfaces: [{ networkIP: '10.128.0.5', accessConfigs: [{ natIP: '203.0.113.7' }] }],
   ...over,
 });
 
@@ -41,29 +41,47 @@ describe('stateOf', () => {
 });
 
 describe('toInstance', () => {
-  it('takes the IP from the access config, createdAt from creationTimestamp, the rest from the labels', () => {
-    expect(toInstance(vm())).toEqual({
+  it('gives clients the external IP and the prober the internal one, createdAt from creationTimestamp, the rest from the labels', () => {
+    expect(toInstance(vm(), 'internal')).toEqual({
       name: 'ep-eu-1-3f2a9c1b',
       proxy: 'eu-1',
       installationId: 'prod',
       specHash: 'abc',
       state: 'Running',
       ip: '203.0.113.7',
+      probeIp: '10.128.0.5',
       port: 3128,
       createdAt: Date.parse('2025-07-01T17:00:00.000Z'),
     });
   });
 
-  it('a RUNNING VM without its external address yet is Pending; a stopped one shows no address', () => {
-    expect(toInstance(vm({ networkInterfaces: [{ accessConfigs: [{}] }] }))).toMatchObject({
-      state: 'Pending',
+  it('with probeVia external the prober uses the external IP too (no probeIp)', () => {
+    const instance = toInstance(vm(), 'external');
+    expect(instance).toMatchObject({ state: 'Running', ip: '203.0.113.7' });
+    expect(instance).not.toHaveProperty('probeIp');
+  });
+
+  const missing: [string, GceInstance['networkInterfaces'], 'internal' | 'external'][] = [
+    ['its external address', [{ networkIP: '10.128.0.5', accessConfigs: [{}] }], 'internal'],
+    ['its external address', [{ networkIP: '10.128.0.5', accessConfigs: [{}] }], 'external'],
+    ['the internal address the prober uses', [{ accessConfigs: [{ natIP: '203.0.113.7' }] }], 'internal'],
+  ];
+  it.each(missing)('a RUNNING VM without %s yet is Pending (probeVia %s)', (_, networkInterfaces, probeVia) => {
+    const instance = toInstance(vm({ networkInterfaces }), probeVia);
+    expect(instance).toMatchObject({ state: 'Pending', ip: '' });
+    if (probeVia === 'internal') expect(instance.probeIp).toBe('');
+  });
+
+  it('a stopped VM shows no address', () => {
+    expect(toInstance(vm({ status: 'TERMINATED' }), 'internal')).toMatchObject({
+      state: 'Terminated',
       ip: '',
+      probeIp: '',
     });
-    expect(toInstance(vm({ status: 'TERMINATED' }))).toMatchObject({ state: 'Terminated', ip: '' });
   });
 
   it('never reports a zero createdAt (rule created-at-nonzero): a VM without creationTimestamp is a Retryable error', () => {
-    expect(() => toInstance(vm({ creationTimestamp: null }))).toThrow(RetryableError);
+    expect(() => toInstance(vm({ creationTimestamp: null }), 'internal')).toThrow(RetryableError);
   });
 });
 

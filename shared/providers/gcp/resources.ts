@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { PermanentError, RetryableError } from '../../errors.js';
 import type { Instance, InstanceSpec, InstanceState } from '../contract.js';
 import { buildUserData } from './cloud-init.js';
-import type { GcpPlacement } from './options.js';
+import type { GcpOptions, GcpPlacement } from './options.js';
 
 /** Ownership labels: GC and `list` only ever see instances carrying this installation's. */
 export const LABELS = {
@@ -30,8 +30,14 @@ export const gceInstanceSchema = z.object({
   /** When the VM last started (each boot, reboots included). */
   lastStartTimestamp: z.string().nullish(),
   labels: z.record(z.string(), z.string()).nullish(),
+  /** `networkIP`: the interface's internal address; `accessConfigs[].natIP`: its external one (https://cloud.google.com/compute/docs/reference/rest/v1/instances). */
   networkInterfaces: z
-    .array(z.object({ accessConfigs: z.array(z.object({ natIP: z.string().nullish() })).nullish() }))
+    .array(
+      z.object({
+        networkIP: z.string().nullish(),
+        accessConfigs: z.array(z.object({ natIP: z.string().nullish() })).nullish(),
+      }),
+    )
     .nullish(),
 });
 export type GceInstance = z.infer<typeof gceInstanceSchema>;
@@ -63,25 +69,32 @@ export function stateOf(status: string | null | undefined): InstanceState {
 export const lastSegment = (url: string | null | undefined) => (url ?? '').split('/').pop() ?? '';
 
 /**
- * The contract's view of a Compute instance.
+ * The contract's view of a Compute instance: clients get the external address (`ip`); with
+ * `probeVia: internal` the prober gets the internal one (`probeIp`), reached over the VPC.
  *
+ * @param probeVia - the provider's `probeVia` option
  * @throws RetryableError when the API returned no usable `creationTimestamp` (rule created-at-nonzero forbids a zero)
  */
-export function toInstance(gce: GceInstance): Instance {
+export function toInstance(gce: GceInstance, probeVia: GcpOptions['probeVia']): Instance {
   const labels = gce.labels ?? {};
   const createdAt = Date.parse(gce.creationTimestamp ?? '');
   if (!(createdAt > 0)) throw new RetryableError(`instance ${gce.name} has no creationTimestamp yet`, 2000);
-  const natIP = gce.networkInterfaces?.[0]?.accessConfigs?.[0]?.natIP ?? '';
+  const nic = gce.networkInterfaces?.[0];
+  const natIP = nic?.accessConfigs?.[0]?.natIP ?? '';
+  const probeIp = probeVia === 'internal' ? (nic?.networkIP ?? '') : undefined;
   let state = stateOf(gce.status);
-  // RUNNING without its external address yet is not reachable: keep it Pending (rule reachable-with-credentials).
-  if (state === 'Running' && !natIP) state = 'Pending';
+  // RUNNING without the addresses clients and the prober use is not reachable: keep it Pending
+  // (rule reachable-with-credentials).
+  if (state === 'Running' && (!natIP || probeIp === '')) state = 'Pending';
+  const running = state === 'Running';
   return {
     name: gce.name,
     proxy: labels[LABELS.proxy] ?? '',
     installationId: labels[LABELS.installation] ?? '',
     specHash: labels[LABELS.specHash] ?? '',
     state,
-    ip: state === 'Running' ? natIP : '',
+    ip: running ? natIP : '',
+    ...(probeIp !== undefined && { probeIp: running ? probeIp : '' }),
     port: Number(labels[LABELS.port] ?? 0) || 0,
     createdAt,
   };

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { startNat, type Nat } from './nat.js';
 
 /** What the tinyproxy configuration in a user-data says about serving. */
 export interface GuestProxyConfig {
@@ -126,9 +127,17 @@ export function parseTinyproxyConfig(text: string): GuestProxyConfig {
 /** A running guest proxy. */
 export interface GuestProcess {
   pid: number | undefined;
-  /** Resolves once the proxy listens (rejects when it cannot). */
+  /** Resolves once the proxy listens on the internal address and the NAT on the external one (rejects when either cannot). */
   ready: Promise<void>;
+  /** Connections that reached the proxy through the external address (the NAT), not the internal one. */
+  readonly externalConnections: number;
   stop(): Promise<void>;
+}
+
+/** A VM's two addresses: the guest listens on `internal`; `external` reaches it through the NAT. */
+export interface GuestAddresses {
+  internal: string;
+  external: string;
 }
 
 /**
@@ -145,32 +154,43 @@ export class GuestRunner {
   constructor(readonly marker: string) {}
 
   /**
-   * Starts a proxy for `instance` on `host` with the config from its user-data. After {@link close}
-   * (a reset's boot that comes after the fake closed) nothing starts: the guest's `ready` rejects.
+   * Starts a proxy for `instance` on its internal address with the config from its user-data, and
+   * the NAT from its external address. After {@link close} (a reset's boot that comes after the
+   * fake closed) nothing starts: the guest's `ready` rejects.
    */
-  start(instance: string, host: string, config: GuestProxyConfig): GuestProcess {
+  start(instance: string, addresses: GuestAddresses, config: GuestProxyConfig): GuestProcess {
     let child: ChildProcess | undefined;
+    let nat: Nat | undefined;
+    const { internal, external } = addresses;
     const bundle = this.closed
       ? Promise.reject(new Error(`guest proxy of ${instance} not started: the fake is closed`))
       : (this.bundle ??= this.build());
-    const ready = bundle.then(
-      (path) =>
-        new Promise<void>((resolve, reject) => {
-          child = spawn(process.execPath, [path, `--egress-proxy=${instance}`, `--gce-fake=${this.marker}`], {
-            stdio: ['pipe', 'pipe', 'ignore'],
-          });
-          child.stdout?.once('data', (b: Buffer) =>
-            b.toString().includes('"ready":true') ? resolve() : reject(new Error(b.toString())),
-          );
-          child.once('exit', () => reject(new Error(`guest proxy of ${instance} exited`)));
-          const { port, username, password } = config;
-          // Its own address as the source of outgoing connections: each VM egresses from its external IP.
-          child.stdin?.end(JSON.stringify({ name: instance, host, port, username, password, localAddress: host }));
-        }),
-    );
+    const ready = bundle
+      .then(
+        (path) =>
+          new Promise<void>((resolve, reject) => {
+            child = spawn(process.execPath, [path, `--egress-proxy=${instance}`, `--gce-fake=${this.marker}`], {
+              stdio: ['pipe', 'pipe', 'ignore'],
+            });
+            child.stdout?.once('data', (b: Buffer) =>
+              b.toString().includes('"ready":true') ? resolve() : reject(new Error(b.toString())),
+            );
+            child.once('exit', () => reject(new Error(`guest proxy of ${instance} exited`)));
+            const { port, username, password } = config;
+            // The external address as the source of outgoing connections: the NAT's outbound side,
+            // so each VM egresses from its external IP.
+            child.stdin?.end(
+              JSON.stringify({ name: instance, host: internal, port, username, password, localAddress: external }),
+            );
+          }),
+      )
+      .then(async () => {
+        nat = await startNat(external, internal, config.port);
+      });
     let stopped: Promise<void> | undefined;
     const stop = async () => {
       await ready.catch(() => undefined);
+      await nat?.close();
       if (child && child.exitCode === null && child.signalCode === null) {
         const exited = new Promise<void>((resolve) => child?.once('exit', () => resolve()));
         child.kill('SIGTERM');
@@ -185,6 +205,9 @@ export class GuestRunner {
         return child?.pid;
       },
       ready,
+      get externalConnections() {
+        return nat?.connections ?? 0;
+      },
       // One stop however many ask (a halt, then close): close waits for one already under way.
       stop: () => (stopped ??= stop()),
     };

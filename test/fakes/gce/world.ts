@@ -22,8 +22,12 @@ export class World {
   lostPuts = 0;
   readonly ops = new Map<string, Op>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly subnet = `127.${16 + (randomBytes(1).readUInt8() % 224)}.${randomBytes(1).readUInt8()}.`;
+  /** External addresses: a random loopback /24 of this fake (Linux routes all of 127/8 to `lo`). */
+  private readonly subnet = `127.${16 + (randomBytes(1).readUInt8() % 224)}.${randomBytes(1).readUInt8() % 255}.`;
+  /** Internal addresses (`networkIP`): the next /24, so the guest listens on an address of its own, reachable here. */
+  private readonly internalSubnet = this.subnet.replace(/\.(\d+)\.$/, (_, c: string) => `.${Number(c) + 1}.`);
   private hostCounter = 1;
+  private internalCounter = 0;
 
   constructor(
     private readonly timing: Timing,
@@ -66,7 +70,8 @@ export class World {
       body,
       nic,
       natIP: '',
-      networkIP: `10.128.0.${(this.hostCounter % 250) + 2}`,
+      // Assigned at insert, kept across stops (unlike the ephemeral external address).
+      networkIP: `${this.internalSubnet}${(this.internalCounter++ % 250) + 2}`,
       attributes: new Map(),
       startedAt: 0,
       boots: 0,
@@ -211,7 +216,7 @@ export class World {
     vm.boots += 1;
     try {
       const config = parseUserData(userData);
-      const guest = this.guests.start(vm.name, vm.natIP, config);
+      const guest = this.guests.start(vm.name, { internal: vm.networkIP, external: vm.natIP }, config);
       vm.guest = guest;
       const ready = config.readyAttribute;
       const puts = ready && (vm.boots === 1 ? ready.firstBoot : ready.everyBoot) ? ready.attempts : 0;
