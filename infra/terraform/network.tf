@@ -72,4 +72,6 @@ resource "google_compute_firewall" "pods" {
     protocol = "tcp"
     ports    = distinct(concat(local.kubernetes_ports, var.proxy_extra_ports))
   }
+
+  depends_on = [google_project_service.apis]
 }
