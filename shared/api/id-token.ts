@@ -48,7 +48,8 @@ export const ID_TOKEN_FIXES =
   'give the client a service account identity: `gcloud auth application-default login ' +
   '--impersonate-service-account SA@PROJECT.iam.gserviceaccount.com` (needs roles/iam.serviceAccountTokenCreator on it), ' +
   'a service account key in GOOGLE_APPLICATION_CREDENTIALS, or the metadata server of a Google Cloud VM; ' +
-  'or pass a token: EGRESS_ID_TOKEN=$(gcloud auth print-identity-token) (valid one hour)';
+  'or pass a token: EGRESS_ID_TOKEN=$(gcloud auth print-identity-token) (valid one hour); ' +
+  'or EGRESS_API_AUTH=none when the API admits allUsers';
 
 /**
  * The ADC minter. Of google-auth-library 10.9.1's clients, `Compute` (metadata server), `JWT`
