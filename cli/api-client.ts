@@ -194,15 +194,10 @@ async function urlList(res: Response): Promise<string[]> {
 /**
  * @param config - the API URL and token, and whether to send a Google ID token
  * @param signal - aborts requests in flight (Ctrl-C)
- * @param auth - the ID token source (default: from `config.apiAuth`; tests pass one with their clock)
  * @returns a client; its methods throw ApiError, or IdTokenError when no ID token can be had
  */
-export function createApiClient(
-  config: CliConfig,
-  signal?: AbortSignal,
-  auth = createApiAuth(config.apiAuth),
-): ApiClient {
-  const call = apiCall(config, auth, signal);
+export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiClient {
+  const call = apiCall(config, createApiAuth(config.apiAuth), signal);
   const proxyPath = (name: string) => `/v1/proxies/${encodeURIComponent(name)}`;
   const poolPath = (name: string) => `/v1/pools/${encodeURIComponent(name)}`;
 
