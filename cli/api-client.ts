@@ -1,5 +1,6 @@
 /** A small client of the HTTP API (docs/api.md) over global fetch; every answer is checked with zod. */
 import type { z } from 'zod';
+import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import type { PoolApplyRequest } from '../shared/domain/pool.js';
 import type { ApplyRequest } from '../shared/domain/proxy.js';
 import {
@@ -27,7 +28,7 @@ export class ApiError extends Error {
   override readonly name = 'ApiError';
   constructor(
     message: string,
-    /** The API's error code (`NotFound`, `Validation`, …), `Network`, or `BadResponse`. */
+    /** The API's error code (`NotFound`, `Validation`, …), `Network`, `BadResponse`, or `CloudRunIam`. */
     readonly code: string,
     /** The HTTP status, 0 when the API could not be reached. */
     readonly status: number,
@@ -107,9 +108,9 @@ function discoveryQuery(f: DiscoveryFilters, format: 'json' | 'urls'): string {
 /** One request to the API: the JSON body sent, a non-2xx answer turned into an ApiError. */
 type Call = (method: string, path: string, body?: unknown) => Promise<Response>;
 
-function apiCall(config: CliConfig, signal?: AbortSignal): Call {
+function apiCall(config: CliConfig, auth: ApiAuth, signal?: AbortSignal): Call {
   return async (method, path, body) => {
-    const headers: Record<string, string> = { accept: 'application/json, text/plain' };
+    const headers: Record<string, string> = { accept: 'application/json, text/plain', ...(await auth.headers()) };
     if (config.token) headers['authorization'] = `Bearer ${config.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
@@ -126,7 +127,10 @@ function apiCall(config: CliConfig, signal?: AbortSignal): Call {
       throw new ApiError(`cannot reach the API at ${config.apiUrl}${cause}`, 'Network', 0);
     }
     if (res.ok) return res;
-    throw errorOf(res.status, await res.text(), `${method} ${path}`, Boolean(config.token));
+    const text = await res.text();
+    const refused = auth.refusal(res.status, text);
+    if (refused) throw new ApiError(refused, 'CloudRunIam', res.status);
+    throw errorOf(res.status, text, `${method} ${path}`, Boolean(config.token));
   };
 }
 
@@ -188,12 +192,12 @@ async function urlList(res: Response): Promise<string[]> {
 }
 
 /**
- * @param config - the API URL and token
+ * @param config - the API URL and token, and whether to send a Google ID token
  * @param signal - aborts requests in flight (Ctrl-C)
- * @returns a client; its methods throw ApiError
+ * @returns a client; its methods throw ApiError, or IdTokenError when no ID token can be had
  */
 export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiClient {
-  const call = apiCall(config, signal);
+  const call = apiCall(config, createApiAuth(config.apiAuth), signal);
   const proxyPath = (name: string) => `/v1/proxies/${encodeURIComponent(name)}`;
   const poolPath = (name: string) => `/v1/pools/${encodeURIComponent(name)}`;
 

@@ -51,6 +51,9 @@ Commands:
 
 The API is EGRESS_API_URL with the bearer token EGRESS_TOKEN; when unset, both are read from
 local.env in EGRESS_HOME, or in .egress/ of the current directory or a parent (written by npm start).
+Behind Cloud Run IAM a Google ID token from Application Default Credentials goes along:
+EGRESS_API_AUTH=auto|google|none (auto: only to *.run.app and *.cloudfunctions.net URLs),
+EGRESS_API_AUDIENCE (default: the service URL), EGRESS_ID_TOKEN (a token to send as it is).
 Exit codes: 0 success, 1 failure, 2 usage error.
 `;
 

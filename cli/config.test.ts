@@ -34,6 +34,12 @@ describe('loadCliConfig', () => {
       apiUrl: 'https://api.example/api',
       token: 'env',
       source: undefined,
+      apiAuth: {
+        mode: 'none',
+        reason: 'EGRESS_API_AUTH=auto and api.example is not a Cloud Run host',
+        audience: 'https://api.example',
+        idToken: undefined,
+      },
     });
   });
 
@@ -42,7 +48,7 @@ describe('loadCliConfig', () => {
     const file = join(root, '.egress', 'local.env');
     expect(findLocalEnv({}, nested)).toBe(file);
     expect(findLocalEnv({}, root)).toBe(file);
-    expect(loadCliConfig({}, nested)).toEqual({ apiUrl: 'http://127.0.0.1:8095', token: 'abc', source: file });
+    expect(loadCliConfig({}, nested)).toMatchObject({ apiUrl: 'http://127.0.0.1:8095', token: 'abc', source: file });
   });
 
   it('fills only what the environment lacks from the file', () => {
@@ -72,6 +78,24 @@ describe('loadCliConfig', () => {
   it('names a local.env written before the API existed', () => {
     const { nested } = tree('GOOGLE_CLOUD_PROJECT=demo-egress\n');
     expect(() => loadCliConfig({}, nested)).toThrow(/local\.env has no EGRESS_API_URL/);
+  });
+
+  it('sends an ID token to a Cloud Run URL; EGRESS_API_AUTH, EGRESS_API_AUDIENCE and EGRESS_ID_TOKEN from the environment or the file', () => {
+    const run = 'https://egress-api-abc123-uc.a.run.app';
+    expect(loadCliConfig({ EGRESS_API_URL: run, EGRESS_TOKEN: 't' }, '/').apiAuth).toMatchObject({
+      mode: 'google',
+      audience: run,
+    });
+    const { nested } = tree(`EGRESS_API_URL=https://api.example\nEGRESS_API_AUTH=google\nEGRESS_API_AUDIENCE=${run}\n`);
+    expect(loadCliConfig({ EGRESS_ID_TOKEN: 'x.y.z' }, nested).apiAuth).toEqual({
+      mode: 'google',
+      reason: 'EGRESS_API_AUTH=google',
+      audience: run,
+      idToken: 'x.y.z',
+    });
+    expect(() => loadCliConfig({ EGRESS_API_URL: run, EGRESS_TOKEN: 't', EGRESS_API_AUTH: 'yes' }, '/')).toThrow(
+      /^EGRESS_API_AUTH: must be auto, google, none/,
+    );
   });
 
   it('rejects a URL that is not http(s)', () => {

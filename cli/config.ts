@@ -1,6 +1,7 @@
-/** Where the API is: EGRESS_API_URL/EGRESS_TOKEN, else `local.env` from EGRESS_HOME or the nearest `.egress/`. */
+/** Where the API is: EGRESS_API_URL/EGRESS_TOKEN (and how to pass Cloud Run IAM), else `local.env` from EGRESS_HOME or the nearest `.egress/`. */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { apiAuthSettings, type ApiAuthSettings } from '../shared/api/cloud-run-auth.js';
 
 /** The API endpoint and bearer token the CLI talks to. */
 export interface CliConfig {
@@ -10,6 +11,8 @@ export interface CliConfig {
   token: string | undefined;
   /** The `local.env` the values came from, if any (named in error messages). */
   source: string | undefined;
+  /** Whether and how to send a Google ID token (EGRESS_API_AUTH…); absent: none. */
+  apiAuth?: ApiAuthSettings;
 }
 
 /** No API URL anywhere: neither in the environment nor in a `local.env`. */
@@ -67,9 +70,10 @@ export function loadCliConfig(env: NodeJS.ProcessEnv, cwd: string): CliConfig {
   let url = env['EGRESS_API_URL'] || undefined;
   let token = env['EGRESS_TOKEN'] || undefined;
   let source: string | undefined;
+  let file: Record<string, string> = {};
   if (!url || !token) {
     source = findLocalEnv(env, cwd);
-    const file = source ? parseEnvFile(readFileSync(source, 'utf8')) : {};
+    file = source ? parseEnvFile(readFileSync(source, 'utf8')) : {};
     url ??= file['EGRESS_API_URL'] || undefined;
     token ??= file['EGRESS_TOKEN'] || undefined;
   }
@@ -83,6 +87,14 @@ export function loadCliConfig(env: NodeJS.ProcessEnv, cwd: string): CliConfig {
       `no API configured: set EGRESS_API_URL and EGRESS_TOKEN, or start the local stack (npm start); ${where}`,
     );
   }
-  if (!/^https?:\/\//.test(url)) throw new ConfigError(`EGRESS_API_URL must be an http(s) URL (got "${url}")`);
-  return { apiUrl: url.replace(/\/+$/, ''), token, source };
+  if (!/^https?:\/\//.test(url) || !URL.canParse(url))
+    throw new ConfigError(`EGRESS_API_URL must be an http(s) URL (got "${url}")`);
+  const setting = (name: 'EGRESS_API_AUTH' | 'EGRESS_API_AUDIENCE' | 'EGRESS_ID_TOKEN') =>
+    env[name] || file[name] || undefined;
+  const apiAuth = apiAuthSettings(url, {
+    EGRESS_API_AUTH: setting('EGRESS_API_AUTH'),
+    EGRESS_API_AUDIENCE: setting('EGRESS_API_AUDIENCE'),
+    EGRESS_ID_TOKEN: setting('EGRESS_ID_TOKEN'),
+  });
+  return { apiUrl: url.replace(/\/+$/, ''), token, source, apiAuth };
 }

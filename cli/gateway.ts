@@ -1,5 +1,6 @@
 /** `egress gateway`: a thin layer over gateway/ — starts one, prints its URL, runs until Ctrl-C, prints the usage summary. */
 import { createFleetApi, startGateway, type GatewayCredentials } from '../gateway/index.js';
+import { createApiAuth } from '../shared/api/cloud-run-auth.js';
 import type { Logger } from '../shared/logger.js';
 import type { Command } from './command.js';
 import type { Io } from './commands.js';
@@ -43,7 +44,7 @@ export async function runGateway(cmd: Extract<Command, { verb: 'gateway' }>, io:
   const logger = stderrLogger(io);
   const credentials = gatewayCredentials(io.env);
   const gateway = await startGateway({
-    fleet: createFleetApi({ apiUrl: config.apiUrl, token: config.token }),
+    fleet: createFleetApi({ apiUrl: config.apiUrl, token: config.token, auth: createApiAuth(config.apiAuth) }),
     filters: { pool: cmd.pool, provider: cmd.provider, labels: cmd.labels },
     listen: cmd.listen,
     banOn: cmd.banOn,

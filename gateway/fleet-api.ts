@@ -1,5 +1,7 @@
 /** The two calls the gateway makes to the fleet's HTTP API: discovery (one request per list) and reports. */
 import { z } from 'zod';
+import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
+import { IdTokenError } from '../shared/api/id-token.js';
 import type { Upstream } from './selection.js';
 
 /** Which proxies the gateway may use (interfaces.md §3, `GET /v1/discovery`). */
@@ -51,15 +53,32 @@ export class FleetApiError extends Error {
   override readonly name = 'FleetApiError';
 }
 
+/** The ID token headers, or a FleetApiError saying why there is none. */
+async function authHeaders(auth: ApiAuth): Promise<Record<string, string>> {
+  try {
+    return await auth.headers();
+  } catch (err) {
+    if (err instanceof IdTokenError) throw new FleetApiError(err.message, { cause: err });
+    throw err;
+  }
+}
+
 /**
  * @param options.apiUrl - the API base URL (`EGRESS_API_URL`)
  * @param options.token - the bearer token (`EGRESS_TOKEN`)
+ * @param options.auth - a Google ID token for Cloud Run IAM (shared/api/cloud-run-auth.ts; default: none)
  * @param options.timeoutMs - per request (default 5 s)
  */
-export function createFleetApi(options: { apiUrl: string; token?: string | undefined; timeoutMs?: number }): FleetApi {
+export function createFleetApi(options: {
+  apiUrl: string;
+  token?: string | undefined;
+  auth?: ApiAuth | undefined;
+  timeoutMs?: number;
+}): FleetApi {
   const base = options.apiUrl.replace(/\/+$/, '');
+  const auth = options.auth ?? createApiAuth(undefined);
   const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', ...(await authHeaders(auth)) };
     if (options.token) headers['authorization'] = `Bearer ${options.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
@@ -75,8 +94,10 @@ export function createFleetApi(options: { apiUrl: string; token?: string | undef
       throw new FleetApiError(`cannot reach the API at ${base}: ${cause}`);
     }
     if (!res.ok) {
-      const text = (await res.text().catch(() => '')).slice(0, 200);
-      throw new FleetApiError(`${method} ${path.split('?')[0] ?? path} answered ${res.status}: ${text}`);
+      const text = await res.text().catch(() => '');
+      const refused = auth.refusal(res.status, text);
+      if (refused) throw new FleetApiError(refused);
+      throw new FleetApiError(`${method} ${path.split('?')[0] ?? path} answered ${res.status}: ${text.slice(0, 200)}`);
     }
     return res;
   };
