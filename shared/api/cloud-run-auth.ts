@@ -161,7 +161,7 @@ export function createApiAuth(
         );
       return (
         `Cloud Run IAM refused: grant roles/run.invoker to ${member(who)} on the API's Cloud Run service ` +
-        `(HTTP 403: ${page}): add it to Terraform's API invokers, or ` +
+        `(HTTP 403: ${page}): add it to Terraform's api_invokers and apply, or ` +
         `gcloud run services add-iam-policy-binding SERVICE --region REGION --member ${member(who)} --role roles/run.invoker`
       );
     },
