@@ -27,6 +27,9 @@ http('api', async (req, res) => {
       query: url.searchParams,
       headers: req.headers,
       body: req.body as unknown,
+      // The framework has read the whole body already (its limit is 1 GB); a chunked body declares
+      // no length, so its size as received is what the API's own cap is checked against.
+      bodyBytes: req.rawBody?.length,
     });
     for (const [k, v] of Object.entries(response.headers ?? {})) res.setHeader(k, v);
     if (typeof response.body === 'string') res.status(response.status).send(response.body);

@@ -16,6 +16,7 @@ import { localFunctions } from './stack-functions.js';
 import { startEmulators, type RunningEmulators } from './emulators.js';
 import { applyTopology } from './apply-topology.js';
 import { loadTopology, localPushEndpoint, scheduleIntervals, type ScheduledTick } from './topology.js';
+import { leastToken } from '../../shared/api/scopes.js';
 
 const firebaseSchema = z.object({
   emulators: z.object({
@@ -188,8 +189,11 @@ function functionsEnv(
     EGRESS_TELEMETRY: callerEnv['EGRESS_TELEMETRY'] ?? 'file',
     EGRESS_TRACE_FILE: callerEnv['EGRESS_TRACE_FILE'] ?? join(home, 'telemetry', 'spans.jsonl'),
     EGRESS_METRICS_FILE: callerEnv['EGRESS_METRICS_FILE'] ?? join(home, 'telemetry', 'metrics.jsonl'),
-    // A fresh API token per run unless the user brought one.
-    EGRESS_API_TOKENS: callerEnv['EGRESS_API_TOKENS'] ?? randomBytes(24).toString('base64url'),
+    // Fresh API tokens per run unless the user brought some: an admin one for people and the CLI,
+    // a discover one for the gateway (shared/api/scopes.ts).
+    EGRESS_API_TOKENS:
+      callerEnv['EGRESS_API_TOKENS'] ??
+      `admin:${randomBytes(24).toString('base64url')},discover:${randomBytes(24).toString('base64url')}`,
     // Fresh relay keys per run too: the functions and the relay sign and check every message.
     [RELAY_KEYS_ENV]: callerEnv[RELAY_KEYS_ENV] ?? generateRelayKeys(relayNames(base)),
   };
@@ -256,14 +260,18 @@ function startSchedules(pubsub: PubSub, ticks: ScheduledTick[], logger: Logger):
   };
 }
 
-/** What `<home>/local.env` holds: the project, the emulators, the API and its first token. */
+/**
+ * What `<home>/local.env` holds: the project, the emulators, the API, its admin token
+ * (`EGRESS_TOKEN`) and the least token that can discover (`EGRESS_DISCOVER_TOKEN`, the gateway's).
+ */
 function localEnv(config: Config, emulators: RunningEmulators, apiUrl: string): Record<string, string> {
   return {
     GOOGLE_CLOUD_PROJECT: config.project,
     FIRESTORE_EMULATOR_HOST: emulators.firestoreHost,
     PUBSUB_EMULATOR_HOST: emulators.pubsubHost,
     EGRESS_API_URL: apiUrl,
-    EGRESS_TOKEN: config.apiTokens[0] ?? '',
+    EGRESS_TOKEN: leastToken(config.apiTokens, 'admin') ?? '',
+    EGRESS_DISCOVER_TOKEN: leastToken(config.apiTokens, 'discover') ?? '',
   };
 }
 

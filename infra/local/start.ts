@@ -8,6 +8,7 @@ import { TOPICS } from '../../shared/bus/topics.js';
 import { loadConfig } from '../../shared/config/load.js';
 import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import type { Logger } from '../../shared/logger.js';
+import { leastToken } from '../../shared/api/scopes.js';
 import { createFleetApi, FleetApiError, startGateway, type Gateway } from '../../gateway/index.js';
 import { startStack, stackHome, type Stack } from './stack.js';
 
@@ -93,7 +94,8 @@ function watchConfig(file: string, stack: Stack, env: NodeJS.ProcessEnv, logger:
  * offset), or a free port when that one is taken; its URL goes to local.env as EGRESS_GATEWAY_URL.
  */
 async function startLocalGateway(stack: Stack, home: string, portOffset: number, logger: Logger): Promise<Gateway> {
-  const fleet = createFleetApi({ apiUrl: stack.apiUrl, token: stack.config.apiTokens[0] });
+  // Discovery and reports are all it calls: it gets the least token that allows them.
+  const fleet = createFleetApi({ apiUrl: stack.apiUrl, token: leastToken(stack.config.apiTokens, 'discover') });
   // The functions were just started: on a loaded machine the API's first answer can take longer
   // than the gateway's 5 s discovery timeout, so its first list is asked for again for a while.
   const start = async (port: number): Promise<Gateway> => {
@@ -163,7 +165,9 @@ async function main(): Promise<void> {
   const address = first?.get('status.address') as unknown;
   console.log('');
   console.log(`Local stack is running (project ${stack.config.project}). Ctrl-C stops everything.`);
-  console.log(`  dashboard and API: ${stack.apiUrl}/   token: ${stack.config.apiTokens[0] ?? '(none)'}`);
+  console.log(
+    `  dashboard and API: ${stack.apiUrl}/   admin token: ${leastToken(stack.config.apiTokens, 'admin') ?? '(none)'}`,
+  );
   console.log(`  CLI: npx egress get proxies   (it reads ${join(home, 'local.env')})`);
   console.log(`  state and clients: ${join(home, 'local.env')}   logs: ${join(home, 'logs')}`);
   if (stack.env['EGRESS_TRACE_FILE'])

@@ -4,8 +4,14 @@ output "api_url" {
 }
 
 output "api_token" {
-  description = "The generated API bearer token (EGRESS_TOKEN)."
+  description = "The generated admin API token (EGRESS_TOKEN for the egress CLI and the dashboard)."
   value       = random_password.api_token.result
+  sensitive   = true
+}
+
+output "api_discover_token" {
+  description = "The generated discover API token: discovery and reports only (for gateways and crawlers)."
+  value       = random_password.api_discover_token.result
   sensitive   = true
 }
 

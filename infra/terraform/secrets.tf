@@ -27,8 +27,15 @@ resource "google_secret_manager_secret_iam_member" "config" {
   member    = "serviceAccount:${google_service_account.fn[each.key].email}"
 }
 
-# One token is generated; var.api_tokens adds more (comma-separated in EGRESS_API_TOKENS).
+# Two tokens are generated, each with its scope (shared/api/scopes.ts): an admin one for people and
+# the CLI, a discover one for gateways and crawlers (discovery and reports only). var.api_tokens adds
+# more, each "scope:token" or a bare token (admin); all go comma-separated in EGRESS_API_TOKENS.
 resource "random_password" "api_token" {
+  length  = 40
+  special = false
+}
+
+resource "random_password" "api_discover_token" {
   length  = 40
   special = false
 }
@@ -46,8 +53,11 @@ resource "google_secret_manager_secret" "api_tokens" {
 }
 
 resource "google_secret_manager_secret_version" "api_tokens" {
-  secret      = google_secret_manager_secret.api_tokens.id
-  secret_data = join(",", concat([random_password.api_token.result], var.api_tokens))
+  secret = google_secret_manager_secret.api_tokens.id
+  secret_data = join(",", concat(
+    ["admin:${random_password.api_token.result}", "discover:${random_password.api_discover_token.result}"],
+    var.api_tokens,
+  ))
 }
 
 resource "google_secret_manager_secret_iam_member" "api_tokens" {

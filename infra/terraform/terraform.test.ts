@@ -219,3 +219,35 @@ describe('terraform.tfvars.example', () => {
     expect(relay.backends.map((b) => b.provider).sort()).toEqual(named.sort());
   });
 });
+
+describe('the API tokens', () => {
+  it('are an admin and a discover token, scoped in EGRESS_API_TOKENS, and output as sensitive', () => {
+    const data = String(tf.resources.get('google_secret_manager_secret_version.api_tokens')?.['secret_data']);
+    // Each generated entry "scope:${random_password.X.result}", with a stand-in for the generated value.
+    const generated = [...data.matchAll(/"(\w+):\$\{random_password\.(\w+)\.result\}"/g)].map((m) => ({
+      scope: m[1] ?? '',
+      resource: m[2] ?? '',
+    }));
+    const value = (resource: string) => `${resource.replaceAll('_', '-')}-${'x'.repeat(24)}`;
+    const entries = generated.map((g) => `${g.scope}:${value(g.resource)}`).join(',');
+    const config = parseConfig(
+      { installationId: 'tf', echoUrl: 'http://127.0.0.1:1/', providers: [] },
+      { EGRESS_API_TOKENS: entries },
+    );
+    expect(config.apiTokens).toEqual([
+      { scope: 'admin', token: value('api_token') },
+      { scope: 'discover', token: value('api_discover_token') },
+    ]);
+    const outputs = z
+      .record(z.string(), z.tuple([z.looseObject({ value: z.string(), sensitive: z.boolean().optional() })]))
+      .parse(tf.files.get('outputs.tf')?.['output']);
+    for (const [output, resource] of [
+      ['api_token', 'api_token'],
+      ['api_discover_token', 'api_discover_token'],
+    ] as const)
+      expect(outputs[output]?.[0], output).toMatchObject({
+        value: `\${random_password.${resource}.result}`,
+        sensitive: true,
+      });
+  });
+});

@@ -86,14 +86,16 @@ variable "api_invokers" {
 }
 
 variable "api_tokens" {
-  description = "Bearer tokens the API accepts (at least 16 characters each), besides the one Terraform generates."
+  description = "More bearer tokens the API accepts besides the two Terraform generates, each \"scope:token\" (scope discover, read or admin) or a bare token (admin); the token at least 16 characters."
   type        = list(string)
   default     = []
   sensitive   = true
 
   validation {
-    condition     = alltrue([for t in var.api_tokens : length(t) >= 16 && !strcontains(t, ",")])
-    error_message = "Each API token must be at least 16 characters long and contain no comma."
+    condition = alltrue([for t in var.api_tokens : !strcontains(t, ",") && (
+      can(regex("^(discover|read|admin):.{16,}$", t)) || (!strcontains(t, ":") && length(t) >= 16)
+    )])
+    error_message = "Each API token must be \"scope:token\" (scope discover, read or admin) or a bare token without \":\", the token at least 16 characters long and without a comma."
   }
 }
 

@@ -7,7 +7,9 @@ import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
 import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
 import { documentView } from './views.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
-import { ApiError, authorised, callerId, errorResponse, type ApiRequest, type ApiResponse } from './http.js';
+import { ApiError, callerId, errorResponse, tokenScope, type ApiRequest, type ApiResponse } from './http.js';
+import { grants, type ApiScope } from './scopes.js';
+import { dashboardPage } from './dashboard-page.js';
 import { postReport } from './reports.js';
 import { parsePutBody } from './put-body.js';
 import { TOPICS } from '../bus/topics.js';
@@ -17,9 +19,14 @@ export function proxyView(doc: ProxyDoc) {
   return documentView(doc);
 }
 
-/** A proxy name from the path; 400 naming `metadata.name` when it is not a DNS-1123 label. */
+/** A name from the path; 400 naming `metadata.name` when it is not percent-encoded well or not a DNS-1123 label. */
 function nameFrom(raw: string): string {
-  const name = decodeURIComponent(raw);
+  let name: string;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    throw new ApiError('Validation', 'metadata.name: the path has a malformed percent-encoding', 'metadata.name');
+  }
   const parsed = dnsLabel.safeParse(name);
   if (!parsed.success)
     throw new ApiError('Validation', `metadata.name: ${parsed.error.issues[0]?.message ?? 'invalid'}`, 'metadata.name');
@@ -130,82 +137,157 @@ async function relays(deps: ApiDeps): Promise<ApiResponse> {
   return { status: 200, body: { items } };
 }
 
-async function route(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
-  const { method, path } = req;
-  if (path === '/healthz') return { status: 200, body: { ok: true } };
-  if (path === '/' && method === 'GET') {
-    return {
-      status: 200,
-      headers: { 'content-type': 'text/html; charset=utf-8' },
-      body:
-        deps.dashboardHtml ??
-        '<!doctype html><title>egress</title><p>The dashboard was not built: run <code>npm run build</code>.</p>',
-    };
+type Method = 'GET' | 'PUT' | 'DELETE' | 'POST';
+
+/** One route of the API; docs/api.md lists them with their scopes. */
+export interface Route {
+  method: Method;
+  /** The path; `{name}` stands for one segment, percent-decoded and checked as a DNS-1123 label. */
+  path: string;
+  /** What the caller's token must grant (shared/api/scopes.ts), or `public`: no token at all. */
+  scope: ApiScope | 'public';
+  /** Answers the request; `name` is the decoded `{name}` ('' when the path has none). */
+  handle(deps: ApiDeps, req: ApiRequest, name: string): Promise<ApiResponse>;
+}
+
+/** Every route. Discovery and reports are what a gateway needs, so `discover` is all it is given. */
+export const ROUTES: readonly Route[] = [
+  {
+    method: 'GET',
+    path: '/healthz',
+    scope: 'public',
+    handle: () => Promise.resolve({ status: 200, body: { ok: true } }),
+  },
+  { method: 'GET', path: '/', scope: 'public', handle: (deps) => Promise.resolve(dashboardPage(deps.dashboardHtml)) },
+  { method: 'GET', path: '/v1/discovery', scope: 'discover', handle: (deps, req) => discovery(deps, req.query) },
+  {
+    method: 'POST',
+    path: '/v1/proxies/{name}/reports',
+    scope: 'discover',
+    handle: (deps, req, name) => postReport(deps, name, callerId(req.headers['authorization']), req.body),
+  },
+  { method: 'GET', path: '/v1/proxies', scope: 'read', handle: (deps, req) => listProxies(deps, req.query) },
+  { method: 'GET', path: '/v1/proxies/{name}', scope: 'read', handle: (deps, _req, name) => getProxy(deps, name) },
+  { method: 'GET', path: '/v1/providers', scope: 'read', handle: (deps) => providers(deps) },
+  { method: 'GET', path: '/v1/relays', scope: 'read', handle: (deps) => relays(deps) },
+  { method: 'GET', path: '/v1/pools', scope: 'read', handle: (deps) => listPools(deps) },
+  { method: 'GET', path: '/v1/pools/{name}', scope: 'read', handle: (deps, _req, name) => getPool(deps, name) },
+  {
+    method: 'PUT',
+    path: '/v1/proxies/{name}',
+    scope: 'admin',
+    handle: (deps, req, name) => putProxy(deps, name, req.body),
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/proxies/{name}',
+    scope: 'admin',
+    handle: (deps, _req, name) => deleteProxy(deps, name),
+  },
+  {
+    method: 'PUT',
+    path: '/v1/pools/{name}',
+    scope: 'admin',
+    handle: (deps, req, name) => putPool(deps, name, req.body),
+  },
+  { method: 'DELETE', path: '/v1/pools/{name}', scope: 'admin', handle: (deps, _req, name) => deletePool(deps, name) },
+];
+
+/** The raw `{name}` segment when `path` fits `template` ('' when it has none); undefined when it does not fit. */
+function fit(template: string, path: string): string | undefined {
+  const want = template.split('/');
+  const got = path.split('/');
+  if (want.length !== got.length) return undefined;
+  let name = '';
+  for (const [i, part] of want.entries()) {
+    const segment = got[i] ?? '';
+    if (part === '{name}' && segment !== '') name = segment;
+    else if (part !== segment) return undefined;
   }
-  if (!path.startsWith('/v1/')) throw new ApiError('NotFound', `no route for ${method} ${path}`);
+  return name;
+}
+
+/** The largest body the API reads: every document it takes is a few kilobytes. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** 413 for a body over MAX_BODY_BYTES, by its declared length or its size as received. */
+function refuseLargeBody(req: ApiRequest): void {
+  const header = req.headers['content-length'];
+  const declared = Number(Array.isArray(header) ? header[0] : (header ?? 0));
+  const size = Math.max(Number.isFinite(declared) ? declared : 0, req.bodyBytes ?? 0);
+  if (size > MAX_BODY_BYTES)
+    throw new ApiError('PayloadTooLarge', `the request body is ${size} bytes; the API takes at most ${MAX_BODY_BYTES}`);
+}
+
+/** The scope of the caller's token; 401 when there is no token, or it is not one of the configured ones. */
+function authenticate(deps: ApiDeps, req: ApiRequest): ApiScope {
   if (deps.config.apiTokens.length === 0)
     throw new ApiError('Unauthorized', 'no API tokens are configured (apiTokens or EGRESS_API_TOKENS)');
-  if (!authorised(req.headers['authorization'], deps.config.apiTokens))
-    throw new ApiError('Unauthorized', 'missing or invalid bearer token');
-  const one = /^\/v1\/proxies\/([^/]+)$/.exec(path);
-  const reports = /^\/v1\/proxies\/([^/]+)\/reports$/.exec(path);
-  const only = (methods: string[]) => {
-    if (!methods.includes(method)) {
-      throw new ApiError('MethodNotAllowed', `${method} is not allowed on ${path} (allowed: ${methods.join(', ')})`);
-    }
-  };
-  if (reports?.[1]) {
-    only(['POST']);
-    return postReport(deps, nameFrom(reports[1]), callerId(req.headers['authorization']), req.body);
+  const scope = tokenScope(req.headers['authorization'], deps.config.apiTokens);
+  if (!scope) throw new ApiError('Unauthorized', 'missing or invalid bearer token');
+  return scope;
+}
+
+async function route(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
+  const { method, path } = req;
+  refuseLargeBody(req);
+  const onPath = ROUTES.flatMap((r) => {
+    const name = fit(r.path, path);
+    return name === undefined ? [] : [{ route: r, name }];
+  });
+  const hit = onPath.find((c) => c.route.method === method);
+  if (hit?.route.scope === 'public') return hit.route.handle(deps, req, hit.name);
+  // Anything else, a 404 or a 405 included, is answered only to a known token.
+  const scope = authenticate(deps, req);
+  if (!hit) {
+    if (onPath.length === 0) throw new ApiError('NotFound', `no route for ${method} ${path}`);
+    const allowed = onPath.map((c) => c.route.method).join(', ');
+    throw new ApiError('MethodNotAllowed', `${method} is not allowed on ${path} (allowed: ${allowed})`);
   }
-  if (one?.[1]) {
-    only(['GET', 'PUT', 'DELETE']);
-    const name = nameFrom(one[1]);
-    if (method === 'GET') return getProxy(deps, name);
-    if (method === 'PUT') return putProxy(deps, name, req.body);
-    return deleteProxy(deps, name);
-  }
-  const pool = /^\/v1\/pools\/([^/]+)$/.exec(path);
-  if (pool?.[1]) {
-    only(['GET', 'PUT', 'DELETE']);
-    const name = nameFrom(pool[1]);
-    if (method === 'GET') return getPool(deps, name);
-    if (method === 'PUT') return putPool(deps, name, req.body);
-    return deletePool(deps, name);
-  }
-  const collections: Record<string, () => Promise<ApiResponse>> = {
-    '/v1/proxies': () => listProxies(deps, req.query),
-    '/v1/discovery': () => discovery(deps, req.query),
-    '/v1/providers': () => providers(deps),
-    '/v1/pools': () => listPools(deps),
-    '/v1/relays': () => relays(deps),
-  };
-  const collection = collections[path];
-  if (collection) {
-    only(['GET']);
-    return collection();
-  }
-  throw new ApiError('NotFound', `no route for ${method} ${path}`);
+  const needed = hit.route.scope;
+  if (!grants(scope, needed))
+    throw new ApiError(
+      'Forbidden',
+      `${method} ${hit.route.path} needs a token with the "${needed}" scope; this token has "${scope}"`,
+    );
+  return hit.route.handle(deps, req, hit.name === '' ? '' : nameFrom(hit.name));
 }
 
 /** Answers one request; never throws. */
 export async function handleApi(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
   try {
-    return await route(deps, req);
+    return withSafetyHeaders(await route(deps, req));
   } catch (err) {
-    if (err instanceof ApiError) {
-      const response = errorResponse(err.code, err.message, err.field);
-      if (err.retryAfterSeconds === undefined) return response;
-      return { ...response, headers: { 'retry-after': String(err.retryAfterSeconds) } };
-    }
-    if (err instanceof ValidationError) return errorResponse('Validation', err.message, err.field);
-    if (err instanceof EgressError) return errorResponse('Unavailable', err.message);
-    const code = grpcCode(err);
-    // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down; ABORTED:
-    // a transaction (a report) lost its retries to concurrent ones. Either way, trying again is right.
-    if (code === GRPC_CODES.UNAVAILABLE || code === GRPC_CODES.DEADLINE_EXCEEDED || code === GRPC_CODES.ABORTED)
-      return errorResponse('Unavailable', 'a backing service is unavailable or busy; try again');
-    deps.logger.error('api request failed', { method: req.method, path: req.path, error: err });
-    return errorResponse('Internal', 'internal error');
+    return withSafetyHeaders(failure(deps, req, err));
   }
+}
+
+/**
+ * Headers on every answer: `no-store`, since most carry what a shared cache must not keep
+ * (discovery's proxy credentials above all), and `nosniff`, so a browser takes each body as the
+ * type it is declared.
+ */
+function withSafetyHeaders(response: ApiResponse): ApiResponse {
+  return {
+    ...response,
+    headers: { ...response.headers, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
+  };
+}
+
+/** The answer for an error a route threw. */
+function failure(deps: ApiDeps, req: ApiRequest, err: unknown): ApiResponse {
+  if (err instanceof ApiError) {
+    const response = errorResponse(err.code, err.message, err.field);
+    if (err.retryAfterSeconds === undefined) return response;
+    return { ...response, headers: { 'retry-after': String(err.retryAfterSeconds) } };
+  }
+  if (err instanceof ValidationError) return errorResponse('Validation', err.message, err.field);
+  if (err instanceof EgressError) return errorResponse('Unavailable', err.message);
+  const code = grpcCode(err);
+  // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down; ABORTED:
+  // a transaction (a report) lost its retries to concurrent ones. Either way, trying again is right.
+  if (code === GRPC_CODES.UNAVAILABLE || code === GRPC_CODES.DEADLINE_EXCEEDED || code === GRPC_CODES.ABORTED)
+    return errorResponse('Unavailable', 'a backing service is unavailable or busy; try again');
+  deps.logger.error('api request failed', { method: req.method, path: req.path, error: err });
+  return errorResponse('Internal', 'internal error');
 }

@@ -1,5 +1,6 @@
 /** The API's transport-neutral request/response shapes, JSON errors and bearer-token check. */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ApiScope, ApiToken } from './scopes.js';
 
 export interface ApiRequest {
   method: string;
@@ -9,6 +10,8 @@ export interface ApiRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The parsed JSON body (undefined when there is none). */
   body: unknown;
+  /** The body's size in bytes as received, when the transport knows it (a chunked body has no `content-length`). */
+  bodyBytes?: number;
 }
 
 export interface ApiResponse {
@@ -20,6 +23,8 @@ export interface ApiResponse {
 
 export type ApiErrorCode =
   | 'Unauthorized'
+  | 'Forbidden'
+  | 'PayloadTooLarge'
   | 'NotFound'
   | 'Validation'
   | 'Conflict'
@@ -30,6 +35,8 @@ export type ApiErrorCode =
 
 const STATUS: Record<ApiErrorCode, number> = {
   Unauthorized: 401,
+  Forbidden: 403,
+  PayloadTooLarge: 413,
   NotFound: 404,
   Validation: 400,
   Conflict: 409,
@@ -60,24 +67,29 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /**
  * Who is calling, for per-caller limits: a digest of the bearer token (never the token itself).
- * Call only after {@link authorised} said yes.
+ * Call only after {@link tokenScope} found the token.
  */
 export function callerId(header: string | string[] | undefined): string {
+  return digest(`egress-caller\n${bearer(header) ?? ''}`)
+    .toString('hex')
+    .slice(0, 32);
+}
+
+function bearer(header: string | string[] | undefined): string | undefined {
   const value = Array.isArray(header) ? header[0] : header;
-  const token = /^Bearer\s+(\S+)$/i.exec(value ?? '')?.[1] ?? '';
-  return digest(`egress-caller\n${token}`).toString('hex').slice(0, 32);
+  return /^Bearer\s+(\S+)$/i.exec(value ?? '')?.[1];
 }
 
 /**
- * True when the `Authorization: Bearer` token is one of `tokens`. Digests of equal length are
- * compared with `timingSafeEqual`, and every token is compared, so timing reveals nothing.
+ * The scope of the `Authorization: Bearer` token, or undefined when it is none of `tokens`.
+ * Digests of equal length are compared with `timingSafeEqual`, and every token is compared, so
+ * timing reveals neither whether a token matched nor which one.
  */
-export function authorised(header: string | string[] | undefined, tokens: readonly string[]): boolean {
-  const value = Array.isArray(header) ? header[0] : header;
-  const match = /^Bearer\s+(\S+)$/i.exec(value ?? '');
-  if (!match?.[1]) return false;
-  const presented = digest(match[1]);
-  let ok = false;
-  for (const token of tokens) ok = timingSafeEqual(presented, digest(token)) || ok;
-  return ok;
+export function tokenScope(header: string | string[] | undefined, tokens: readonly ApiToken[]): ApiScope | undefined {
+  const presented = bearer(header);
+  if (!presented) return undefined;
+  const mine = digest(presented);
+  let scope: ApiScope | undefined;
+  for (const t of tokens) if (timingSafeEqual(mine, digest(t.token))) scope = t.scope;
+  return scope;
 }

@@ -1,6 +1,8 @@
 /** Loads the configuration once: a file named by EGRESS_CONFIG (YAML or JSON) or the embedded local default. */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { apiTokenSchema } from '../api/scopes.js';
 import { ValidationError } from '../errors.js';
 import { toValidationError } from '../domain/proxy.js';
 import { unsafeJson } from '../domain/text.js';
@@ -12,11 +14,12 @@ type Env = Record<string, string | undefined>;
 
 /**
  * Parses configuration. Environment overrides: `EGRESS_PROJECT` (or `GOOGLE_CLOUD_PROJECT`),
- * `EGRESS_INSTALLATION`, `EGRESS_ECHO_URL`, `EGRESS_API_TOKENS` (comma-separated).
+ * `EGRESS_INSTALLATION`, `EGRESS_ECHO_URL`, `EGRESS_API_TOKENS` (comma-separated `scope:token`
+ * entries, shared/api/scopes.ts).
  *
  * @param env - the environment (tests pass their own)
  * @returns a deeply frozen Config
- * @throws ValidationError naming the config field (`config.providers.0.type`)
+ * @throws ValidationError naming the config field (`config.providers.0.type`) or the variable (`EGRESS_API_TOKENS.1`)
  */
 export function loadConfig(env: Env = process.env): Config {
   const raw = env['EGRESS_CONFIG'] ? readConfigFile(env['EGRESS_CONFIG']) : structuredClone(LOCAL_DEFAULT_CONFIG);
@@ -35,11 +38,16 @@ export function parseConfig(raw: unknown, env: Env = {}): Config {
   if (project) merged['project'] = project;
   if (env['EGRESS_INSTALLATION']) merged['installationId'] = env['EGRESS_INSTALLATION'];
   if (env['EGRESS_ECHO_URL']) merged['echoUrl'] = env['EGRESS_ECHO_URL'];
-  if (env['EGRESS_API_TOKENS'])
-    merged['apiTokens'] = env['EGRESS_API_TOKENS']
+  if (env['EGRESS_API_TOKENS']) {
+    const entries = env['EGRESS_API_TOKENS']
       .split(',')
       .map((t) => t.trim())
       .filter(Boolean);
+    // Checked here too, so that a bad entry is named by the variable it came from.
+    const tokens = z.array(apiTokenSchema).safeParse(entries);
+    if (!tokens.success) throw toValidationError(tokens.error, 'EGRESS_API_TOKENS');
+    merged['apiTokens'] = entries;
+  }
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) throw toValidationError(parsed.error, 'config');
   return deepFreeze(parsed.data);

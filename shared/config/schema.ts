@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { dnsLabel } from '../domain/names.js';
 import { placementSchema } from '../domain/proxy.js';
+import { apiTokenSchema } from '../api/scopes.js';
 
 export const PROVIDER_TYPES = ['process', 'kvm', 'gcp', 'kubernetes'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
@@ -65,8 +66,14 @@ export const configSchema = z.strictObject({
   checkBatchSize: z.number().int().min(1).max(500).default(200),
   /** How often the provider-health monitor checks every provider. */
   healthIntervalSeconds: seconds.default(60),
-  /** Bearer tokens the HTTP API accepts (also `EGRESS_API_TOKENS`, comma-separated). */
-  apiTokens: z.array(z.string().min(16, 'API tokens must be at least 16 characters')).default([]),
+  /**
+   * Bearer tokens the HTTP API accepts, each `scope:token` (`discover`, `read`, `admin`) or a bare
+   * token (admin); also `EGRESS_API_TOKENS`, comma-separated.
+   */
+  apiTokens: z
+    .array(apiTokenSchema)
+    .refine((ts) => new Set(ts.map((t) => t.token)).size === ts.length, 'a token may be given only once (one scope)')
+    .default([]),
   /**
    * A pool's spread entry that went out (provider unhealthy, QuotaExceeded) gets its share back
    * only after staying good this long; the delay doubles each time it relapses soon after (max 16×).

@@ -27,10 +27,21 @@ afterAll(async () => {
 });
 
 describe('e2e: egress CLI', () => {
-  it('the stack wrote the API URL and token the CLI reads', () => {
+  it('the stack wrote the API URL, the admin token the CLI reads and the discover token its gateway runs with', async () => {
     const env = stack.localEnv();
     expect(env['EGRESS_API_URL']).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(env['EGRESS_TOKEN']).toMatch(/.+/);
+    expect(env['EGRESS_DISCOVER_TOKEN']).toMatch(/.+/);
+    const get = (path: string, token: string) =>
+      fetch(`${env['EGRESS_API_URL']}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    const discover = env['EGRESS_DISCOVER_TOKEN'] ?? '';
+    expect((await get('/v1/discovery', discover)).status).toBe(200);
+    const refused = await get('/v1/proxies', discover);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({
+      error: { code: 'Forbidden', message: /needs a token with the "read" scope/ },
+    });
+    expect((await get('/v1/proxies', env['EGRESS_TOKEN'] ?? '')).status).toBe(200);
   });
 
   it('apply -f docs/samples/local-fleet.yaml --wait returns 0 when all are Ready', async () => {

@@ -16,6 +16,8 @@ let profile: string | undefined;
 let page: Page;
 let apiUrl = '';
 let token = '';
+/** What the page logged that names its Content-Security-Policy: a blocked script or style. */
+const policyViolations: string[] = [];
 
 const row = (name: string) => page.getByTestId(`proxy-row-${name}`);
 const readyRow = (name: string) => page.locator(`[data-testid="proxy-row-${name}"][data-phase="Ready"]`);
@@ -40,6 +42,9 @@ beforeAll(async () => {
   });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: apiUrl });
   page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) policyViolations.push(m.text());
+  });
 });
 
 afterAll(async () => {
@@ -51,7 +56,9 @@ afterAll(async () => {
 describe('e2e: dashboard in a browser', () => {
   it('asks for the token and brings the form back when the API refuses it', async () => {
     expect(apiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    await page.goto(`${apiUrl}/`);
+    const answer = await page.goto(`${apiUrl}/`);
+    // Its own inline script and styles run under a policy that lets no other site frame it.
+    expect(answer?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
     await page.getByLabel('API token').fill('not-the-token');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('#login-error:not([hidden])').waitFor();
@@ -146,5 +153,9 @@ describe('e2e: dashboard in a browser', () => {
     await expect.poll(() => poolRow.locator('li').count(), { timeout: 60_000 }).toBe(1);
     await expect.poll(() => poolRow.locator('[data-col="ready"]').textContent(), { timeout: 30_000 }).toBe('1/1');
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  });
+
+  it('ran under its Content-Security-Policy: nothing it needs was blocked', () => {
+    expect(policyViolations).toEqual([]);
   });
 });

@@ -35,11 +35,11 @@ const ipOf = (body: string) => (JSON.parse(body) as { ip: string }).ip;
 const withUser = (url: string, user: string) => url.replace(/^http:\/\/([^:]+):/, `http://${user}:`);
 const userOf = (url: string) => decodeURIComponent(/^http:\/\/([^:]+):/.exec(url)?.[1] ?? '');
 
-/** The Ready proxies as discovery lists them (the gateway's own view). */
+/** The Ready proxies as discovery lists them (the gateway's own view, with the stack gateway's token). */
 async function discovery(): Promise<{ name: string; egressIp?: string | null }[]> {
   const env = stack.localEnv();
   const res = await fetch(`${env['EGRESS_API_URL']}/v1/discovery`, {
-    headers: { authorization: `Bearer ${env['EGRESS_TOKEN']}` },
+    headers: { authorization: `Bearer ${env['EGRESS_DISCOVER_TOKEN']}` },
   });
   return (await res.json()) as { name: string; egressIp?: string | null }[];
 }

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clip } from '../../shared/domain/text.js';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { emulatorEnv } from '../support/emulator-env.js';
-import { apiCaller, byFramework, type Answer } from './support/api-answers.js';
+import { apiCaller, byFramework, capProblems, overCap, type Answer } from './support/api-answers.js';
 import { Figures } from './support/figures.js';
 import { captureLogs, loadFunctions, recordTopic } from './support/function-entry.js';
 import {
@@ -106,8 +106,13 @@ describe('guarantee: bad input on the HTTP API', () => {
       const a = await call('PUT', '/v1/proxies/fz-api', c.text);
       figures.add(`class.${c.class}`);
       figures.add('inputs');
-      const wrong = byFramework(c.text) ? frameworkProblems(a) : problems(a, c.field);
-      if (c.mentions && a.error && !mentions(a.error.message, c.mentions)) wrong.push(`does not mention ${c.mentions}`);
+      const wrong = byFramework(c.text)
+        ? frameworkProblems(a)
+        : overCap(c.text)
+          ? capProblems(a)
+          : problems(a, c.field);
+      if (c.mentions && a.error && !overCap(c.text) && !mentions(a.error.message, c.mentions))
+        wrong.push(`does not mention ${c.mentions}`);
       if (wrong.length > 0)
         failures.push(`${c.class} ${c.label}: ${wrong.join('; ')} (${a.error?.message.slice(0, 100)})`);
       else figures.add('rejectedNamingField');

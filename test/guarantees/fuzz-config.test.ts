@@ -159,7 +159,7 @@ describe('guarantee: bad config files', () => {
     const got = failure(() => loadConfig({ EGRESS_API_TOKENS: 'long-enough-token-0123456789, short' }));
     figures.add('handPicked');
     figures.add('inputs');
-    expect(got.field).toBe('config.apiTokens.1');
+    expect(got.field).toBe('EGRESS_API_TOKENS.1');
     // The error names the token's place, never the token.
     expect(got.message).not.toContain('short');
   });

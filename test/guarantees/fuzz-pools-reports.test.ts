@@ -11,7 +11,7 @@ import { getTestServer } from '@google-cloud/functions-framework/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { emulatorEnv } from '../support/emulator-env.js';
-import { apiCaller, byFramework, type Answer } from './support/api-answers.js';
+import { apiCaller, byFramework, capProblems, overCap, type Answer } from './support/api-answers.js';
 import { Figures } from './support/figures.js';
 import {
   base64,
@@ -117,6 +117,7 @@ const call = apiCaller(() => base, TOKEN, figures);
 /** What is wrong with an HTTP answer that should be a 400 JSON error naming `field`. */
 function httpProblems(a: Answer, text: string, field: string, mention?: string): string[] {
   if (byFramework(text)) return a.status === 400 ? [] : [`status ${a.status}, want the framework's 400`];
+  if (overCap(text)) return capProblems(a);
   const out: string[] = [];
   if (a.status !== 400) out.push(`status ${a.status}, want 400`);
   if (!a.error) out.push(`not a JSON error: ${a.text.slice(0, 120)}`);

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handleApi } from '../../shared/api/handler.js';
-import { authorised } from '../../shared/api/http.js';
+import { tokenScope } from '../../shared/api/http.js';
 import { instanceName } from '../../shared/domain/names.js';
 import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
@@ -197,13 +197,16 @@ describe('guarantee: the API gives credentials only to the right token', () => {
 
   it('tokens are compared as SHA-256 digests with timingSafeEqual: any length, never a throw', () => {
     const source = readFileSync('shared/api/http.ts', 'utf8');
-    expect(source).toMatch(/timingSafeEqual\(presented, digest\(token\)\)/);
+    expect(source).toMatch(/timingSafeEqual\(mine, digest\(t\.token\)\)/);
     expect(source).toMatch(/createHash\('sha256'\)/);
+    const admin = (token: string) => ({ scope: 'admin' as const, token });
+    const others = [admin(TOKEN), { scope: 'discover' as const, token: 'another-token-of-another-length' }];
     for (const presented of ['', 'a', TOKEN.slice(1), `${TOKEN}x`, 'x'.repeat(100_000), '\u00ff'.repeat(33)])
-      expect(authorised(`Bearer ${presented}`, [TOKEN, 'another-token-of-another-length'])).toBe(false);
-    expect(authorised(`Bearer ${TOKEN}`, ['x'.repeat(17), TOKEN])).toBe(true);
-    expect(authorised(['Bearer nope', `Bearer ${TOKEN}`], [TOKEN])).toBe(false);
-    expect(authorised(`Bearer ${TOKEN}`, [])).toBe(false);
+      expect(tokenScope(`Bearer ${presented}`, others)).toBeUndefined();
+    expect(tokenScope(`Bearer ${TOKEN}`, [admin('x'.repeat(17)), admin(TOKEN)])).toBe('admin');
+    expect(tokenScope('Bearer another-token-of-another-length', others)).toBe('discover');
+    expect(tokenScope(['Bearer nope', `Bearer ${TOKEN}`], [admin(TOKEN)])).toBeUndefined();
+    expect(tokenScope(`Bearer ${TOKEN}`, [])).toBeUndefined();
   });
 });
 

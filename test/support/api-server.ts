@@ -37,7 +37,7 @@ export async function startApiServer(fleet: MemoryFleet): Promise<ApiServer> {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://api.local');
     const header = req.headers.authorization;
-    const authorized = fleet.config.apiTokens.some((t) => header === `Bearer ${t}`);
+    const authorized = fleet.config.apiTokens.some((t) => header === `Bearer ${t.token}`);
     requests.push({ method: req.method ?? '', url: `${url.pathname}${url.search}`, authorized });
     const answer = async () => {
       const text = await readBody(req);
@@ -55,6 +55,7 @@ export async function startApiServer(fleet: MemoryFleet): Promise<ApiServer> {
         query: url.searchParams,
         headers: req.headers,
         body,
+        bodyBytes: Buffer.byteLength(text),
       });
       const payload = typeof response.body === 'string' ? response.body : JSON.stringify(response.body);
       const type = typeof response.body === 'string' ? 'text/plain' : 'application/json';

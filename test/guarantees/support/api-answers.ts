@@ -1,4 +1,5 @@
 /** Calls to the real `api` function over HTTP for the fuzz suites, and what its answers should be. */
+import { MAX_BODY_BYTES } from '../../../shared/api/handler.js';
 import type { Figures } from './figures.js';
 
 /** An HTTP answer: its status, the JSON error if it is one, and the raw text. */
@@ -47,4 +48,16 @@ export function byFramework(text: string): boolean {
   } catch {
     return true;
   }
+}
+
+/** Whether a body is over the API's cap: refused with 413 before its fields (or the token) are looked at. */
+export function overCap(text: string): boolean {
+  return Buffer.byteLength(text) > MAX_BODY_BYTES;
+}
+
+/** What is wrong with the answer to a body over the cap. */
+export function capProblems(a: Answer): string[] {
+  return a.status === 413 && a.error?.code === 'PayloadTooLarge'
+    ? []
+    : [`status ${a.status} (${a.error?.code ?? 'no JSON error'}), want 413 PayloadTooLarge`];
 }
