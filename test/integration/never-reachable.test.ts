@@ -59,7 +59,10 @@ const untilStopped = (name: string) =>
       await runCheck(deps, { names: [name] });
       const d = await doc(name);
       const left = (await backend?.list())?.length;
-      expect({ phase: d.status.phase, left }, `${name} stopped, no instance left`).toEqual({ phase: 'Failed', left: 0 });
+      expect({ phase: d.status.phase, left }, `${name} stopped, no instance left`).toEqual({
+        phase: 'Failed',
+        left: 0,
+      });
     },
     120_000,
     300,
