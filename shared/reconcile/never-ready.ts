@@ -78,8 +78,8 @@ export function stoppedMessage(record: Pick<Unreachable, 'address' | 'error'>, t
   return (
     `never reachable: ${tried} instance${tried === 1 ? '' : 's'} in a row never passed a probe ${where} ` +
     `(last error: ${record.error}); creation stopped and the last instance is deleted. Likely causes: a ` +
-    `firewall that keeps the check function's addresses (its VPC connector or Direct VPC egress range) ` +
-    `from the proxy port; the proxy port not listening on the instance; the instance's start-up ` +
+    `firewall that keeps the prober (the check function, through its VPC connector or Direct VPC egress; ` +
+    `the relay, for relay-backed providers) from the proxy port; the proxy port not listening on the instance; the instance's start-up ` +
     `(cloud-init) failing. Fix the cause, then apply the proxy again: the same spec resumes creation.`
   );
 }
