@@ -10,8 +10,8 @@ import { startApiServer, type ApiServer } from '../test/support/api-server.js';
 import { eventually } from '../test/support/eventually.js';
 import { startMemoryFleet, type MemoryFleet } from '../test/support/memory-fleet.js';
 import { createApiClient, type ApiClient } from './api-client.js';
-import { conditionSchema } from '../shared/api/schema.js';
-import { lastConditionMessage, waitFor, WaitError, type ProgressOutput, type WaitTarget } from './wait.js';
+import { conditionSchema, proxySchema } from '../shared/api/schema.js';
+import { lastConditionMessage, readiness, waitFor, WaitError, type ProgressOutput, type WaitTarget } from './wait.js';
 
 const TOKEN = 't0k-for-the-wait-tests';
 let api: ApiServer | undefined;
@@ -201,5 +201,33 @@ describe('lastConditionMessage', () => {
   it('falls back to the newest condition, and to nothing', () => {
     expect(lastConditionMessage([c('Ready', 'True', 'Ready', '2030-01-01T00:00:01Z')])).toBe('Ready: Ready says');
     expect(lastConditionMessage([])).toBeUndefined();
+  });
+});
+
+describe('readiness of a proxy applied again after its creation stopped (NeverReachable)', () => {
+  const message = 'never reachable: 3 instances in a row never passed a probe through 10.0.0.7:3128';
+  const at = (generation: number, phase: string, stopped: boolean) =>
+    proxySchema.parse({
+      apiVersion: 'egress.dev/v1',
+      kind: 'Proxy',
+      metadata: { name: 'w-1', labels: {}, generation },
+      spec: one!.spec,
+      status: {
+        phase,
+        observedGeneration: generation,
+        conditions: [{ type: 'Ready', status: 'False', reason: 'NeverReachable', message, lastTransitionTime: '' }],
+        ...(stopped && { unreachable: { generation, stopped: true, instances: [], address: '', error: '' } }),
+      },
+    });
+
+  it("is not this apply's failure until the apply moved the generation; a new stop is", () => {
+    expect(readiness(at(1, 'Failed', true), one!, 1)).toMatchObject({ state: 'apply not recorded yet', done: false });
+    expect(readiness(at(1, 'Failed', true), one!, 1).failed).toBeUndefined();
+    expect(readiness(at(2, 'Provisioning', false), one!, 1)).toMatchObject({ state: 'Provisioning', done: false });
+    expect(readiness(at(2, 'Failed', true), one!, 1)).toMatchObject({
+      failed: true,
+      why: `NeverReachable: ${message}`,
+    });
+    expect(readiness(at(1, 'Failed', true), one!, undefined)).toMatchObject({ failed: true });
   });
 });

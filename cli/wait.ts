@@ -69,7 +69,7 @@ export function lastConditionMessage(conditions: readonly ApiCondition[]): strin
  * Whether `proxy` shows the applied request done: the stored spec and labels are the applied ones
  * (the apply went through the queue), it is Ready, and — when the API says — for this generation.
  */
-export function readiness(proxy: ApiProxy | undefined, request: ApplyRequest): State {
+export function readiness(proxy: ApiProxy | undefined, request: ApplyRequest, stoppedBefore?: number): State {
   if (!proxy) return { state: 'not recorded yet', done: false };
   const why = lastConditionMessage(proxy.status.conditions);
   const applied =
@@ -78,11 +78,21 @@ export function readiness(proxy: ApiProxy | undefined, request: ApplyRequest): S
     !proxy.metadata.deletionRequestedAt;
   if (!applied) return { state: 'apply not recorded yet', done: false };
   const phase = proxy.status.phase;
+  // Applying a stopped proxy again resumes it by moving its generation: until that apply is
+  // recorded, the stop the wait began with is not this apply's failure.
+  if (phase === 'Failed' && stoppedBefore !== undefined && proxy.metadata.generation === stoppedBefore)
+    return { state: 'apply not recorded yet', done: false, why };
   if (phase === 'Failed') return { state: phase, done: false, failed: true, why };
   const observed = proxy.status.observedGeneration;
   const current =
     observed === undefined || proxy.metadata.generation === undefined || observed >= proxy.metadata.generation;
   return { state: phase, done: phase === 'Ready' && current, why };
+}
+
+/** The generation creation stopped for, when it is the proxy's current one (`status.unreachable`). */
+function stoppedAt(proxy: ApiProxy | undefined): number | undefined {
+  const stop = proxy?.status.unreachable;
+  return stop?.stopped && stop.generation === proxy?.metadata.generation ? stop.generation : undefined;
 }
 
 function gone(proxy: ApiProxy | undefined): State {
@@ -138,6 +148,8 @@ export async function waitFor(
   const started = now();
   const interval = opts.intervalMs ?? 1000;
   const states = new Map<string, State>(targets.map((t) => [t.name, { state: 'waiting', done: false }]));
+  /** The generation each proxy was stopped at when first seen (`stoppedAt`). */
+  const stoppedBefore = new Map<string, number | undefined>();
   const printer = progressPrinter(out);
   try {
     for (;;) {
@@ -145,7 +157,11 @@ export async function waitFor(
         if (states.get(t.name)?.done && t.until === 'gone') continue;
         try {
           const proxy = await client.getProxy(t.name);
-          states.set(t.name, t.until === 'ready' ? readiness(proxy, t.request) : gone(proxy));
+          if (!stoppedBefore.has(t.name)) stoppedBefore.set(t.name, stoppedAt(proxy));
+          states.set(
+            t.name,
+            t.until === 'ready' ? readiness(proxy, t.request, stoppedBefore.get(t.name)) : gone(proxy),
+          );
         } catch (err) {
           if (!(err instanceof ApiError) || !err.transient) throw err;
           const previous = states.get(t.name);

@@ -51,6 +51,8 @@ export const proxySchema = z.looseObject({
       })
       .optional(),
     conditions: z.array(conditionSchema).default([]),
+    /** Creation stopped for `generation`: its instances were never reachable (docs/architecture.md "Never reachable"). */
+    unreachable: z.looseObject({ generation: z.number(), stopped: z.boolean() }).optional(),
     health: z
       .looseObject({
         ok: z.boolean(),

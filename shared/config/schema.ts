@@ -43,6 +43,12 @@ export const configSchema = z.strictObject({
   gcGraceSeconds: seconds.default(600),
   /** Consecutive probe failures after which a Running proxy is replaced. */
   unhealthyAfter: z.number().int().min(1).default(3),
+  /**
+   * Instances of one proxy replaced in a row without ever passing a probe after which creation
+   * stops (phase Failed, reason NeverReachable) until the proxy is applied again: a proxy that can
+   * never be reached (a firewall, say) is not recreated, and billed, without end.
+   */
+  neverReadyLimit: z.number().int().min(1).max(100).default(3),
   probeTimeoutSeconds: seconds.default(5),
   /** How long a worker may hold a proxy's lease around a provider call. */
   leaseSeconds: seconds.default(60),

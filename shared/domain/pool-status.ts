@@ -19,6 +19,12 @@ export const entryStatusSchema = spreadEntrySchema.extend({
   /** How many times in a row it went out soon after recovering (the recovery delay doubles). */
   failures: z.number().int().default(0),
   recoveredAt: z.number().optional(),
+  /**
+   * Members of this entry that died without ever passing a probe, in a row, for the pool's
+   * `generation` (a Ready member clears it); at `neverReadyLimit` the entry gets no more members
+   * (reason `NeverReachable`) until the generation moves (docs/architecture.md "Never reachable").
+   */
+  unreachable: z.object({ generation: z.number().int(), members: z.array(z.string()) }).optional(),
 });
 export type EntryStatus = z.infer<typeof entryStatusSchema>;
 
@@ -62,6 +68,9 @@ export const poolDocSchema = z.object({
   status: poolStatusSchema,
 });
 export type PoolDoc = z.infer<typeof poolDocSchema>;
+
+/** Whether an entry stopped getting members because they were never reachable (`unreachable`). */
+export const NEVER_REACHABLE = 'NeverReachable';
 
 export function initialPoolStatus(): PoolStatus {
   return {

@@ -28,6 +28,8 @@ export const statusInstanceSchema = z.object({
   state: z.enum(INSTANCE_STATES),
   createdAt: z.string(),
   specHash: z.string(),
+  /** This instance (told apart by `createdAt`) passed a probe at least once. */
+  passedProbe: z.boolean().optional(),
 });
 
 export const healthSchema = z.object({
@@ -64,6 +66,22 @@ export const statusSchema = z.object({
       confirmed: z.boolean().optional(),
     })
     .optional(),
+  /**
+   * Instances of this proxy replaced in a row, for this generation, without ever passing a probe
+   * (docs/architecture.md "Never reachable"); `stopped` once `neverReadyLimit` of them were tried:
+   * no more creates until the generation moves (a changed spec, or re-applying the same one).
+   */
+  unreachable: z
+    .object({
+      generation: z.number().int(),
+      /** Each such instance's `createdAt` (as in `instance.createdAt`): a redelivered check counts it once. */
+      instances: z.array(z.string()),
+      /** `ip:port` the newest of them was probed at (empty when it never ran) and its last probe error. */
+      address: z.string(),
+      error: z.string(),
+      stopped: z.boolean(),
+    })
+    .optional(),
   /** True once any create was attempted: a delete may then only finalise after NotFound. */
   everCreated: z.boolean().optional(),
   /** Feedback from traffic: counts by reason and the targeted reports in force (written by the API only). */
@@ -94,6 +112,11 @@ export type ProxyDoc = z.infer<typeof proxyDocSchema>;
 
 /** Status fields only the reports route writes: a reconcile's status write keeps what is stored. */
 export const REPORT_OWNED_FIELDS = ['reports', 'ban'] as const;
+
+/** Whether creation stopped for `generation` because its instances were never reachable (`status.unreachable`). */
+export function creationStopped(status: ProxyStatus, generation: number): boolean {
+  return status.unreachable?.stopped === true && status.unreachable.generation === generation;
+}
 
 /** The initial status of a freshly accepted proxy. */
 export function initialStatus(): ProxyStatus {

@@ -65,6 +65,7 @@ const input = (p: PoolDoc, members: ProxyDoc[], extra: Partial<PlanInput> = {}):
   now: T0 + 1000,
   recoverAfterMs: 60_000,
   unhealthyAfter: 3,
+  neverReadyLimit: 3,
   ...extra,
 });
 

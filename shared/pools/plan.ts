@@ -6,7 +6,7 @@
 import type { ProxyDoc } from '../domain/status.js';
 import { parseDuration } from '../domain/duration.js';
 import { entryKey, memberSpec, spreadOf, templateHash, type SpreadEntry } from '../domain/pool.js';
-import type { EntryStatus, PoolDoc } from '../domain/pool-status.js';
+import { NEVER_REACHABLE, type EntryStatus, type PoolDoc } from '../domain/pool-status.js';
 
 /** The label carrying the hash of the template a member was made from. */
 export const TEMPLATE_LABEL = 'egress.dev/pool-template';
@@ -24,6 +24,8 @@ export interface PlanInput {
   recoverAfterMs: number;
   /** Consecutive failed probes that make a member dead (the per-proxy `unhealthyAfter`). */
   unhealthyAfter: number;
+  /** Members of one entry dying in a row without ever passing a probe after which it gets no more. */
+  neverReadyLimit: number;
   /** Whether a member is marked banned (feedback from traffic); none when absent. */
   banned?: (member: ProxyDoc) => boolean;
 }
@@ -46,6 +48,8 @@ export interface Plan {
   terminating: number;
   /** Whether the pool is at rest: exactly `replicas` current members, none outdated. */
   settled: boolean;
+  /** Not settled, and nothing to do until it is applied again: entries short of members stopped (`NeverReachable`). */
+  halted: boolean;
   /** The pool is being deleted and no member is left: remove its document. */
   finalise: boolean;
 }
@@ -62,10 +66,31 @@ const createdMs = (m: ProxyDoc) => Date.parse(m.createdAt) || 0;
  */
 function isDead(m: ProxyDoc, unhealthyAfter: number): boolean {
   const phase = m.status.phase;
-  if (phase === 'Failed' || phase === 'Replacing') return true;
-  if (m.status.conditions.some((c) => c.type === 'Ready' && c.reason === 'PoolReplaces')) return true;
-  return phase === 'Unhealthy' && (m.status.health?.consecutiveFailures ?? 0) >= unhealthyAfter;
+  return phase === 'Failed' || phase === 'Replacing' || leftToPool(m, unhealthyAfter);
 }
+
+/** Stopped or failing its probes long enough: the per-proxy reconcile left its replacement to the pool. */
+function leftToPool(m: ProxyDoc, unhealthyAfter: number): boolean {
+  if (m.status.conditions.some((c) => c.type === 'Ready' && c.reason === 'PoolReplaces')) return true;
+  return m.status.phase === 'Unhealthy' && (m.status.health?.consecutiveFailures ?? 0) >= unhealthyAfter;
+}
+
+/**
+ * The entry's count of members that died without ever passing a probe, in a row, for this pool
+ * generation: by member name, so seeing one again counts it once; a member of the entry that
+ * passed a probe clears it.
+ */
+function unreachableOf(input: PlanInput, prev: EntryStatus | undefined, onEntry: ProxyDoc[]) {
+  const generation = input.pool.generation;
+  if (onEntry.some((m) => m.status.instance?.passedProbe === true)) return undefined;
+  const counted = prev?.unreachable?.generation === generation ? prev.unreachable.members : [];
+  const dead = onEntry.filter((m) => m.status.instance && leftToPool(m, input.unhealthyAfter));
+  const members = [...new Set([...counted, ...dead.map((m) => m.metadata.name)])];
+  return members.length > 0 ? { generation, members } : undefined;
+}
+
+/** Whether an entry stopped getting members: they were never reachable. */
+const stoppedEntry = (e: EntryStatus | undefined) => e?.reason === NEVER_REACHABLE;
 
 /** How healthy a member is, for choosing which to remove first (lower goes first). */
 function healthRank(m: ProxyDoc): number {
@@ -118,13 +143,21 @@ function availability(input: PlanInput, entries: SpreadEntry[], keys: string[], 
     const onEntry = live.filter((m) => memberKey(m) === key);
     const down = input.providerDown(entry.provider);
     const quota = onEntry.find((m) => m.status.retry?.reason === 'QuotaExceeded');
+    const unreachable = unreachableOf(
+      input,
+      prev,
+      input.members.filter((m) => memberKey(m) === key),
+    );
+    const tried = unreachable?.members.length ?? 0;
     const base = { provider: entry.provider, placement: entry.placement, desired: 0, members: onEntry.length };
-    const counts = { ...base, ready: onEntry.filter(serving(input)).length };
+    const counts = { ...base, ready: onEntry.filter(serving(input)).length, ...(unreachable && { unreachable }) };
     const bad = down
       ? { reason: 'ProviderUnhealthy', message: `provider "${entry.provider}" is unhealthy: ${down}` }
-      : quota
-        ? { reason: 'QuotaExceeded', message: `member ${quota.metadata.name} is out of quota` }
-        : undefined;
+      : tried >= input.neverReadyLimit
+        ? { reason: NEVER_REACHABLE, message: neverReachableMessage(entry.provider, unreachable?.members ?? []) }
+        : quota
+          ? { reason: 'QuotaExceeded', message: `member ${quota.metadata.name} is out of quota` }
+          : undefined;
     const wasAvailable = prev?.available ?? true;
     if (bad) {
       const relapse =
@@ -134,10 +167,11 @@ function availability(input: PlanInput, entries: SpreadEntry[], keys: string[], 
       const failures = wasAvailable ? (relapse ? (prev?.failures ?? 0) + 1 : 1) : (prev?.failures ?? 1);
       return { ...counts, available: false, ...bad, lastBadAt: input.now, failures };
     }
-    if (!wasAvailable && prev) {
+    // A stop for unreachable members ends with its generation: no recovery delay to wait out.
+    if (!wasAvailable && prev && !stoppedEntry(prev)) {
       const wait = recoverDelay(prev.failures, input.recoverAfterMs);
       if (input.now - (prev.lastBadAt ?? 0) < wait) {
-        const { desired: _d, members: _m, ready: _r, provider: _p, placement: _pl, ...kept } = prev;
+        const { desired: _d, members: _m, ready: _r, provider: _p, placement: _pl, unreachable: _u, ...kept } = prev;
         return { ...counts, ...kept, available: false };
       }
       return { ...counts, available: true, failures: prev.failures, recoveredAt: input.now };
@@ -145,6 +179,15 @@ function availability(input: PlanInput, entries: SpreadEntry[], keys: string[], 
     const kept = prev?.recoveredAt !== undefined ? { recoveredAt: prev.recoveredAt } : {};
     return { ...counts, available: true, failures: prev?.failures ?? 0, ...kept };
   });
+}
+
+function neverReachableMessage(provider: string, members: string[]): string {
+  return (
+    `${members.length} members on provider "${provider}" in a row never passed a probe (${members.join(', ')}); ` +
+    `no more are created on this entry. Their Ready conditions say what was probed and the error; fix the ` +
+    `cause (a firewall from the check function's range, the proxy port, the guest's start-up), then apply ` +
+    `the pool again`
+  );
 }
 
 /** Splits `replicas` evenly over the available entries (all of them when none is). */
@@ -185,6 +228,7 @@ export function planPool(input: PlanInput): Plan {
       waiting: [],
       updated: 0,
       settled: false,
+      halted: false,
       finalise: input.members.length === 0,
     };
   }
@@ -213,11 +257,14 @@ export function planPool(input: PlanInput): Plan {
   statuses.forEach((s, i) => (s.desired = desired[i] ?? 0));
   const currentCount = current.reduce((n, c) => n + c.length, 0);
 
-  const { creates, blocked } = planCreates(input, entries, current, desired, isReady);
-  const { drains, waiting } = planDrains(input, live, outdated, current, blocked, isReady);
+  const stopped = (m: ProxyDoc) => stoppedEntry(statuses[keys.indexOf(memberKey(m))]);
+  const open = desired.map((d, i) => (stoppedEntry(statuses[i]) ? 0 : d));
+  const { creates, blocked } = planCreates(input, entries, current, open, isReady);
+  const { drains, waiting } = planDrains(input, live, outdated, current, blocked, isReady, stopped);
   const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
   const settled = creates.length === 0 && outdated.size === 0 && currentCount === spec.replicas;
-  return { ...base, creates, drains, waiting, updated, settled, finalise: false };
+  const halted = !settled && creates.length === 0 && drains.length === 0 && statuses.some(stoppedEntry);
+  return { ...base, creates, drains, waiting, updated, settled, halted, finalise: false };
 }
 
 /**
@@ -271,6 +318,7 @@ function planDrains(
   current: ProxyDoc[][],
   blocked: boolean,
   isReady: (m: ProxyDoc) => boolean,
+  onStoppedEntry: (m: ProxyDoc) => boolean,
 ): Pick<Plan, 'drains' | 'waiting'> {
   const spec = input.pool.spec;
   const minAvailable = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
@@ -289,6 +337,12 @@ function planDrains(
       if (wasReady) readyLeft--;
     }
   };
+  // Nothing will replace a member of an entry that stopped getting members: one not Ready goes at once.
+  for (const m of candidates)
+    if (!isReady(m) && onStoppedEntry(m)) {
+      drained.add(m.metadata.name);
+      left--;
+    }
   pass(() => currentReadyCount + (left - 1) >= spec.replicas);
   // Nothing could go and nothing can come: replace in place.
   if (drained.size === 0 && blocked) pass(() => true);

@@ -2,7 +2,7 @@
 import type { Bus } from '../bus/pubsub.js';
 import type { Config } from '../config/schema.js';
 import { spreadOf, templateHash } from '../domain/pool.js';
-import type { PoolCondition, PoolDoc, PoolStatus } from '../domain/pool-status.js';
+import { NEVER_REACHABLE, type PoolCondition, type PoolDoc, type PoolStatus } from '../domain/pool-status.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { banApplies } from '../domain/reports.js';
 import { freshVerdict } from '../health.js';
@@ -139,6 +139,7 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       providerDown: (p) => down.get(p),
       recoverAfterMs: deps.config.poolRecoverSeconds * 1000,
       unhealthyAfter: deps.config.unhealthyAfter,
+      neverReadyLimit: deps.config.neverReadyLimit,
       banned: deps.banned ?? isBanned,
     });
     const hash = templateHash(pool.spec.template);
@@ -169,8 +170,11 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
     return { name, created, drained, settled: true };
   }
   const out: PoolResult = { name, created, drained, settled: plan.settled };
-  if (!plan.settled || pool.deletionRequestedAt) out.recheckAfterMs = POLL_MS;
-  const recovering = plan.entries.filter((e) => !e.available && e.lastBadAt !== undefined);
+  // A halted pool has nothing to do until it is applied again (or a member's phase changes, which kicks it).
+  if ((!plan.settled && !plan.halted) || pool.deletionRequestedAt) out.recheckAfterMs = POLL_MS;
+  const recovering = plan.entries.filter(
+    (e) => !e.available && e.lastBadAt !== undefined && e.reason !== NEVER_REACHABLE,
+  );
   if (out.recheckAfterMs === undefined && recovering.length > 0)
     out.recheckAfterMs = deps.config.poolRecoverSeconds * 1000;
   return out;

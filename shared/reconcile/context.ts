@@ -80,6 +80,7 @@ export interface Desired {
 export function policyOf(config: Config): Policy {
   return {
     unhealthyAfter: config.unhealthyAfter,
+    neverReadyLimit: config.neverReadyLimit,
     backoffBaseMs: config.backoffBaseSeconds * 1000,
     backoffMaxMs: config.backoffMaxSeconds * 1000,
     pollMs: 2000,

@@ -7,7 +7,7 @@ import { backoffMs, type DecideInput, type Observation } from './decision.js';
 import { nextStatus, recordFailure, statusChanged } from './status.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
-const policy = { unhealthyAfter: 3, backoffBaseMs: 10_000, backoffMaxMs: 600_000, pollMs: 2000 };
+const policy = { unhealthyAfter: 3, neverReadyLimit: 3, backoffBaseMs: 10_000, backoffMaxMs: 600_000, pollMs: 2000 };
 const status = (over: Partial<ProxyStatus> = {}): ProxyStatus => ({
   phase: 'Pending',
   observedGeneration: 1,
@@ -29,6 +29,7 @@ const instance = (over: Partial<Instance> = {}): Instance => ({
 const found = (over: Partial<Instance> = {}): Observation => ({ kind: 'found', instance: instance(over) });
 const input = (over: Partial<DecideInput> = {}): DecideInput => ({
   now: NOW,
+  generation: 1,
   deleting: false,
   desiredHash: 'h1',
   status: status(),

@@ -3,6 +3,7 @@
  * `decide.test.ts` has a table per MUST rule of the provider contract.
  */
 import { banApplies } from '../domain/reports.js';
+import { creationStopped } from '../domain/status.js';
 import type { Instance } from '../providers/contract.js';
 import {
   backoffMs,
@@ -20,6 +21,7 @@ import {
   type Decision,
 } from './decision.js';
 import { classifyFailure } from './failure.js';
+import { neverReadyOf, stoppedMessage, triedWith, type NeverReady } from './never-ready.js';
 
 /**
  * Decides the next step for one proxy.
@@ -93,6 +95,7 @@ function decideLiving(input: DecideInput): Decision {
     const message = input.placementError?.message ?? 'placement is invalid';
     return { action: 'none', phase: 'Failed', message, conditions: failedConditions('PermanentError', message) };
   }
+  if (creationStopped(status, input.generation)) return decideStopped(input);
   if (o.kind === 'error') {
     const message = `cannot observe the instance: ${o.error.message}`;
     if (classifyFailure(o.error).permanent) {
@@ -116,7 +119,7 @@ function decideFound(input: DecideInput, desiredHash: string, instance: Instance
   }
   if (instance.state === 'Stopped' || instance.state === 'Terminated') {
     // Rule dead-is-stopped: Stopped and Terminated both lead to delete-and-recreate.
-    return replace('stopped', `instance ${instance.name} is ${instance.state}; replacing it`, policy);
+    return replaceCounted(input, instance, 'stopped', `instance ${instance.name} is ${instance.state}`);
   }
   const ban = status.ban;
   const banned = banApplies(ban, instance.createdAt);
@@ -142,12 +145,13 @@ function decideFound(input: DecideInput, desiredHash: string, instance: Instance
 }
 
 /** A current Running instance: its probes say Ready, Unhealthy, or replace it. */
-function decideHealth({ policy, pooled }: DecideInput, instance: Instance, banned: boolean): Decision {
+function decideHealth(input: DecideInput, instance: Instance, banned: boolean): Decision {
+  const { policy, pooled } = input;
   const health = instance.health;
   if (health && health.consecutiveFailures >= policy.unhealthyAfter) {
     const failures = `probe failed ${health.consecutiveFailures} times in a row (${health.error ?? 'no detail'})`;
     if (pooled) return poolReplaces(instance, `${failures}; its pool replaces it`);
-    return replace('unhealthy', `${failures}; replacing`, policy);
+    return replaceCounted(input, instance, 'unhealthy', failures);
   }
   if (!health) {
     return {
@@ -167,6 +171,47 @@ function decideHealth({ policy, pooled }: DecideInput, instance: Instance, banne
     return { ...unhealthy(instance, message, 'ProbeFailed'), recheckAfterMs: policy.pollMs };
   }
   return ready(instance, banned ? 'reported banned (status.ban); left to its pool to replace' : 'proxy is ready');
+}
+
+/**
+ * Replaces a dead or unreachable instance; one that never passed a probe is counted, and the one
+ * that reaches `neverReadyLimit` is deleted without a successor (`status.unreachable`).
+ */
+function replaceCounted(input: DecideInput, instance: Instance, why: 'stopped' | 'unhealthy', what: string): Decision {
+  const { status, generation, policy } = input;
+  const never = neverReadyOf(status, generation, instance, policy.neverReadyLimit);
+  if (!never) return replace(why, `${what}; replacing`, policy);
+  const tried = triedWith(status.unreachable, generation, never);
+  if (never.stop) return stopCreating(never, stoppedMessage(never, tried), policy);
+  const count = `${tried}/${policy.neverReadyLimit} instances in a row never reachable`;
+  return { ...replace(why, `${what}; replacing (${count})`, policy), neverReady: never };
+}
+
+/** The last unreachable instance is deleted and no other is created: phase Failed, `NeverReachable`. */
+function stopCreating(never: NeverReady | undefined, message: string, policy: DecideInput['policy']): Decision {
+  return {
+    action: 'delete',
+    phase: 'Failed',
+    message,
+    conditions: failedConditions('NeverReachable', message),
+    recheckAfterMs: policy.pollMs,
+    ...(never ? { neverReady: never } : {}),
+  };
+}
+
+/** Creation stopped for this generation: delete what is left, create nothing, until the proxy is applied again. */
+function decideStopped({ observation: o, status, policy }: DecideInput): Decision {
+  const record = status.unreachable ?? { address: '', error: 'unknown', instances: [] };
+  const message = stoppedMessage(record, record.instances.length);
+  if (o.kind === 'found') return stopCreating(undefined, message, policy);
+  const failed: Decision = {
+    action: 'none',
+    phase: 'Failed',
+    message,
+    conditions: failedConditions('NeverReachable', message),
+  };
+  // An instance that could not be observed may still be there (and billed): look again.
+  return o.kind === 'error' ? { ...failed, recheckAfterMs: o.error.retryAfterMs ?? policy.pollMs } : failed;
 }
 
 function decideCreate({ status, now, policy }: DecideInput, desiredHash: string): Decision {

@@ -5,6 +5,7 @@
 import type { ConditionType, Phase, ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
 import type { Instance } from '../providers/contract.js';
+import type { NeverReady } from './never-ready.js';
 
 /** What the provider said about the proxy's instance. */
 export type Observation =
@@ -20,6 +21,8 @@ export type Observation =
 export interface Policy {
   /** Consecutive probe failures that make a Running instance be replaced. */
   unhealthyAfter: number;
+  /** Instances in a row replaced without ever passing a probe after which creation stops. */
+  neverReadyLimit: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
   /** How soon to look again at an instance that is booting or being deleted. */
@@ -28,6 +31,8 @@ export interface Policy {
 
 export interface DecideInput {
   now: number;
+  /** The proxy's generation: what a stop of creation (`status.unreachable`) holds for. */
+  generation: number;
   deleting: boolean;
   /** The desired spec hash over spec + resolved placement; undefined when placement is invalid. */
   desiredHash: string | undefined;
@@ -65,6 +70,8 @@ export interface Decision {
   recheckAfterMs?: number;
   /** A new asynchronous failure was seen: the status retry/failed fields to record. */
   failure?: { error: ErrorInfo; failedAt: number; specHash: string };
+  /** The instance being deleted never passed a probe: count it (`status.unreachable`). */
+  neverReady?: NeverReady;
 }
 
 export const cond = (status: 'True' | 'False' | 'Unknown', reason: string, message: string) => ({

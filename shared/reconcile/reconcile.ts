@@ -101,6 +101,7 @@ function decideInput(subject: Subject, desired: Desired, observation: Observatio
   const { doc } = subject;
   return {
     now: subject.now(),
+    generation: doc.generation,
     deleting: doc.deletionRequestedAt !== undefined,
     desiredHash: desired.hash,
     placementError: desired.error,

@@ -4,6 +4,7 @@ import type { Condition, ConditionType, ProxyStatus } from '../domain/status.js'
 import type { ErrorInfo } from '../errors.js';
 import { backoffMs, failedConditions, type Decision, type Observation, type Policy } from './decision.js';
 import { classifyFailure } from './failure.js';
+import { countNeverReady, passedProbe } from './never-ready.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -47,6 +48,7 @@ export function nextStatus(
       state: i.state,
       createdAt: iso(i.createdAt),
       specHash: i.specHash,
+      ...(passedProbe(previous.instance, i) ? { passedProbe: true } : {}),
     };
     if (i.state === 'Running' && i.ip) next.address = `${i.ip}:${i.port}`;
     else delete next.address;
@@ -61,9 +63,13 @@ export function nextStatus(
     Object.assign(next, recordFailure(next, f.error, f.failedAt, now, policy, f.specHash));
   }
   if (decision.action === 'create') next.everCreated = true;
+  if (decision.neverReady) next.unreachable = countNeverReady(previous.unreachable, generation, decision.neverReady);
+  // A count from an older generation no longer applies: the apply that moved it resumes creation.
+  else if (next.unreachable && next.unreachable.generation !== generation) delete next.unreachable;
   if (decision.phase === 'Ready') {
     delete next.retry;
     delete next.failedSpecHash;
+    delete next.unreachable;
   }
   return next;
 }

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { MEMBER_SUFFIX_LENGTH, POOL_LABEL, type PoolApplyRequest } from '../domain/pool.js';
-import { initialPoolStatus, type PoolDoc } from '../domain/pool-status.js';
+import { initialPoolStatus, NEVER_REACHABLE, type PoolDoc } from '../domain/pool-status.js';
 import { initialStatus, type ProxyDoc } from '../domain/status.js';
 import type { PoolWrites } from './ports.js';
 import { orderApply, type OrderedUpdate } from './proxy-rules.js';
@@ -21,6 +21,11 @@ export function memberName(pool: string): string {
   return `${pool}-${[...bytes].map((b) => alphabet[b % alphabet.length]).join('')}`;
 }
 
+/** Whether an entry of the pool stopped getting members for its current generation (`NeverReachable`). */
+function entryStopped(pool: PoolDoc): boolean {
+  return pool.status.entries.some((e) => e.reason === NEVER_REACHABLE && e.unreachable?.generation === pool.generation);
+}
+
 /** A pool apply against what is stored: `orderApply`, where a label change is a new generation too. */
 export function poolApplyStep(
   existing: PoolDoc | undefined,
@@ -30,6 +35,10 @@ export function poolApplyStep(
   now: number,
 ): Exclude<OrderedUpdate, { outcome: 'create' }> | { outcome: 'created'; doc: PoolDoc } {
   const order = orderApply(existing, tombAt, request, publishTime, true);
+  if (order.outcome === 'unchanged' && order.requestTime !== undefined && existing && entryStopped(existing))
+    // Applying the same pool again is the retry of an entry that stopped (its members never
+    // reachable): a newer request moves the generation the stop holds for; a redelivery is no newer.
+    return { outcome: 'updated', requestTime: order.requestTime, generation: existing.generation + 1, undelete: false };
   if (order.outcome !== 'create') return order;
   const doc: PoolDoc = {
     apiVersion: 'egress.dev/v1',

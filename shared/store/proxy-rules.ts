@@ -5,7 +5,14 @@
  */
 import { POOL_LABEL } from '../domain/pool.js';
 import type { ApplyRequest } from '../domain/proxy.js';
-import { initialStatus, REPORT_OWNED_FIELDS, type Lease, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
+import {
+  creationStopped,
+  initialStatus,
+  REPORT_OWNED_FIELDS,
+  type Lease,
+  type ProxyDoc,
+  type ProxyStatus,
+} from '../domain/status.js';
 import { clip } from '../domain/text.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 
@@ -109,7 +116,7 @@ export function applyStep(
 ): ApplyStep {
   const name = request.metadata.name;
   if (existing) refuseMember(existing);
-  const order = orderApply(existing, tombAt, request, publishTime, false);
+  const order = retryStopped(existing, orderApply(existing, tombAt, request, publishTime, false));
   if (order.outcome === 'stale' || order.outcome === 'unchanged') return order;
   if (existing && existing.spec.provider !== request.spec.provider) {
     throw new ValidationError(
@@ -136,6 +143,18 @@ export function applyStep(
     patch: { spec: request.spec, labels: request.metadata.labels, requestTime, generation },
     undelete,
   };
+}
+
+/**
+ * Applying a proxy again whose creation stopped (its instances were never reachable,
+ * `status.unreachable`) is the user's retry: a newer request with the same spec moves the
+ * generation, which the stop holds for. A redelivery of that request is no newer (`unchanged`
+ * without `requestTime`), and the stop it cleared is for the old generation: it moves nothing.
+ */
+function retryStopped(existing: ProxyDoc | undefined, order: OrderedUpdate): OrderedUpdate {
+  if (!existing || order.outcome !== 'unchanged' || order.requestTime === undefined) return order;
+  if (!creationStopped(existing.status, existing.generation)) return order;
+  return { outcome: 'updated', requestTime: order.requestTime, generation: existing.generation + 1, undelete: false };
 }
 
 /**
