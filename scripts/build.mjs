@@ -98,8 +98,8 @@ const lazyFirestore = {
   },
 };
 
-/** esbuild options of one entry: a function bundle, or a bundle whose packages stay external. */
-function buildOptions({ entry, outfile, fn, target = 'node20' }) {
+/** esbuild options of one entry: a function bundle, a standalone one, or a bundle whose packages stay external. */
+function buildOptions({ entry, outfile, fn, standalone = false, target = 'node20' }) {
   const common = {
     absWorkingDir: root,
     entryPoints: [entry],
@@ -110,7 +110,14 @@ function buildOptions({ entry, outfile, fn, target = 'node20' }) {
     metafile: true,
     logLevel: 'warning',
   };
-  if (!fn) return { ...common, outfile: join(dist, outfile), target, packages: 'external', banner };
+  if (!fn)
+    return {
+      ...common,
+      outfile: join(dist, outfile),
+      target,
+      packages: standalone ? 'bundle' : 'external',
+      banner,
+    };
   return {
     ...common,
     // What a function loads with import() (telemetry SDKs) becomes a chunk read on first use.
@@ -145,12 +152,14 @@ function entries() {
   const fixed = [
     ['relay/main.ts', 'relay/main.js'],
     ['relay/backends/process/proxy-server.ts', 'relay/proxy-server.js'],
+    // Run by install.sh before any `npm ci`: its dependencies are bundled, so node alone runs it.
+    ['relay/host-groups-main.ts', 'relay/host-groups.js', { standalone: true }],
     ['infra/local/start.ts', 'local/start.js'],
     ['infra/local/traces.ts', 'local/traces.js'],
     ['cli/main.ts', 'cli/main.js'],
   ];
-  for (const [entry, outfile] of fixed) {
-    if (existsSync(join(root, entry))) found.push({ entry, outfile });
+  for (const [entry, outfile, { standalone = false } = {}] of fixed) {
+    if (existsSync(join(root, entry))) found.push({ entry, outfile, standalone });
   }
   // The echo VM runs it with Ubuntu 24.04's nodejs package (18.19): nothing outside node: to install.
   if (existsSync(join(root, ECHO_ENTRY))) found.push({ entry: ECHO_ENTRY, outfile: ECHO_BUNDLE, target: 'node18' });
@@ -262,8 +271,9 @@ const started = Date.now();
 const targets = entries();
 rmSync(dist, { recursive: true, force: true });
 await Promise.all(
-  targets.map(async ({ entry, outfile, fn }) => {
-    const result = await build(buildOptions({ entry, outfile, fn }));
+  targets.map(async (target) => {
+    const { outfile, fn } = target;
+    const result = await build(buildOptions(target));
     if (fn) checkChunks(result.metafile, fn);
     if (fn) writeFunctionPackage(fn, result.metafile, outfile);
     // The CLI is the package's `bin`: esbuild keeps the entry's `#!/usr/bin/env node` first; make it runnable.

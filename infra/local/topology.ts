@@ -73,6 +73,11 @@ export const topologySchema = z
         timeoutSeconds: z.number().int().min(1).max(540),
         /** HTTP-triggered instead of push-triggered. */
         http: z.boolean().default(false),
+        /**
+         * Calls providers (create, get, delete, list, check): Terraform gives these only the provider
+         * secrets, the VPC path and the providers' permissions, and infra/kubernetes/rbac.yaml binds them.
+         */
+        callsProviders: z.boolean().default(false),
       }),
     ),
   })

@@ -5,10 +5,10 @@
 locals {
   functions = local.topology_functions
 
-  # Functions that call providers (create, get, delete, list, check): provider secrets, the VPC
-  # connector (network.tf: requests and check probe through it) and the providers' own
+  # Functions that call providers (`callsProviders` in infra/topology.yaml): provider secrets, the
+  # VPC connector (network.tf: requests and check probe through it) and the providers' own
   # permissions go to these only.
-  provider_functions = toset(["requests", "check", "gc", "health"])
+  provider_functions = toset([for name, f in local.functions : name if f.calls_providers])
 
   # Topics each function publishes to (and may publish to nothing else):
   # requests and relay-report: follow-ups or kicks, and relay commands (each checks the proxies it

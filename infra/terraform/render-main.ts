@@ -1,27 +1,39 @@
-/** `npm run terraform:render`: writes infra/terraform/topology.auto.tf.json; `--check` only reports whether it is stale. */
+/**
+ * `npm run terraform:render`: writes infra/terraform/topology.auto.tf.json and
+ * infra/kubernetes/rbac.yaml from infra/topology.yaml; `--check` only reports whether either is stale.
+ */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { RBAC_FILE, renderRbac } from '../kubernetes/rbac.js';
 import { findTopologyFile, loadTopology } from '../local/topology.js';
 import { RENDERED_FILE, renderTopologyFile } from './render.js';
 
 const topologyFile = findTopologyFile(process.cwd());
-const target = join(dirname(dirname(topologyFile)), RENDERED_FILE);
-const text = renderTopologyFile(loadTopology(topologyFile));
-let current = '';
-try {
-  current = readFileSync(target, 'utf8');
-} catch {
-  // absent: rendered below, or stale under --check
-}
-if (process.argv.includes('--check')) {
-  if (current !== text) {
-    process.stderr.write(`${RENDERED_FILE} is stale: run \`npm run terraform:render\` and commit it\n`);
-    process.exit(1);
+const root = dirname(dirname(topologyFile));
+const topology = loadTopology(topologyFile);
+const outputs: [string, string][] = [
+  [RENDERED_FILE, renderTopologyFile(topology)],
+  [RBAC_FILE, renderRbac(topology)],
+];
+let stale = false;
+for (const [file, text] of outputs) {
+  const target = join(root, file);
+  let current = '';
+  try {
+    current = readFileSync(target, 'utf8');
+  } catch {
+    // absent: rendered below, or stale under --check
   }
-  process.stdout.write(`${RENDERED_FILE} is up to date\n`);
-} else if (current === text) {
-  process.stdout.write(`${RENDERED_FILE} unchanged\n`);
-} else {
-  writeFileSync(target, text);
-  process.stdout.write(`wrote ${RENDERED_FILE}\n`);
+  if (process.argv.includes('--check')) {
+    if (current !== text) {
+      process.stderr.write(`${file} is stale: run \`npm run terraform:render\` and commit it\n`);
+      stale = true;
+    } else process.stdout.write(`${file} is up to date\n`);
+  } else if (current === text) {
+    process.stdout.write(`${file} unchanged\n`);
+  } else {
+    writeFileSync(target, text);
+    process.stdout.write(`wrote ${file}\n`);
+  }
 }
+if (stale) process.exit(1);

@@ -227,7 +227,7 @@ function renderSchedules(topology: Topology): { jobs: Record<string, Block>; sch
   return { jobs, schedules };
 }
 
-/** Each function's memory, timeout, trigger kind and the topics pushed to it. */
+/** Each function's memory, timeout, trigger kind, whether it calls providers, and the topics pushed to it. */
 function renderFunctions(topology: Topology): Record<string, Block> {
   const functions: Record<string, Block> = {};
   for (const [name, f] of Object.entries(topology.functions)) {
@@ -235,6 +235,7 @@ function renderFunctions(topology: Topology): Record<string, Block> {
       memory_mb: f.memoryMb,
       timeout_seconds: f.timeoutSeconds,
       http: f.http,
+      calls_providers: f.callsProviders,
       topics: topology.subscriptions.flatMap((s) => (s.push === name ? [s.topic] : [])),
     };
   }

@@ -186,8 +186,17 @@ describe('the .tf files', () => {
     }
   }, 30_000);
 
-  it('mount the provider secrets and the VPC connector only where providers are called', () => {
-    expect(functionLocals().provider_functions).toBe('${toset(["requests", "check", "gc", "health"])}');
+  it('mount the provider secrets and the VPC connector only where providers are called (callsProviders)', () => {
+    expect(functionLocals().provider_functions).toBe(
+      '${toset([for name, f in local.functions : name if f.calls_providers])}',
+    );
+    const rendered = z
+      .object({
+        locals: z.object({ topology_functions: z.record(z.string(), z.object({ calls_providers: z.boolean() })) }),
+      })
+      .parse(renderTopology(topology)).locals.topology_functions;
+    for (const [name, f] of Object.entries(topology.functions))
+      expect(rendered[name]?.calls_providers, name).toBe(f.callsProviders);
   });
 });
 

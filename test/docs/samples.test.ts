@@ -33,6 +33,25 @@ describe('docs/samples', () => {
     expect(parseConfig(parseYaml(readFileSync(join(samples, f), 'utf8'))).providers.length).toBeGreaterThan(0);
   });
 
+  // What infra/terraform/functions.tf mounts in a function: provider_secret_files entries, each at
+  // /etc/egress-secrets/<name>/value (and the config itself, which no provider option names).
+  const mountedSecret = /^\/etc\/egress-secrets\/[a-z0-9][a-z0-9_-]*\/value$/;
+  it.each(configs)('%s names only host paths a function has mounted', (f) => {
+    const functionsTf = readFileSync(join(root, 'infra', 'terraform', 'functions.tf'), 'utf8');
+    expect(functionsTf).toContain('mount_path = "/etc/egress-secrets/${secret_volumes.key}"');
+    expect(functionsTf).toMatch(/path\s+= "value"/);
+    const paths = (value: unknown): string[] =>
+      typeof value === 'string'
+        ? value.startsWith('/')
+          ? [value]
+          : []
+        : typeof value === 'object' && value !== null
+          ? Object.values(value).flatMap(paths)
+          : [];
+    for (const p of parseConfig(parseYaml(readFileSync(join(samples, f), 'utf8'))).providers)
+      for (const path of paths(p.options)) expect(path, `${f}: ${p.name}`).toMatch(mountedSecret);
+  });
+
   it.each(all.filter((f) => kind(f) === 'relay'))('%s is a valid relay config', (f) => {
     expect(parseRelayConfig(parseYaml(readFileSync(join(samples, f), 'utf8'))).backends.length).toBeGreaterThan(0);
   });

@@ -48,10 +48,27 @@ export type TokenSource = () => Promise<{ token: string; expiresAt: number }>;
 
 const tokenResponse = z.object({ access_token: z.string().min(1), expires_in: z.number().positive() });
 
-/** The metadata server's token endpoint as a TokenSource. */
+/**
+ * The scopes the GKE token is asked with. GKE authenticates a Google access token as its account's
+ * email, which it reads only with `userinfo.email`
+ * (https://cloud.google.com/kubernetes-engine/docs/how-to/api-server-authentication); RBAC then
+ * matches that email as a `User`. Cloud Run's metadata server gives `cloud-platform` alone unless
+ * `?scopes=` asks for more (https://cloud.google.com/run/docs/securing/service-identity).
+ */
+export const GKE_TOKEN_SCOPES: readonly string[] = [
+  'https://www.googleapis.com/auth/cloud-platform',
+  'https://www.googleapis.com/auth/userinfo.email',
+];
+
+/** The metadata server's token endpoint as a TokenSource, asking for {@link GKE_TOKEN_SCOPES}. */
 export function metadataTokenSource(url: string, timeoutMs: number): TokenSource {
+  const withScopes = new URL(url);
+  withScopes.searchParams.set('scopes', GKE_TOKEN_SCOPES.join(','));
   return async () => {
-    const res = await fetch(url, { headers: { 'Metadata-Flavor': 'Google' }, signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(withScopes, {
+      headers: { 'Metadata-Flavor': 'Google' },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     if (!res.ok) throw new RetryableError(`metadata server answered ${res.status} for an access token`, 5000);
     const parsed = tokenResponse.safeParse(await res.json());
     if (!parsed.success) throw new RetryableError('metadata server returned no access token', 5000);

@@ -9,6 +9,7 @@ import { buildProxyServer, type ProxyServerBundle } from '../../support/proxy-se
 import type { NamespaceRules } from './admission.js';
 import { Kubelet } from './kubelet.js';
 import { loseNode, NOT_READY, UNREACHABLE } from './node-lifecycle.js';
+import { applyRbacObjects } from './rbac.js';
 import type { FakeNode } from './scheduling.js';
 import {
   deletePod,
@@ -53,6 +54,13 @@ export interface FakeKube {
   setDown(down: boolean): void;
   /** Removes an RBAC permission of the fake's user (namespace `*`: everywhere). */
   deny(verb: Verb, resource: Resource, namespace?: string): void;
+  /**
+   * A bearer token for another user, authorised only by the Roles and RoleBindings applied with
+   * `applyRbac` (rbac.ts), as an API server maps a token to a user name (GKE: the account's email).
+   */
+  addUser(name: string): string;
+  /** Applies Role and RoleBinding objects in a namespace, as `kubectl apply -n namespace -f` would. */
+  applyRbac(namespace: string, objects: unknown[]): void;
   allowAll(): void;
   setPodQuota(namespace: string, pods: number | undefined): void;
   /** Replaces what a namespace enforces (Pod Security level, LimitRange, terminating). */
@@ -115,6 +123,8 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     kubelet,
     tokens: new Map([[token, user]]),
     denied: new Set(),
+    rbacUsers: new Set(),
+    rbac: new Map(),
     podQuota: new Map(Object.entries(options.podQuota ?? {})),
     namespaceRules: new Map(Object.entries(options.namespaceRules ?? {})),
     faults: [],
@@ -165,6 +175,13 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     },
     deny: (verb, resource, namespace = '*') => state.denied.add(`${user}|${verb}|${resource}|${namespace}`),
     allowAll: () => state.denied.clear(),
+    addUser(name) {
+      const userToken = randomBytes(16).toString('hex');
+      state.tokens.set(userToken, name);
+      state.rbacUsers.add(name);
+      return userToken;
+    },
+    applyRbac: (namespace, objects) => applyRbacObjects(state.rbac, namespace, objects),
     setPodQuota(namespace, pods) {
       if (pods === undefined) state.podQuota.delete(namespace);
       else state.podQuota.set(namespace, pods);

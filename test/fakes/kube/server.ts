@@ -8,6 +8,7 @@ import { admitLimits, admitNamespace, admitPodSecurity, type NamespaceRules } fr
 import type { Kubelet } from './kubelet.js';
 import { withDefaultTolerations } from './node-lifecycle.js';
 import { accessReviewSchema, decode, podBodySchema, secretBodySchema, validatePod, validateSecret } from './schemas.js';
+import { rbacAllows, type NamespaceRbac } from './rbac.js';
 import { parseSelector } from './selector.js';
 import * as status from './status.js';
 import { stamp, type ObjectStore, type StoredPod } from './store.js';
@@ -46,6 +47,9 @@ export interface ServerState {
   tokens: Map<string, string>;
   /** Denied `user|verb|resource|namespace` (namespace `*` for all). */
   denied: Set<string>;
+  /** Users authorised by the Roles and RoleBindings in `rbac` (rbac.ts); the others by `denied` alone. */
+  rbacUsers: Set<string>;
+  rbac: Map<string, NamespaceRbac>;
   /** Most Pods a namespace may hold (a ResourceQuota on `count/pods`). */
   podQuota: Map<string, number>;
   /** Pod Security level, LimitRange and lifecycle per namespace (admission.ts). */
@@ -64,9 +68,9 @@ const REVIEWS = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
 
 /** Is `user` allowed to `verb` `resource` in `namespace`? (What RBAC and the access review both answer.) */
 export function allowed(state: ServerState, user: string, verb: string, resource: string, namespace: string): boolean {
-  return (
-    !state.denied.has(`${user}|${verb}|${resource}|${namespace}`) && !state.denied.has(`${user}|${verb}|${resource}|*`)
-  );
+  if (state.denied.has(`${user}|${verb}|${resource}|${namespace}`) || state.denied.has(`${user}|${verb}|${resource}|*`))
+    return false;
+  return !state.rbacUsers.has(user) || rbacAllows(state.rbac, user, verb, resource, namespace);
 }
 
 /** Graceful deletion as the API server does it for Pods: unscheduled or terminal Pods go at once. */
