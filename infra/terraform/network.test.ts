@@ -22,15 +22,26 @@ const local = (file: string, name: string) =>
   z.tuple([z.record(z.string(), z.unknown())]).parse(tf.files.get(file)?.['locals'])[0][name];
 const rendered = () =>
   z
-    .object({ locals: z.object({ relay_types: z.array(z.string()) }) })
+    .object({
+      locals: z.object({
+        relay_types: z.array(z.string()),
+        topology_functions: z.record(z.string(), z.looseObject({ calls_providers: z.boolean() })),
+      }),
+    })
     .parse(JSON.parse(JSON.stringify(tf.files.get('topology.auto.tf.json'))));
 const validation = (name: string) =>
   z
     .array(z.object({ condition: z.string(), error_message: z.string() }))
     .parse(z.looseObject({ validation: z.unknown() }).parse(variable(name)).validation);
-/** The functions that call providers: functions.tf's `toset([...])` of names. */
-const providerFunctions = () =>
-  [...String(local('functions.tf', 'provider_functions')).matchAll(/"([a-z-]+)"/g)].map((m) => m[1] ?? '');
+/** The functions that call providers: functions.tf's provider_functions is those the topology marks. */
+const providerFunctions = () => {
+  expect(local('functions.tf', 'provider_functions')).toBe(
+    '${toset([for name, f in local.functions : name if f.calls_providers])}',
+  );
+  return Object.entries(rendered().locals.topology_functions)
+    .filter(([, f]) => f.calls_providers)
+    .map(([name]) => name);
+};
 
 describe('network: the functions reach the proxies over the VPC', () => {
   it('the probe reaches the internal address: gcp probes a VM at its networkIP by default, through a connector Terraform creates', () => {
