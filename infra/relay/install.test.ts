@@ -56,7 +56,9 @@ beforeAll(() => {
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-describe('install.sh --root', () => {
+// Each case runs install.sh or the installed relay (seconds each while the unit phase loads both
+// cores with other files): more than vitest's default 5 s.
+describe('install.sh --root', { timeout: 30_000 }, () => {
   it('creates the system user from sysusers.d, homed in its state directory, without a shell', () => {
     const [name, , uid, gid, , home, shell] = passwdEntry() ?? [];
     expect(name).toBe('egress-relay');
