@@ -26,10 +26,11 @@ const SDK_HOMES = {
 };
 
 /**
- * Who in the running product may import a concrete provider's folder from outside it: only the
- * registry. Tests, bench and infra tooling (infra/terraform reads the gcp option defaults) may.
+ * Who in the running product may import a concrete provider's folder from outside it: the registry
+ * (the providers) and billable.ts (what each proxy costs). Tests, bench and infra tooling (infra/terraform
+ * reads the gcp option defaults) may.
  */
-const PROVIDER_IMPORTERS = ['shared/providers/registry.ts'];
+const PROVIDER_IMPORTERS = ['shared/providers/registry.ts', 'shared/providers/billable.ts'];
 const PRODUCT_LAYERS = ['shared', 'functions', 'relay', 'cli', 'gateway'];
 
 function isDirectory(path) {
@@ -83,7 +84,7 @@ function boundaryViolation(file, specifier) {
       return `${what} ${mine} must not import ${what} ${theirs} (only shared code)`;
     const product = PRODUCT_LAYERS.includes(from[0]) && !/\.test\.ts$/.test(fromPath);
     if (what === 'provider' && theirs && !mine && product && !PROVIDER_IMPORTERS.includes(fromPath))
-      return `only shared/providers/registry.ts builds concrete providers (the core sees contract.ts)`;
+      return `only ${PROVIDER_IMPORTERS.join(' and ')} import concrete providers (the core sees contract.ts)`;
   }
   return undefined;
 }

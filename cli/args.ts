@@ -18,6 +18,7 @@ const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   'report proxy': ['reason', 'target', 'detail'],
   discover: ['output', 'provider', 'pool', 'for', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
   gateway: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics'],
+  cost: ['config', 'filename', 'proxies', 'provider', 'egress-gb'],
 };
 
 /** The help text (`egress --help`). */
@@ -48,6 +49,10 @@ Commands:
                                              one local authenticated proxy in front of the fleet: prints its
                                              URL, rotates, keeps USER-session-<id> sessions, retries failures;
                                              credentials from EGRESS_GATEWAY_USER/EGRESS_GATEWAY_PASSWORD or random
+  cost --config CONFIG (-f FLEET... | --proxies N [--provider P]) [--egress-gb GB]
+                                             the monthly estimate of a fleet: VMs, external IPv4, disks, Internet
+                                             egress (GB a month, whole fleet) at the dated catalogue's list prices,
+                                             and the control plane as the bench measured it; needs no API
 
 The API is EGRESS_API_URL with the bearer token EGRESS_TOKEN; when unset, both are read from
 local.env in EGRESS_HOME, or in .egress/ of the current directory or a parent (written by npm start).
@@ -79,7 +84,7 @@ function usageFromParseError(err: unknown): UsageError {
 /** The `verb resource` key of a command line (`get proxies`, `scale pool`, `discover`). */
 function commandKey(verb: string, resourceWord: string | undefined, rest: readonly string[]): string {
   const resource = resourceWord === undefined ? undefined : RESOURCES[resourceWord];
-  if (verb === 'apply' || verb === 'discover' || verb === 'gateway') {
+  if (verb === 'apply' || verb === 'discover' || verb === 'gateway' || verb === 'cost') {
     if (resourceWord !== undefined) throw new UsageError(`unexpected argument "${resourceWord}" for ${verb}`);
     return verb;
   } else if (verb === 'report') {

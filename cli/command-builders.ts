@@ -136,6 +136,25 @@ const BUILDERS: Record<string, (rest: readonly string[], values: FlagValues) => 
     };
   },
   'report proxy': (rest, values) => reportCommand(rest[0], values),
+  cost: (rest, values) => {
+    if (values.config === undefined) throw new UsageError('missing --config CONFIG (the providers config)');
+    const files = values.filename ?? [];
+    const proxies = positiveInt('proxies', values.proxies);
+    if (files.length > 0 === (proxies !== undefined))
+      throw new UsageError('give the fleet as -f FLEET.yaml or as --proxies N, one of the two');
+    if (values.provider !== undefined && proxies === undefined)
+      throw new UsageError('--provider goes with --proxies (a fleet file names its providers)');
+    const raw = values['egress-gb'] ?? '0';
+    if (!/^\d+(\.\d+)?$/.test(raw)) throw new UsageError(`--egress-gb must be a number of GB a month (got "${raw}")`);
+    return {
+      verb: 'cost',
+      config: values.config,
+      files,
+      ...(proxies !== undefined && { proxies }),
+      ...(values.provider !== undefined && { provider: values.provider }),
+      egressGib: Number(raw),
+    };
+  },
   discover: (rest, values) => {
     const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);
     const limit = positiveInt('limit', values.limit);

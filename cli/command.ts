@@ -45,6 +45,17 @@ export type Command =
       random: boolean;
     }
   | {
+      verb: 'cost';
+      /** The providers config (`--config`). */
+      config: string;
+      /** Fleet files (`-f`); empty with `--proxies`. */
+      files: string[];
+      proxies?: number;
+      provider?: string;
+      /** Internet egress of the whole fleet, GiB a month (`--egress-gb`). */
+      egressGib: number;
+    }
+  | {
       verb: 'gateway';
       listen: HostPort;
       pool?: string;
@@ -83,6 +94,9 @@ export const OPTIONS = {
   target: { type: 'string' },
   for: { type: 'string' },
   detail: { type: 'string' },
+  config: { type: 'string' },
+  proxies: { type: 'string' },
+  'egress-gb': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 export type Flag = keyof typeof OPTIONS;

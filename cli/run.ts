@@ -4,6 +4,7 @@ import { USAGE, parseCommand } from './args.js';
 import { UsageError } from './command.js';
 import { apiErrorText, execute, ReportedFailure, type Io } from './commands.js';
 import { loadCliConfig } from './config.js';
+import { runCost } from './cost.js';
 import { runGateway } from './gateway.js';
 
 /** Exit codes of interfaces.md §4 (130 after Ctrl-C, as shells report SIGINT). */
@@ -26,6 +27,11 @@ export async function run(argv: readonly string[], io: Io, clientFor?: () => Api
     const command = parseCommand(argv);
     if (command.verb === 'help') {
       io.stdout.write(USAGE);
+      return EXIT.ok;
+    }
+    if (command.verb === 'cost') {
+      // Reads only local files: no API.
+      runCost(io, command);
       return EXIT.ok;
     }
     if (command.verb === 'gateway') {
