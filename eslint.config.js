@@ -27,10 +27,10 @@ const SDK_HOMES = {
 
 /**
  * Who in the running product may import a concrete provider's folder from outside it: the registry
- * (the providers) and billable.ts (what each proxy costs). Tests, bench and infra tooling (infra/terraform
+ * (the providers) and footprint.ts (what each proxy costs). Tests, bench and infra tooling (infra/terraform
  * reads the gcp option defaults) may.
  */
-const PROVIDER_IMPORTERS = ['shared/providers/registry.ts', 'shared/providers/billable.ts'];
+const PROVIDER_IMPORTERS = ['shared/providers/registry.ts', 'shared/providers/footprint.ts'];
 const PRODUCT_LAYERS = ['shared', 'functions', 'relay', 'cli', 'gateway'];
 
 function isDirectory(path) {

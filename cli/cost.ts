@@ -6,7 +6,7 @@ import { CATALOGUE } from '../shared/cost/catalogue.js';
 import { estimate, type Estimate, type FleetItem } from '../shared/cost/estimate.js';
 import { spreadOf } from '../shared/domain/pool.js';
 import { ValidationError } from '../shared/errors.js';
-import { billableOf } from '../shared/providers/billable.js';
+import { footprintOf } from '../shared/providers/footprint.js';
 import type { Command } from './command.js';
 import { loadDocuments, type FileIo, type Io } from './commands.js';
 
@@ -49,7 +49,7 @@ function fleetOf(config: Config, requests: readonly Request[]): FleetItem[] {
         `provider "${r.provider}" is not in the config (configured: ${config.providers.map((p) => p.name).join(', ') || 'none'})`,
       );
     try {
-      return { billable: billableOf(provider, r.placement, `config.providers.${index}`), count: r.count };
+      return { footprint: footprintOf(provider, r.placement, `config.providers.${index}`), count: r.count };
     } catch (err) {
       if (err instanceof ValidationError && err.field.startsWith('spec.'))
         throw new ValidationError(`${r.from}: ${err.field}`, err.reason, { cause: err });

@@ -1,11 +1,11 @@
 /** The monthly estimate of a fleet: its VMs, addresses, disks and Internet egress at catalogue prices, and the control plane. */
-import type { Billable } from './billable.js';
+import type { Footprint } from '../domain/footprint.js';
 import { diskGibMonth, egressMonthly, machineHourly, type Catalogue } from './catalogue.js';
 import { CONTROL_PLANE, controlPlaneMonthly, type ControlPlaneFigures } from './control-plane.js';
 
-/** `count` proxies that each bill as `billable`. */
+/** `count` proxies that each bill as `footprint`. */
 export interface FleetItem {
-  billable: Billable;
+  footprint: Footprint;
   count: number;
 }
 
@@ -60,27 +60,27 @@ export function estimate(input: EstimateInput): Estimate {
   let vmEgressGib = 0;
   const counts = { vm: 0, pod: 0, 'on-prem': 0 };
   const pods: string[] = [];
-  for (const { billable, count } of input.fleet) {
-    counts[billable.kind] += count;
-    if (billable.kind === 'pod') {
-      pods.push(`${count} × cpu ${billable.requests.cpu ?? 'none'}, memory ${billable.requests.memory ?? 'none'}`);
+  for (const { footprint, count } of input.fleet) {
+    counts[footprint.kind] += count;
+    if (footprint.kind === 'pod') {
+      pods.push(`${count} × cpu ${footprint.requests.cpu ?? 'none'}, memory ${footprint.requests.memory ?? 'none'}`);
       continue;
     }
-    if (billable.kind !== 'vm') continue;
-    const { region, machineType, spot } = billable;
-    const hourly = machineHourly(catalogue, region, machineType, spot, billable.fields);
+    if (footprint.kind !== 'vm') continue;
+    const { region, machineType, spot } = footprint;
+    const hourly = machineHourly(catalogue, region, machineType, spot, footprint.fields);
     tally(lines, `VM ${machineType} ${spot ? 'Spot' : 'on-demand'}, ${region}`, count, 'VMs', count * hours * hourly);
     const ip = spot ? catalogue.externalIpv4.hourlySpot : catalogue.externalIpv4.hourlyStandard;
     tally(
       lines,
       `external IPv4 in use${spot ? ' (Spot VM)' : ''}`,
-      count * billable.externalIpv4,
+      count * footprint.externalIpv4,
       'addresses',
-      count * billable.externalIpv4 * hours * ip,
+      count * footprint.externalIpv4 * hours * ip,
     );
-    const gib = count * billable.bootDisk.gib;
-    const perGib = diskGibMonth(catalogue, region, billable.bootDisk.type, billable.fields.zone);
-    tally(lines, `boot disk ${billable.bootDisk.type}, ${region}`, gib, 'GiB', gib * perGib);
+    const gib = count * footprint.bootDisk.gib;
+    const perGib = diskGibMonth(catalogue, region, footprint.bootDisk.type, footprint.fields.zone);
+    tally(lines, `boot disk ${footprint.bootDisk.type}, ${region}`, gib, 'GiB', gib * perGib);
     vmEgressGib += count * egressPerProxy;
   }
   if (vmEgressGib > 0)

@@ -1,6 +1,6 @@
 /** What one kubernetes proxy is billed for: nothing of its own; its Pod's requests take room on the cluster's nodes. */
 import type { ProviderConfig } from '../../config/schema.js';
-import type { PodBillable } from '../../cost/billable.js';
+import type { PodFootprint } from '../../domain/footprint.js';
 import { parseKubernetesOptions } from './options.js';
 
 /**
@@ -8,7 +8,7 @@ import { parseKubernetesOptions } from './options.js';
  * @param path - the provider's config path (`config.providers.0`)
  * @throws ValidationError naming the option that is invalid
  */
-export function kubernetesBillable(provider: ProviderConfig, path: string): PodBillable {
+export function kubernetesFootprint(provider: ProviderConfig, path: string): PodFootprint {
   const options = parseKubernetesOptions(provider.options, path);
   return { kind: 'pod', requests: { ...options.resources.requests } };
 }
