@@ -19,9 +19,10 @@ const LAYER_BANS = {
   gateway: ['functions', 'relay', 'cli', 'infra'],
 };
 
-/** Provider SDKs and the one provider folder each may be imported from (style.md: no SDK in the core). */
+/** Provider SDKs and the folders each may be imported from (style.md: no SDK in the core). */
 const SDK_HOMES = {
-  '@google-cloud/compute': 'shared/providers/gcp',
+  // The gcp provider, and doctor's preflight, which reads the project's networks, firewalls and quotas.
+  '@google-cloud/compute': ['shared/providers/gcp', 'cli/doctor'],
   '@kubernetes/client-node': 'shared/providers/kubernetes',
 };
 
@@ -65,8 +66,9 @@ function siblingFolder(parts, path, a, b) {
 function boundaryViolation(file, specifier) {
   const fromPath = relative(ROOT, file).split(sep).join('/');
   if (!specifier.startsWith('.')) {
-    const home = SDK_HOMES[packageOf(specifier)];
-    if (home && !fromPath.startsWith(`${home}/`)) return `the ${packageOf(specifier)} SDK belongs to ${home}/ only`;
+    const homes = [SDK_HOMES[packageOf(specifier)] ?? []].flat();
+    if (homes.length > 0 && !homes.some((home) => fromPath.startsWith(`${home}/`)))
+      return `the ${packageOf(specifier)} SDK belongs to ${homes.join('/ and ')}/ only`;
     return undefined;
   }
   const target = resolve(dirname(file), specifier);

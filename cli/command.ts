@@ -56,6 +56,20 @@ export type Command =
       egressGib: number;
     }
   | {
+      verb: 'doctor';
+      config: string;
+      /** Fleet files (`-f`) or `--proxies N`: the fleet the quotas must hold. */
+      files: string[];
+      proxies?: number;
+      provider?: string;
+      /** The repository's `infra/` (`--infra`): the APIs, subscriptions and names Terraform uses. */
+      infra: string;
+      /** `--api-public`: the deployment sets api_public = true. */
+      apiPublic: boolean;
+      /** `--functions-range CIDR`: the connector or Direct VPC egress range the functions probe from. */
+      functionsRange?: string;
+    }
+  | {
       verb: 'gateway';
       listen: HostPort;
       pool?: string;
@@ -97,6 +111,9 @@ export const OPTIONS = {
   config: { type: 'string' },
   proxies: { type: 'string' },
   'egress-gb': { type: 'string' },
+  infra: { type: 'string' },
+  'api-public': { type: 'boolean' },
+  'functions-range': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 export type Flag = keyof typeof OPTIONS;

@@ -207,7 +207,7 @@ async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb:
 export async function execute(
   client: ApiClient,
   io: Io,
-  cmd: Exclude<Command, { verb: 'help' | 'gateway' | 'cost' }>,
+  cmd: Exclude<Command, { verb: 'help' | 'gateway' | 'cost' | 'doctor' }>,
 ): Promise<void> {
   const now = io.now ?? Date.now;
   switch (cmd.verb) {

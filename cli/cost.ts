@@ -59,21 +59,35 @@ function fleetOf(config: Config, requests: readonly Request[]): FleetItem[] {
 }
 
 /**
- * The estimate of `cmd`: the fleet files' proxies, or `--proxies N` on one provider.
+ * The config of `--config` and the footprints of the fleet: the files' proxies, or `--proxies N` on
+ * one provider (`--provider`, else the config's first).
+ *
+ * @throws ValidationError naming the file, document or config field that is invalid
+ */
+export function loadFleet(
+  io: FileIo,
+  flags: { config: string; files: readonly string[]; proxies?: number | undefined; provider?: string | undefined },
+): { config: Config; fleet: FleetItem[] } {
+  const config = parseConfig(readConfigFile(resolve(io.cwd, flags.config), '--config'));
+  let requests: Request[];
+  if (flags.files.length > 0) requests = requestsOf(io, flags.files);
+  else {
+    const name = flags.provider ?? config.providers[0]?.name;
+    if (name === undefined) throw new ValidationError('--config', 'configures no provider');
+    requests = [{ provider: name, placement: {}, count: flags.proxies ?? 0, from: '--proxies' }];
+  }
+  return { config, fleet: fleetOf(config, requests) };
+}
+
+/**
+ * The estimate of `cmd`.
  *
  * @throws ValidationError naming the file, document or config field a price or value is missing for
  */
 export function costEstimate(io: FileIo, cmd: CostCommand): Estimate {
-  const config = parseConfig(readConfigFile(resolve(io.cwd, cmd.config), '--config'));
-  let requests: Request[];
-  if (cmd.files.length > 0) requests = requestsOf(io, cmd.files);
-  else {
-    const name = cmd.provider ?? config.providers[0]?.name;
-    if (name === undefined) throw new ValidationError('--config', 'configures no provider');
-    requests = [{ provider: name, placement: {}, count: cmd.proxies ?? 0, from: '--proxies' }];
-  }
+  const { config, fleet } = loadFleet(io, cmd);
   return estimate({
-    fleet: fleetOf(config, requests),
+    fleet,
     egressGib: cmd.egressGib,
     checkIntervalSeconds: config.checkIntervalSeconds,
     catalogue: CATALOGUE,

@@ -5,6 +5,7 @@ import { UsageError } from './command.js';
 import { apiErrorText, execute, ReportedFailure, type Io } from './commands.js';
 import { loadCliConfig } from './config.js';
 import { runCost } from './cost.js';
+import { runDoctor } from './doctor/index.js';
 import { runGateway } from './gateway.js';
 
 /** Exit codes of interfaces.md §4 (130 after Ctrl-C, as shells report SIGINT). */
@@ -34,6 +35,7 @@ export async function run(argv: readonly string[], io: Io, clientFor?: () => Api
       runCost(io, command);
       return EXIT.ok;
     }
+    if (command.verb === 'doctor') return await runDoctor(io, command);
     if (command.verb === 'gateway') {
       // Runs until Ctrl-C: the interrupt is how it ends, not a failure.
       await runGateway(command, io, loadCliConfig(io.env, io.cwd));

@@ -71,10 +71,18 @@ export function firewallsJson(firewalls: FakeFirewall[], project: string): Recor
   };
 }
 
-export function regionJson(quotas: FakeQuotas, vms: Iterable<Vm>, project: string, region: string): Record<string, unknown> {
+export function regionJson(
+  quotas: FakeQuotas,
+  vms: Iterable<Vm>,
+  project: string,
+  region: string,
+): Record<string, unknown> {
   if (!ZONES[region]) throw notFound(`projects/${project}/regions/${region}`);
   const here = [...vms].filter((vm) => vm.project === project && (ZONES[region] ?? []).includes(vm.zone));
-  const machineType = (vm: Vm) => String(vm.body.machineType ?? '').split('/').pop() ?? '';
+  const machineType = (vm: Vm) =>
+    String(vm.body.machineType ?? '')
+      .split('/')
+      .pop() ?? '';
   const usage = {
     CPUS: here.reduce((n, vm) => n + (MACHINE_TYPES[machineType(vm)]?.guestCpus ?? 0), 0),
     IN_USE_ADDRESSES: here.filter((vm) => vm.natIP !== '').length,

@@ -1,4 +1,4 @@
-/** The fake's REST routes: exactly the Compute v1 methods the gcp provider calls, with Compute's validations. */
+/** The fake's REST routes: exactly the Compute v1 methods the gcp provider and egress doctor call, with Compute's validations. */
 import { ALL_ZONES, MACHINE_TYPES, resolveImage } from './catalog.js';
 import { ApiError, invalidField, notFound, policyViolated, type Method } from './errors.js';
 import { matches, parseFilter } from './filter.js';
