@@ -161,7 +161,9 @@ const BUILDERS: Record<string, (rest: readonly string[], values: FlagValues) => 
   },
   doctor: (rest, values) => {
     const range = values['functions-range'];
-    if (range !== undefined && !/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/.test(range))
+    const cidr =
+      range === undefined ? undefined : /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(range);
+    if (range !== undefined && (!cidr || cidr.slice(1, 5).some((o) => Number(o) > 255) || Number(cidr[5]) > 32))
       throw new UsageError(`--functions-range must be an IPv4 CIDR range like 10.8.0.0/28 (got "${range}")`);
     return {
       verb: 'doctor',

@@ -173,6 +173,14 @@ describe('egress doctor: one breakage per world', () => {
   });
 });
 
+describe('egress doctor: the command line', () => {
+  it.each(['10.8.0.0/33', '10.8.0.256/28', '10.8.0.0'])('refuses --functions-range %s', (range) => {
+    expect(() => parseCommand(['doctor', '--config', 'c.yaml', '--proxies', '1', '--functions-range', range])).toThrow(
+      /--functions-range must be an IPv4 CIDR range/,
+    );
+  });
+});
+
 describe('egress doctor: the plan', () => {
   it("reads main.tf's APIs as HashiCorp's parser does", async () => {
     const text = readFileSync(`${ROOT}infra/terraform/main.tf`, 'utf8');
