@@ -19,17 +19,19 @@ const LAYER_BANS = {
   gateway: ['functions', 'relay', 'cli', 'infra'],
 };
 
-/** Provider SDKs and the one provider folder each may be imported from (style.md: no SDK in the core). */
+/** Provider SDKs and the folders each may be imported from (style.md: no SDK in the core). */
 const SDK_HOMES = {
-  '@google-cloud/compute': 'shared/providers/gcp',
+  // The gcp provider, and doctor's preflight, which reads the project's networks, firewalls and quotas.
+  '@google-cloud/compute': ['shared/providers/gcp', 'cli/doctor'],
   '@kubernetes/client-node': 'shared/providers/kubernetes',
 };
 
 /**
- * Who in the running product may import a concrete provider's folder from outside it: only the
- * registry. Tests, bench and infra tooling (infra/terraform reads the gcp option defaults) may.
+ * Who in the running product may import a concrete provider's folder from outside it: the registry
+ * (the providers) and footprint.ts (what each proxy costs). Tests, bench and infra tooling (infra/terraform
+ * reads the gcp option defaults) may.
  */
-const PROVIDER_IMPORTERS = ['shared/providers/registry.ts'];
+const PROVIDER_IMPORTERS = ['shared/providers/registry.ts', 'shared/providers/footprint.ts'];
 const PRODUCT_LAYERS = ['shared', 'functions', 'relay', 'cli', 'gateway'];
 
 function isDirectory(path) {
@@ -64,8 +66,9 @@ function siblingFolder(parts, path, a, b) {
 function boundaryViolation(file, specifier) {
   const fromPath = relative(ROOT, file).split(sep).join('/');
   if (!specifier.startsWith('.')) {
-    const home = SDK_HOMES[packageOf(specifier)];
-    if (home && !fromPath.startsWith(`${home}/`)) return `the ${packageOf(specifier)} SDK belongs to ${home}/ only`;
+    const homes = [SDK_HOMES[packageOf(specifier)] ?? []].flat();
+    if (homes.length > 0 && !homes.some((home) => fromPath.startsWith(`${home}/`)))
+      return `the ${packageOf(specifier)} SDK belongs to ${homes.join('/ and ')}/ only`;
     return undefined;
   }
   const target = resolve(dirname(file), specifier);
@@ -83,7 +86,7 @@ function boundaryViolation(file, specifier) {
       return `${what} ${mine} must not import ${what} ${theirs} (only shared code)`;
     const product = PRODUCT_LAYERS.includes(from[0]) && !/\.test\.ts$/.test(fromPath);
     if (what === 'provider' && theirs && !mine && product && !PROVIDER_IMPORTERS.includes(fromPath))
-      return `only shared/providers/registry.ts builds concrete providers (the core sees contract.ts)`;
+      return `only ${PROVIDER_IMPORTERS.join(' and ')} import concrete providers (the core sees contract.ts)`;
   }
   return undefined;
 }

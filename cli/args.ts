@@ -18,6 +18,8 @@ const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   'report proxy': ['reason', 'target', 'detail'],
   discover: ['output', 'provider', 'pool', 'for', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
   gateway: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics'],
+  cost: ['config', 'filename', 'proxies', 'provider', 'egress-gb'],
+  doctor: ['config', 'filename', 'proxies', 'provider', 'infra', 'api-public', 'functions-range'],
 };
 
 /** The help text (`egress --help`). */
@@ -48,6 +50,15 @@ Commands:
                                              one local authenticated proxy in front of the fleet: prints its
                                              URL, rotates, keeps USER-session-<id> sessions, retries failures;
                                              credentials from EGRESS_GATEWAY_USER/EGRESS_GATEWAY_PASSWORD or random
+  cost --config CONFIG (-f FLEET... | --proxies N [--provider P]) [--egress-gb GB]
+                                             the monthly estimate of a fleet: VMs, external IPv4, disks, Internet
+                                             egress (GB a month, whole fleet) at the dated catalogue's list prices,
+                                             and the control plane as the bench measured it; needs no API
+  doctor --config CONFIG (-f FLEET... | --proxies N [--provider P]) [--infra infra] [--functions-range CIDR] [--api-public]
+                                             preflight of the project before terraform apply (Application Default
+                                             Credentials): APIs, organisation policies, network, quotas, the
+                                             firewall path to the proxy port, relay subscriptions and keys; prints
+                                             each finding with the command that fixes it; exit 1 on findings
 
 The API is EGRESS_API_URL with the bearer token EGRESS_TOKEN; when unset, both are read from
 local.env in EGRESS_HOME, or in .egress/ of the current directory or a parent (written by npm start).
@@ -82,7 +93,7 @@ function usageFromParseError(err: unknown): UsageError {
 /** The `verb resource` key of a command line (`get proxies`, `scale pool`, `discover`). */
 function commandKey(verb: string, resourceWord: string | undefined, rest: readonly string[]): string {
   const resource = resourceWord === undefined ? undefined : RESOURCES[resourceWord];
-  if (verb === 'apply' || verb === 'discover' || verb === 'gateway') {
+  if (verb === 'apply' || verb === 'discover' || verb === 'gateway' || verb === 'cost' || verb === 'doctor') {
     if (resourceWord !== undefined) throw new UsageError(`unexpected argument "${resourceWord}" for ${verb}`);
     return verb;
   } else if (verb === 'report') {

@@ -58,6 +58,23 @@ export function proxyName(value: string | undefined, usage: string, what = 'prox
   return value;
 }
 
+/** `--config` and the fleet as `-f FLEET...` or `--proxies N [--provider P]` (cost, doctor). */
+function fleetFlags(values: FlagValues): { config: string; files: string[]; proxies?: number; provider?: string } {
+  if (values.config === undefined) throw new UsageError('missing --config CONFIG (the providers config)');
+  const files = values.filename ?? [];
+  const proxies = positiveInt('proxies', values.proxies);
+  if (files.length > 0 === (proxies !== undefined))
+    throw new UsageError('give the fleet as -f FLEET.yaml or as --proxies N, one of the two');
+  if (values.provider !== undefined && proxies === undefined)
+    throw new UsageError('--provider goes with --proxies (a fleet file names its providers)');
+  return {
+    config: values.config,
+    files,
+    ...(proxies !== undefined && { proxies }),
+    ...(values.provider !== undefined && { provider: values.provider }),
+  };
+}
+
 /**
  * The command each `verb resource` key builds from its arguments and flag values (flags were
  * already checked against the key's own).
@@ -136,6 +153,26 @@ const BUILDERS: Record<string, (rest: readonly string[], values: FlagValues) => 
     };
   },
   'report proxy': (rest, values) => reportCommand(rest[0], values),
+  cost: (rest, values) => {
+    const fleet = fleetFlags(values);
+    const raw = values['egress-gb'] ?? '0';
+    if (!/^\d+(\.\d+)?$/.test(raw)) throw new UsageError(`--egress-gb must be a number of GB a month (got "${raw}")`);
+    return { verb: 'cost', ...fleet, egressGib: Number(raw) };
+  },
+  doctor: (rest, values) => {
+    const range = values['functions-range'];
+    const cidr =
+      range === undefined ? undefined : /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(range);
+    if (range !== undefined && (!cidr || cidr.slice(1, 5).some((o) => Number(o) > 255) || Number(cidr[5]) > 32))
+      throw new UsageError(`--functions-range must be an IPv4 CIDR range like 10.8.0.0/28 (got "${range}")`);
+    return {
+      verb: 'doctor',
+      ...fleetFlags(values),
+      infra: values.infra ?? 'infra',
+      apiPublic: values['api-public'] ?? false,
+      ...(range !== undefined && { functionsRange: range }),
+    };
+  },
   discover: (rest, values) => {
     const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);
     const limit = positiveInt('limit', values.limit);

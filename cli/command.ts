@@ -45,6 +45,31 @@ export type Command =
       random: boolean;
     }
   | {
+      verb: 'cost';
+      /** The providers config (`--config`). */
+      config: string;
+      /** Fleet files (`-f`); empty with `--proxies`. */
+      files: string[];
+      proxies?: number;
+      provider?: string;
+      /** Internet egress of the whole fleet, GiB a month (`--egress-gb`). */
+      egressGib: number;
+    }
+  | {
+      verb: 'doctor';
+      config: string;
+      /** Fleet files (`-f`) or `--proxies N`: the fleet the quotas must hold. */
+      files: string[];
+      proxies?: number;
+      provider?: string;
+      /** The repository's `infra/` (`--infra`): the APIs, subscriptions and names Terraform uses. */
+      infra: string;
+      /** `--api-public`: the deployment sets api_public = true. */
+      apiPublic: boolean;
+      /** `--functions-range CIDR`: the connector or Direct VPC egress range the functions probe from. */
+      functionsRange?: string;
+    }
+  | {
       verb: 'gateway';
       listen: HostPort;
       pool?: string;
@@ -83,6 +108,12 @@ export const OPTIONS = {
   target: { type: 'string' },
   for: { type: 'string' },
   detail: { type: 'string' },
+  config: { type: 'string' },
+  proxies: { type: 'string' },
+  'egress-gb': { type: 'string' },
+  infra: { type: 'string' },
+  'api-public': { type: 'boolean' },
+  'functions-range': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 export type Flag = keyof typeof OPTIONS;

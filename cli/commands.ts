@@ -42,7 +42,10 @@ export function apiErrorText(err: ApiError): string {
   return err.field && !err.message.includes(err.field) ? `${err.field}: ${err.message}` : err.message;
 }
 
-function read(io: Io, path: string): string {
+/** What reading `-f FILE` needs of the process. */
+export type FileIo = Pick<Io, 'cwd' | 'readFile'>;
+
+function read(io: FileIo, path: string): string {
   if (io.readFile) return io.readFile(path);
   return path === '-' ? readFileSync(0, 'utf8') : readFileSync(resolve(io.cwd, path), 'utf8');
 }
@@ -52,7 +55,7 @@ function read(io: Io, path: string): string {
  *
  * @throws Error naming the file, the document and the field (`f.yaml: documents[1].metadata.name: …`)
  */
-export function loadDocuments(io: Io, files: readonly string[]): ApplyDocument[] {
+export function loadDocuments(io: FileIo, files: readonly string[]): ApplyDocument[] {
   const requests: ApplyDocument[] = [];
   for (const file of files) {
     const label = file === '-' ? '(stdin)' : file;
@@ -204,7 +207,7 @@ async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb:
 export async function execute(
   client: ApiClient,
   io: Io,
-  cmd: Exclude<Command, { verb: 'help' | 'gateway' }>,
+  cmd: Exclude<Command, { verb: 'help' | 'gateway' | 'cost' | 'doctor' }>,
 ): Promise<void> {
   const now = io.now ?? Date.now;
   switch (cmd.verb) {

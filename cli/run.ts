@@ -4,6 +4,8 @@ import { USAGE, parseCommand } from './args.js';
 import { UsageError } from './command.js';
 import { apiErrorText, execute, ReportedFailure, type Io } from './commands.js';
 import { loadCliConfig } from './config.js';
+import { runCost } from './cost.js';
+import { runDoctor } from './doctor/index.js';
 import { runGateway } from './gateway.js';
 
 /** Exit codes of interfaces.md §4 (130 after Ctrl-C, as shells report SIGINT). */
@@ -28,6 +30,12 @@ export async function run(argv: readonly string[], io: Io, clientFor?: () => Api
       io.stdout.write(USAGE);
       return EXIT.ok;
     }
+    if (command.verb === 'cost') {
+      // Reads only local files: no API.
+      runCost(io, command);
+      return EXIT.ok;
+    }
+    if (command.verb === 'doctor') return await runDoctor(io, command);
     if (command.verb === 'gateway') {
       // Runs until Ctrl-C: the interrupt is how it ends, not a failure.
       await runGateway(command, io, loadCliConfig(io.env, io.cwd));

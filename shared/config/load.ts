@@ -53,16 +53,22 @@ export function parseConfig(raw: unknown, env: Env = {}): Config {
   return deepFreeze(parsed.data);
 }
 
-function readConfigFile(path: string): unknown {
+/**
+ * Reads a config file (YAML or JSON).
+ *
+ * @param field - what named the file, in errors (`EGRESS_CONFIG`, `--config`)
+ * @throws ValidationError naming `field` when it cannot be read or parsed
+ */
+export function readConfigFile(path: string, field = 'EGRESS_CONFIG'): unknown {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ValidationError('EGRESS_CONFIG', `cannot read ${path}: ${(err as Error).message}`);
+    throw new ValidationError(field, `cannot read ${path}: ${(err as Error).message}`);
   }
   try {
     return parseYaml(text);
   } catch (err) {
-    throw new ValidationError('EGRESS_CONFIG', `${path} is not valid YAML/JSON: ${(err as Error).message}`);
+    throw new ValidationError(field, `${path} is not valid YAML/JSON: ${(err as Error).message}`);
   }
 }

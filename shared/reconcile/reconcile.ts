@@ -3,11 +3,12 @@
  * write the status fenced (`act.ts`).
  */
 import type { Config } from '../config/schema.js';
+import { expandCatalogue } from '../config/catalogue.js';
 import { parseDuration } from '../domain/duration.js';
 import { POOL_LABEL } from '../domain/names.js';
 import { specHash } from '../domain/spec-hash.js';
 import type { ProxyDoc } from '../domain/status.js';
-import { asEgressError, ValidationError } from '../errors.js';
+import { asEgressError } from '../errors.js';
 import type { Provider } from '../providers/contract.js';
 import type { StoredProxy } from '../store/ports.js';
 import { act } from './act.js';
@@ -32,19 +33,8 @@ export function resolvePlacement(
   provider: Provider,
   placement: Record<string, unknown>,
 ): Record<string, unknown> {
-  const { catalogue, ...rest } = placement;
-  let base: Record<string, unknown> = {};
-  if (catalogue !== undefined) {
-    const entries = config.providers.find((p) => p.name === provider.name)?.catalogue ?? {};
-    const entry = typeof catalogue === 'string' ? entries[catalogue] : undefined;
-    if (!entry)
-      throw new ValidationError(
-        'spec.placement.catalogue',
-        `unknown catalogue entry ${JSON.stringify(catalogue)} for provider "${provider.name}" (known: ${Object.keys(entries).join(', ') || 'none'})`,
-      );
-    base = { ...entry };
-  }
-  return provider.resolvePlacement({ ...base, ...rest });
+  const configured = config.providers.find((p) => p.name === provider.name) ?? { name: provider.name, catalogue: {} };
+  return provider.resolvePlacement(expandCatalogue(configured, placement));
 }
 
 /**

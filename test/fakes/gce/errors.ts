@@ -14,7 +14,10 @@ export type Method =
   | 'zones.get'
   | 'machineTypes.get'
   | 'images.get'
-  | 'images.getFromFamily';
+  | 'images.getFromFamily'
+  | 'networks.get'
+  | 'firewalls.list'
+  | 'regions.get';
 
 /** A refusal the fake answers with: an HTTP status and one Compute error (domain, reason, message). */
 export class ApiError extends Error {

@@ -10,12 +10,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, faultError, type Fault, type Method } from './errors.js';
 import { GuestRunner } from './guest.js';
 import { DEFAULT_NETWORKS, type FakeNetwork } from './networks.js';
+import type { FakeFirewall, FakeQuotas } from './project.js';
 import { route, ROUTES, type RouteContext } from './routes.js';
 import type { Timing, Vm } from './resources.js';
 import { World } from './world.js';
 
 export type { Fault, Method } from './errors.js';
 export type { FakeNetwork } from './networks.js';
+export type { FakeFirewall, FakeQuotas } from './project.js';
 export { parseTinyproxyConfig, parseUserData } from './guest.js';
 
 export interface FakeGceOptions {
@@ -33,6 +35,10 @@ export interface FakeGceOptions {
    * `default` is a project without a default network, as organisations often create them.
    */
   networks?: FakeNetwork[];
+  /** Firewall rules of every project (default: none). */
+  firewalls?: FakeFirewall[];
+  /** Regional quota limits (default: room for anything). */
+  quotas?: FakeQuotas;
 }
 
 export interface FakeGce {
@@ -132,6 +138,8 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
       unreachableZones,
       deniedConstraints,
       networks: options.networks ?? DEFAULT_NETWORKS,
+      firewalls: options.firewalls ?? [],
+      quotas: options.quotas ?? {},
     };
     if (fault?.kind === 'slow') await sleep(fault.delayMs);
     if (fault?.kind === 'drop') return void req.socket.destroy();

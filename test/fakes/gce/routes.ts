@@ -1,4 +1,4 @@
-/** The fake's REST routes: exactly the Compute v1 methods the gcp provider calls, with Compute's validations. */
+/** The fake's REST routes: exactly the Compute v1 methods the gcp provider and egress doctor call, with Compute's validations. */
 import { ALL_ZONES, MACHINE_TYPES, resolveImage } from './catalog.js';
 import { ApiError, invalidField, notFound, policyViolated, type Method } from './errors.js';
 import { matches, parseFilter } from './filter.js';
@@ -14,6 +14,7 @@ import {
   scopeWarning,
   zoneJson,
 } from './render.js';
+import { firewallsJson, networkJson, regionJson, type FakeFirewall, type FakeQuotas } from './project.js';
 import type { Op, Vm } from './resources.js';
 import { World } from './world.js';
 
@@ -38,6 +39,9 @@ export interface RouteContext {
   unreachableZones: Set<string>;
   /** The VPC networks of the fake's projects (an insert's interface must name one of them). */
   networks: FakeNetwork[];
+  /** The projects' firewall rules (firewalls.list) and regional quota limits (regions.get). */
+  firewalls: FakeFirewall[];
+  quotas: FakeQuotas;
   /** Organisation-policy constraints enforced as "deny all" (`compute.vmExternalIpAccess`). */
   deniedConstraints: Set<string>;
   /** A pending `operationError` fault for this insert, if one was injected. */
@@ -66,6 +70,9 @@ export const ROUTES: [Method, string, RegExp, string[]][] = [
   ['zones.get', 'GET', new RegExp(`^${P}/zones/${N}$`), ['project', 'zone']],
   ['images.getFromFamily', 'GET', new RegExp(`^${P}/global/images/family/${N}$`), ['project', 'name']],
   ['images.get', 'GET', new RegExp(`^${P}/global/images/${N}$`), ['project', 'name']],
+  ['networks.get', 'GET', new RegExp(`^${P}/global/networks/${N}$`), ['project', 'name']],
+  ['firewalls.list', 'GET', new RegExp(`^${P}/global/firewalls$`), ['project']],
+  ['regions.get', 'GET', new RegExp(`^${P}/regions/${N}$`), ['project', 'region']],
 ];
 
 const RFC1035 = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -124,6 +131,12 @@ export async function route(call: Call, ctx: RouteContext): Promise<Answer> {
       if (!zoneKnown(need(p['zone'])) || !MACHINE_TYPES[need(p['name'])])
         throw notFound(`projects/${project}/zones/${p['zone']}/machineTypes/${p['name']}`);
       return { status: 200, body: machineTypeJson(project, need(p['zone']), need(p['name'])) };
+    case 'networks.get':
+      return { status: 200, body: networkJson(ctx.networks, project, need(p['name'])) };
+    case 'firewalls.list':
+      return { status: 200, body: firewallsJson(ctx.firewalls, project) };
+    case 'regions.get':
+      return { status: 200, body: regionJson(ctx.quotas, world.vms.values(), project, need(p['region'])) };
     case 'images.getFromFamily':
     case 'images.get': {
       const family = call.method === 'images.getFromFamily';
