@@ -59,7 +59,8 @@ async function doctor(world: World = {}, extra: string[] = []): Promise<{ code: 
     cwd: ROOT,
   };
   const argv = ['doctor', '--config', 'docs/samples/config/production.yaml', '-f', 'docs/samples/gcp.yaml'];
-  const command = parseCommand([...argv, '--functions-range', '10.8.0.0/28', ...extra]);
+  // No --functions-range: the VPC connector's range Terraform creates by default (10.8.0.0/28).
+  const command = parseCommand([...argv, ...extra]);
   if (command.verb !== 'doctor') throw new Error('not doctor');
   const code = await runDoctor(io, command, {
     compute: { apiEndpoint: '127.0.0.1', port: gce.port, protocol: 'http' },
@@ -155,6 +156,12 @@ describe('egress doctor: one breakage per world', () => {
     expect(out).toContain('1 finding(s)');
     expect(out).toContain(finding);
     expect(out).toContain(fix);
+    expect(code).toBe(1);
+  });
+
+  it('--functions-range names a range other than the connector default: a rule for 10.8.0.0/28 does not admit it', async () => {
+    const { code, out } = await doctor({}, ['--functions-range', '10.9.0.0/28']);
+    expect(out).toContain('admits 10.9.0.0/28 to tcp:3128 on tags egress-proxy');
     expect(code).toBe(1);
   });
 

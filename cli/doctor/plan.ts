@@ -62,6 +62,18 @@ export function variableDefault(variablesTf: string, name: string): string {
 }
 
 /**
+ * The VPC connector's range Terraform creates by default (variables.tf `vpc_connector`,
+ * `ip_cidr_range = optional(string, "…")`): the functions' source range towards the proxies.
+ */
+export function connectorRangeDefault(variablesTf: string): string {
+  const m = /variable\s+"vpc_connector"\s*\{[\s\S]*?ip_cidr_range\s*=\s*optional\(string,\s*"([^"]+)"\)/.exec(
+    variablesTf,
+  );
+  if (!m?.[1]) throw new Error('variables.tf: variable "vpc_connector" has no ip_cidr_range default');
+  return m[1];
+}
+
+/**
  * @param infraDir - the repository's `infra/` (`--infra`)
  * @param vms - the fleet's VMs
  * @throws Error naming `--infra` when a file cannot be read
@@ -76,7 +88,8 @@ export function makePlan(
   const topology = topologySchema.safeParse(parseYaml(read(infraDir, 'topology.yaml', '--infra')));
   if (!topology.success) throw new Error('--infra: topology.yaml has no relaySubscription.namePrefix');
   const prefix = topology.data.relaySubscription.namePrefix;
-  const namePrefix = variableDefault(read(infraDir, 'terraform/variables.tf', '--infra'), 'name_prefix');
+  const variablesTf = read(infraDir, 'terraform/variables.tf', '--infra');
+  const namePrefix = variableDefault(variablesTf, 'name_prefix');
   const relayIds = [...new Set(config.providers.flatMap((p) => (p.relay ? [p.relay] : [])))];
   return {
     project: config.project,
@@ -88,6 +101,7 @@ export function makePlan(
       subscription: `${prefix}${id}`,
       serviceAccount: `${namePrefix}relay-${id}@${config.project}.iam.gserviceaccount.com`,
     })),
-    functionsRange: flags.functionsRange,
+    // The functions reach the proxies from the connector's range: Terraform's default unless given.
+    functionsRange: flags.functionsRange ?? connectorRangeDefault(variablesTf),
   };
 }
