@@ -82,7 +82,8 @@ spec:
       provider: 'lab',
       egressGib: 0,
     });
-    expect(result.totalUsd).toBeCloseTo(1.92, 6);
+    const controlPlane = (r: typeof result) => r.lines.find((l) => l.what.startsWith('control plane'))?.monthlyUsd;
+    expect(controlPlane(result)).toBeCloseTo(1.92, 6);
     const half = costEstimate(io(), {
       verb: 'cost',
       config: CONFIG,
@@ -91,7 +92,22 @@ spec:
       provider: 'lab',
       egressGib: 0,
     });
-    expect(half.totalUsd).toBeCloseTo((1.92 + 32.56) / 2, 6);
+    expect(controlPlane(half)).toBeCloseTo((1.92 + 32.56) / 2, 6);
+  });
+
+  it('adds what terraform apply creates besides the proxies: the VPC connector only for providers the functions probe, the echo VM always', () => {
+    const fixed = (config: string) =>
+      costEstimate(io(), { verb: 'cost', config, files: [], proxies: 1, egressGib: 0 })
+        .lines.filter((l) => l.what.startsWith('VPC connector') || l.what.startsWith('echo VM'))
+        .map((l) => [l.what, l.quantity, l.monthlyUsd.toFixed(2)]);
+    // 2 × 730 h × $0.0083761; the echo VM's hours, its address at $0.005/h and 10 GiB at $0.04.
+    expect(fixed(CONFIG)).toEqual([
+      ['VPC connector e2-micro, us-central1', '2 instances', '12.23'],
+      ['echo VM e2-micro + address + 10 GiB pd-standard, us-central1', '1 VMs', '10.16'],
+    ]);
+    expect(fixed('docs/samples/config/kvm.yaml')).toEqual([
+      ['echo VM e2-micro + address + 10 GiB pd-standard, us-central1', '1 VMs', '10.16'],
+    ]);
   });
 });
 

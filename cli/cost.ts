@@ -91,6 +91,11 @@ export function costEstimate(io: FileIo, cmd: CostCommand): Estimate {
     egressGib: cmd.egressGib,
     checkIntervalSeconds: config.checkIntervalSeconds,
     catalogue: CATALOGUE,
+    // What `terraform apply` of this config creates besides the proxies (infra/terraform defaults).
+    deployment: {
+      connector: config.providers.some((p) => p.type === 'gcp' || p.type === 'kubernetes'),
+      echo: true,
+    },
   });
 }
 

@@ -2,6 +2,7 @@
 import type { Footprint } from '../domain/footprint.js';
 import { diskGibMonth, egressMonthly, machineHourly, type Catalogue } from './catalogue.js';
 import { CONTROL_PLANE, controlPlaneMonthly, type ControlPlaneFigures } from './control-plane.js';
+import { deploymentLines } from './deployment.js';
 
 /** `count` proxies that each bill as `footprint`. */
 export interface FleetItem {
@@ -30,6 +31,8 @@ export interface EstimateInput {
   checkIntervalSeconds: number;
   catalogue: Catalogue;
   controlPlane?: ControlPlaneFigures;
+  /** The deployment's own fixed parts (shared/cost/deployment.ts); none when absent. */
+  deployment?: { connector: boolean; echo: boolean };
 }
 
 /** Adds `monthly` to the line keyed `what`, counting `amount` more of it. */
@@ -94,6 +97,7 @@ export function estimate(input: EstimateInput): Estimate {
   );
   const figures = input.controlPlane ?? CONTROL_PLANE;
   tally(lines, `control plane (bench of ${figures.measuredOn})`, proxies, 'proxies', controlPlane);
+  const fixed = deploymentLines(catalogue, input.deployment ?? { connector: false, echo: false });
 
   const notes = [
     `Prices: the catalogue of ${catalogue.recordedOn} (shared/cost/prices-2026-12.json, each price with its source; Spot and europe-west1 VM prices unconfirmed), ${hours} hours a month, no free tier or committed-use discount on VMs.`,
@@ -107,10 +111,17 @@ export function estimate(input: EstimateInput): Estimate {
     notes.push(
       `process/kvm: ${counts['on-prem']} proxies on your own hosts: no cloud cost; their ${(counts['on-prem'] * egressPerProxy).toFixed(0)} GiB of egress goes out through your site's uplink.`,
     );
-  const out = [...lines].map(([what, l]) => ({
-    what,
-    quantity: `${Number.isInteger(l.amount) ? l.amount : l.amount.toFixed(1)} ${l.unit}`,
-    monthlyUsd: l.monthlyUsd,
-  }));
+  if (fixed.length > 0)
+    notes.push(
+      `Deployment: infra/terraform's defaults (region us-central1; the VPC connector at its minimum, when a gcp or kubernetes provider is configured; the echo VM, unless echo = null).`,
+    );
+  const out = [
+    ...[...lines].map(([what, l]) => ({
+      what,
+      quantity: `${Number.isInteger(l.amount) ? l.amount : l.amount.toFixed(1)} ${l.unit}`,
+      monthlyUsd: l.monthlyUsd,
+    })),
+    ...fixed,
+  ];
   return { lines: out, notes, totalUsd: out.reduce((s, l) => s + l.monthlyUsd, 0) };
 }
