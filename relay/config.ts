@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { TOPICS } from '../shared/bus/topics.js';
+import { egressPolicySchema } from '../shared/config/egress-policy.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
@@ -46,6 +47,28 @@ export const processBackendSchema = z
      * address is the source, else the OS picks.
      */
     egressAddresses: ipv4Range.optional(),
+    /** Where the proxies may connect (shared/config/egress-policy.ts); absent: the safe default. */
+    egress: egressPolicySchema.prefault({}),
+    /**
+     * The user (and group) the proxy processes run as, and whose sockets the backend's kernel fence
+     * matches: the relay loads the fence table as it starts (docs/operations.md, "Egress fence").
+     * Needs a relay that runs as root. Absent: proxies run as the relay's user and the fence is the
+     * table install.sh loads for it.
+     */
+    runAs: z
+      .strictObject({
+        uid: z
+          .number()
+          .int()
+          .min(1)
+          .max(2 ** 32 - 2),
+        gid: z
+          .number()
+          .int()
+          .min(1)
+          .max(2 ** 32 - 2),
+      })
+      .optional(),
   })
   .refine((b) => b.advertiseHost !== undefined || !b.bindAddresses.some((a) => UNSPECIFIED.has(a)), {
     message: 'a wildcard bind address (0.0.0.0 or ::) is not reachable: set advertiseHost',
@@ -149,6 +172,8 @@ export const kvmBackendSchema = z.strictObject({
    * not reported, so the proxy stays Provisioning instead of being replaced while it boots.
    */
   startupGraceSeconds: z.number().min(0).default(600),
+  /** Where the guests' proxies may connect, enforced in each guest (shared/config/egress-policy.ts). */
+  egress: egressPolicySchema.prefault({}),
 });
 export type KvmBackendConfig = z.infer<typeof kvmBackendSchema>;
 

@@ -5,6 +5,7 @@
  * the relay finds the address, reads the guest's ready marker through the guest agent, probes
  * through the guest, replaces it when its qemu process is killed, and deletes every part of it.
  */
+import { DEFAULT_EGRESS_POLICY } from '../../shared/config/egress-policy.js';
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -190,7 +191,7 @@ describe('kvm guest: the gcp user-data, run by real cloud-init in the same image
       // in the guest without stopping the rest; the provider's own tests cover it against the fake GCE.
       const name = 'gcp-userdata-1';
       const credentials = { username: 'gcp-user', password: 'gcp-Pass.word-1' };
-      const userData = buildUserData({ instance: name, proxy: 'gcp-1', port: 3128, credentials });
+      const userData = buildUserData({ instance: name, proxy: 'gcp-1', port: 3128, credentials, egress: DEFAULT_EGRESS_POLICY });
       const poolDir = (await host.virsh('pool-dumpxml', host.poolName)).match(/<path>([^<]+)<\/path>/)?.[1] ?? '';
       const seed = buildIso9660({
         volumeId: 'cidata',
