@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { TOPICS } from '../shared/bus/topics.js';
-import { egressPolicySchema } from '../shared/config/egress-policy.js';
+import { egressPolicySchema, localEgressPolicy } from '../shared/config/egress-policy.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
@@ -264,7 +264,31 @@ export const LOCAL_RELAY_CONFIG = {
 };
 
 /**
- * Loads the relay configuration once. Environment overrides: `EGRESS_PROJECT` (or
+ * The local stack's own ports (`8080-8087,8089-8179,8899`: API, functions and their fronts,
+ * emulators, gateway), which its proxies must never reach; the stack sets it for its relay.
+ */
+export const STACK_PORTS_ENV = 'EGRESS_STACK_PORTS';
+
+/**
+ * The ports `EGRESS_STACK_PORTS` lists.
+ *
+ * @throws ValidationError naming the variable when an entry is not a port or a range of ports
+ */
+export function parseStackPorts(value: string): number[] {
+  return value
+    .split(',')
+    .filter((item) => item.trim() !== '')
+    .flatMap((item) => {
+      const [lo, hi = lo] = item.trim().split('-').map(Number);
+      if (!Number.isInteger(lo) || !Number.isInteger(hi) || lo! < 1 || hi! > 65535 || lo! > hi!)
+        throw new ValidationError(STACK_PORTS_ENV, `"${item}" is not a port or a range low-high`);
+      return Array.from({ length: hi! - lo! + 1 }, (_, i) => lo! + i);
+    });
+}
+
+/**
+ * Loads the relay configuration once. The embedded default's proxies get the local stack's egress
+ * policy: every loopback port but `EGRESS_STACK_PORTS`. Environment overrides: `EGRESS_PROJECT` (or
  * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the relay's stateDir;
  * each backend's becomes `<dir>/<provider>`, so no two backends share one and one backend's broken
  * state directory fails only that backend's health check).
@@ -275,8 +299,10 @@ export const LOCAL_RELAY_CONFIG = {
  */
 export function loadRelayConfig(env: Env = process.env): RelayConfig {
   const file = env['EGRESS_RELAY_CONFIG'];
-  const raw = file ? readConfigFile(file) : structuredClone(LOCAL_RELAY_CONFIG);
-  return parseRelayConfig(raw, env);
+  if (file) return parseRelayConfig(readConfigFile(file), env);
+  const egress = localEgressPolicy(parseStackPorts(env[STACK_PORTS_ENV] ?? ''));
+  const raw = structuredClone(LOCAL_RELAY_CONFIG);
+  return parseRelayConfig({ ...raw, backends: raw.backends.map((b) => ({ ...b, egress })) }, env);
 }
 
 /** Validates a decoded relay configuration and applies the environment overrides. */
