@@ -120,16 +120,19 @@ export interface SpawnOptions {
  */
 export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number) => Promise<void>): Promise<number> {
   await writeFileAtomic(opts.configPath, opts.config);
-  // Its own user reads the file as it starts; it stays 0600.
+  // A proxy of its own user cannot walk the state directory (0700): it gets the file, still 0600
+  // and now its own, as descriptor 3, which /proc/self/fd/3 opens without walking a directory.
   if (opts.runAs) await chown(opts.configPath, opts.runAs.uid, opts.runAs.gid);
+  const config = opts.runAs ? await open(opts.configPath, 'r') : undefined;
   const log = await open(opts.logPath, 'a', 0o600);
   let exited: string | undefined;
   let portTaken = false;
   let child: ReturnType<typeof spawn>;
   try {
-    child = spawn(opts.tinyproxyPath, ['-d', '-c', opts.configPath, '--', ...opts.markers], {
+    const configArg = config ? '/proc/self/fd/3' : opts.configPath;
+    child = spawn(opts.tinyproxyPath, ['-d', '-c', configArg, '--', ...opts.markers], {
       detached: true,
-      stdio: ['ignore', log.fd, log.fd],
+      stdio: ['ignore', log.fd, log.fd, ...(config ? [config.fd] : [])],
       cwd: '/',
       ...(opts.runAs ? { uid: opts.runAs.uid, gid: opts.runAs.gid } : {}),
     });
@@ -142,6 +145,7 @@ export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number
     child.unref();
   } finally {
     await log.close();
+    await config?.close();
   }
   const { pid } = child;
   try {
