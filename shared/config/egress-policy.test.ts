@@ -11,6 +11,7 @@ import {
   nftFence,
   portsExcept,
 } from './egress-policy.js';
+import { providerConfigSchema } from './schema.js';
 
 const NFT = '/usr/sbin/nft';
 
@@ -135,5 +136,18 @@ describe('egress policy renderings', () => {
       ipBlock: { cidr: '0.0.0.0/0', except: expect.arrayContaining(['169.254.0.0/16', '10.0.0.0/8']) as unknown },
     });
     expect(open?.to[1]).toEqual({ ipBlock: { cidr: '::/0', except: expect.arrayContaining(['fc00::/7']) as unknown } });
+  });
+});
+
+describe('egress in the providers config', () => {
+  it('a bad entry is refused naming its field under the provider', () => {
+    const result = providerConfigSchema.safeParse({ name: 'g', type: 'gcp', egress: { deny: ['10.0.0.0/33'] } });
+    expect(result.error?.issues[0]?.path).toEqual(['egress', 'deny', 0]);
+  });
+
+  it("a relay-backed provider's policy belongs to its relay's backend entry, where it is enforced", () => {
+    const result = providerConfigSchema.safeParse({ name: 'lab', type: 'kvm', relay: 'r', egress: {} });
+    expect(result.error?.issues[0]?.path).toEqual(['egress']);
+    expect(result.error?.issues[0]?.message).toContain('relay.backends[].egress');
   });
 });
