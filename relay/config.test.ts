@@ -221,7 +221,7 @@ describe('the embedded local config and the egress fence', () => {
 
   it('a bad EGRESS_STACK_PORTS is named', () => {
     expect(() => loadRelayConfig({ [STACK_PORTS_ENV]: '8080,90-80' })).toThrow(
-      expect.objectContaining({ field: STACK_PORTS_ENV }) as unknown as Error,
+      expect.objectContaining({ field: STACK_PORTS_ENV }) as unknown,
     );
   });
 
