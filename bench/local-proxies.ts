@@ -3,6 +3,7 @@
  * and how long until N of them serve, on this host; the Node proxy-server each used to be, for
  * comparison.
  */
+import { localEgressPolicy } from '../shared/config/egress-policy.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -75,6 +76,8 @@ async function runOnce(count: number, echo: EchoServer, firstPort: number): Prom
     bindAddresses: ['127.0.0.1'],
     portRange: [firstPort, firstPort + count + 199],
     egressAddresses: '127.5.0.0/16',
+    // Loopback stands in for the Internet here: every loopback port is allowed.
+    egress: localEgressPolicy([]),
     logger: createLogger({ write: () => undefined }),
     startTimeoutMs: 60_000,
   });

@@ -4,6 +4,7 @@
  * gateway bench to compare against. It closes each client connection after its response, as every
  * fleet proxy does.
  */
+import { localEgressPolicy } from '../shared/config/egress-policy.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +33,7 @@ export async function startTinyproxyFleet(): Promise<TinyproxyFleet> {
     const options = {
       tinyproxyPath: TINYPROXY_PATH,
       markers,
-      config: tinyproxyConfig({ ...listen, credentials }),
+      config: tinyproxyConfig({ ...listen, credentials, egress: localEgressPolicy([]) }),
       listen,
       configPath: join(dir, 'tinyproxy.conf'),
       logPath: join(dir, 'tinyproxy.log'),

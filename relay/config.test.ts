@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../shared/errors.js';
-import { LOCAL_RELAY_CONFIG, loadRelayConfig, parseRelayConfig, relayStatePath } from './config.js';
+import { LOCAL_RELAY_CONFIG, loadRelayConfig, parseRelayConfig, relayStatePath, STACK_PORTS_ENV } from './config.js';
 
 function fieldOf(fn: () => unknown): string | undefined {
   try {
@@ -201,5 +201,34 @@ describe('loadRelayConfig', () => {
     ['a relative console log dir', kvm({ consoleLogDir: 'logs' }), 'relay.backends.0.hosts.beelink.consoleLogDir'],
   ])('rejects a kvm backend with %s naming the field', (_name, raw, field) => {
     expect(fieldOf(() => parseRelayConfig(raw))).toBe(field);
+  });
+});
+
+describe('the embedded local config and the egress fence', () => {
+  it("its proxies may reach every loopback port but the stack's own", () => {
+    const config = loadRelayConfig({ [STACK_PORTS_ENV]: '8080,8085,8089-8179,8899' });
+    for (const backend of config.backends) {
+      const loopback = backend.egress.allow.find((a) => a.cidr === '127.0.0.0/8');
+      expect(loopback?.ports).toEqual([
+        [1, 8079],
+        [8081, 8084],
+        [8086, 8088],
+        [8180, 8898],
+        [8900, 65535],
+      ]);
+    }
+  });
+
+  it('a bad EGRESS_STACK_PORTS is named', () => {
+    expect(() => loadRelayConfig({ [STACK_PORTS_ENV]: '8080,90-80' })).toThrow(
+      expect.objectContaining({ field: STACK_PORTS_ENV }) as unknown,
+    );
+  });
+
+  it('a relay config file without an egress policy gets the safe default: ports 80 and 443, private ranges denied', () => {
+    const config = parseRelayConfig(LOCAL_RELAY_CONFIG);
+    expect(config.backends[0]?.egress.ports).toEqual([80, 443]);
+    expect(config.backends[0]?.egress.deny).toContain('169.254.0.0/16');
+    expect(config.backends[0]?.egress.allow).toEqual([]);
   });
 });

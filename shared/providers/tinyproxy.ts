@@ -1,7 +1,9 @@
 /**
  * tinyproxy, the proxy software of the `gcp`, `kubernetes` and `kvm` instances: its Basic auth
- * directive and the configuration a cloud-init guest (a VM, a kvm domain) writes.
+ * directive, the configuration a cloud-init guest (a VM, a kvm domain) writes, and the guest's
+ * egress fence (an nftables table on tinyproxy's user).
  */
+import { connectPortLines, nftFence, type EgressPolicy } from '../config/egress-policy.js';
 import { PermanentError } from '../errors.js';
 
 /** Where cloud-init writes the proxy configuration. */
@@ -27,8 +29,18 @@ export function basicAuthDirective(credentials: { username: string; password: st
   return `BasicAuth ${credentials.username} ${credentials.password}`;
 }
 
-/** The configuration of a cloud-init guest: every interface, Basic auth required, no Via header. */
-export function guestTinyproxyConfig(port: number, credentials: { username: string; password: string }): string {
+/** What a guest's proxy is configured with. */
+export interface GuestProxy {
+  port: number;
+  credentials: { username: string; password: string };
+  egress: EgressPolicy;
+}
+
+/**
+ * The configuration of a cloud-init guest: every interface, Basic auth required, no Via header,
+ * CONNECT only to the policy's ports (the kernel fence, {@link fenceFile}, covers plain requests).
+ */
+export function guestTinyproxyConfig({ port, credentials, egress }: GuestProxy): string {
   return [
     'User tinyproxy',
     'Group tinyproxy',
@@ -40,6 +52,7 @@ export function guestTinyproxyConfig(port: number, credentials: { username: stri
     'DisableViaHeader Yes',
     // No Allow/Deny lines: any client may connect, and every request must authenticate.
     basicAuthDirective(credentials),
+    ...connectPortLines(egress),
     '',
   ].join('\n');
 }
@@ -48,14 +61,42 @@ export function guestTinyproxyConfig(port: number, credentials: { username: stri
  * The cloud-init `write_files` entry of the guest configuration, written after the packages
  * (`defer`), when the `tinyproxy` group exists (the gcp user-data and the kvm seed).
  */
-export function tinyproxyConfigFile(port: number, credentials: { username: string; password: string }) {
+export function tinyproxyConfigFile(proxy: GuestProxy) {
   return {
     path: TINYPROXY_CONF,
     owner: 'root:tinyproxy',
     permissions: '0640',
     defer: true,
-    content: guestTinyproxyConfig(port, credentials),
+    content: guestTinyproxyConfig(proxy),
   };
+}
+
+/** Where the guest's fence lives: Debian's nftables.service loads this file on every boot. */
+export const NFTABLES_CONF = '/etc/nftables.conf';
+
+/**
+ * The guest's egress fence as a cloud-init `write_files` entry: an nftables table on the sockets
+ * of tinyproxy's user (the package creates it), so the proxy reaches only what the policy allows,
+ * judged on the addresses names resolve to, while the guest agent and cloud-init (root) still
+ * reach the metadata server. Written after the packages (`defer`): it replaces the nftables
+ * package's own file.
+ */
+export function fenceFile(egress: EgressPolicy) {
+  return {
+    path: NFTABLES_CONF,
+    owner: 'root:root',
+    permissions: '0644',
+    defer: true,
+    content: nftFence(egress, { table: 'egress_fence', owner: 'tinyproxy' }),
+  };
+}
+
+/**
+ * The runcmd entries that load the fence now and on every boot; they run before tinyproxy is
+ * restarted with its configuration, so the configured proxy never serves unfenced.
+ */
+export function fenceCommands(): string[][] {
+  return [enableUnitCommand('nftables'), ['systemctl', 'restart', 'nftables']];
 }
 
 /**

@@ -52,7 +52,19 @@ const RELAY: FieldSpec[] = [
   { path: 'backends.0.stateDir', type: 'string' },
   { path: 'backends.0.bindAddresses', type: 'array' },
   { path: 'backends.0.portRange', type: 'array' },
+  { path: 'backends.0.egress.deny.0', type: 'string', max: 64, valid: /^[0-9a-f:.]+\/\d{1,3}$/ },
+  { path: 'backends.0.egress.ports.0', type: 'number', bounded: true },
+  { path: 'backends.0.egress.allow.0.cidr', type: 'string', max: 64, valid: /^[0-9a-f:.]+\/\d{1,3}$/ },
 ];
+/** The embedded relay config with an egress policy on its first backend, so its fields can be damaged too. */
+const RELAY_BASE = {
+  ...LOCAL_RELAY_CONFIG,
+  backends: LOCAL_RELAY_CONFIG.backends.map((b, i) =>
+    i === 0
+      ? { ...b, egress: { deny: ['10.0.0.0/8', 'fc00::/7'], ports: [80, 443], allow: [{ cidr: '127.0.0.0/8' }] } }
+      : b,
+  ),
+};
 
 /** Writes a config text as the operator would: JSON as is, or the same object as YAML. */
 function writeConfig(rng: Rng, text: string, truncated: boolean): string {
@@ -85,7 +97,7 @@ afterAll(() => {
 describe('guarantee: bad config files', () => {
   it.each([
     ['functions', FUNCTIONS, LOCAL_DEFAULT_CONFIG, ['', 'providers.0'], 'config', 'EGRESS_CONFIG', loadConfig],
-    ['relay', RELAY, LOCAL_RELAY_CONFIG, ['', 'backends.0'], 'relay', 'EGRESS_RELAY_CONFIG', loadRelayConfig],
+    ['relay', RELAY, RELAY_BASE, ['', 'backends.0'], 'relay', 'EGRESS_RELAY_CONFIG', loadRelayConfig],
   ] as const)(
     `${COUNT} seeded bad %s config files each fail naming the field`,
     (surface, fields, valid, objects, prefix, variable, load) => {

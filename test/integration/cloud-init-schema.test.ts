@@ -3,6 +3,7 @@
  * wrote it, is valid to real cloud-init: Debian's `cloud-init schema` (the package the guests run)
  * checks each against its own schema.
  */
+import { DEFAULT_EGRESS_POLICY } from '../../shared/config/egress-policy.js';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -16,12 +17,32 @@ import { buildSeed } from '../../relay/backends/kvm/seed.js';
 const run = promisify(execFile);
 const credentials = { username: 'u-x.1', password: 'p-Long.pass_word-9' };
 const cases = [
-  ['gcp', buildUserData({ instance: 'ep-g-1', proxy: 'g-1', port: 3128, credentials })],
-  ['gcp, another port', buildUserData({ instance: 'ep-g-2', proxy: 'g-2', port: 8888, credentials })],
-  ['kvm', buildSeed({ instance: 'ep-k-1', proxy: 'k-1', port: 3128, credentials, createdAt: 1 }).userData],
+  ['gcp', buildUserData({ instance: 'ep-g-1', proxy: 'g-1', port: 3128, credentials, egress: DEFAULT_EGRESS_POLICY })],
+  [
+    'gcp, another port',
+    buildUserData({ instance: 'ep-g-2', proxy: 'g-2', port: 8888, credentials, egress: DEFAULT_EGRESS_POLICY }),
+  ],
+  [
+    'kvm',
+    buildSeed({
+      instance: 'ep-k-1',
+      proxy: 'k-1',
+      port: 3128,
+      credentials,
+      egress: DEFAULT_EGRESS_POLICY,
+      createdAt: 1,
+    }).userData,
+  ],
   [
     'kvm, another port',
-    buildSeed({ instance: 'ep-k-2', proxy: 'k-2', port: 18080, credentials, createdAt: 2 }).userData,
+    buildSeed({
+      instance: 'ep-k-2',
+      proxy: 'k-2',
+      port: 18080,
+      credentials,
+      egress: DEFAULT_EGRESS_POLICY,
+      createdAt: 2,
+    }).userData,
   ],
   ['echo VM', readFileSync(new URL('../../dist/echo/user-data.yaml', import.meta.url), 'utf8')],
 ] as const;

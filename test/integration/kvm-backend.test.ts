@@ -3,6 +3,7 @@
  * metadata, the address path, state mapping), the storage driver holds real qcow2 overlays and the
  * uploaded seeds. Nothing of libvirt is mocked.
  */
+import { DEFAULT_EGRESS_POLICY } from '../../shared/config/egress-policy.js';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -168,6 +169,7 @@ describe('libvirt client: kvm backend on a real libvirtd (test driver + storage 
       proxy: s.proxy,
       port: 8888,
       credentials: s.credentials,
+      egress: DEFAULT_EGRESS_POLICY,
       createdAt: created.createdAt,
     });
     expect((await readFile(poolFile(`${s.name}-seed.iso`))).equals(expected.image)).toBe(true);

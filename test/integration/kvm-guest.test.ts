@@ -5,8 +5,10 @@
  * the relay finds the address, reads the guest's ready marker through the guest agent, probes
  * through the guest, replaces it when its qemu process is killed, and deletes every part of it.
  */
-import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { egressPolicySchema } from '../../shared/config/egress-policy.js';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,18 +54,83 @@ const settle = <T>(name: string, until: (doc: ProxyDoc) => T | undefined, ms = B
     1000,
   );
 
+/**
+ * Stand-ins on the namespace (the guests' router): one public-looking address (TEST-NET-2) and the
+ * metadata server's, with listeners on an allowed port (80) and on one outside the list (8081).
+ * The libvirt host's own address on the NAT network (`<guestPrefix>.1`) answers on both too.
+ */
+const PUBLIC = '198.51.100.1';
+const METADATA = '169.254.169.254';
+const listeners: ChildProcess[] = [];
+let listenerDir: string;
+
+/**
+ * The guests' egress policy: the default, plus the echo endpoint on the test host's veth address
+ * (private, as a lab's echo would be) as an exception.
+ */
+const egress = () => egressPolicySchema.parse({ allow: [{ cidr: `${host.hostIp}/32`, ports: [[1024, 65535]] }] });
+
+/** One request through a guest's proxy, plain or tunnelled (`-p`), that never throws: status 0 when curl failed. */
+async function attempt(address: string, auth: string, target: string, tunnel: boolean) {
+  const args = ['-sS', '--max-time', '15', '-x', `http://${auth}@${address}`, ...(tunnel ? ['-p'] : [])];
+  try {
+    return await curlThrough(address, auth, target, args);
+  } catch (err) {
+    return { status: 0, body: String(err) };
+  }
+}
+
+/**
+ * Through the guest's proxy: the public stand-in on port 80 answers; the libvirt host's address
+ * on the NAT network, the metadata address and a port outside the list are refused, plain and CONNECT.
+ */
+async function expectFenced(address: string, auth: string): Promise<void> {
+  for (const tunnel of [false, true]) {
+    const open = await attempt(address, auth, `http://${PUBLIC}/`, tunnel);
+    expect(open.status, `${PUBLIC}:80 tunnel=${tunnel}: ${open.body}`).toBe(200);
+    for (const refused of [`http://${host.guestPrefix}.1/`, `http://${METADATA}/`, `http://${PUBLIC}:8081/`]) {
+      const answer = await attempt(address, auth, refused, tunnel);
+      expect(answer.status, `${refused} tunnel=${tunnel}: ${answer.body}`).not.toBe(200);
+      expect(answer.body).not.toContain('Directory listing');
+    }
+  }
+}
+
 /** curl through the proxy from this side of the namespace; returns the HTTP status and body. */
-async function curlThrough(address: string, auth: string | undefined, target: string) {
+async function curlThrough(address: string, auth: string | undefined, target: string, args?: string[]) {
   const proxy = auth ? `http://${auth}@${address}` : `http://${address}`;
-  const { stdout } = await run('curl', ['-sS', '--max-time', '10', '-x', proxy, '-w', '\n%{http_code}', target], {
-    encoding: 'utf8',
-  });
+  const { stdout } = await run(
+    'curl',
+    [...(args ?? ['-sS', '--max-time', '10', '-x', proxy]), '-w', '\n%{http_code}', target],
+    {
+      encoding: 'utf8',
+    },
+  );
   const lines = stdout.trimEnd().split('\n');
   return { status: Number(lines.pop()), body: lines.join('\n') };
 }
 
 beforeAll(async () => {
   host = await startQemuHost();
+  listenerDir = await mkdtemp(path.join(tmpdir(), 'kvm-fence-'));
+  for (const address of [PUBLIC, METADATA])
+    await run('ip', ['netns', 'exec', host.netns, 'ip', 'addr', 'add', `${address}/32`, 'dev', 'lo']);
+  for (const port of ['80', '8081']) {
+    // ip netns exec execs python: the child's pid is the listener's.
+    const child = spawn(
+      'ip',
+      ['netns', 'exec', host.netns, 'python3', '-m', 'http.server', port, '--bind', '0.0.0.0'],
+      {
+        cwd: listenerDir,
+        stdio: 'ignore',
+      },
+    );
+    listeners.push(child);
+  }
+  await eventually(async () => {
+    for (const port of ['80', '8081'])
+      await run('ip', ['netns', 'exec', host.netns, 'curl', '-sf', '-o', '/dev/null', `http://${PUBLIC}:${port}/`]);
+  }, 10_000);
   h = await startRelayHarness(
     RELAY,
     [24300, 24309],
@@ -80,6 +147,7 @@ beforeAll(async () => {
           type: 'kvm',
           stateDir,
           hosts: { h1: { ...host.hostConfig(), vcpus: 2, memoryMiB: 768 } },
+          egress: egress(),
           connectTimeoutSeconds: 5,
           callTimeoutSeconds: 30,
         },
@@ -98,6 +166,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  for (const child of listeners) child.kill('SIGKILL');
+  if (listenerDir) await rm(listenerDir, { recursive: true, force: true });
   await h?.close();
   await host?.close();
 }, 120_000);
@@ -148,6 +218,15 @@ describe("kvm guest: a real cloud-init guest under libvirt's qemu driver", () =>
     BOOT_MS + 60_000,
   );
 
+  describe("fence: the guest's proxy reaches the Internet's stand-in only", () => {
+    it('the libvirt host on the NAT network, the metadata address and an unlisted port are refused, plain and CONNECT', async () => {
+      const doc = (await h.proxies.get(proxy))?.doc;
+      const credentials = await h.proxies.credentials(proxy);
+      if (!doc?.status.address || !credentials) throw new Error('the guest is not Ready');
+      await expectFenced(doc.status.address, `${credentials.username}:${credentials.password}`);
+    }, 120_000);
+  });
+
   it(
     "the guest's qemu process killed → the proxy is replaced by a new guest",
     async () => {
@@ -190,7 +269,7 @@ describe('kvm guest: the gcp user-data, run by real cloud-init in the same image
       // in the guest without stopping the rest; the provider's own tests cover it against the fake GCE.
       const name = 'gcp-userdata-1';
       const credentials = { username: 'gcp-user', password: 'gcp-Pass.word-1' };
-      const userData = buildUserData({ instance: name, proxy: 'gcp-1', port: 3128, credentials });
+      const userData = buildUserData({ instance: name, proxy: 'gcp-1', port: 3128, credentials, egress: egress() });
       const poolDir = (await host.virsh('pool-dumpxml', host.poolName)).match(/<path>([^<]+)<\/path>/)?.[1] ?? '';
       const seed = buildIso9660({
         volumeId: 'cidata',
@@ -244,6 +323,8 @@ describe('kvm guest: the gcp user-data, run by real cloud-init in the same image
         // The echo endpoint saw the guest as the caller: the request left through the guest's proxy.
         expect(JSON.parse(status.ok.body)).toEqual({ ip: status.ip });
         expect((await curlThrough(`${status.ip}:3128`, undefined, h.echo.url)).status).toBe(407);
+        // fence: the same refusals as the kvm seed's guest.
+        await expectFenced(`${status.ip}:3128`, `${credentials.username}:${credentials.password}`);
       } finally {
         await host.virsh('destroy', name).catch(() => undefined);
         await host.virsh('undefine', name);

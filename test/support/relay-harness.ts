@@ -3,6 +3,7 @@
  * processes (or the backends the caller configures), commands and reports over the Pub/Sub emulator, reports applied to the Firestore
  * emulator by the `relay-report` handler (fed from a pull subscription instead of a push).
  */
+import { localEgressPolicy } from '../../shared/config/egress-policy.js';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,9 +110,13 @@ export async function startRelayHarness(
     reportIntervalSeconds: 1,
     probeTimeoutSeconds: 2,
     installationId: 'it',
-    backends: options.backends?.(stateDir) ?? [
-      { provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange },
-    ],
+    // Loopback stands in for the Internet of these tests: a process backend's proxies may reach
+    // every loopback port unless the test gives its own policy (the fence tests do).
+    backends: (
+      options.backends?.(stateDir) ?? [
+        { provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange },
+      ]
+    ).map((b) => (isProcessEntry(b) ? { egress: localEgressPolicy([]), ...b } : b)),
   });
   const backends = new Map(
     [...createBackends(relayConfig, { logger })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
@@ -175,4 +180,8 @@ export async function startRelayHarness(
       rmSync(stateDir, { recursive: true, force: true });
     },
   };
+}
+
+function isProcessEntry(entry: unknown): entry is Record<string, unknown> {
+  return typeof entry === 'object' && entry !== null && 'type' in entry && entry.type === 'process';
 }

@@ -115,6 +115,7 @@ class KvmBackend implements RelayBackend {
       proxy: spec.proxy,
       port: metadata.port,
       credentials: spec.credentials,
+      egress: this.opts.config.egress,
       createdAt: metadata.createdAt,
     });
     await createVolumes(this.hosts, this.opts.config, { host, name: spec.name, size }, seed.image);

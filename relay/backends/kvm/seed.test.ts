@@ -1,4 +1,5 @@
 /** The NoCloud seed: an ISO 9660 image labelled cidata that isoinfo reads back file by file, same bytes for same input. */
+import { DEFAULT_EGRESS_POLICY } from '../../../shared/config/egress-policy.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -16,6 +17,7 @@ const input = {
   proxy: 'kvm-1',
   port: 3128,
   credentials: { username: 'u-kvm', password: 'p4ss-Word.1' },
+  egress: DEFAULT_EGRESS_POLICY,
   createdAt: Date.UTC(2026, 10, 29, 20, 30, 5),
 };
 
@@ -62,12 +64,20 @@ describe('buildSeed', () => {
       write_files: Array<{ path: string; content: string; defer: boolean }>;
       runcmd: string[][];
     };
-    expect(doc.packages).toEqual(['tinyproxy', 'qemu-guest-agent']);
+    expect(doc.packages).toEqual(['tinyproxy', 'qemu-guest-agent', 'nftables']);
     const conf = doc.write_files.find((f) => f.path === '/etc/tinyproxy/tinyproxy.conf');
     expect(conf?.defer).toBe(true);
     expect(conf?.content).toMatch(/^Port 3128$/m);
     expect(conf?.content).toMatch(/^BasicAuth u-kvm p4ss-Word\.1$/m);
     expect(doc.runcmd).toContainEqual(['systemctl', 'restart', 'tinyproxy']);
+    expect(conf?.content).toMatch(/^ConnectPort 443$/m);
+    // The fence on tinyproxy's user is loaded before the proxy restarts with its configuration.
+    expect(doc.write_files.find((f) => f.path === '/etc/nftables.conf')?.content).toContain('meta skuid "tinyproxy"');
+    const restarts = doc.runcmd.map((c) => c.join(' '));
+    expect(restarts.indexOf('systemctl restart nftables')).toBeGreaterThanOrEqual(0);
+    expect(restarts.indexOf('systemctl restart nftables')).toBeLessThan(
+      restarts.indexOf('systemctl restart tinyproxy'),
+    );
   });
 
   it('gives the same bytes for the same input and different ones for another instance', () => {

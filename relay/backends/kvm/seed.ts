@@ -1,10 +1,16 @@
 /**
  * The NoCloud seed of a kvm guest: `user-data` installs tinyproxy (configured with the proxy's
- * port and credentials) and the QEMU guest agent; `meta-data` names the instance. Both go into an
+ * port and credentials, fenced by the backend's egress policy) and the QEMU guest agent; `meta-data` names the instance. Both go into an
  * ISO 9660 image labelled `cidata`, which cloud-init's NoCloud datasource finds by its label.
  */
 import { stringify } from 'yaml';
-import { enableUnitCommand, tinyproxyConfigFile } from '../../../shared/providers/tinyproxy.js';
+import type { EgressPolicy } from '../../../shared/config/egress-policy.js';
+import {
+  enableUnitCommand,
+  fenceCommands,
+  fenceFile,
+  tinyproxyConfigFile,
+} from '../../../shared/providers/tinyproxy.js';
 import { buildIso9660 } from './iso9660.js';
 import { readyMarkerCommand } from './readiness.js';
 
@@ -16,6 +22,8 @@ export interface SeedInput {
   proxy: string;
   port: number;
   credentials: { username: string; password: string };
+  /** The backend's egress policy, enforced in the guest (`fenceFile`). */
+  egress: EgressPolicy;
   /** The instance's createdAt (ms): recorded as the image's date, so equal input gives equal bytes. */
   createdAt: number;
 }
@@ -46,17 +54,18 @@ export function buildSeed(input: SeedInput): Seed {
 
 /**
  * The `#cloud-config` document: tinyproxy and the guest agent (the third source of the guest's
- * address) installed, the proxy configuration written after the package (`defer`, when the
- * `tinyproxy` group exists), then both services enabled and restarted, and last the marker that
+ * address) installed, the proxy configuration and the fence written after the package (`defer`,
+ * when the `tinyproxy` user exists), the fence loaded, then both services enabled and restarted, and last the marker that
  * tells the backend the proxy serves (`readiness.ts`).
  */
 function buildUserData(input: SeedInput): string {
   const doc = {
     package_update: true,
-    packages: ['tinyproxy', 'qemu-guest-agent'],
-    write_files: [tinyproxyConfigFile(input.port, input.credentials)],
+    packages: ['tinyproxy', 'qemu-guest-agent', 'nftables'],
+    write_files: [tinyproxyConfigFile(input), fenceFile(input.egress)],
     runcmd: [
       enableUnitCommand('qemu-guest-agent', { now: true }),
+      ...fenceCommands(),
       enableUnitCommand('tinyproxy'),
       ['systemctl', 'restart', 'tinyproxy'],
       readyMarkerCommand(input.instance, input.port),

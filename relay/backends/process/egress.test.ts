@@ -1,4 +1,5 @@
 /** Distinct egress for process proxies: ranges, the source rule, and real processes seen by the echo endpoint. */
+import { localEgressPolicy } from '../../../shared/config/egress-policy.js';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -37,6 +38,7 @@ const backendFor = (provider: string, range: string, ports: [number, number]) =>
     portRange: ports,
     logger,
     egressAddresses: range,
+    egress: localEgressPolicy([]),
   });
 
 /** The caller address the echo endpoint saw, through the proxy with an absolute URI (what `curl -x` does). */

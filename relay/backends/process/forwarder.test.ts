@@ -3,6 +3,7 @@
  * network namespace of the test's own: test/support/remote-target.ts, needs root) through their
  * backend's forwarder, and loopback targets still see each proxy's own address.
  */
+import { localEgressPolicy } from '../../../shared/config/egress-policy.js';
 import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -45,6 +46,7 @@ const newBackend = (provider = 'pf', egressAddresses = RANGE, portRange: [number
     portRange,
     logger,
     egressAddresses,
+    egress: localEgressPolicy([]),
   });
 
 /** A GET through the proxy with an absolute URI (what `curl -x` does): the status and the caller IP the target saw. */

@@ -15,6 +15,8 @@ import { KeyedSerializer } from '../../keyed-serializer.js';
 import { awaitExit, findByMarkers, isOurs, terminate } from './processes.js';
 import { forwarderMarkers } from './proxy-config.js';
 import type { StateStore } from './state.js';
+import type { EgressPolicy } from '../../../shared/config/egress-policy.js';
+import type { RunAs } from './fence.js';
 import { forwarderConfig, PortInUseError, spawnTinyproxy, type HostPort } from './tinyproxy.js';
 
 const recordSchema = z.object({ pid: z.number().int().positive() });
@@ -27,6 +29,10 @@ export interface ForwarderOptions {
   tinyproxyPath: string;
   /** How long it may take to listen. */
   timeoutMs: number;
+  /** Its provider's egress policy (it carries its proxies' traffic). */
+  egress: EgressPolicy;
+  /** The user it runs as, fenced like the proxies; absent: the relay's own. */
+  runAs?: RunAs | undefined;
   logger: Logger;
 }
 
@@ -64,7 +70,8 @@ export class Forwarder {
           {
             tinyproxyPath: this.opts.tinyproxyPath,
             markers,
-            config: forwarderConfig(listen),
+            config: forwarderConfig(listen, this.opts.egress),
+            runAs: this.opts.runAs,
             listen,
             configPath: paths.conf,
             logPath: paths.log,

@@ -8,6 +8,7 @@ import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
 import { cursorPath, EgressAllocator, forwarderHost, isLoopback, parseIpv4Range } from './egress.js';
+import { fenceTable, loadFence } from './fence.js';
 import { Forwarder } from './forwarder.js';
 import { checkHealth, resolveBindAddress, type ProcessBackendOptions } from './options.js';
 import { PortAllocator } from './ports.js';
@@ -35,6 +36,7 @@ class ProcessBackend implements RelayBackend {
   private readonly log: Logger;
   private readonly reportedCorrupt = new Set<string>();
   private store: Promise<StateStore> | undefined;
+  private fenced: Promise<void> | undefined;
   private leftovers: LeftoverProcesses | undefined;
   private closed = false;
 
@@ -52,6 +54,8 @@ class ProcessBackend implements RelayBackend {
         listen: { host: forwarderHost(range), port: opts.portRange[0] },
         tinyproxyPath: opts.tinyproxyPath ?? TINYPROXY_PATH,
         timeoutMs: opts.startTimeoutMs ?? 10_000,
+        egress: opts.egress,
+        runAs: opts.runAs,
         logger: this.log,
       });
     }
@@ -70,6 +74,8 @@ class ProcessBackend implements RelayBackend {
 
   private async createLocked(spec: InstanceSpec, host: string): Promise<Instance> {
     const store = await this.state();
+    // No proxy without its fence: loaded once, before the first process of this run starts.
+    await this.fence();
     // No proxy without its way out: the forwarder is healed first, or the create fails.
     await this.forwarder?.ensure(store);
     const markers = markerArgs(spec.name, store.root);
@@ -145,6 +151,7 @@ class ProcessBackend implements RelayBackend {
           credentials: spec.credentials,
           source: source ?? egressAddress(host),
           upstream: this.forwarder?.address,
+          egress: this.opts.egress,
         });
         const pid = await backendCall(
           'process.spawn',
@@ -159,6 +166,7 @@ class ProcessBackend implements RelayBackend {
                 configPath: store.confPath(spec.name),
                 logPath: store.logPath(spec.name),
                 timeoutMs: this.opts.startTimeoutMs ?? 10_000,
+                runAs: this.opts.runAs,
               },
               (pid) => store.write({ ...record, pid }),
             ),
@@ -229,7 +237,12 @@ class ProcessBackend implements RelayBackend {
   }
 
   async check(): Promise<ProviderHealth> {
-    return checkHealth(this.opts, () => this.state(), this.forwarder);
+    return checkHealth(
+      this.opts,
+      () => this.state(),
+      this.forwarder,
+      () => this.fence(),
+    );
   }
 
   async credentials(name: string): Promise<ProxyCredentials | undefined> {
@@ -240,6 +253,20 @@ class ProcessBackend implements RelayBackend {
   async close(): Promise<void> {
     this.closed = true;
     await this.serial.idle();
+  }
+
+  /** Loads the kernel fence of `runAs` once per run (again after a failure); without `runAs` there is none to load. */
+  private fence(): Promise<void> {
+    const { runAs } = this.opts;
+    if (runAs === undefined) return Promise.resolve();
+    this.fenced ??= loadFence(this.name, this.opts.egress, runAs).then(
+      () => this.log.info('egress fence loaded', { table: fenceTable(this.name), uid: runAs.uid }),
+      (err: unknown) => {
+        this.fenced = undefined;
+        throw err;
+      },
+    );
+    return this.fenced;
   }
 
   private assertOpen(): void {

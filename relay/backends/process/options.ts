@@ -3,8 +3,10 @@ import { access, constants, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ValidationError } from '../../../shared/errors.js';
+import type { EgressPolicy } from '../../../shared/config/egress-policy.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { ProviderHealth } from '../../../shared/providers/contract.js';
+import type { RunAs } from './fence.js';
 import type { Forwarder } from './forwarder.js';
 import type { StateStore } from './state.js';
 import { TINYPROXY_PATH } from './tinyproxy.js';
@@ -36,6 +38,13 @@ export interface ProcessBackendOptions {
    * (`forwarder.ts`), through which its proxies reach what is not on this host.
    */
   egressAddresses?: string | undefined;
+  /** Where the proxies may connect: `ConnectPort` lines always, the kernel fence with `runAs`. */
+  egress: EgressPolicy;
+  /**
+   * The user the proxies (and the forwarder) run as, whose sockets the kernel fence matches; the
+   * backend loads the fence before its first proxy starts. Needs a relay running as root.
+   */
+  runAs?: RunAs | undefined;
   logger: Logger;
   /** How long a new process may take to listen (default 10 s). */
   startTimeoutMs?: number;
@@ -66,13 +75,15 @@ export function resolveBindAddress(
 }
 
 /**
- * Healthy when the port range is valid, the state directory writable, tinyproxy executable and the
- * forwarder (when the backend has one) running: a dead one is started again here.
+ * Healthy when the port range is valid, the state directory writable, tinyproxy executable, the
+ * kernel fence loaded (with `runAs`) and the forwarder (when the backend has one) running: a dead
+ * one is started again here.
  */
 export async function checkHealth(
   opts: ProcessBackendOptions,
   state: () => Promise<StateStore>,
   forwarder: Forwarder | undefined,
+  fence: () => Promise<void>,
 ): Promise<ProviderHealth> {
   const started = performance.now();
   const health = (ok: boolean, message: string): ProviderHealth => ({
@@ -91,6 +102,8 @@ export async function checkHealth(
     await writeFile(probe, 'ok');
     await rm(probe, { force: true });
     await access(tinyproxy, constants.X_OK);
+    // Before the forwarder: no process of this backend runs unfenced.
+    await fence();
     const message = `state in ${store.root}, ports ${lo}-${hi}, ${tinyproxy}`;
     if (forwarder === undefined) return health(true, message);
     const pid = await forwarder.ensure(store);

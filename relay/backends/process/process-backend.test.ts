@@ -1,4 +1,5 @@
 /** The process backend end to end: real tinyproxy processes in a temporary state directory. */
+import { localEgressPolicy } from '../../../shared/config/egress-policy.js';
 import { mkdtemp, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -43,6 +44,8 @@ function backendFor(stateDir: string, overrides: Partial<ProcessBackendOptions> 
     stateDir,
     bindAddresses: ['127.0.0.1'],
     portRange: [21000, 21049],
+    // Loopback stands in for the Internet here: every loopback port is allowed.
+    egress: localEgressPolicy([]),
     logger,
     ...overrides,
   });

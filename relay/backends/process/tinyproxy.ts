@@ -1,11 +1,13 @@
 /** tinyproxy processes of the process backend (proxies and forwarders): their config files, their start, their readiness. */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { appendFile, open, readdir, readFile, readlink } from 'node:fs/promises';
+import { appendFile, chown, open, readdir, readFile, readlink } from 'node:fs/promises';
 import net from 'node:net';
+import { connectPortLines, type EgressPolicy } from '../../../shared/config/egress-policy.js';
 import { RetryableError } from '../../../shared/errors.js';
 import { basicAuthDirective } from '../../../shared/providers/tinyproxy.js';
 import { writeFileAtomic } from '../../atomic-file.js';
+import type { RunAs } from './fence.js';
 
 /** Debian's tinyproxy (package `tinyproxy-bin`), the proxy software of the guests too. */
 export const TINYPROXY_PATH = '/usr/bin/tinyproxy';
@@ -35,12 +37,16 @@ export interface ProxyConfig extends HostPort {
    * else); loopback targets are still reached directly, from `source`.
    */
   upstream?: HostPort | undefined;
+  /** Its provider's egress policy: CONNECT only to its ports (the kernel fence covers the rest). */
+  egress: EgressPolicy;
 }
 
 /**
  * The tinyproxy configuration of one proxy: listen on `host:port` only, Basic auth required (407
  * without credentials, 401 with wrong ones), no Via header, logs on stderr (run with `-d`).
  * tinyproxy tries its site-specific `Upstream` rules before the default one, whatever their order.
+ * `ConnectPort` lines limit CONNECT to the policy's ports, a second layer beside the kernel fence
+ * (`fence.ts`); the `Upstream` rules match names as written, so they route, never fence.
  *
  * @throws PermanentError naming `credentials.username` or `credentials.password` when tinyproxy
  *   could not parse the value
@@ -55,6 +61,7 @@ export function tinyproxyConfig(config: ProxyConfig): string {
     'LogLevel Warning',
     'DisableViaHeader Yes',
     basicAuthDirective(config.credentials),
+    ...connectPortLines(config.egress),
     ...(config.source !== undefined ? [`Bind ${config.source}`] : []),
     ...(upstream !== undefined
       ? [`Upstream http ${upstream.host}:${upstream.port}`, 'Upstream none "127.0.0.0/8"', 'Upstream none "localhost"']
@@ -65,9 +72,10 @@ export function tinyproxyConfig(config: ProxyConfig): string {
 
 /**
  * The tinyproxy configuration of a forwarder: no auth and no `Bind` (it connects from the host's
- * own address), listening on a loopback `host:port` and serving loopback clients only.
+ * own address), listening on a loopback `host:port` and serving loopback clients only, CONNECT
+ * only to the policy's ports.
  */
-export function forwarderConfig(listen: HostPort): string {
+export function forwarderConfig(listen: HostPort, egress: EgressPolicy): string {
   return [
     `Port ${listen.port}`,
     `Listen ${listen.host}`,
@@ -77,6 +85,7 @@ export function forwarderConfig(listen: HostPort): string {
     'LogLevel Warning',
     'DisableViaHeader Yes',
     'Allow 127.0.0.0/8',
+    ...connectPortLines(egress),
     '',
   ].join('\n');
 }
@@ -95,6 +104,8 @@ export interface SpawnOptions {
   logPath: string;
   /** How long to wait until it listens. */
   timeoutMs: number;
+  /** The user it runs as (the relay must be root); absent: the relay's own. */
+  runAs?: RunAs | undefined;
 }
 
 /**
@@ -109,15 +120,21 @@ export interface SpawnOptions {
  */
 export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number) => Promise<void>): Promise<number> {
   await writeFileAtomic(opts.configPath, opts.config);
+  // A proxy of its own user cannot walk the state directory (0700): it gets the file, still 0600
+  // and now its own, as descriptor 3, which /proc/self/fd/3 opens without walking a directory.
+  if (opts.runAs) await chown(opts.configPath, opts.runAs.uid, opts.runAs.gid);
+  const config = opts.runAs ? await open(opts.configPath, 'r') : undefined;
   const log = await open(opts.logPath, 'a', 0o600);
   let exited: string | undefined;
   let portTaken = false;
   let child: ReturnType<typeof spawn>;
   try {
-    child = spawn(opts.tinyproxyPath, ['-d', '-c', opts.configPath, '--', ...opts.markers], {
+    const configArg = config ? '/proc/self/fd/3' : opts.configPath;
+    child = spawn(opts.tinyproxyPath, ['-d', '-c', configArg, '--', ...opts.markers], {
       detached: true,
-      stdio: ['ignore', log.fd, log.fd],
+      stdio: ['ignore', log.fd, log.fd, ...(config ? [config.fd] : [])],
       cwd: '/',
+      ...(opts.runAs ? { uid: opts.runAs.uid, gid: opts.runAs.gid } : {}),
     });
     // Listen at once: a spawn error is emitted on the next tick.
     child.on('error', (e) => (exited ??= `cannot start: ${e.message}`));
@@ -128,6 +145,7 @@ export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number
     child.unref();
   } finally {
     await log.close();
+    await config?.close();
   }
   const { pid } = child;
   try {

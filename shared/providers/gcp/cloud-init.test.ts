@@ -1,10 +1,11 @@
 /** The cloud-init user-data: valid YAML for cloud-init, a tinyproxy config with auth and the right port, nothing open. */
+import { DEFAULT_EGRESS_POLICY } from '../../config/egress-policy.js';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { PermanentError } from '../../errors.js';
 import { buildUserData, READY_ATTEMPTS, READY_ATTRIBUTE, READY_SCRIPT, READY_UNIT } from './cloud-init.js';
-import { TINYPROXY_CONF } from '../tinyproxy.js';
+import { NFTABLES_CONF, TINYPROXY_CONF } from '../tinyproxy.js';
 import { instanceResource } from './resources.js';
 import { parseGcpOptions, resolveGcpPlacement } from './options.js';
 
@@ -24,7 +25,13 @@ const cloudConfig = z.object({
 });
 
 describe('buildUserData', () => {
-  const text = buildUserData({ instance: 'ep-eu-1-3f2a9c1b', proxy: 'eu-1', port: 8443, credentials });
+  const text = buildUserData({
+    instance: 'ep-eu-1-3f2a9c1b',
+    proxy: 'eu-1',
+    port: 8443,
+    credentials,
+    egress: DEFAULT_EGRESS_POLICY,
+  });
   const doc = cloudConfig.parse(parse(text));
   const conf = doc.write_files.find((f) => f.path === TINYPROXY_CONF);
   const directives = (conf?.content ?? '')
@@ -32,9 +39,9 @@ describe('buildUserData', () => {
     .filter(Boolean)
     .map((l) => l.split(/\s+/));
 
-  it('is a #cloud-config YAML document that installs tinyproxy and writes its config after it', () => {
+  it('is a #cloud-config YAML document that installs tinyproxy and nftables and writes its config after them', () => {
     expect(text.startsWith('#cloud-config\n')).toBe(true);
-    expect(doc.packages).toEqual(['tinyproxy']);
+    expect(doc.packages).toEqual(['tinyproxy', 'nftables']);
     expect(conf).toMatchObject({ owner: 'root:tinyproxy', permissions: '0640', defer: true });
   });
 
@@ -49,7 +56,7 @@ describe('buildUserData', () => {
 
   it('restarts tinyproxy with the config, then starts (without waiting) a unit enabled for every boot that reports ready', () => {
     const commands = doc.runcmd.map((c) => c.join(' '));
-    expect(commands.slice(1)).toEqual([
+    expect(commands.slice(3)).toEqual([
       'systemctl restart tinyproxy',
       'systemctl daemon-reload',
       `systemctl enable ${READY_UNIT}`,
@@ -59,6 +66,22 @@ describe('buildUserData', () => {
     expect(unit).toMatch(/^After=network-online\.target tinyproxy\.service$/m);
     expect(unit).toMatch(new RegExp(`^ExecStart=${READY_SCRIPT}$`, 'm'));
     expect(unit).toMatch(/^WantedBy=multi-user\.target$/m);
+  });
+
+  it('loads the egress fence on the proxy user before tinyproxy restarts with its config; CONNECT only to the allowed ports', () => {
+    const fence = doc.write_files.find((f) => f.path === NFTABLES_CONF);
+    expect(fence).toMatchObject({ owner: 'root:root', defer: true });
+    expect(fence?.content).toContain('meta skuid "tinyproxy" jump fence');
+    expect(fence?.content).toContain('169.254.0.0/16');
+    const commands = doc.runcmd.map((c) => c.join(' '));
+    expect(commands.indexOf('systemctl restart nftables')).toBeLessThan(
+      commands.indexOf('systemctl restart tinyproxy'),
+    );
+    expect(commands.indexOf('systemctl restart nftables')).toBeGreaterThanOrEqual(0);
+    expect(directives.filter(([k]) => k === 'ConnectPort')).toEqual([
+      ['ConnectPort', '80'],
+      ['ConnectPort', '443'],
+    ]);
   });
 
   it('the readiness script retries the PUT, and only once tinyproxy is active', () => {
@@ -72,8 +95,12 @@ describe('buildUserData', () => {
 
   it('refuses credentials tinyproxy could not parse (it would run without auth), without echoing them', () => {
     const bad = { username: 'u', password: 'has space' };
-    expect(() => buildUserData({ instance: 'i', proxy: 'p', port: 1, credentials: bad })).toThrow(PermanentError);
-    expect(() => buildUserData({ instance: 'i', proxy: 'p', port: 1, credentials: bad })).not.toThrow(/has space/);
+    expect(() =>
+      buildUserData({ instance: 'i', proxy: 'p', port: 1, credentials: bad, egress: DEFAULT_EGRESS_POLICY }),
+    ).toThrow(PermanentError);
+    expect(() =>
+      buildUserData({ instance: 'i', proxy: 'p', port: 1, credentials: bad, egress: DEFAULT_EGRESS_POLICY }),
+    ).not.toThrow(/has space/);
   });
 });
 
@@ -89,7 +116,7 @@ describe('instanceResource', () => {
     placement,
     credentials,
   };
-  const body = instanceResource(spec, placement, 'gce', 3128);
+  const body = instanceResource(spec, placement, 'gce', 3128, DEFAULT_EGRESS_POLICY);
 
   it('carries the user-data, guest attributes, ownership labels, an ephemeral external IP and no service account', () => {
     const keys = (body.metadata?.items ?? []).map((i) => i.key);
@@ -110,6 +137,8 @@ describe('instanceResource', () => {
   });
 
   it('refuses a label value GCE would refuse', () => {
-    expect(() => instanceResource({ ...spec, specHash: 'Not.Valid' }, placement, 'gce', 3128)).toThrow(PermanentError);
+    expect(() =>
+      instanceResource({ ...spec, specHash: 'Not.Valid' }, placement, 'gce', 3128, DEFAULT_EGRESS_POLICY),
+    ).toThrow(PermanentError);
   });
 });

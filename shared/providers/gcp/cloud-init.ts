@@ -1,6 +1,7 @@
 /** The cloud-init user-data that turns a fresh VM into an authenticating tinyproxy on the proxy port. */
 import { stringify } from 'yaml';
-import { enableUnitCommand, tinyproxyConfigFile } from '../tinyproxy.js';
+import type { EgressPolicy } from '../../config/egress-policy.js';
+import { enableUnitCommand, fenceCommands, fenceFile, tinyproxyConfigFile } from '../tinyproxy.js';
 
 /**
  * The guest attribute the VM sets once tinyproxy serves with its configuration (value: the port).
@@ -21,6 +22,8 @@ export interface UserDataInput {
   proxy: string;
   port: number;
   credentials: { username: string; password: string };
+  /** The provider's egress policy, enforced in the guest (`fenceFile`). */
+  egress: EgressPolicy;
 }
 
 /**
@@ -58,9 +61,9 @@ const READY_UNIT_TEXT = [
 ].join('\n');
 
 /**
- * The `user-data` metadata value (cloud-init reads it on GCE). The package is installed first; the
- * configuration is written after it (`defer`), when the `tinyproxy` group exists; then the service
- * is restarted with it, and the readiness unit enabled and started without waiting for it (it
+ * The `user-data` metadata value (cloud-init reads it on GCE). The packages are installed first; the
+ * configuration and the egress fence are written after them (`defer`), when the `tinyproxy` user
+ * exists; the fence is loaded, then the proxy is restarted with its configuration, and the readiness unit enabled and started without waiting for it (it
  * reports the VM ready through a guest attribute, retried, on this and every later boot).
  *
  * @throws PermanentError on `credentials` the proxy's config grammar cannot carry
@@ -68,13 +71,15 @@ const READY_UNIT_TEXT = [
 export function buildUserData(input: UserDataInput): string {
   const doc = {
     package_update: true,
-    packages: ['tinyproxy'],
+    packages: ['tinyproxy', 'nftables'],
     write_files: [
-      tinyproxyConfigFile(input.port, input.credentials),
+      tinyproxyConfigFile(input),
+      fenceFile(input.egress),
       { path: READY_SCRIPT, content: readyScript(input.port), owner: 'root:root', permissions: '0755' },
       { path: `/etc/systemd/system/${READY_UNIT}`, content: READY_UNIT_TEXT, owner: 'root:root', permissions: '0644' },
     ],
     runcmd: [
+      ...fenceCommands(),
       enableUnitCommand('tinyproxy'),
       ['systemctl', 'restart', 'tinyproxy'],
       ['systemctl', 'daemon-reload'],

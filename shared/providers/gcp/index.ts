@@ -3,6 +3,7 @@
  * cloud-init user-data, and ownership labels. `create` and `delete` wait (bounded) on their zone
  * operation; an insert that fails after `create` returned is reported by `get` as a `Failed` instance.
  */
+import { DEFAULT_EGRESS_POLICY, type EgressPolicy } from '../../config/egress-policy.js';
 import type { Config } from '../../config/schema.js';
 import {
   EgressError,
@@ -56,6 +57,8 @@ class GcpProvider implements Provider {
   /** The check function probes `ip:port` through the proxy with `credentials/{name}`. */
   readonly probesRemotely = false;
   private readonly options: GcpOptions;
+  /** Where the VMs' proxies may connect: enforced in each VM by its user-data. */
+  private readonly egress: EgressPolicy;
   private readonly log: Logger;
   private readonly now: () => number;
   private readonly waitMs: number;
@@ -72,6 +75,7 @@ class GcpProvider implements Provider {
     this.name = deps.provider.name;
     this.installationId = deps.config.installationId;
     this.options = parseGcpOptions(deps.provider.options, deps.path);
+    this.egress = deps.provider.egress ?? DEFAULT_EGRESS_POLICY;
     this.log = deps.logger.child({ provider: this.name });
     this.now = deps.now ?? Date.now;
     this.waitMs = this.options.operationWaitSeconds * 1000;
@@ -84,7 +88,7 @@ class GcpProvider implements Provider {
   async create(spec: InstanceSpec): Promise<Instance> {
     const placement = this.placementOf(spec);
     const port = spec.port || this.options.proxyPort;
-    const resource = instanceResource(spec, placement, this.name, port);
+    const resource = instanceResource(spec, placement, this.name, port, this.egress);
     const api = await this.compute();
     const what = `insert of instance ${spec.name} in zone ${placement.zone}`;
     let op: GceOperation;

@@ -1,4 +1,5 @@
 /** Compute instances as the contract sees them: state mapping, address, createdAt; the spec hash in a requestId. */
+import { DEFAULT_EGRESS_POLICY } from '../../config/egress-policy.js';
 import { describe, expect, it } from 'vitest';
 import { RetryableError } from '../../errors.js';
 import {
@@ -124,12 +125,13 @@ describe('instanceResource: network interface', () => {
       { ...placement, subnetwork: 'projects/host/regions/us-central1/subnetworks/egress' },
       'gce',
       3128,
+      DEFAULT_EGRESS_POLICY,
     ).networkInterfaces?.[0];
     expect(nic).toMatchObject({ subnetwork: 'projects/host/regions/us-central1/subnetworks/egress' });
     expect(nic).not.toHaveProperty('network');
   });
   it('without a subnetwork the network is sent', () => {
-    expect(instanceResource(spec, placement, 'gce', 3128).networkInterfaces?.[0]).toMatchObject({
+    expect(instanceResource(spec, placement, 'gce', 3128, DEFAULT_EGRESS_POLICY).networkInterfaces?.[0]).toMatchObject({
       network: 'global/networks/default',
     });
   });

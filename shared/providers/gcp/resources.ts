@@ -4,6 +4,7 @@ import type { protos } from '@google-cloud/compute';
 import { z } from 'zod';
 import { PermanentError, RetryableError } from '../../errors.js';
 import type { Instance, InstanceSpec, InstanceState } from '../contract.js';
+import type { EgressPolicy } from '../../config/egress-policy.js';
 import { buildUserData } from './cloud-init.js';
 import type { GcpOptions, GcpPlacement } from './options.js';
 
@@ -121,12 +122,13 @@ export function labelsFor(spec: InstanceSpec, provider: string, port: number): R
   return labels;
 }
 
-/** The `instances.insert` body: one VM with an ephemeral external IP, the proxy in user-data, no service account. */
+/** The `instances.insert` body: one VM with an ephemeral external IP, the fenced proxy in user-data, no service account. */
 export function instanceResource(
   spec: InstanceSpec,
   placement: GcpPlacement,
   provider: string,
   port: number,
+  egress: EgressPolicy,
 ): protos.google.cloud.compute.v1.IInstance {
   const zonePath = `zones/${placement.zone}`;
   return {
@@ -139,7 +141,7 @@ export function instanceResource(
       items: [
         {
           key: 'user-data',
-          value: buildUserData({ instance: spec.name, proxy: spec.proxy, port, credentials: spec.credentials }),
+          value: buildUserData({ instance: spec.name, proxy: spec.proxy, port, credentials: spec.credentials, egress }),
         },
         // The VM reports readiness through a guest attribute (READY_ATTRIBUTE).
         { key: 'enable-guest-attributes', value: 'TRUE' },

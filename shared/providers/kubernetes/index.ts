@@ -2,6 +2,7 @@
  * The `kubernetes` provider: one Pod per proxy running tinyproxy, its config (port, credentials) in
  * a Secret the Pod mounts, labelled for ownership; the check function probes it through itself.
  */
+import { DEFAULT_EGRESS_POLICY, type EgressPolicy } from '../../config/egress-policy.js';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Config } from '../../config/schema.js';
 import { EgressError, NotFoundError, PermanentError, RetryableError, ValidationError } from '../../errors.js';
@@ -38,6 +39,8 @@ class KubernetesProvider implements Provider {
   /** The check function probes each Running Pod through itself with `credentials/{name}`. */
   readonly probesRemotely = false;
   private readonly options: KubernetesOptions;
+  /** Where the Pods' proxies may connect: ConnectPort here, the namespace's NetworkPolicy in the cluster. */
+  private readonly egress: EgressPolicy;
   private readonly namespaces: string[];
   private readonly optionsPath: string;
   private readonly api: KubeApi;
@@ -49,6 +52,7 @@ class KubernetesProvider implements Provider {
     this.name = deps.provider.name;
     this.optionsPath = `${deps.path}.options`;
     this.options = parseKubernetesOptions(deps.provider.options, deps.path);
+    this.egress = deps.provider.egress ?? DEFAULT_EGRESS_POLICY;
     this.namespaces = managedNamespaces(this.options);
     this.installationId = deps.config.installationId;
     this.now = deps.now ?? Date.now;
@@ -69,7 +73,7 @@ class KubernetesProvider implements Provider {
     }
     const ns = placement.namespace;
     const port = spec.port || this.options.port;
-    const secret = secretManifest(spec, this.name, ns, port);
+    const secret = secretManifest(spec, this.name, ns, port, this.egress);
     const pod = podManifest(spec, this.name, placement, this.options, port);
     const fieldOf = (f: string) => podFieldOf(f, this.optionsPath);
     const podCall: ApiCall = { verb: 'create', resource: 'pods', namespace: ns, name: spec.name, fieldOf };

@@ -1,4 +1,5 @@
 /** The Pod and Secret of an instance: tinyproxy's config, ownership labels, probe, placement, no open proxy. */
+import { DEFAULT_EGRESS_POLICY } from '../../config/egress-policy.js';
 import { describe, expect, it } from 'vitest';
 import type { InstanceSpec } from '../contract.js';
 import { ownerSelector, podManifest, secretManifest, tinyproxyConfig } from './manifests.js';
@@ -17,20 +18,22 @@ const spec: InstanceSpec = {
 
 describe('manifests', () => {
   it('tinyproxy listens on the port and requires the proxy’s credentials', () => {
-    expect(tinyproxyConfig(3128, spec.credentials)).toMatch(/^Port 3128\n[\s\S]*\nBasicAuth u-p1 Zm9vYmFy-_x\n$/);
+    expect(tinyproxyConfig(3128, spec.credentials, DEFAULT_EGRESS_POLICY)).toMatch(
+      /^Port 3128\n[\s\S]*\nBasicAuth u-p1 Zm9vYmFy-_x\nConnectPort 80\nConnectPort 443\n$/,
+    );
   });
 
   it.each([['with space'], ['quote"'], ['hash#'], ['']])(
     'refuses a credential that is not one token (%j)',
     (password) => {
-      expect(() => tinyproxyConfig(8888, { username: 'u', password })).toThrow(
+      expect(() => tinyproxyConfig(8888, { username: 'u', password }, DEFAULT_EGRESS_POLICY)).toThrow(
         expect.objectContaining({ code: 'Permanent', field: 'credentials.password' }),
       );
     },
   );
 
   it('the Secret carries the config base64-encoded and the ownership labels', () => {
-    const secret = secretManifest(spec, 'k8s', 'egress', 8888);
+    const secret = secretManifest(spec, 'k8s', 'egress', 8888, DEFAULT_EGRESS_POLICY);
     expect(secret.metadata).toMatchObject({ name: 'ep-p1-12345678-proxy', namespace: 'egress' });
     expect(Buffer.from(secret.data?.['tinyproxy.conf'] ?? '', 'base64').toString()).toContain('BasicAuth u-p1 ');
     expect(secret.metadata?.labels).toMatchObject({ 'egress.dev/installation': 'it', 'egress.dev/provider': 'k8s' });
@@ -110,6 +113,6 @@ describe('manifests: on a real cluster', () => {
   });
 
   it('tinyproxy binds no single address family (no Listen 0.0.0.0: IPv6-only clusters)', () => {
-    expect(tinyproxyConfig(8888, spec.credentials)).not.toMatch(/^Listen /m);
+    expect(tinyproxyConfig(8888, spec.credentials, DEFAULT_EGRESS_POLICY)).not.toMatch(/^Listen /m);
   });
 });

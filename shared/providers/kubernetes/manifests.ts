@@ -1,5 +1,9 @@
-/** The Pod and Secret of one proxy instance, and the ownership labels that find them again. */
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+/**
+ * The Pod and Secret of one proxy instance, the ownership labels that find them again, and the
+ * NetworkPolicy that fences the proxies' egress.
+ */
+import type { V1NetworkPolicy, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { connectPortLines, networkPolicyEgress, type EgressPolicy } from '../../config/egress-policy.js';
 import type { InstanceSpec } from '../contract.js';
 import { basicAuthDirective } from '../tinyproxy.js';
 import type { KubernetesOptions } from './options.js';
@@ -43,8 +47,12 @@ function labelsOf(spec: InstanceSpec, provider: string): Record<string, string> 
   };
 }
 
-/** tinyproxy's configuration in the Pod: `port` on every address (IPv4 and IPv6), credentials required. */
-export function tinyproxyConfig(port: number, credentials: InstanceSpec['credentials']): string {
+/**
+ * tinyproxy's configuration in the Pod: `port` on every address (IPv4 and IPv6), credentials
+ * required, CONNECT only to the policy's ports (the NetworkPolicy, {@link networkPolicyManifest},
+ * covers plain requests).
+ */
+export function tinyproxyConfig(port: number, credentials: InstanceSpec['credentials'], egress: EgressPolicy): string {
   return [
     `Port ${port}`,
     // No `Listen`: tinyproxy then binds every address of the Pod, IPv6-only clusters included.
@@ -53,18 +61,25 @@ export function tinyproxyConfig(port: number, credentials: InstanceSpec['credent
     'DisableViaHeader Yes',
     'LogLevel Warning',
     basicAuthDirective(credentials),
+    ...connectPortLines(egress),
     '',
   ].join('\n');
 }
 
 /** The Secret the Pod mounts. Its data never reaches a log line or a span. */
-export function secretManifest(spec: InstanceSpec, provider: string, namespace: string, port: number): V1Secret {
+export function secretManifest(
+  spec: InstanceSpec,
+  provider: string,
+  namespace: string,
+  port: number,
+  egress: EgressPolicy,
+): V1Secret {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name: secretName(spec.name), namespace, labels: labelsOf(spec, provider) },
     type: 'Opaque',
-    data: { [CONFIG_KEY]: Buffer.from(tinyproxyConfig(port, spec.credentials)).toString('base64') },
+    data: { [CONFIG_KEY]: Buffer.from(tinyproxyConfig(port, spec.credentials, egress)).toString('base64') },
   };
 }
 
@@ -128,6 +143,29 @@ export function podManifest(
         },
       ],
       volumes: [{ name: VOLUME, secret: { secretName: secretName(spec.name), defaultMode: 0o440 } }],
+    },
+  };
+}
+
+/** The NetworkPolicy's name (infra/kubernetes/network-policy.yaml). */
+export const NETWORK_POLICY = 'egress-proxies-fence';
+
+/**
+ * The egress fence of every proxy Pod in a namespace: a NetworkPolicy selecting the Pods this
+ * product creates, allowing DNS, the policy's exceptions and its ports everywhere but the denied
+ * ranges. Enforced by the cluster's network plugin — one without NetworkPolicy support (flannel
+ * alone, kubenet) accepts the object and enforces nothing.
+ * https://kubernetes.io/docs/concepts/services-networking/network-policies/#prerequisites
+ */
+export function networkPolicyManifest(egress: EgressPolicy): V1NetworkPolicy {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: NETWORK_POLICY, labels: { [LABELS.managedBy]: MANAGED_BY } },
+    spec: {
+      podSelector: { matchLabels: { [LABELS.name]: 'egress-proxy', [LABELS.managedBy]: MANAGED_BY } },
+      policyTypes: ['Egress'],
+      egress: networkPolicyEgress(egress),
     },
   };
 }
