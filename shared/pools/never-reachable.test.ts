@@ -22,7 +22,7 @@ const pool = (): PoolDoc => ({
 
 let serial = 0;
 /** A member whose instance runs and fails its probes, never having passed one: left to its pool. */
-function deadMember(p: PoolDoc): ProxyDoc {
+function deadMember(p: PoolDoc, error = 'cannot reach proxy 10.0.0.9:3128: connect ETIMEDOUT'): ProxyDoc {
   serial++;
   const message = 'probe failed 3 times in a row (connect ETIMEDOUT); its pool replaces it';
   return {
@@ -38,12 +38,13 @@ function deadMember(p: PoolDoc): ProxyDoc {
       phase: 'Unhealthy',
       conditions: [{ type: 'Ready', status: 'False', reason: 'PoolReplaces', message, lastTransitionTime: '' }],
       instance: { name: 'i', ip: '10.0.0.9', port: 3128, state: 'Running', createdAt: '', specHash: 'h' },
+      health: { ok: false, error, consecutiveFailures: 3, lastProbeAt: '' },
     },
   };
 }
 
 /** One reconcile: plan, then do what it says (members created die unreachable; drained ones go). */
-function reconcile(p: PoolDoc, members: ProxyDoc[]): { plan: Plan; members: ProxyDoc[] } {
+function reconcile(p: PoolDoc, members: ProxyDoc[], error?: string): { plan: Plan; members: ProxyDoc[] } {
   const plan = planPool({
     pool: p,
     members,
@@ -57,11 +58,24 @@ function reconcile(p: PoolDoc, members: ProxyDoc[]): { plan: Plan; members: Prox
   const drained = new Set(plan.drains.map((d) => d.name));
   return {
     plan,
-    members: [...members.filter((m) => !drained.has(m.metadata.name)), ...plan.creates.map(() => deadMember(p))],
+    members: [...members.filter((m) => !drained.has(m.metadata.name)), ...plan.creates.map(() => deadMember(p, error))],
   };
 }
 
 describe('planPool: members never reachable', () => {
+  it('members whose proxy answered (the echo endpoint down) are replaced as before, never counted', () => {
+    const p = pool();
+    let members: ProxyDoc[] = [];
+    let created = 0;
+    for (let round = 0; round < 12; round++) {
+      let plan: Plan;
+      ({ plan, members } = reconcile(p, members, 'proxy answered 502 to CONNECT'));
+      created += plan.creates.length;
+    }
+    expect(created).toBeGreaterThan(LIMIT);
+    expect(Object.values(p.status.entries ?? {}).some((e) => e.reason === 'NeverReachable')).toBe(false);
+  });
+
   it('stop getting successors after neverReadyLimit; the last is drained; the pool halts', () => {
     const p = pool();
     let members: ProxyDoc[] = [];

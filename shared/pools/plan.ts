@@ -4,6 +4,7 @@
  * on the pool document, so concurrent reconciles decide one after the other.
  */
 import type { ProxyDoc } from '../domain/status.js';
+import { proxyNotReached } from '../probe/probe.js';
 import { parseDuration } from '../domain/duration.js';
 import { entryKey, memberSpec, spreadOf, templateHash, type SpreadEntry } from '../domain/pool.js';
 import { NEVER_REACHABLE, type EntryStatus, type PoolDoc } from '../domain/pool-status.js';
@@ -84,7 +85,10 @@ function unreachableOf(input: PlanInput, prev: EntryStatus | undefined, onEntry:
   const generation = input.pool.generation;
   if (onEntry.some((m) => m.status.instance?.passedProbe === true)) return undefined;
   const counted = prev?.unreachable?.generation === generation ? prev.unreachable.members : [];
-  const dead = onEntry.filter((m) => m.status.instance && leftToPool(m, input.unhealthyAfter));
+  // As for a lone proxy (shared/reconcile/never-ready.ts): only members nobody could connect to.
+  const notReached = ({ status: { health } }: ProxyDoc) =>
+    health?.ok !== false || health.error === undefined || proxyNotReached(health.error);
+  const dead = onEntry.filter((m) => m.status.instance && leftToPool(m, input.unhealthyAfter) && notReached(m));
   const members = [...new Set([...counted, ...dead.map((m) => m.metadata.name)])];
   return members.length > 0 ? { generation, members } : undefined;
 }

@@ -5,7 +5,7 @@ import { createProxy } from 'proxy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Health } from '../domain/status.js';
 import { startEchoServer, type EchoServer } from './echo-server.js';
-import { nextHealth, probeThroughProxy, type ProbeResult } from './probe.js';
+import { nextHealth, probeThroughProxy, proxyNotReached, type ProbeResult } from './probe.js';
 
 const USER = 'prober';
 const PASSWORD = 'pa55-word';
@@ -79,14 +79,24 @@ describe('probeThroughProxy', () => {
     const result = await probeThroughProxy({ ...base(), port });
     expect(result.ok).toBe(false);
     expect(result.error).toMatch(/cannot reach proxy 127\.0\.0\.1:\d+: .*ECONNREFUSED/);
+    expect(proxyNotReached(result.error)).toBe(true);
   });
 
-  it('times out when the proxy never answers', async () => {
+  it('names a timeout before any connection as the proxy not reached (a firewall dropping the SYN)', async () => {
+    // 192.0.2.1 (TEST-NET-1, RFC 5737) is never routed: the connection attempt hangs or fails.
+    const result = await probeThroughProxy({ ...base(), host: '192.0.2.1', port: 3128, timeoutMs: 300 });
+    expect(result.ok).toBe(false);
+    expect(result.error).toMatch(/^cannot reach proxy 192\.0\.2\.1:3128: /);
+    expect(proxyNotReached(result.error)).toBe(true);
+  });
+
+  it('times out when the proxy accepts the connection but never answers: the proxy was reached', async () => {
     const silent = net.createServer((socket) => sockets.add(socket));
     const port = await listen(silent);
     try {
       const result = await probeThroughProxy({ ...base(), port, timeoutMs: 300 });
       expect(result).toMatchObject({ ok: false, error: 'timed out after 300 ms' });
+      expect(proxyNotReached(result.error)).toBe(false);
       expect(result.latencyMs).toBeGreaterThanOrEqual(250);
       expect(result.latencyMs).toBeLessThan(2000);
     } finally {

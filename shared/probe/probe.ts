@@ -33,6 +33,19 @@ export interface ProbeOptions {
 }
 
 const echoBody = z.object({ ip: z.string().min(1).max(64) });
+
+/** How every failure begins in which no TCP connection to the proxy was made (refused, unroutable, or none within the timeout). */
+const NOT_REACHED = 'cannot reach proxy';
+
+/**
+ * Whether a probe's error says the proxy itself was never reached. Every other failure (407, an
+ * answer to CONNECT other than 200, a failed echo request, a timeout after the connection was
+ * made) happened at or behind a proxy that answered: its credentials, its way out or the echo
+ * endpoint, not the path to it.
+ */
+export function proxyNotReached(error: string | undefined): boolean {
+  return error?.startsWith(NOT_REACHED) === true;
+}
 const MAX_BODY_BYTES = 64 * 1024;
 
 /**
@@ -74,7 +87,17 @@ function probeOnce(opts: ProbeOptions): Promise<ProbeResult> {
     };
     const fail = (error: string, status?: number) =>
       finish(status === undefined ? { ok: false, error } : { ok: false, error, status });
-    const timer = setTimeout(() => fail(`timed out after ${opts.timeoutMs} ms`), opts.timeoutMs);
+    // Whether the TCP connection to the proxy was made: a timeout before it is the path's fault.
+    let connected = false;
+    const timer = setTimeout(
+      () =>
+        fail(
+          connected
+            ? `timed out after ${opts.timeoutMs} ms`
+            : `${NOT_REACHED} ${opts.host}:${opts.port}: no connection within ${opts.timeoutMs} ms`,
+        ),
+      opts.timeoutMs,
+    );
 
     let target: URL;
     try {
@@ -99,7 +122,17 @@ function probeOnce(opts: ProbeOptions): Promise<ProbeResult> {
       agent: false,
     });
     sockets.push(connect);
-    connect.on('error', (err) => fail(`cannot reach proxy ${opts.host}:${opts.port}: ${err.message}`));
+    connect.on('socket', (socket) => {
+      if (!socket.connecting) connected = true;
+      else socket.once('connect', () => (connected = true));
+    });
+    connect.on('error', (err) =>
+      fail(
+        connected
+          ? `proxy connection failed: ${err.message}`
+          : `${NOT_REACHED} ${opts.host}:${opts.port}: ${err.message}`,
+      ),
+    );
     // Node reports every answer to CONNECT as 'connect'; 'response' is handled for safety.
     connect.on('response', (res) => fail(`proxy answered ${res.statusCode ?? 0} to CONNECT`, res.statusCode));
     connect.on('connect', (res, socket, head) => {

@@ -14,7 +14,7 @@ const refused = {
   ok: false,
   consecutiveFailures: 3,
   lastProbeAt: new Date(T0).toISOString(),
-  error: 'connect ETIMEDOUT',
+  error: 'cannot reach proxy 10.0.0.7:3128: connect ETIMEDOUT',
 };
 
 /** The k-th instance of proxy `a` (each has its own createdAt: that is what tells instances apart). */
@@ -48,7 +48,7 @@ function step(status: ProxyStatus, observation: Observation, generation = 1): { 
 }
 
 /** Runs instances 1..n through create → unreachable → delete; returns the status and the creates made. */
-function unreachableInstances(n: number, from: ProxyStatus = initialStatus(), generation = 1) {
+function unreachableInstances(n: number, from: ProxyStatus = initialStatus(), generation = 1, health = refused) {
   let status = from;
   let creates = 0;
   const decisions: Decision[] = [];
@@ -58,7 +58,11 @@ function unreachableInstances(n: number, from: ProxyStatus = initialStatus(), ge
     status = created.status;
     if (created.d.action !== 'create') break;
     creates++;
-    const seen = step(status, { kind: 'found', instance: instance(k + (generation - 1) * 100) }, generation);
+    const seen = step(
+      status,
+      { kind: 'found', instance: instance(k + (generation - 1) * 100, { health }) },
+      generation,
+    );
     decisions.push(seen.d);
     status = seen.status;
   }
@@ -80,6 +84,27 @@ describe('decide: a proxy never reachable is not replaced forever (neverReadyLim
     expect(ready?.reason).toBe('NeverReachable');
     for (const words of ['10.0.0.7:3128', 'connect ETIMEDOUT', '3 instances', 'firewall', 'cloud-init', 'apply'])
       expect(ready?.message).toContain(words);
+  });
+
+  it('names the address the prober used: the VPC one (probeIp) where there is one', () => {
+    let status = initialStatus();
+    for (let k = 1; k <= 3; k++) {
+      status = step(status, { kind: 'notFound' }).status;
+      status = step(status, {
+        kind: 'found',
+        instance: instance(k, { ip: '203.0.113.9', probeIp: '10.0.0.7' }),
+      }).status;
+    }
+    expect(status.unreachable).toMatchObject({ stopped: true, address: '10.0.0.7:3128' });
+  });
+
+  it('counts only a proxy nobody could connect to: failures behind one that answered (echo down, 407) are replaced as before', () => {
+    for (const error of ['proxy answered 502 to CONNECT', 'timed out after 3000 ms', 'proxy answered 407 to CONNECT']) {
+      const { creates, status } = unreachableInstances(5, initialStatus(), 1, { ...refused, error });
+      expect(creates, error).toBe(5);
+      expect(status.unreachable, error).toBeUndefined();
+      expect(status.phase, error).not.toBe('Failed');
+    }
   });
 
   it('the replacements before the limit say how many were tried', () => {

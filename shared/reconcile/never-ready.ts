@@ -4,6 +4,7 @@
  * stops with a reason a user can act on (docs/architecture.md "Never reachable").
  */
 import type { ProxyStatus } from '../domain/status.js';
+import { proxyNotReached } from '../probe/probe.js';
 import type { Instance } from '../providers/contract.js';
 
 /** An instance about to be replaced (or deleted for good) without ever having passed a probe. */
@@ -39,12 +40,19 @@ export function neverReadyOf(
   limit: number,
 ): NeverReady | undefined {
   if (passedProbe(status.instance, instance)) return undefined;
+  // Only a proxy nobody could connect to counts (or one that stopped before any probe): a failure at
+  // or behind a proxy that answered (credentials, its way out, the echo endpoint being down) says
+  // nothing about the path to it, and counting it would stop a whole fleet during an echo outage.
+  const error = instance.health?.ok === false ? instance.health.error : undefined;
+  if (error !== undefined && !proxyNotReached(error)) return undefined;
   const counted = countedFor(status.unreachable, generation);
   const id = iso(instance.createdAt);
+  // The address the prober used (shared/reconcile/observe.ts): the VPC one where there is one.
+  const probed = instance.probeIp || instance.ip;
   const tried = counted.includes(id) ? counted.length : counted.length + 1;
   return {
     instance: id,
-    address: instance.ip ? `${instance.ip}:${instance.port}` : '',
+    address: probed ? `${probed}:${instance.port}` : '',
     error: instance.health?.error ?? `instance was ${instance.state} before passing a probe`,
     stop: tried >= limit,
   };
@@ -78,7 +86,7 @@ export function stoppedMessage(record: Pick<Unreachable, 'address' | 'error'>, t
   return (
     `never reachable: ${tried} instance${tried === 1 ? '' : 's'} in a row never passed a probe ${where} ` +
     `(last error: ${record.error}); creation stopped and the last instance is deleted. Likely causes: a ` +
-    `firewall that keeps the prober (the check function, through its VPC connector or Direct VPC egress; ` +
+    `firewall that keeps the prober (the check function, through its VPC connector; ` +
     `the relay, for relay-backed providers) from the proxy port; the proxy port not listening on the instance; the instance's start-up ` +
     `(cloud-init) failing. Fix the cause, then apply the proxy again: the same spec resumes creation.`
   );
