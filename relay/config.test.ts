@@ -59,7 +59,7 @@ describe('loadRelayConfig', () => {
     const relay =
       (...backends: unknown[]) =>
       () =>
-        parseRelayConfig({ ...LOCAL_RELAY_CONFIG, backends });
+        parseRelayConfig({ ...LOCAL_RELAY_CONFIG, echoUrl: 'http://echo.example.com/', backends });
     expect(fieldOf(relay(backend('a', '127.1.0.0')))).toBe('relay.backends.0.egressAddresses');
     expect(fieldOf(relay(backend('a', '127.1.0.9/16')))).toBe('relay.backends.0.egressAddresses');
     expect(fieldOf(relay(backend('a', '127.1.0.0/16'), backend('b', '127.1.2.0/24')))).toBe(
@@ -143,6 +143,8 @@ describe('loadRelayConfig', () => {
 
   const kvm = (host: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
     ...LOCAL_RELAY_CONFIG,
+    // An echo the default egress policy admits (a port other than 80 or 443 is refused: config.ts).
+    echoUrl: 'http://echo.example.com/',
     backends: [
       {
         provider: 'lab',
@@ -226,7 +228,7 @@ describe('the embedded local config and the egress fence', () => {
   });
 
   it('a relay config file without an egress policy gets the safe default: ports 80 and 443, private ranges denied', () => {
-    const config = parseRelayConfig(LOCAL_RELAY_CONFIG);
+    const config = parseRelayConfig({ ...LOCAL_RELAY_CONFIG, echoUrl: 'http://echo.example.com/' });
     expect(config.backends[0]?.egress.ports).toEqual([80, 443]);
     expect(config.backends[0]?.egress.deny).toContain('169.254.0.0/16');
     expect(config.backends[0]?.egress.allow).toEqual([]);

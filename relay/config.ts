@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { TOPICS } from '../shared/bus/topics.js';
-import { egressPolicySchema, localEgressPolicy } from '../shared/config/egress-policy.js';
+import { echoRefusal, egressPolicySchema, localEgressPolicy } from '../shared/config/egress-policy.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
@@ -208,6 +208,12 @@ export const relayConfigSchema = z
     path: ['backends'],
   })
   .superRefine((c, ctx) => {
+    // A fence that refuses the echo endpoint fails every probe: each proxy would be replaced forever.
+    c.backends.forEach((b, i) => {
+      const refusal = echoRefusal(b.egress, c.echoUrl);
+      if (refusal)
+        ctx.addIssue({ code: 'custom', message: `egress policy ${refusal}`, path: ['backends', i, 'egress'] });
+    });
     // Two providers handing out one address would give two proxies one egress IP.
     const ranges: [number, Ipv4Range][] = [];
     c.backends.forEach((b, i) => {

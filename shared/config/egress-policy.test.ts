@@ -11,7 +11,8 @@ import {
   nftFence,
   portsExcept,
 } from './egress-policy.js';
-import { providerConfigSchema } from './schema.js';
+import { configSchema, providerConfigSchema } from './schema.js';
+import { LOCAL_RELAY_CONFIG, relayConfigSchema } from '../../relay/config.js';
 
 const NFT = '/usr/sbin/nft';
 
@@ -149,5 +150,35 @@ describe('egress in the providers config', () => {
     const result = providerConfigSchema.safeParse({ name: 'lab', type: 'kvm', relay: 'r', egress: {} });
     expect(result.error?.issues[0]?.path).toEqual(['egress']);
     expect(result.error?.issues[0]?.message).toContain('relay.backends[].egress');
+  });
+
+  it('an echoUrl whose port the policy allows nowhere is refused, naming the provider (every probe would fail)', () => {
+    const config = (echoUrl: string, egress?: unknown) =>
+      configSchema.safeParse({
+        installationId: 'prod',
+        echoUrl,
+        providers: [{ name: 'g', type: 'gcp', ...(egress === undefined ? {} : { egress }) }],
+      });
+    const refused = config('http://echo.example.com:8088/');
+    expect(refused.error?.issues[0]?.path).toEqual(['providers', 0, 'egress']);
+    expect(refused.error?.issues[0]?.message).toContain("port 8088, echoUrl's");
+    expect(config('http://echo.example.com/').success).toBe(true);
+    // A loopback echo is a local stand-in (the wire fakes), which no guest's fence sees.
+    expect(config('http://127.0.0.1:8088/').success).toBe(true);
+    expect(config('https://echo.example.com/').success).toBe(true);
+    expect(config('http://echo.example.com:8088/', { ports: [80, 443, 8088] }).success).toBe(true);
+    expect(
+      config('http://echo.example.com:8088/', { allow: [{ cidr: '203.0.113.5/32', ports: [8088] }] }).success,
+    ).toBe(true);
+  });
+
+  it("the relay's backends are held to the same rule", () => {
+    // The embedded local relay config's backends, with the default policy (ports 80 and 443).
+    const relay = { ...structuredClone(LOCAL_RELAY_CONFIG), echoUrl: 'http://echo.example.com:8088/' };
+    const refused = relayConfigSchema.safeParse(relay);
+    expect(refused.error?.issues.map((i) => i.path)).toContainEqual(['backends', 0, 'egress']);
+    expect(
+      relayConfigSchema.safeParse({ ...relay, echoUrl: 'http://echo.example.com/' }).error?.issues ?? [],
+    ).not.toContainEqual(expect.objectContaining({ path: ['backends', 0, 'egress'] }));
   });
 });

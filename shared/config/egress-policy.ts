@@ -67,6 +67,29 @@ export type EgressPolicy = z.infer<typeof egressPolicySchema>;
 /** What a config file may write (every field optional). */
 export type EgressPolicyInput = z.input<typeof egressPolicySchema>;
 
+/** Whether the policy lets a proxy connect to `port` anywhere: its `ports`, or an exception's. */
+export function admitsPort(policy: EgressPolicy, port: number): boolean {
+  const within = (specs: readonly PortSpec[]) =>
+    specs.some((spec) => (typeof spec === 'number' ? spec === port : spec[0] <= port && port <= spec[1]));
+  return within(policy.ports) || policy.allow.some((a) => within(a.ports ?? policy.ports));
+}
+
+/**
+ * Why a policy would refuse every probe to `echoUrl` (its port is allowed nowhere), or undefined.
+ * Only the port: the address a name resolves to is the kernel's to judge, at connect time.
+ */
+export function echoRefusal(policy: EgressPolicy, echoUrl: string): string | undefined {
+  let port: number;
+  try {
+    const url = new URL(echoUrl);
+    port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  } catch {
+    return undefined; // echoUrl's own check names it
+  }
+  if (admitsPort(policy, port)) return undefined;
+  return `allows no connection to port ${port}, echoUrl's: every probe through these proxies would fail (add ${port} to ports, or an allow entry for the echo endpoint)`;
+}
+
 /** The safe default: public addresses on ports 80 and 443 only. */
 export const DEFAULT_EGRESS_POLICY: EgressPolicy = egressPolicySchema.parse({});
 

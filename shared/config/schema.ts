@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { dnsLabel } from '../domain/names.js';
 import { placementSchema } from '../domain/proxy.js';
 import { apiTokenSchema } from '../api/scopes.js';
-import { egressPolicySchema } from './egress-policy.js';
+import { DEFAULT_EGRESS_POLICY, echoRefusal, egressPolicySchema } from './egress-policy.js';
 
 export const PROVIDER_TYPES = ['process', 'kvm', 'gcp', 'kubernetes'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
@@ -40,77 +40,98 @@ export type ProviderConfig = z.infer<typeof providerConfigSchema>;
 
 const seconds = z.number().positive();
 
-export const configSchema = z.strictObject({
-  /** Project id for Firestore and Pub/Sub. */
-  project: z.string().min(1).default('demo-egress'),
-  /** This installation's identity: instances carry it, GC only touches its own. */
-  installationId: dnsLabel,
-  /** The echo endpoint probes fetch through each proxy (returns the caller's IP). */
-  echoUrl: z.url(),
-  checkIntervalSeconds: seconds.default(60),
-  gcIntervalSeconds: seconds.default(300),
-  /** An unowned instance younger than this is left alone (it may be a create in flight). */
-  gcGraceSeconds: seconds.default(600),
-  /** Consecutive probe failures after which a Running proxy is replaced. */
-  unhealthyAfter: z.number().int().min(1).default(3),
-  /**
-   * Instances of one proxy replaced in a row without ever passing a probe after which creation
-   * stops (phase Failed, reason NeverReachable) until the proxy is applied again: a proxy that can
-   * never be reached (a firewall, say) is not recreated, and billed, without end.
-   */
-  neverReadyLimit: z.number().int().min(1).max(100).default(3),
-  probeTimeoutSeconds: seconds.default(5),
-  /** How long a worker may hold a proxy's lease around a provider call. */
-  leaseSeconds: seconds.default(60),
-  backoffBaseSeconds: seconds.default(10),
-  backoffMaxSeconds: seconds.default(600),
-  /**
-   * A flagged proxy (its egress IP shared) re-records the sharing, and kicks its peers to verify
-   * theirs, at most this often.
-   */
-  heartbeatSeconds: seconds.default(600),
-  /**
-   * A healthy, unchanged proxy's status (and a relay's inventory item) is rewritten at most this
-   * often, to refresh the probe on record; any significant change is written at once. Six hours
-   * keeps a steady fleet's background writes under 0.01 per proxy per check (docs/performance.md).
-   */
-  statusRefreshSeconds: seconds.default(21_600),
-  /**
-   * Proxies per check batch (one invocation each). 200 keeps a sweep under one invocation per 100
-   * proxies, and its per-page reads (changes, count, verdict) at 0.015 per proxy (docs/performance.md).
-   */
-  checkBatchSize: z.number().int().min(1).max(500).default(200),
-  /** How often the provider-health monitor checks every provider. */
-  healthIntervalSeconds: seconds.default(60),
-  /**
-   * Bearer tokens the HTTP API accepts, each `scope:token` (`discover`, `read`, `admin`) or a bare
-   * token (admin); also `EGRESS_API_TOKENS`, comma-separated.
-   */
-  apiTokens: z
-    .array(apiTokenSchema)
-    .refine((ts) => new Set(ts.map((t) => t.token)).size === ts.length, 'a token may be given only once (one scope)')
-    .default([]),
-  /**
-   * A pool's spread entry that went out (provider unhealthy, QuotaExceeded) gets its share back
-   * only after staying good this long; the delay doubles each time it relapses soon after (max 16×).
-   */
-  poolRecoverSeconds: seconds.default(60),
-  /** Feedback from traffic (`POST /v1/proxies/{name}/reports`, docs/api.md). */
-  reports: z
-    .strictObject({
-      /** Reports one caller (one API token) may send per minute, over all proxies; more answer 429. */
-      perCallerPerMinute: z.number().int().min(1).default(60),
-      /** How long a report with a target hides the proxy from `discovery?for=<target>`. */
-      excludeSeconds: seconds.default(3600),
-      /** "banned" for this many distinct targets within `banWindowSeconds` bans the proxy (it is replaced). */
-      banTargets: z.number().int().min(1).default(3),
-      banWindowSeconds: seconds.default(3600),
-    })
-    .prefault({}),
-  /** Events kept per proxy. */
-  maxEvents: z.number().int().min(1).default(50),
-  providers: z
-    .array(providerConfigSchema)
-    .refine((ps) => new Set(ps.map((p) => p.name)).size === ps.length, 'provider names must be unique'),
-});
+export const configSchema = z
+  .strictObject({
+    /** Project id for Firestore and Pub/Sub. */
+    project: z.string().min(1).default('demo-egress'),
+    /** This installation's identity: instances carry it, GC only touches its own. */
+    installationId: dnsLabel,
+    /** The echo endpoint probes fetch through each proxy (returns the caller's IP). */
+    echoUrl: z.url(),
+    checkIntervalSeconds: seconds.default(60),
+    gcIntervalSeconds: seconds.default(300),
+    /** An unowned instance younger than this is left alone (it may be a create in flight). */
+    gcGraceSeconds: seconds.default(600),
+    /** Consecutive probe failures after which a Running proxy is replaced. */
+    unhealthyAfter: z.number().int().min(1).default(3),
+    /**
+     * Instances of one proxy replaced in a row without ever passing a probe after which creation
+     * stops (phase Failed, reason NeverReachable) until the proxy is applied again: a proxy that can
+     * never be reached (a firewall, say) is not recreated, and billed, without end.
+     */
+    neverReadyLimit: z.number().int().min(1).max(100).default(3),
+    probeTimeoutSeconds: seconds.default(5),
+    /** How long a worker may hold a proxy's lease around a provider call. */
+    leaseSeconds: seconds.default(60),
+    backoffBaseSeconds: seconds.default(10),
+    backoffMaxSeconds: seconds.default(600),
+    /**
+     * A flagged proxy (its egress IP shared) re-records the sharing, and kicks its peers to verify
+     * theirs, at most this often.
+     */
+    heartbeatSeconds: seconds.default(600),
+    /**
+     * A healthy, unchanged proxy's status (and a relay's inventory item) is rewritten at most this
+     * often, to refresh the probe on record; any significant change is written at once. Six hours
+     * keeps a steady fleet's background writes under 0.01 per proxy per check (docs/performance.md).
+     */
+    statusRefreshSeconds: seconds.default(21_600),
+    /**
+     * Proxies per check batch (one invocation each). 200 keeps a sweep under one invocation per 100
+     * proxies, and its per-page reads (changes, count, verdict) at 0.015 per proxy (docs/performance.md).
+     */
+    checkBatchSize: z.number().int().min(1).max(500).default(200),
+    /** How often the provider-health monitor checks every provider. */
+    healthIntervalSeconds: seconds.default(60),
+    /**
+     * Bearer tokens the HTTP API accepts, each `scope:token` (`discover`, `read`, `admin`) or a bare
+     * token (admin); also `EGRESS_API_TOKENS`, comma-separated.
+     */
+    apiTokens: z
+      .array(apiTokenSchema)
+      .refine((ts) => new Set(ts.map((t) => t.token)).size === ts.length, 'a token may be given only once (one scope)')
+      .default([]),
+    /**
+     * A pool's spread entry that went out (provider unhealthy, QuotaExceeded) gets its share back
+     * only after staying good this long; the delay doubles each time it relapses soon after (max 16×).
+     */
+    poolRecoverSeconds: seconds.default(60),
+    /** Feedback from traffic (`POST /v1/proxies/{name}/reports`, docs/api.md). */
+    reports: z
+      .strictObject({
+        /** Reports one caller (one API token) may send per minute, over all proxies; more answer 429. */
+        perCallerPerMinute: z.number().int().min(1).default(60),
+        /** How long a report with a target hides the proxy from `discovery?for=<target>`. */
+        excludeSeconds: seconds.default(3600),
+        /** "banned" for this many distinct targets within `banWindowSeconds` bans the proxy (it is replaced). */
+        banTargets: z.number().int().min(1).default(3),
+        banWindowSeconds: seconds.default(3600),
+      })
+      .prefault({}),
+    /** Events kept per proxy. */
+    maxEvents: z.number().int().min(1).default(50),
+    providers: z
+      .array(providerConfigSchema)
+      .refine((ps) => new Set(ps.map((p) => p.name)).size === ps.length, 'provider names must be unique'),
+  })
+  .superRefine((c, ctx) => {
+    // A fence that refuses the echo endpoint fails every probe: each proxy would be replaced forever.
+    // An echo on loopback is a local stand-in (the wire fakes' tests), which no guest's fence sees.
+    if (loopbackUrl(c.echoUrl)) return;
+    c.providers.forEach((p, i) => {
+      if (RELAY_TYPES.includes(p.type)) return;
+      const refusal = echoRefusal(p.egress ?? DEFAULT_EGRESS_POLICY, c.echoUrl);
+      if (refusal)
+        ctx.addIssue({ code: 'custom', message: `egress policy ${refusal}`, path: ['providers', i, 'egress'] });
+    });
+  });
+/** Whether a URL names this machine (`localhost`, 127.0.0.0/8, `[::1]`). */
+function loopbackUrl(url: string): boolean {
+  try {
+    const host = new URL(url).hostname;
+    return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  } catch {
+    return false;
+  }
+}
 export type Config = Readonly<z.infer<typeof configSchema>>;
