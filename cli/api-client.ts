@@ -118,6 +118,9 @@ function apiCall(config: CliConfig, auth: ApiAuth, signal?: AbortSignal): Call {
       res = await fetch(`${config.apiUrl}${path}`, {
         method,
         headers,
+        // The API never redirects; following one would carry X-Serverless-Authorization (which
+        // fetch keeps across origins, unlike Authorization) to another host.
+        redirect: 'error',
         ...(body !== undefined && { body: JSON.stringify(body) }),
         ...(signal && { signal }),
       });

@@ -59,6 +59,15 @@ describe('loadCliConfig', () => {
     });
   });
 
+  it("reads the local stack's discover token, which egress gateway uses in place of the admin one", () => {
+    const { nested } = tree('EGRESS_API_URL=http://127.0.0.1:8095\nEGRESS_TOKEN=abc\nEGRESS_DISCOVER_TOKEN=d1s\n');
+    expect(loadCliConfig({}, nested)).toMatchObject({ token: 'abc', discoverToken: 'd1s' });
+    expect(loadCliConfig({ EGRESS_DISCOVER_TOKEN: 'mine' }, nested)).toMatchObject({ discoverToken: 'mine' });
+    expect(
+      loadCliConfig({ EGRESS_API_URL: 'http://x.example', EGRESS_TOKEN: 't' }, nested).discoverToken,
+    ).toBeUndefined();
+  });
+
   it('reads EGRESS_HOME/local.env when EGRESS_HOME is set, and nothing else', () => {
     const { nested } = tree('EGRESS_API_URL=http://from-tree\n');
     const home = mkdtempSync(join(tmpdir(), 'egress-cli-home-'));

@@ -9,6 +9,11 @@ export interface CliConfig {
   apiUrl: string;
   /** Undefined when none is configured (the API then answers 401). */
   token: string | undefined;
+  /**
+   * A `discover`-scoped token (`EGRESS_DISCOVER_TOKEN`, which the local stack writes): what
+   * `egress gateway` uses when there is one, since discovery and reports are all it calls.
+   */
+  discoverToken?: string | undefined;
   /** The `local.env` the values came from, if any (named in error messages). */
   source: string | undefined;
   /** Whether and how to send a Google ID token (EGRESS_API_AUTH…); absent: none. */
@@ -89,12 +94,13 @@ export function loadCliConfig(env: NodeJS.ProcessEnv, cwd: string): CliConfig {
   }
   if (!/^https?:\/\//.test(url) || !URL.canParse(url))
     throw new ConfigError(`EGRESS_API_URL must be an http(s) URL (got "${url}")`);
-  const setting = (name: 'EGRESS_API_AUTH' | 'EGRESS_API_AUDIENCE' | 'EGRESS_ID_TOKEN') =>
+  const setting = (name: 'EGRESS_API_AUTH' | 'EGRESS_API_AUDIENCE' | 'EGRESS_ID_TOKEN' | 'EGRESS_DISCOVER_TOKEN') =>
     env[name] || file[name] || undefined;
   const apiAuth = apiAuthSettings(url, {
     EGRESS_API_AUTH: setting('EGRESS_API_AUTH'),
     EGRESS_API_AUDIENCE: setting('EGRESS_API_AUDIENCE'),
     EGRESS_ID_TOKEN: setting('EGRESS_ID_TOKEN'),
   });
-  return { apiUrl: url.replace(/\/+$/, ''), token, source, apiAuth };
+  const discoverToken = setting('EGRESS_DISCOVER_TOKEN');
+  return { apiUrl: url.replace(/\/+$/, ''), token, source, apiAuth, ...(discoverToken && { discoverToken }) };
 }

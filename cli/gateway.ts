@@ -44,7 +44,12 @@ export async function runGateway(cmd: Extract<Command, { verb: 'gateway' }>, io:
   const logger = stderrLogger(io);
   const credentials = gatewayCredentials(io.env);
   const gateway = await startGateway({
-    fleet: createFleetApi({ apiUrl: config.apiUrl, token: config.token, auth: createApiAuth(config.apiAuth) }),
+    // The least token that serves: discovery and reports need only the `discover` scope.
+    fleet: createFleetApi({
+      apiUrl: config.apiUrl,
+      token: config.discoverToken ?? config.token,
+      auth: createApiAuth(config.apiAuth),
+    }),
     filters: { pool: cmd.pool, provider: cmd.provider, labels: cmd.labels },
     listen: cmd.listen,
     banOn: cmd.banOn,

@@ -78,6 +78,32 @@ describe('fleet API client', () => {
     await expect(createFleetApi({ apiUrl: 'http://127.0.0.1:1' }).discover({})).rejects.toThrow(/cannot reach the API/);
   });
 
+  it('follows no redirect: another host never sees the request or its headers', async () => {
+    const elsewhere: string[] = [];
+    const other = http.createServer((req, res) => {
+      elsewhere.push(String(req.headers['x-serverless-authorization'] ?? req.url));
+      res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+    });
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
+    const target = `http://127.0.0.1:${(other.address() as AddressInfo).port}/v1/discovery`;
+    const redirecting = http.createServer((_req, res) => res.writeHead(302, { location: target }).end());
+    await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', () => r()));
+    try {
+      const api = createFleetApi({
+        apiUrl: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`,
+        token: 't0k',
+        auth: {
+          headers: () => Promise.resolve({ 'x-serverless-authorization': 'Bearer id-token' }),
+          refusal: () => undefined,
+        },
+      });
+      await expect(api.discover({ labels: [] })).rejects.toThrow();
+      expect(elsewhere).toEqual([]);
+    } finally {
+      await Promise.all([other, redirecting].map((s) => new Promise<void>((r) => s.close(() => r()))));
+    }
+  });
+
   it('parses IPv6 proxy URLs', () => {
     expect(upstreamOf({ name: 'v6', provider: 'p', url: 'http://a:b@[::1]:8080' })).toMatchObject({
       host: '::1',

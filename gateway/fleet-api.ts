@@ -86,6 +86,9 @@ export function createFleetApi(options: {
       res = await fetch(`${base}${path}`, {
         method,
         headers,
+        // The API never redirects; following one would carry X-Serverless-Authorization (which
+        // fetch keeps across origins, unlike Authorization) to another host.
+        redirect: 'error',
         signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
         ...(body !== undefined && { body: JSON.stringify(body) }),
       });

@@ -150,7 +150,8 @@ const BREAKAGES: { name: string; world: World; finding: string; fix: string }[] 
   },
 ];
 
-describe('egress doctor: one breakage per world', () => {
+// Each world starts the fakes and loads the Compute client: seconds while other files load both cores.
+describe('egress doctor: one breakage per world', { timeout: 60_000 }, () => {
   it.each(BREAKAGES)('$name', async ({ world, finding, fix }) => {
     const { code, out } = await doctor(world);
     expect(out).toContain('1 finding(s)');

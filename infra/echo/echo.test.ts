@@ -28,7 +28,8 @@ const cloudConfig = z.object({
   write_files: z.array(z.object({ path: z.string(), content: z.string() })),
 });
 
-describe('echo endpoint (dist/echo)', () => {
+// Spawns node on the bundle and systemd-analyze: seconds while other files load both cores.
+describe('echo endpoint (dist/echo)', { timeout: 60_000 }, () => {
   it('is built', () => {
     expect(existsSync(bundle), `${bundle}: run npm run build`).toBe(true);
     expect(existsSync(userData), `${userData}: run npm run build`).toBe(true);

@@ -1,6 +1,6 @@
 /** The local stack: emulators, topology, every function under functions-framework, echo endpoint, relay, schedules. */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { z } from 'zod';
@@ -292,10 +292,14 @@ function localEnv(config: Config, emulators: RunningEmulators, apiUrl: string): 
 
 /** Writes `<home>/local.env`, which the CLI and the samples read to find this stack. */
 function writeLocalEnv(home: string, values: Record<string, string>): void {
+  const file = join(home, 'local.env');
+  // It holds the admin token: the user's alone (mode applies at creation; chmod covers an old file).
   writeFileSync(
-    join(home, 'local.env'),
+    file,
     Object.entries(values)
       .map(([k, v]) => `${k}=${v}\n`)
       .join(''),
+    { mode: 0o600 },
   );
+  chmodSync(file, 0o600);
 }
