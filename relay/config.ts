@@ -52,8 +52,8 @@ export const processBackendSchema = z
     /**
      * The user (and group) the proxy processes run as, and whose sockets the backend's kernel fence
      * matches: the relay loads the fence table as it starts (docs/operations.md, "Egress fence").
-     * Needs a relay that runs as root. Absent: proxies run as the relay's user and the fence is the
-     * table install.sh loads for it.
+     * Needs a relay that runs as root. Absent: proxies run as the relay's user with no kernel
+     * fence, only tinyproxy's ConnectPort lines (docs/operations.md, "Egress fence").
      */
     runAs: z
       .strictObject({

@@ -180,7 +180,7 @@ async function firewall(plan: DoctorPlan, reader: ProjectReader): Promise<Findin
       check: 'firewall',
       problem: `no firewall rule of network ${name} in ${project} admits ${from} to tcp:${need.vm.port} on tags ${need.vm.tags.join(',')}: the check function's probes time out and no gcp proxy becomes Ready`,
       fix: [
-        `terraform apply creates it from proxy_source_ranges (docs/deploy.md, "Reaching the proxies"), or: gcloud compute firewall-rules create egress-proxy-${need.vm.port} --project=${project} --network=${name} --direction=INGRESS --allow=tcp:${need.vm.port} --target-tags=${need.vm.tags.join(',')} --source-ranges=${plan.functionsRange ?? 'RANGE'}`,
+        `terraform apply creates it (network.tf: the VPC connector's range and proxy_source_ranges; docs/deploy.md, "Reaching the proxies"), or: gcloud compute firewall-rules create egress-proxy-${need.vm.port} --project=${project} --network=${name} --direction=INGRESS --allow=tcp:${need.vm.port} --target-tags=${need.vm.tags.join(',')} --source-ranges=${plan.functionsRange ?? 'RANGE'}`,
       ],
     });
   }

@@ -3,12 +3,14 @@
 # address as the TCP peer. With `echo` set (the default), the config stored for the functions gets
 # `echoUrl` = this VM's URL; `echo = null` keeps the file's own.
 
+# Waits for the Compute API only: depending on every API would defer this read to apply time
+# whenever one is added, making the zone unknown and replacing the VM.
 data "google_compute_zones" "echo" {
   count   = var.echo == null ? 0 : 1
   project = var.project
   region  = var.region
 
-  depends_on = [google_project_service.apis]
+  depends_on = [google_project_service.apis["compute.googleapis.com"]]
 }
 
 locals {
@@ -75,11 +77,4 @@ resource "google_compute_firewall" "echo" {
   }
 
   depends_on = [google_project_service.apis]
-}
-
-check "echo_url" {
-  assert {
-    condition     = var.echo == null || try(local.config.echoUrl, "") == local.echo_url
-    error_message = "config_file's echoUrl (${try(local.config.echoUrl, "unset")}) is replaced by the echo VM's URL (${coalesce(local.echo_url, "unset")}) in the stored config; set that value in the file, or echo = null to keep your own endpoint."
-  }
 }

@@ -35,3 +35,8 @@ output "relay_keys" {
   value       = { for id in local.relays : id => jsonencode({ (id) = local.relay_keys[id] }) }
   sensitive   = true
 }
+
+output "echo_url" {
+  description = "The echo VM's URL, which the stored config's echoUrl names (null with echo = null): give it to each relay's config too."
+  value       = local.echo_url
+}
