@@ -34,6 +34,9 @@ runProviderContract({
             hosts: { h1: { ...host.hostConfig(), vcpus: 2, memoryMiB: 512 } },
             connectTimeoutSeconds: 5,
             callTimeoutSeconds: 30,
+            // The default fence, plus the echo endpoint on the test host's address (private, as a
+            // lab's echo would be) as an exception: without it the guest's proxy refuses the probe.
+            egress: { allow: [{ cidr: `${host.hostIp}/32`, ports: [[1024, 65535]] }] },
           },
         ],
       },
