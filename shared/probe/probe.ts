@@ -89,12 +89,15 @@ function probeOnce(opts: ProbeOptions): Promise<ProbeResult> {
       finish(status === undefined ? { ok: false, error } : { ok: false, error, status });
     // Whether the TCP connection to the proxy was made: a timeout before it is the path's fault.
     let connected = false;
+    // setImmediate: a connection made while the event loop was busy is seen (poll phase) first.
     const timer = setTimeout(
       () =>
-        fail(
-          connected
-            ? `timed out after ${opts.timeoutMs} ms`
-            : `${NOT_REACHED} ${opts.host}:${opts.port}: no connection within ${opts.timeoutMs} ms`,
+        setImmediate(() =>
+          fail(
+            connected
+              ? `timed out after ${opts.timeoutMs} ms`
+              : `${NOT_REACHED} ${opts.host}:${opts.port}: no connection within ${opts.timeoutMs} ms`,
+          ),
         ),
       opts.timeoutMs,
     );

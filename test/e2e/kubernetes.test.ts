@@ -35,7 +35,7 @@ const podOf = (name: string) => fake.pod(NS, instanceName('prod', name));
 /** The sample config, with cluster access pointed at the fake and local intervals. */
 function configFor(server: string, token: string): string {
   return localConfigFrom('docs/samples/config/kubernetes.yaml', dir, (options) => {
-    const { kubeconfig: _file, context: _context, ...rest } = options;
+    const { kubeconfig: _file, context: _context, gke: _gke, ...rest } = options;
     return { ...rest, server, token };
   });
 }
