@@ -12,6 +12,7 @@ import { instanceName } from '../../shared/domain/names.js';
 import { proxyDocSchema } from '../../shared/domain/status.js';
 import { eventually } from '../support/eventually.js';
 import { processesMatching, startLocalStack, type RunningStack } from './stack.js';
+import { localEgressPolicy } from '../../shared/config/egress-policy.js';
 
 const run = promisify(execFile);
 const OFFSET = 300;
@@ -76,6 +77,8 @@ beforeAll(async () => {
           stateDir: join(state, 'local'),
           bindAddresses: ['127.0.0.1'],
           portRange: [23000, 23099],
+          // The local stack's fence: loopback stands in for the Internet (the echo is on it).
+          egress: localEgressPolicy([]),
         },
         {
           provider: 'later',
@@ -83,6 +86,7 @@ beforeAll(async () => {
           stateDir: join(state, 'later'),
           bindAddresses: ['127.0.0.1'],
           portRange: [23100, 23199],
+          egress: localEgressPolicy([]),
         },
       ],
     }),

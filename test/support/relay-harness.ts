@@ -110,13 +110,14 @@ export async function startRelayHarness(
     reportIntervalSeconds: 1,
     probeTimeoutSeconds: 2,
     installationId: 'it',
-    // Loopback stands in for the Internet of these tests: a process backend's proxies may reach
-    // every loopback port unless the test gives its own policy (the fence tests do).
+    // Loopback stands in for the Internet of these tests: a backend's proxies may reach every
+    // loopback port (the echo's among them) unless the test gives its own policy (the fence tests
+    // and the real guests' do).
     backends: (
       options.backends?.(stateDir) ?? [
         { provider: 'proc', type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange },
       ]
-    ).map((b) => (isProcessEntry(b) ? { egress: localEgressPolicy([]), ...b } : b)),
+    ).map((b) => (isEntry(b) ? { egress: localEgressPolicy([]), ...b } : b)),
   });
   const backends = new Map(
     [...createBackends(relayConfig, { logger })].map(([k, b]) => [k, options.wrapBackend?.(b) ?? b]),
@@ -182,6 +183,6 @@ export async function startRelayHarness(
   };
 }
 
-function isProcessEntry(entry: unknown): entry is Record<string, unknown> {
-  return typeof entry === 'object' && entry !== null && 'type' in entry && entry.type === 'process';
+function isEntry(entry: unknown): entry is Record<string, unknown> {
+  return typeof entry === 'object' && entry !== null;
 }
