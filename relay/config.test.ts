@@ -4,7 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../shared/errors.js';
-import { LOCAL_RELAY_CONFIG, loadRelayConfig, parseRelayConfig, relayStatePath, STACK_PORTS_ENV } from './config.js';
+import {
+  LOCAL_RELAY_CONFIG,
+  loadRelayConfig,
+  parseRelayConfig,
+  relayConfigSchema,
+  relayStatePath,
+  STACK_PORTS_ENV,
+} from './config.js';
 
 function fieldOf(fn: () => unknown): string | undefined {
   try {
@@ -232,5 +239,14 @@ describe('the embedded local config and the egress fence', () => {
     expect(config.backends[0]?.egress.ports).toEqual([80, 443]);
     expect(config.backends[0]?.egress.deny).toContain('169.254.0.0/16');
     expect(config.backends[0]?.egress.allow).toEqual([]);
+  });
+  it('refuses a backend whose egress policy allows the echoUrl port nowhere (every probe would fail), naming it', () => {
+    // The embedded local relay config's backends, with the default policy (ports 80 and 443).
+    const relay = { ...structuredClone(LOCAL_RELAY_CONFIG), echoUrl: 'http://echo.example.com:8088/' };
+    const refused = relayConfigSchema.safeParse(relay);
+    expect(refused.error?.issues.map((i) => i.path)).toContainEqual(['backends', 0, 'egress']);
+    expect(
+      relayConfigSchema.safeParse({ ...relay, echoUrl: 'http://echo.example.com/' }).error?.issues ?? [],
+    ).not.toContainEqual(expect.objectContaining({ path: ['backends', 0, 'egress'] }));
   });
 });

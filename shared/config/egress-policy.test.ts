@@ -12,7 +12,6 @@ import {
   portsExcept,
 } from './egress-policy.js';
 import { configSchema, providerConfigSchema } from './schema.js';
-import { LOCAL_RELAY_CONFIG, relayConfigSchema } from '../../relay/config.js';
 
 const NFT = '/usr/sbin/nft';
 
@@ -170,15 +169,5 @@ describe('egress in the providers config', () => {
     expect(
       config('http://echo.example.com:8088/', { allow: [{ cidr: '203.0.113.5/32', ports: [8088] }] }).success,
     ).toBe(true);
-  });
-
-  it("the relay's backends are held to the same rule", () => {
-    // The embedded local relay config's backends, with the default policy (ports 80 and 443).
-    const relay = { ...structuredClone(LOCAL_RELAY_CONFIG), echoUrl: 'http://echo.example.com:8088/' };
-    const refused = relayConfigSchema.safeParse(relay);
-    expect(refused.error?.issues.map((i) => i.path)).toContainEqual(['backends', 0, 'egress']);
-    expect(
-      relayConfigSchema.safeParse({ ...relay, echoUrl: 'http://echo.example.com/' }).error?.issues ?? [],
-    ).not.toContainEqual(expect.objectContaining({ path: ['backends', 0, 'egress'] }));
   });
 });
