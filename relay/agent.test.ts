@@ -98,7 +98,13 @@ const createCommand = (name: string, issuedAt: number, commandId: string): Relay
 describe('relay agent', () => {
   const logLines: string[] = [];
   const logger = createLogger({ write: (l) => logLines.push(l), level: 'DEBUG' });
-  const config = parseRelayConfig({ ...LOCAL_RELAY_CONFIG, probeIntervalSeconds: 3600, reportIntervalSeconds: 3600 });
+  // An echo on port 80, which the default fence admits (the probes here never reach it).
+  const config = parseRelayConfig({
+    ...LOCAL_RELAY_CONFIG,
+    echoUrl: 'http://echo.example.com/',
+    probeIntervalSeconds: 3600,
+    reportIntervalSeconds: 3600,
+  });
   let dir: string;
   let transport: FakeTransport;
   let backend: FakeBackend;

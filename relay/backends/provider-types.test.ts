@@ -6,13 +6,13 @@ import { parse as parseYaml } from 'yaml';
 import { PROVIDER_TYPES, RELAY_TYPES } from '../../shared/config/schema.js';
 import { createLogger } from '../../shared/logger.js';
 import { FACTORIES } from '../../shared/providers/registry.js';
-import { backendConfigSchema, LOCAL_RELAY_CONFIG, parseRelayConfig } from '../config.js';
+import { backendConfigSchema, loadRelayConfig, parseRelayConfig } from '../config.js';
 import { createBackends } from './create-backends.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
-/** One relay config per backend type the repository ships: the embedded default and the kvm sample. */
+/** One relay config per backend type the repository ships: the embedded default (as the stack loads it) and the kvm sample. */
 const relayConfigs = [
-  parseRelayConfig(structuredClone(LOCAL_RELAY_CONFIG)),
+  loadRelayConfig({}),
   parseRelayConfig(parseYaml(readFileSync(join(root, 'docs', 'samples', 'config', 'relay', 'kvm.yaml'), 'utf8'))),
 ];
 
