@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { createIdTokenCache, type IdTokenCache, type IdTokenMinter } from './id-token.js';
 import { apiErrorBodySchema } from './schema.js';
+import { isLoopbackHost } from '../domain/hosts.js';
 
 /** `EGRESS_API_AUTH`: `auto` sends an ID token to Cloud Run URLs only; `google` always; `none` never. */
 export const API_AUTH_MODES = ['auto', 'google', 'none'] as const;
@@ -50,8 +51,6 @@ export function defaultAudience(url: URL): string {
   return url.origin;
 }
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|\[::1\]|localhost)$/;
-
 /**
  * Resolves the settings against the API URL.
  *
@@ -81,7 +80,7 @@ export function apiAuthSettings(apiUrl: string, vars: ApiAuthVariables): ApiAuth
       ? `EGRESS_API_AUTH=auto and ${url.host} is ${cloudRun ? '' : 'not '}a Cloud Run host`
       : `EGRESS_API_AUTH=${asked}`;
   // An ID token is a bearer credential: never over plain HTTP beyond this machine.
-  if (mode === 'google' && url.protocol === 'http:' && !LOOPBACK.test(url.hostname))
+  if (mode === 'google' && url.protocol === 'http:' && !isLoopbackHost(url.hostname))
     throw new ValidationError(
       'EGRESS_API_AUTH',
       `google sends an ID token; the API URL must be https (got ${url.origin})`,

@@ -1,5 +1,6 @@
 /** The configuration schema: installation identity, intervals, and the configured providers. */
 import { z } from 'zod';
+import { isLoopbackHost } from '../domain/hosts.js';
 import { dnsLabel } from '../domain/names.js';
 import { placementSchema } from '../domain/proxy.js';
 import { apiTokenSchema } from '../api/scopes.js';
@@ -125,13 +126,8 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', message: `egress policy ${refusal}`, path: ['providers', i, 'egress'] });
     });
   });
-/** Whether a URL names this machine (`localhost`, 127.0.0.0/8, `[::1]`). */
+/** Whether a URL names this machine. */
 function loopbackUrl(url: string): boolean {
-  try {
-    const host = new URL(url).hostname;
-    return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
-  } catch {
-    return false;
-  }
+  return URL.canParse(url) && isLoopbackHost(new URL(url).hostname);
 }
 export type Config = Readonly<z.infer<typeof configSchema>>;
