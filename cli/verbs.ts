@@ -40,7 +40,7 @@ import {
 } from './flag-values.js';
 import { runGateway } from './gateway.js';
 
-/** What a verb runs with: the process, and the API config and client, made when first asked for. */
+/** What a verb runs with: the process, and the API config and client, made only when a verb asks for them. */
 export interface VerbContext {
   io: Io;
   config: () => CliConfig;
