@@ -16,7 +16,19 @@ const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   'delete pool': ['wait', 'timeout'],
   'scale pool': ['replicas', 'wait', 'timeout'],
   'report proxy': ['reason', 'target', 'detail'],
-  discover: ['output', 'provider', 'pool', 'for', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
+  discover: [
+    'output',
+    'provider',
+    'pool',
+    'for',
+    'label',
+    'max-latency-ms',
+    'country',
+    'asn',
+    'distinct',
+    'limit',
+    'random',
+  ],
   gateway: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics'],
   cost: ['config', 'filename', 'proxies', 'provider', 'egress-gb'],
   doctor: ['config', 'filename', 'proxies', 'provider', 'infra', 'api-public', 'functions-range'],
@@ -43,9 +55,11 @@ Commands:
   delete pool NAME [--wait] [--timeout 5m]   delete a pool and its members; --wait returns when gone
   scale pool NAME --replicas N [--wait] [--timeout 5m]
                                              set a pool's replicas; --wait returns when N are Ready
-  discover [-o urls|json] [--provider P] [--pool P] [--for DOMAIN] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]
+  discover [-o urls|json] [--provider P] [--pool P] [--for DOMAIN] [-l k=v] [--max-latency-ms N]
+           [--country CC] [--asn N] [--distinct] [--limit N] [--random]
                                              Ready proxies as URLs usable with curl -x; --for leaves out
-                                             those reported for that domain
+                                             those reported for that domain; --country keeps proxies whose
+                                             egress is located there and not flagged EgressVerified=False
   gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT]
                                              one local authenticated proxy in front of the fleet: prints its
                                              URL, rotates, keeps USER-session-<id> sessions, retries failures;

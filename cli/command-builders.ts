@@ -176,6 +176,10 @@ const BUILDERS: Record<string, (rest: readonly string[], values: FlagValues) => 
   discover: (rest, values) => {
     const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);
     const limit = positiveInt('limit', values.limit);
+    const asn = positiveInt('asn', values.asn);
+    const country = values.country;
+    if (country !== undefined && !/^[A-Za-z]{2}$/.test(country))
+      throw new UsageError(`--country must be an ISO 3166-1 alpha-2 code like DE (got "${country}")`);
     const forDomain = values.for === undefined ? undefined : normaliseTarget(values.for);
     if (values.for !== undefined && forDomain === undefined)
       throw new UsageError(
@@ -189,6 +193,8 @@ const BUILDERS: Record<string, (rest: readonly string[], values: FlagValues) => 
       ...(forDomain !== undefined && { forDomain }),
       labels: labels(values.label),
       ...(maxLatencyMs !== undefined && { maxLatencyMs }),
+      ...(country !== undefined && { country: country.toUpperCase() }),
+      ...(asn !== undefined && { asn }),
       distinct: values.distinct ?? false,
       ...(limit !== undefined && { limit }),
       random: values.random ?? false,

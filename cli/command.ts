@@ -40,6 +40,9 @@ export type Command =
       forDomain?: string;
       labels: string[];
       maxLatencyMs?: number;
+      /** Strict country (`?country=`), upper case. */
+      country?: string;
+      asn?: number;
       distinct: boolean;
       limit?: number;
       random: boolean;
@@ -96,6 +99,8 @@ export const OPTIONS = {
   label: { type: 'string', short: 'l', multiple: true },
   watch: { type: 'boolean', short: 'w' },
   'max-latency-ms': { type: 'string' },
+  country: { type: 'string' },
+  asn: { type: 'string' },
   distinct: { type: 'boolean' },
   limit: { type: 'string' },
   random: { type: 'boolean' },

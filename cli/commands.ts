@@ -186,6 +186,8 @@ async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb:
     forDomain: cmd.forDomain,
     labels: cmd.labels,
     maxLatencyMs: cmd.maxLatencyMs,
+    country: cmd.country,
+    asn: cmd.asn,
     distinct: cmd.distinct,
     limit: cmd.limit,
     random: cmd.random,
@@ -231,12 +233,12 @@ export async function execute(
     case 'describe-proxy':
       return getProxy(client, io, cmd, now());
     case 'get-providers': {
-      const items = await client.listProviders();
-      if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
+      const list = await client.listProviders();
+      if (list.items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
         io.stderr.write('No providers found.\n');
         return;
       }
-      io.stdout.write(formatProviders(items, cmd.output, now()));
+      io.stdout.write(formatProviders(list, cmd.output, now()));
       return;
     }
   }

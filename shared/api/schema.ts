@@ -126,6 +126,7 @@ export const providerListSchema = z.object({
   items: z.array(providerSchema),
   egressDatabase: z.looseObject({ country: databaseReleaseSchema, asn: databaseReleaseSchema }).optional(),
 });
+export type ApiProviderList = z.infer<typeof providerListSchema>;
 
 /** One relay as `GET /v1/relays` lists it (the handler's `relays`): null times when it never reported. */
 export const relaySchema = z.looseObject({
