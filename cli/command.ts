@@ -41,6 +41,9 @@ export interface CommandShapes {
     forDomain?: string;
     labels: string[];
     maxLatencyMs?: number;
+    /** Strict country (`?country=`), upper case. */
+    country?: string;
+    asn?: number;
     distinct: boolean;
     limit?: number;
     random: boolean;
@@ -107,6 +110,8 @@ export const OPTIONS = {
   label: { type: 'string', short: 'l', multiple: true },
   watch: { type: 'boolean', short: 'w' },
   'max-latency-ms': { type: 'string' },
+  country: { type: 'string' },
+  asn: { type: 'string' },
   distinct: { type: 'boolean' },
   limit: { type: 'string' },
   random: { type: 'boolean' },

@@ -182,6 +182,8 @@ export async function discover(client: ApiClient, io: Io, cmd: Command<'discover
     forDomain: cmd.forDomain,
     labels: cmd.labels,
     maxLatencyMs: cmd.maxLatencyMs,
+    country: cmd.country,
+    asn: cmd.asn,
     distinct: cmd.distinct,
     limit: cmd.limit,
     random: cmd.random,
@@ -198,12 +200,12 @@ export async function discover(client: ApiClient, io: Io, cmd: Command<'discover
 /** `get providers`. */
 export async function getProviders(client: ApiClient, io: Io, cmd: Command<'get-providers'>): Promise<void> {
   const now = (io.now ?? Date.now)();
-  const items = await client.listProviders();
-  if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
+  const list = await client.listProviders();
+  if (list.items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
     io.stderr.write('No providers found.\n');
     return;
   }
-  io.stdout.write(formatProviders(items, cmd.output, now));
+  io.stdout.write(formatProviders(list, cmd.output, now));
 }
 
 /** `report proxy NAME`: what the API made of the report, in one line. */

@@ -258,7 +258,7 @@ describe('egress', () => {
   it('get providers prints their health', async () => {
     const r = await egress('get providers');
     expect(r.stdout).toMatch(
-      /^NAME +TYPE +STATUS +LATENCY +LAST-CHECK +MESSAGE\nlocal +process +Healthy +0ms +\d+s +relay mem-relay reported 0s ago\n$/,
+      /^NAME +TYPE +STATUS +LATENCY +LAST-CHECK +MESSAGE\nlocal +process +Healthy +0ms +\d+s +relay mem-relay reported 0s ago\n\nEgress location database: @ip-location-db\/geo-whois-asn-country-mmdb [\d.]+ \(published [\dT:Z-]+\); @ip-location-db\/asn [\d.]+ \(published [\dT:Z-]+\)\n$/,
     );
   });
 

@@ -222,14 +222,34 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
   }),
   discover: verb({
     synopsis:
-      'discover [-o urls|json] [--provider P] [--pool P] [--for DOMAIN] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]',
-    help: ['Ready proxies as URLs usable with curl -x; --for leaves out', 'those reported for that domain'],
-    flags: ['output', 'provider', 'pool', 'for', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
+      'discover [-o urls|json] [--provider P] [--pool P] [--for DOMAIN] [-l k=v] [--max-latency-ms N] [--country CC] [--asn N] [--distinct] [--limit N] [--random]',
+    help: [
+      'Ready proxies as URLs usable with curl -x; --for leaves out',
+      'those reported for that domain; --country keeps proxies whose',
+      'egress is located there and not flagged EgressVerified=False',
+    ],
+    flags: [
+      'output',
+      'provider',
+      'pool',
+      'for',
+      'label',
+      'max-latency-ms',
+      'country',
+      'asn',
+      'distinct',
+      'limit',
+      'random',
+    ],
     operands: 'none',
     build: (_, values) => {
       const maxLatencyMs = positiveInt('max-latency-ms', values['max-latency-ms']);
       const limit = positiveInt('limit', values.limit);
       const forDomain = hostName('for', values.for);
+      const asn = positiveInt('asn', values.asn);
+      const country = values.country;
+      if (country !== undefined && !/^[A-Za-z]{2}$/.test(country))
+        throw new UsageError(`--country must be an ISO 3166-1 alpha-2 code like DE (got "${country}")`);
       return {
         output: oneOf('output', values.output, DISCOVER_OUTPUTS, 'urls'),
         ...(values.provider !== undefined && { provider: values.provider }),
@@ -237,6 +257,8 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
         ...(forDomain !== undefined && { forDomain }),
         labels: labels(values.label),
         ...(maxLatencyMs !== undefined && { maxLatencyMs }),
+        ...(country !== undefined && { country: country.toUpperCase() }),
+        ...(asn !== undefined && { asn }),
         distinct: values.distinct ?? false,
         ...(limit !== undefined && { limit }),
         random: values.random ?? false,

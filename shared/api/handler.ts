@@ -13,6 +13,7 @@ import { dashboardPage } from './dashboard-page.js';
 import { postReport } from './reports.js';
 import { parsePutBody } from './put-body.js';
 import { TOPICS } from '../bus/topics.js';
+import { EGRESS_DATABASE } from '../egress-location/release.js';
 
 /** A Proxy as the API shows it: the stored document without its lease and bookkeeping. */
 export function proxyView(doc: ProxyDoc) {
@@ -89,6 +90,8 @@ async function discovery(deps: ApiDeps, params: URLSearchParams): Promise<ApiRes
         provider: d.spec.provider,
         url: proxyUrl(d.status.address, creds.username, creds.password),
         egressIp: d.status.health?.egressIp ?? null,
+        country: d.status.health?.country ?? null,
+        asn: d.status.health?.asn ?? null,
         latencyMs: d.status.health?.latencyMs ?? null,
       },
     ];
@@ -115,7 +118,7 @@ async function providers(deps: ApiDeps): Promise<ApiResponse> {
         lastCheckAt: null,
       },
   );
-  return { status: 200, body: { items } };
+  return { status: 200, body: { items, egressDatabase: EGRESS_DATABASE } };
 }
 
 async function relays(deps: ApiDeps): Promise<ApiResponse> {

@@ -3,7 +3,7 @@ import { toValidationError } from '../domain/proxy.js';
 import { reportRequestSchema } from '../domain/reports.js';
 import { showKey, unsafeJson } from '../domain/text.js';
 import { ValidationError } from '../errors.js';
-import { kickChecks } from '../reconcile/check.js';
+import { kickChecks } from '../reconcile/kick.js';
 import type { ApiDeps } from './deps.js';
 import { ApiError, type ApiResponse } from './http.js';
 

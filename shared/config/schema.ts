@@ -24,6 +24,15 @@ export const providerConfigSchema = z
     /** At most this many proxies of this provider replaced at once for spec drift or rotation. */
     rolloutBudget: z.number().int().min(1).default(2),
     /**
+     * The country (ISO 3166-1 alpha-2) this provider's proxies leave from, e.g. a kvm host's: an
+     * egress located elsewhere is flagged (`EgressVerified=False`). A gcp provider's comes from each
+     * placement's region instead.
+     */
+    country: z
+      .string()
+      .regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code in upper case, like "DE"')
+      .optional(),
+    /**
      * Where this provider's proxies may connect (shared/config/egress-policy.ts); absent: the safe
      * default. Relay-backed providers take theirs from the relay's backend entry, where it is enforced.
      */
@@ -32,6 +41,10 @@ export const providerConfigSchema = z
   .refine((p) => !RELAY_TYPES.includes(p.type) || p.relay !== undefined, {
     message: 'relay-backed providers (process, kvm) must name the relay that runs them',
     path: ['relay'],
+  })
+  .refine((p) => p.type !== 'gcp' || p.country === undefined, {
+    message: "a gcp provider's country comes from each placement's zone (its region); remove country",
+    path: ['country'],
   })
   .refine((p) => !RELAY_TYPES.includes(p.type) || p.egress === undefined, {
     message: "a relay-backed provider's egress policy belongs in its relay's backend entry (relay.backends[].egress)",

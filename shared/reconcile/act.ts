@@ -8,6 +8,8 @@ import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Provider } from '../providers/contract.js';
 import { skipped, type Desired, type ReconcileDeps, type ReconcileResult, type Subject } from './context.js';
 import type { Decision, Observation } from './decision.js';
+import { packagedLocator } from '../egress-location/database.js';
+import { locateEgress } from '../egress-location/verify.js';
 import { verifyEgress } from './egress.js';
 import { classifyFailure } from './failure.js';
 import { withLease, type ProviderCall } from './lease.js';
@@ -144,7 +146,8 @@ async function record(deps: ReconcileDeps, plan: Plan, outcome: Outcome, holder?
     heartbeatMs,
     plan.verifyEgress,
   );
-  const status = egress.status;
+  const expected = plan.subject.provider?.expectedCountry?.(plan.desired.placement);
+  const status = locateEgress(egress.status, deps.locator ?? packagedLocator(), expected, now());
   const phaseChanged = status.phase !== doc.status.phase;
   if (
     holder ||

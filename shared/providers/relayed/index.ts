@@ -71,6 +71,11 @@ class RelayedProvider implements Provider {
     return placement;
   }
 
+  /** The hosts' country as configured (`providers[].country`: a kvm host's, say). */
+  expectedCountry(): string | undefined {
+    return this.deps.config.country;
+  }
+
   async create(spec: InstanceSpec): Promise<Instance> {
     const cmd = await this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, spec.name));
     // The same create, recorded but lost (never published, or published and never applied): the
