@@ -134,6 +134,8 @@ export const discoveredSchema = z.looseObject({
   url: z.string(),
   egressIp: z.string().nullish(),
   latencyMs: z.number().nullish(),
+  country: z.string().nullish(),
+  asn: z.number().int().nullish(),
 });
 export type ApiDiscovered = z.infer<typeof discoveredSchema>;
 
