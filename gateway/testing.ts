@@ -15,7 +15,11 @@ export function upstreamNamed(name: string): Upstream {
   return { name, provider: 'p', host: '127.0.0.1', port: 1, authorization: 'Basic x', egressIp: undefined };
 }
 
-/** The fleet API's twin: the Ready list is whatever the test sets; reports and discoveries are recorded. */
+/**
+ * The fleet API's twin: the Ready list is whatever the test sets, narrowed by `provider` as the API
+ * does (pools and labels are not modelled: an Upstream carries neither); reports and discoveries
+ * are recorded.
+ */
 export interface MemoryFleet {
   api: FleetApi;
   set(list: Upstream[]): void;
@@ -37,7 +41,13 @@ export function createMemoryFleet(initial: Upstream[] = []): MemoryFleet {
     api: {
       discover(filters, forDomain) {
         fleet.discoveries.push({ filters, forDomain });
-        return Promise.resolve(list.filter((u) => !forDomain || !excluded.has(`${u.name}\n${forDomain}`)));
+        return Promise.resolve(
+          list.filter(
+            (u) =>
+              (filters.provider === undefined || u.provider === filters.provider) &&
+              (!forDomain || !excluded.has(`${u.name}\n${forDomain}`)),
+          ),
+        );
       },
       report(name, report) {
         fleet.reports.push({ name, report });
