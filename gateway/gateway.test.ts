@@ -10,6 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './server.js';
 import {
   createMemoryFleet,
+  curl,
+  rawExchange,
   startTestProxy,
   startTestTarget,
   startTinyproxy,
@@ -33,23 +35,10 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
-async function curl(args: string[]): Promise<{ status: number; body: string }> {
-  const { stdout } = await run('curl', ['-sS', '--max-time', '10', '-w', '\n%{http_code}', ...args]);
-  const at = stdout.lastIndexOf('\n');
-  return { status: Number(stdout.slice(at + 1)), body: stdout.slice(0, at) };
-}
 const through = (url: string, user = gw.credentials.username, extra: string[] = []) =>
   curl(['-x', gw.url.replace(`${gw.credentials.username}:`, `${user}:`), ...extra, url]);
 /** Sends `text` to the gateway on a fresh connection and resolves with everything it answers. */
-function rawConnect(text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const s = net.connect(gw.address.port, '127.0.0.1', () => s.write(text));
-    s.on('data', (c: Buffer) => (out += c.toString()));
-    s.once('close', () => resolve(out));
-    s.once('error', reject);
-  });
-}
+const rawConnect = (text: string) => rawExchange(gw.address.port, text);
 const ipOf = (body: string) => (JSON.parse(body) as { ip: string }).ip;
 
 beforeAll(async () => {
