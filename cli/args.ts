@@ -17,7 +17,7 @@ const FLAGS_BY_VERB: Record<string, readonly Flag[]> = {
   'scale pool': ['replicas', 'wait', 'timeout'],
   'report proxy': ['reason', 'target', 'detail'],
   discover: ['output', 'provider', 'pool', 'for', 'label', 'max-latency-ms', 'distinct', 'limit', 'random'],
-  gateway: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics'],
+  gateway: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics', 'socks-no-auth'],
   cost: ['config', 'filename', 'proxies', 'provider', 'egress-gb'],
   doctor: ['config', 'filename', 'proxies', 'provider', 'infra', 'api-public', 'functions-range'],
 };
@@ -46,9 +46,10 @@ Commands:
   discover [-o urls|json] [--provider P] [--pool P] [--for DOMAIN] [-l k=v] [--max-latency-ms N] [--distinct] [--limit N] [--random]
                                              Ready proxies as URLs usable with curl -x; --for leaves out
                                              those reported for that domain
-  gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT]
-                                             one local authenticated proxy in front of the fleet: prints its
-                                             URL, rotates, keeps USER-session-<id> sessions, retries failures;
+  gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT] [--socks-no-auth 127.0.0.1]
+                                             one local authenticated HTTP and SOCKS5 proxy in front of the fleet:
+                                             prints its URL, learns which proxies each domain accepts, steers by
+                                             USER-session-<id>-country-<cc>-… (docs/gateway.md), retries failures;
                                              credentials from EGRESS_GATEWAY_USER/EGRESS_GATEWAY_PASSWORD or random
   cost --config CONFIG (-f FLEET... | --proxies N [--provider P]) [--egress-gb GB]
                                              the monthly estimate of a fleet: VMs, external IPv4, disks, Internet

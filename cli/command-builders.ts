@@ -1,5 +1,6 @@
 /** Building each `egress` command from its arguments and flags: the flag values checked, naming the flag. */
 import { parseDuration } from '../shared/domain/duration.js';
+import { isLoopbackAddress } from '../shared/domain/hosts.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { normaliseTarget, REPORT_REASONS } from '../shared/domain/reports.js';
 import { PHASES } from '../shared/domain/status.js';
@@ -48,6 +49,17 @@ function statuses(value: string | undefined): number[] {
     if (!/^\d{3}$/.test(s.trim()) || n < 100 || n > 599)
       throw new UsageError(`--ban-on must be HTTP statuses separated by commas, e.g. 403,429 (got "${s}")`);
     return n;
+  });
+}
+
+/** `--socks-no-auth 127.0.0.1,::1`: loopback addresses only (anyone else must present the credentials). */
+function loopbackAddresses(value: string | undefined): string[] {
+  if (value === undefined) return [];
+  return value.split(',').map((raw) => {
+    const address = raw.trim();
+    if (!isLoopbackAddress(address))
+      throw new UsageError(`--socks-no-auth must be loopback addresses such as 127.0.0.1 or ::1 (got "${raw}")`);
+    return address;
   });
 }
 
@@ -150,6 +162,7 @@ const BUILDERS: Record<string, (rest: readonly string[], values: FlagValues) => 
       labels: labels(values.label),
       banOn: statuses(values['ban-on']),
       ...(metrics && { metrics }),
+      socksNoAuthFrom: loopbackAddresses(values['socks-no-auth']),
     };
   },
   'report proxy': (rest, values) => reportCommand(rest[0], values),

@@ -77,6 +77,8 @@ export type Command =
       labels: string[];
       banOn: number[];
       metrics?: HostPort;
+      /** `--socks-no-auth 127.0.0.1,::1`: loopback clients that may use SOCKS5 without credentials. */
+      socksNoAuthFrom: string[];
     };
 
 /** `--listen` / `--metrics`: where to listen. */
@@ -103,6 +105,7 @@ export const OPTIONS = {
   listen: { type: 'string' },
   pool: { type: 'string' },
   'ban-on': { type: 'string' },
+  'socks-no-auth': { type: 'string' },
   metrics: { type: 'string' },
   reason: { type: 'string' },
   target: { type: 'string' },

@@ -1,7 +1,7 @@
 /** The gateway's proxy endpoint: authenticates the client, then forwards requests and tunnels through the fleet. */
 import http from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
-import { isLoopbackHost } from '../shared/domain/hosts.js';
+import { isLoopbackAddress } from '../shared/domain/hosts.js';
 import {
   credentialCheck,
   gatewayUrl,
@@ -77,11 +77,6 @@ function listen(server: net.Server, at: ListenAddress): Promise<ListenAddress> {
 /** The address a socket's peer has, as the allow-list spells it (IPv4-mapped IPv6 unwrapped). */
 function plainAddress(address: string | undefined): string {
   return (address ?? '').replace(/^::ffff:(?=\d+\.)/, '');
-}
-
-/** Whether `address` may be on the SOCKS5 no-auth allow-list: a loopback address, written plainly. */
-export function isLoopbackAddress(address: string): boolean {
-  return net.isIP(address) !== 0 && isLoopbackHost(address === '::1' ? '[::1]' : address);
 }
 
 /**
