@@ -147,8 +147,15 @@ describe('gateway learning: selection', () => {
     const drawn = picks(s, 200, { domain: 'shop' });
     expect(drawn).not.toContain('c');
     expect(new Set(drawn)).toEqual(new Set(['a', 'b']));
-    // Another domain knows nothing of shop's verdicts.
-    expect(picks(s, 3, { domain: 'news' })).toEqual(['a', 'b', 'c']);
+    // Another domain knows nothing of shop's verdicts: each proxy once, in rotation.
+    expect(picks(s, 3, { domain: 'news' }).sort()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rotates among proxies that all do well for the domain, as round-robin would', () => {
+    const { s } = learner(['a', 'b', 'c']);
+    for (const name of ['a', 'b', 'c']) for (let i = 0; i < 200; i++) s.recordSuccess(name, 'shop');
+    const drawn = picks(s, 30, { domain: 'shop' });
+    expect(drawn.filter((n, i) => n === drawn[i + 3] || i + 3 >= drawn.length)).toHaveLength(30);
   });
 
   it('resets and timeouts for one domain cool the pair down there once they keep failing, unless the proxy fails everywhere', () => {

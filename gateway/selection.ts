@@ -213,7 +213,16 @@ export class Selector {
     const learning = this.learning;
     if (!learning || domain === undefined) return this.next(ok);
     const untried = this.next((u) => ok(u) && learning.score(u.name, domain) === undefined);
-    return untried ?? learning.choose(this.list.filter(ok), domain);
+    if (untried) return untried;
+    const n = this.list.length;
+    const inRotation: Upstream[] = [];
+    for (let i = 0; i < n; i++) {
+      const u = this.list[(this.cursor + i) % n];
+      if (u && ok(u)) inRotation.push(u);
+    }
+    const chosen = learning.choose(inRotation, domain);
+    if (chosen) this.cursor = (this.list.indexOf(chosen) + 1) % n;
+    return chosen;
   }
 
   private next(ok: (u: Upstream) => boolean): Upstream | undefined {
