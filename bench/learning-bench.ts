@@ -163,7 +163,9 @@ export async function runLearningBench(opts: { log: (m: string) => void }, clean
       await Promise.all([a.close(), b.close()]);
     }
     const rounds = (x: number[]) => x.map((v) => Math.round(v)).join(' ');
-    opts.log(`learning: A/B rounds (req/s): round-robin ${rounds(rr)}; learning ${rounds(learnt)}; grammar ${rounds(grammar)}`);
+    opts.log(
+      `learning: A/B rounds (req/s): round-robin ${rounds(rr)}; learning ${rounds(learnt)}; grammar ${rounds(grammar)}`,
+    );
     const ratio = (x: number[]) => median(x.map((v, i) => v / (rr[i] ?? v)));
     return {
       firstAttempt,

@@ -1,11 +1,9 @@
 /** The gateway end to end in one process: real `proxy` servers as the fleet, a real target, an in-memory discovery. */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './server.js';
 import {
@@ -20,7 +18,6 @@ import {
   type TestTarget,
 } from './testing.js';
 
-const run = promisify(execFile);
 let proxies: TestProxy[];
 let target: TestTarget;
 let fleet: MemoryFleet;

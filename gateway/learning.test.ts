@@ -16,7 +16,12 @@ const names = (...n: string[]) => n.map((name) => ({ name }));
 describe('gateway learning', () => {
   it('Beta draws have the mean of the distribution', () => {
     const random = seeded(7);
-    for (const [a, b] of [[1, 1], [9, 1], [1, 9], [30, 10]] as const) {
+    for (const [a, b] of [
+      [1, 1],
+      [9, 1],
+      [1, 9],
+      [30, 10],
+    ] as const) {
       let sum = 0;
       for (let i = 0; i < 4000; i++) sum += betaSample(a, b, random);
       expect(sum / 4000).toBeCloseTo(a / (a + b), 1);

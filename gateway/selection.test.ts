@@ -130,7 +130,7 @@ describe('gateway learning: selection', () => {
     let now = 1_000_000;
     const clock = () => now;
     let seed = 11;
-    const random = () => ((seed = (seed * 1664525 + 1013904223) % 4294967296) / 4294967296);
+    const random = () => (seed = (seed * 1664525 + 1013904223) % 4294967296) / 4294967296;
     const s = new Selector({ ...DEFAULT_SELECTION, now: clock }, new Learning(DEFAULT_LEARNING, clock, random));
     s.setUpstreams(names.map(up));
     return { s, advance: (ms: number) => (now += ms) };
@@ -172,4 +172,3 @@ describe('gateway learning: selection', () => {
     for (let i = 0; i < 3; i++) expect(s.recordDomainFailure('b', 'news')).toBe(false);
   });
 });
-

@@ -103,8 +103,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const shared = {
     ...options,
     learning: options.learning ?? new Learning(DEFAULT_LEARNING, now),
-    counters:
-      options.counters ?? new GatewayMetrics(options.selection?.maxSessions ?? DEFAULT_SELECTION.maxSessions),
+    counters: options.counters ?? new GatewayMetrics(options.selection?.maxSessions ?? DEFAULT_SELECTION.maxSessions),
   };
   const router = new FleetRouter(shared);
   await router.start();

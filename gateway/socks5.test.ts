@@ -86,7 +86,11 @@ describe('gateway socks5: parsing', () => {
     ['partial', bytes(1, 3, 97), { done: false }],
     ['wrong version', bytes(5, 1, 97, 1, 98), { done: true, error: 'username/password version 5 (want 1)' }],
     ['empty password', bytes(1, 1, 97, 0), { done: true, value: { user: 'a', password: '' }, length: 4 }],
-    ['user and password', userPass('u-session-x', 'p:w'), { done: true, value: { user: 'u-session-x', password: 'p:w' }, length: 17 }],
+    [
+      'user and password',
+      userPass('u-session-x', 'p:w'),
+      { done: true, value: { user: 'u-session-x', password: 'p:w' }, length: 17 },
+    ],
   ])('RFC 1929: %s', (_what, buf, expected) => {
     expect(parseUserPass(buf)).toEqual(expected);
   });
@@ -99,10 +103,26 @@ describe('gateway socks5: parsing', () => {
       bytes(5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 187),
       { command: 1, host: '2001:db8::1', port: 443 },
     ],
-    ['BIND', connectTo('a.example', 1, 2), { command: 2, host: 'a.example', port: 1, reply: REPLY.commandNotSupported }],
-    ['UDP ASSOCIATE', connectTo('a.example', 1, 3), { command: 3, host: 'a.example', port: 1, reply: REPLY.commandNotSupported }],
-    ['an unknown address type', bytes(5, 1, 0, 9, 1, 2, 3), { command: 1, host: '', port: 0, reply: REPLY.addressTypeNotSupported }],
-    ['a domain that is no host name', connectTo('a b', 80), { command: 1, host: 'a b', port: 0, reply: REPLY.hostUnreachable }],
+    [
+      'BIND',
+      connectTo('a.example', 1, 2),
+      { command: 2, host: 'a.example', port: 1, reply: REPLY.commandNotSupported },
+    ],
+    [
+      'UDP ASSOCIATE',
+      connectTo('a.example', 1, 3),
+      { command: 3, host: 'a.example', port: 1, reply: REPLY.commandNotSupported },
+    ],
+    [
+      'an unknown address type',
+      bytes(5, 1, 0, 9, 1, 2, 3),
+      { command: 1, host: '', port: 0, reply: REPLY.addressTypeNotSupported },
+    ],
+    [
+      'a domain that is no host name',
+      connectTo('a b', 80),
+      { command: 1, host: 'a b', port: 0, reply: REPLY.hostUnreachable },
+    ],
     ['port 0', connectTo('a.example', 0), { command: 1, host: 'a.example', port: 0, reply: REPLY.hostUnreachable }],
   ])('request: %s', (_what, buf, value) => {
     const parsed = parseRequest(buf);
@@ -111,7 +131,10 @@ describe('gateway socks5: parsing', () => {
 
   it('waits for the whole request, and refuses another version', () => {
     expect(parseRequest(connectTo('example.com', 443).subarray(0, 10))).toEqual({ done: false });
-    expect(parseRequest(bytes(4, 1, 0, 1, 0, 0, 0, 0, 0, 0))).toEqual({ done: true, error: 'request version 4 (want 5)' });
+    expect(parseRequest(bytes(4, 1, 0, 1, 0, 0, 0, 0, 0, 0))).toEqual({
+      done: true,
+      error: 'request version 4 (want 5)',
+    });
   });
 
   it.each([
@@ -131,7 +154,14 @@ describe('gateway socks5: on the listener', () => {
   it('curl --socks5-hostname and Python requests over socks5h:// reach the target through a fleet proxy', async () => {
     await gateway();
     const socks = gw.url.replace(/^http:/, 'socks5h:');
-    const { stdout } = await run('curl', ['-sS', '--max-time', '10', '--proxy', socks, target.url.replace('127.0.0.1', 'localhost')]);
+    const { stdout } = await run('curl', [
+      '-sS',
+      '--max-time',
+      '10',
+      '--proxy',
+      socks,
+      target.url.replace('127.0.0.1', 'localhost'),
+    ]);
     expect((JSON.parse(stdout) as { ip: string }).ip).toMatch(/^127\.0\.0\.[23]$/);
     const py = await run('/usr/bin/python3', [
       '-c',
@@ -150,12 +180,26 @@ describe('gateway socks5: on the listener', () => {
     const socks = (user: string) => gw.url.replace(/^http:\/\/[^:]+:/, `socks5h://${user}:`);
     const ips = new Set<string>();
     for (let i = 0; i < 4; i++) {
-      const { stdout } = await run('curl', ['-sS', '--max-time', '10', '--proxy', socks(`${gw.credentials.username}-session-k1`), target.url]);
+      const { stdout } = await run('curl', [
+        '-sS',
+        '--max-time',
+        '10',
+        '--proxy',
+        socks(`${gw.credentials.username}-session-k1`),
+        target.url,
+      ]);
       ips.add((JSON.parse(stdout) as { ip: string }).ip);
     }
     expect(ips.size).toBe(1);
     expect(await replyCode(connectTo('127.0.0.1', 80), `${gw.credentials.username}-country-de`)).toBe(REPLY.notAllowed);
-    const fr = await run('curl', ['-sS', '--max-time', '10', '--proxy', socks(`${gw.credentials.username}-country-fr-asn-64500`), target.url]);
+    const fr = await run('curl', [
+      '-sS',
+      '--max-time',
+      '10',
+      '--proxy',
+      socks(`${gw.credentials.username}-country-fr-asn-64500`),
+      target.url,
+    ]);
     expect(fr.stdout).toContain('"ip":"127.0.0.');
   });
 
@@ -198,7 +242,10 @@ describe('gateway socks5: on the listener', () => {
     expect([...(await exchange([bytes(5, 1, 2), userPass(gw.credentials.username, 'wrong')]))]).toEqual([5, 2, 1, 1]);
     expect([...(await exchange([bytes(5, 1, 2), bytes(5, 1, 97, 1, 98)]))]).toEqual([5, 2]);
     // A wrong key with the right password: refused at the RFC 1929 step (its status has no room for a reason).
-    const wrongKey = await exchange([bytes(5, 1, 2), userPass(`${gw.credentials.username}-colour-red`, gw.credentials.password)]);
+    const wrongKey = await exchange([
+      bytes(5, 1, 2),
+      userPass(`${gw.credentials.username}-colour-red`, gw.credentials.password),
+    ]);
     expect([...wrongKey]).toEqual([5, 2, 1, 1]);
     // A SOCKS4 client's first byte is 4: it is not SOCKS5, so the HTTP side answers 400.
     expect((await exchange([bytes(4, 1, 0, 80, 127, 0, 0, 1, 0)])).toString()).toMatch(/^HTTP\/1\.1 400/);

@@ -101,11 +101,16 @@ export function parseRequest(buf: Buffer): Parsed<SocksRequest> {
       return { done: true, value: { command, host, port: 0, reply: REPLY.hostUnreachable }, length: at + 2 };
   } else {
     // The length of an unknown address is unknown: nothing after it can be read.
-    return { done: true, value: { command, host: '', port: 0, reply: REPLY.addressTypeNotSupported }, length: buf.length };
+    return {
+      done: true,
+      value: { command, host: '', port: 0, reply: REPLY.addressTypeNotSupported },
+      length: buf.length,
+    };
   }
   const port = buf.readUInt16BE(at);
   const length = at + 2;
-  if (command !== CMD_CONNECT) return { done: true, value: { command, host, port, reply: REPLY.commandNotSupported }, length };
+  if (command !== CMD_CONNECT)
+    return { done: true, value: { command, host, port, reply: REPLY.commandNotSupported }, length };
   if (port === 0) return { done: true, value: { command, host, port, reply: REPLY.hostUnreachable }, length };
   return { done: true, value: { command, host, port }, length };
 }
@@ -182,7 +187,8 @@ export function serveSocks5(client: net.Socket, deps: SocksDeps): void {
       if ('error' in p) return (close(p.error), false);
       buffered = buffered.subarray(p.length);
       const auth = deps.check(p.value.user, p.value.password);
-      if (!auth.ok) return (close(auth.grammar?.message ?? 'wrong credentials', Buffer.from([AUTH_VERSION, 0x01])), false);
+      if (!auth.ok)
+        return (close(auth.grammar?.message ?? 'wrong credentials', Buffer.from([AUTH_VERSION, 0x01])), false);
       steering = auth.steering;
       client.write(Buffer.from([AUTH_VERSION, 0x00]));
       stage = 'request';
@@ -194,7 +200,8 @@ export function serveSocks5(client: net.Socket, deps: SocksDeps): void {
       if ('error' in p) return (close(p.error), false);
       const head = buffered.subarray(p.length);
       buffered = Buffer.alloc(0);
-      if (p.value.reply !== undefined) return (close(`request refused (${p.value.reply})`, reply(p.value.reply)), false);
+      if (p.value.reply !== undefined)
+        return (close(`request refused (${p.value.reply})`, reply(p.value.reply)), false);
       stage = 'routing';
       clearTimeout(timer);
       client.off('data', onData);

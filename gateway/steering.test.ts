@@ -51,7 +51,8 @@ describe('gateway grammar: on the listener', () => {
     await gateway();
     const u = gw.credentials.username;
     for (let i = 0; i < 3; i++) expect(ipOf((await through(`${u}-country-fr`)).body)).toBe('127.0.0.4');
-    for (let i = 0; i < 3; i++) expect(['127.0.0.2', '127.0.0.3']).toContain(ipOf((await through(`${u}-asn-3320`, ['-p'])).body));
+    for (let i = 0; i < 3; i++)
+      expect(['127.0.0.2', '127.0.0.3']).toContain(ipOf((await through(`${u}-asn-3320`, ['-p'])).body));
     expect(ipOf((await through(`${u}-session-t1-country-de-asn-3320`)).body)).toMatch(/^127\.0\.0\.[23]$/);
   });
 
