@@ -6,7 +6,9 @@
 import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/chromium.js';
 import { startGateway, type Gateway, type GatewayOptions } from './server.js';
 import { parseGreeting, parseRequest, parseUserPass, REPLY, reply, replyFor } from './socks5.js';
 import {
@@ -174,6 +176,29 @@ describe('gateway socks5: on the listener', () => {
     const seen = target.seen.at(-1) ?? {};
     expect(JSON.stringify(seen)).not.toContain(gw.credentials.password);
   });
+
+  it('headless Chromium over socks5:// sends no credentials: served only from an allow-listed loopback address', async () => {
+    await gateway({ socksNoAuthFrom: ['127.0.0.1'] });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      proxy: { server: `socks5://127.0.0.1:${gw.address.port}`, bypass: '<-loopback>' },
+    });
+    try {
+      const page = await browser.newPage();
+      const res = await page.goto(target.url.replace('127.0.0.1', 'localhost'));
+      expect(res?.status()).toBe(200);
+      expect((await page.locator('body').textContent()) ?? '').toMatch(/"ip":"127\.0\.0\.[23]"/);
+      // The same port without the allow-list: the browser's no-auth greeting is refused.
+      const port = gw.address.port;
+      await gw.close();
+      await gateway({ listen: { host: '127.0.0.1', port } });
+      await expect(page.goto(target.url)).rejects.toThrow(/ERR_(SOCKS|PROXY)/);
+    } finally {
+      await browser.close();
+    }
+  }, 30_000);
 
   it('a session in the SOCKS username keeps one egress; the grammar refuses what no proxy has', async () => {
     await gateway();
