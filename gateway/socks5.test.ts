@@ -152,7 +152,7 @@ describe('gateway socks5: parsing', () => {
   });
 });
 
-describe('gateway socks5: on the listener', () => {
+describe('gateway socks5: on the listener', { timeout: 30_000 }, () => {
   it('curl --socks5-hostname and Python requests over socks5h:// reach the target through a fleet proxy', async () => {
     await gateway();
     const socks = gw.url.replace(/^http:/, 'socks5h:');

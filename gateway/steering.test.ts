@@ -46,7 +46,7 @@ const as = (user: string) => gw.url.replace(/^http:\/\/[^:]+:/, `http://${encode
 const through = (user: string, extra: string[] = []) => curl(['-x', as(user), ...extra, target.url]);
 const ipOf = (body: string) => (JSON.parse(body) as { ip: string }).ip;
 
-describe('gateway grammar: on the listener', () => {
+describe('gateway grammar: on the listener', { timeout: 30_000 }, () => {
   it('routes by country and asn, for plain requests and CONNECT', async () => {
     await gateway();
     const u = gw.credentials.username;
@@ -102,7 +102,7 @@ describe('gateway grammar: on the listener', () => {
   });
 });
 
-describe('gateway learning: on the listener', () => {
+describe('gateway learning: on the listener', { timeout: 30_000 }, () => {
   it('learns which proxies a domain bans: after a few requests every first attempt succeeds', async () => {
     await gateway({ banOn: [403] });
     target.banned.add('127.0.0.3');
