@@ -55,6 +55,8 @@ export interface CommandShapes {
     labels: string[];
     banOn: number[];
     metrics?: HostPort;
+    /** `--socks-no-auth 127.0.0.1,::1`: loopback clients that may use SOCKS5 without credentials. */
+    socksNoAuthFrom: string[];
   };
   cost: {
     /** The providers config (`--config`). */
@@ -119,6 +121,7 @@ export const OPTIONS = {
   listen: { type: 'string' },
   pool: { type: 'string' },
   'ban-on': { type: 'string' },
+  'socks-no-auth': { type: 'string' },
   metrics: { type: 'string' },
   reason: { type: 'string' },
   target: { type: 'string' },

@@ -1,5 +1,6 @@
 /** Checking the values of flags and operands as each verb's build reads them; a bad one is a usage error naming the flag. */
 import { parseDuration } from '../shared/domain/duration.js';
+import { isLoopbackAddress } from '../shared/domain/hosts.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { normaliseTarget } from '../shared/domain/reports.js';
 import { UsageError, type FlagValues, type HostPort } from './command.js';
@@ -110,4 +111,15 @@ export function ipv4Cidr(flag: string, value: string | undefined): string | unde
   if (!cidr || cidr.slice(1, 5).some((o) => Number(o) > 255) || Number(cidr[5]) > 32)
     throw new UsageError(`--${flag} must be an IPv4 CIDR range like 10.8.0.0/28 (got "${value}")`);
   return value;
+}
+
+/** `--socks-no-auth 127.0.0.1,::1`: loopback addresses only (anyone else must present the credentials). */
+export function loopbackAddresses(value: string | undefined): string[] {
+  if (value === undefined) return [];
+  return value.split(',').map((raw) => {
+    const address = raw.trim();
+    if (!isLoopbackAddress(address))
+      throw new UsageError(`--socks-no-auth must be loopback addresses such as 127.0.0.1 or ::1 (got "${raw}")`);
+    return address;
+  });
 }

@@ -32,6 +32,7 @@ import {
   hostPort,
   ipv4Cidr,
   labels,
+  loopbackAddresses,
   oneOf,
   positiveInt,
   proxyName,
@@ -268,13 +269,14 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
   }),
   gateway: verb({
     synopsis:
-      'gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT]',
+      'gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT] [--socks-no-auth 127.0.0.1]',
     help: [
-      'one local authenticated proxy in front of the fleet: prints its',
-      'URL, rotates, keeps USER-session-<id> sessions, retries failures;',
+      'one local authenticated HTTP and SOCKS5 proxy in front of the fleet:',
+      'prints its URL, learns which proxies each domain accepts, steers by',
+      'USER-session-<id>-country-<cc>-… (docs/gateway.md), retries failures;',
       'credentials from EGRESS_GATEWAY_USER/EGRESS_GATEWAY_PASSWORD or random',
     ],
-    flags: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics'],
+    flags: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics', 'socks-no-auth'],
     operands: 'none',
     build: (_, values) => {
       const metrics = values.metrics === undefined ? undefined : hostPort('metrics', values.metrics);
@@ -285,6 +287,7 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
         labels: labels(values.label),
         banOn: statuses(values['ban-on']),
         ...(metrics && { metrics }),
+        socksNoAuthFrom: loopbackAddresses(values['socks-no-auth']),
       };
     },
     // Runs until Ctrl-C: the interrupt is how it ends, not a failure.

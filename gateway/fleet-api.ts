@@ -31,10 +31,12 @@ const discoveredSchema = z.looseObject({
   provider: z.string(),
   url: z.url({ protocol: /^http$/ }),
   egressIp: z.string().nullish(),
+  country: z.string().nullish(),
+  asn: z.number().int().nullish(),
 });
 
 /** A discovery entry's `http://user:pass@ip:port` as the pieces the gateway dials with. */
-export function upstreamOf(entry: { name: string; provider: string; url: string; egressIp?: string | null }): Upstream {
+export function upstreamOf(entry: z.infer<typeof discoveredSchema>): Upstream {
   const url = new URL(entry.url);
   const user = decodeURIComponent(url.username);
   const pass = decodeURIComponent(url.password);
@@ -45,6 +47,8 @@ export function upstreamOf(entry: { name: string; provider: string; url: string;
     port: Number(url.port || 80),
     authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`,
     egressIp: entry.egressIp ?? undefined,
+    country: entry.country ?? undefined,
+    asn: entry.asn ?? undefined,
   };
 }
 

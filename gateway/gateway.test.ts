@@ -1,15 +1,15 @@
 /** The gateway end to end in one process: real `proxy` servers as the fleet, a real target, an in-memory discovery. */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './server.js';
 import {
   createMemoryFleet,
+  curl,
+  rawExchange,
   startTestProxy,
   startTestTarget,
   startTinyproxy,
@@ -18,7 +18,6 @@ import {
   type TestTarget,
 } from './testing.js';
 
-const run = promisify(execFile);
 let proxies: TestProxy[];
 let target: TestTarget;
 let fleet: MemoryFleet;
@@ -33,23 +32,10 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
-async function curl(args: string[]): Promise<{ status: number; body: string }> {
-  const { stdout } = await run('curl', ['-sS', '--max-time', '10', '-w', '\n%{http_code}', ...args]);
-  const at = stdout.lastIndexOf('\n');
-  return { status: Number(stdout.slice(at + 1)), body: stdout.slice(0, at) };
-}
 const through = (url: string, user = gw.credentials.username, extra: string[] = []) =>
   curl(['-x', gw.url.replace(`${gw.credentials.username}:`, `${user}:`), ...extra, url]);
 /** Sends `text` to the gateway on a fresh connection and resolves with everything it answers. */
-function rawConnect(text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const s = net.connect(gw.address.port, '127.0.0.1', () => s.write(text));
-    s.on('data', (c: Buffer) => (out += c.toString()));
-    s.once('close', () => resolve(out));
-    s.once('error', reject);
-  });
-}
+const rawConnect = (text: string) => rawExchange(gw.address.port, text);
 const ipOf = (body: string) => (JSON.parse(body) as { ip: string }).ip;
 
 beforeAll(async () => {
@@ -89,8 +75,8 @@ describe('gateway (in process)', () => {
     expect(target.seen).toHaveLength(0);
   });
 
-  it('rotates plain requests and CONNECT tunnels over every Ready proxy (one egress each)', async () => {
-    await gateway();
+  it('round-robin rotates plain requests and CONNECT tunnels over every Ready proxy (one egress each)', async () => {
+    await gateway({ learning: false });
     const plain = new Set<string>();
     for (let i = 0; i < 6; i++) plain.add(ipOf((await through(target.url)).body));
     expect([...plain].sort()).toEqual(['127.0.0.2', '127.0.0.3', '127.0.0.4']);

@@ -69,4 +69,21 @@ describe('router tries', () => {
     expect(routed.ok).toBe(false);
     expect(calls).toBe(8 + 3);
   });
+
+  it('gateway learning: a proxy that keeps failing for one domain is left out there and reported with the target', async () => {
+    const fleet = createMemoryFleet(['a'].map(upstreamNamed));
+    const router = new FleetRouter({ fleet: fleet.api, selection: { failuresToSkip: 10 } });
+    await router.refresh(true);
+    for (let i = 0; i < 3; i++)
+      await router.route({ session: undefined, domain: 'shop.example' }, () => Promise.resolve(reset));
+    expect(fleet.reports).toEqual([
+      { name: 'a', report: expect.objectContaining({ reason: 'blocked', target: 'shop.example' }) as unknown },
+    ]);
+    const ok = () => Promise.resolve({ ok: true as const, value: 'page' });
+    expect(await router.route({ session: undefined, domain: 'shop.example' }, ok)).toMatchObject({
+      ok: false,
+      reasons: ['no Ready fleet proxy matches'],
+    });
+    expect(await router.route({ session: undefined, domain: 'news.example' }, ok)).toMatchObject({ ok: true });
+  });
 });

@@ -5,8 +5,9 @@
  */
 import type { Logger } from '../shared/logger.js';
 import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
+import { DEFAULT_LEARNING, Learning } from './learning.js';
 import { GatewayMetrics } from './metrics.js';
-import { DEFAULT_SELECTION, Selector, type SelectionOptions, type Upstream } from './selection.js';
+import { DEFAULT_SELECTION, Selector, type PickRequest, type SelectionOptions, type Upstream } from './selection.js';
 
 export interface RouterOptions {
   fleet: FleetApi;
@@ -16,6 +17,10 @@ export interface RouterOptions {
   /** Attempts per request or tunnel, each on a different proxy (default 3). */
   maxTries?: number;
   selection?: Partial<Omit<SelectionOptions, 'now'>>;
+  /** Per-domain scores to choose by (shared by the routers of one gateway); false: round-robin. */
+  learning?: Learning | false;
+  /** Counters to add to (shared by the routers of one gateway); default a new set. */
+  counters?: GatewayMetrics;
   logger?: Logger;
   now?: () => number;
 }
@@ -73,8 +78,9 @@ export class FleetRouter {
     this.now = options.now ?? Date.now;
     this.maxTries = options.maxTries ?? 3;
     const selection = { ...DEFAULT_SELECTION, ...options.selection, now: this.now };
-    this.selector = new Selector(selection);
-    this.metrics = new GatewayMetrics(selection.maxSessions);
+    const learning = options.learning ?? new Learning(DEFAULT_LEARNING, this.now);
+    this.selector = new Selector(selection, learning || undefined);
+    this.metrics = options.counters ?? new GatewayMetrics(selection.maxSessions);
   }
 
   /** Loads the Ready list once (throws when the API cannot be reached), then keeps refreshing it. */
@@ -167,11 +173,11 @@ export class FleetRouter {
    * Runs `attempt` on one proxy after another until one succeeds, one says not to retry, or the
    * tries run out.
    *
-   * @param ctx.session - the client's session id (sticks to one proxy)
+   * @param ctx.session - the client's session id (sticks to one proxy; `strict`: never moves)
    * @param ctx.domain - the target host
    */
   async route<T>(
-    ctx: { session: string | undefined; domain: string },
+    ctx: Omit<PickRequest, 'exclude' | 'domain'> & { domain: string },
     attempt: (upstream: Upstream) => Promise<Attempt<T>>,
   ): Promise<Routed<T>> {
     this.noteDomain(ctx.domain);
@@ -182,7 +188,7 @@ export class FleetRouter {
     // proxies are deleted): it does not use up a try, up to MAX_REFUSED of them.
     let refusals = 0;
     for (let tries = 0; tries < this.maxTries;) {
-      const upstream = this.selector.pick({ session: ctx.session, domain: ctx.domain, exclude: tried });
+      const upstream = this.selector.pick({ ...ctx, exclude: tried });
       if (!upstream) {
         reasons.push(tried.size === 0 ? 'no Ready fleet proxy matches' : 'no other Ready fleet proxy left');
         break;
@@ -191,7 +197,7 @@ export class FleetRouter {
       const result = await attempt(upstream);
       if (result.ok) {
         fallback?.discard();
-        this.selector.recordSuccess(upstream.name);
+        this.selector.recordSuccess(upstream.name, ctx.domain);
         return { ok: true, value: result.value, upstream };
       }
       reasons.push(`${upstream.name}: ${result.reason}`);
@@ -214,6 +220,12 @@ export class FleetRouter {
         });
         this.report(upstream.name, { reason: 'error', detail: `gateway: ${result.reason}` });
       }
+      if (result.penalize && !result.refused && this.selector.recordDomainFailure(upstream.name, ctx.domain))
+        this.report(upstream.name, {
+          reason: 'blocked',
+          target: ctx.domain,
+          detail: `gateway: keeps failing for ${ctx.domain} (${result.reason})`,
+        });
       if (result.fallback) {
         fallback?.discard();
         fallback = { ...result.fallback, upstream };
