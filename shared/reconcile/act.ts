@@ -4,10 +4,9 @@
  */
 import { POOL_LABEL } from '../domain/names.js';
 import type { ProxyStatus } from '../domain/status.js';
-import type { ErrorInfo } from '../errors.js';
+import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Provider } from '../providers/contract.js';
 import { generateCredentials } from '../store/credentials-memo.js';
-import type { Credentials } from '../store/ports.js';
 import { skipped, type Desired, type ReconcileDeps, type ReconcileResult, type Subject } from './context.js';
 import type { Decision, Observation } from './decision.js';
 import { verifyEgress } from './egress.js';
@@ -43,15 +42,24 @@ export async function act(deps: ReconcileDeps, plan: Plan): Promise<ReconcileRes
   const status = nextStatus(doc.status, decision, plan.observation, doc.generation, now(), policy);
   if (!provider || (decision.action !== 'create' && decision.action !== 'delete'))
     return record(deps, plan, { status, decision });
-  // Every instance gets credentials of its own: a replacement (ban, death, rotation, spec change)
-  // never inherits the password its predecessor's clients knew. They are stored in the commit that
-  // takes the lease, so a duplicated or late check that loses the lease changes nothing, and the
-  // holder creates with exactly what is stored.
-  const credentials = decision.action === 'create' ? generateCredentials(subject.name) : undefined;
-  const call = credentials
-    ? createCall(deps, plan, provider, credentials)
-    : () => provider.delete(subject.instanceName);
-  const leased = await withLease(deps, subject, () => Promise.resolve(call), credentials);
+  // A create's credentials are read while the lease is taken, not after it: one round trip fewer
+  // between the request and the provider's create. A lease not held wastes that one read.
+  const credentials = decision.action === 'create' ? readCredentials(deps, subject) : undefined;
+  credentials?.catch(() => undefined); // a failure is thrown where it is awaited (prepareCreate)
+  // The instance after a replaced one gets credentials of its own: new ones are stored in the
+  // commit that takes the lease for the replaced instance's delete (a refused lease, from a
+  // duplicated or late check, stores nothing). The create that follows, and any resend of it,
+  // reads them; the old password dies with the old instance.
+  const renewed = decision.action === 'delete' && decision.replace ? generateCredentials(subject.name) : undefined;
+  const leased = await withLease(
+    deps,
+    subject,
+    () =>
+      credentials
+        ? prepareCreate(deps, plan, provider, credentials)
+        : Promise.resolve(() => provider.delete(subject.instanceName)),
+    renewed,
+  );
   if (!leased.held) return skipped(subject);
   const outcome = leased.error ? afterFailedCall(plan, status, leased.error) : { status, decision };
   return record(deps, plan, outcome, leased.holder);
@@ -80,15 +88,34 @@ async function finalise(deps: ReconcileDeps, subject: Subject): Promise<Reconcil
   return { name, action: 'finalise', phase: 'Deleting', ...(pool ? { pool } : {}) };
 }
 
-/** The create call with the instance's new credentials. */
-function createCall(deps: ReconcileDeps, plan: Plan, provider: Provider, credentials: Credentials): ProviderCall {
+/**
+ * The credentials of the instance about to be created, read afresh (made by the proxy's apply, and
+ * renewed only with the lease of a replaced instance's delete, never while a create is due, so
+ * reading them before the lease is as good).
+ */
+async function readCredentials(deps: ReconcileDeps, subject: Subject) {
+  const { name, doc } = subject;
+  const credentials = await deps.proxies.credentials(name, { incarnation: doc.createdAt, fresh: true });
+  if (!credentials) throw new ValidationError('credentials', `credentials/${name} is missing; re-apply the proxy`);
+  return credentials;
+}
+
+/** The create call, once the lease is held and the credentials (read alongside it) are in. */
+async function prepareCreate(
+  deps: ReconcileDeps,
+  plan: Plan,
+  provider: Provider,
+  read: Promise<Awaited<ReturnType<typeof readCredentials>>>,
+): Promise<ProviderCall> {
   const { subject, desired } = plan;
+  const { name, doc } = subject;
+  const credentials = await read;
   const spec = {
     name: subject.instanceName,
-    proxy: subject.name,
+    proxy: name,
     installationId: deps.config.installationId,
     specHash: desired.hash ?? '',
-    port: subject.doc.spec.port,
+    port: doc.spec.port,
     placement: desired.placement,
     credentials,
   };

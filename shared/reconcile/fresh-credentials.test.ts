@@ -1,11 +1,13 @@
 /**
  * Fresh credentials on every new instance, on the in-memory ports: a lone proxy replaced in place
  * (rotation past `maxAge`, a dead instance, a changed spec) gets a new password stored with the
- * lease its create is made under; repeated and stale checks change nothing.
+ * lease its create is made under, and sealed for the relay in the command; repeated and stale
+ * checks change nothing.
  */
 import { describe, expect, it } from 'vitest';
 import { applyRequest } from '../../test/support/reconcile-steps.js';
 import { startMemoryFleet, type MemoryFleet } from '../../test/support/memory-fleet.js';
+import { TOPICS } from '../bus/topics.js';
 import { runCheck } from './check.js';
 
 const NAME = 'fc-1';
@@ -95,5 +97,18 @@ describe('every new instance gets fresh credentials', () => {
     });
     expect(lease).toBeUndefined();
     expect(await passwords(f)).toEqual(before);
+  });
+
+  it('a create command on the wire carries its password sealed, never in clear', async () => {
+    const f = await fleetWith({});
+    const { stored } = await passwords(f);
+    const commands = f.bus.published.filter(
+      (m) => m.topic === TOPICS.relayCommands && m.attributes['kind'] === 'create',
+    );
+    expect(commands.length).toBeGreaterThan(0);
+    for (const m of commands) {
+      expect(m.message.text).not.toContain(stored ?? '-');
+      expect(m.message.json).toMatchObject({ spec: { credentials: { keyId: 'k1' } } });
+    }
   });
 });

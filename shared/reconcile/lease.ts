@@ -23,7 +23,7 @@ export type Leased = { held: false } | { held: true; holder: string; error?: Err
  * timed-out function resuming later) must not act on its stale decision, another may have acted
  * since (a late delete would kill a new instance).
  *
- * @param credentials - a create's new credentials, stored with the lease (see `ProxyRepository.acquireLease`)
+ * @param credentials - a replaced instance's successor's credentials, stored with the lease (see `ProxyRepository.acquireLease`)
  */
 export async function withLease(
   deps: ReconcileDeps,
