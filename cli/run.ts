@@ -4,6 +4,7 @@ import { USAGE, parseCommand } from './args.js';
 import { UsageError } from './command.js';
 import { apiErrorText, ReportedFailure, type Io } from './commands.js';
 import { loadCliConfig } from './config.js';
+import { printableIo } from './printable.js';
 import { runCommand } from './verbs.js';
 
 /** Exit codes of interfaces.md §4 (130 after Ctrl-C, as shells report SIGINT). */
@@ -13,11 +14,12 @@ export const EXIT = { ok: 0, failure: 1, usage: 2, interrupted: 130 } as const;
  * Runs the CLI once.
  *
  * @param argv - the arguments after `egress`
- * @param io - streams, environment and clock
+ * @param raw - streams, environment and clock (every write is made printable: printable.ts)
  * @param clientFor - the API client to use (tests may pass one; default: from the config)
  * @returns the exit code: 0 success, 1 failure, 2 usage error
  */
-export async function run(argv: readonly string[], io: Io, clientFor?: () => ApiClient): Promise<number> {
+export async function run(argv: readonly string[], raw: Io, clientFor?: () => ApiClient): Promise<number> {
+  const io = printableIo(raw);
   if (argv.length === 0) {
     io.stderr.write(USAGE);
     return EXIT.usage;

@@ -86,6 +86,8 @@ export interface ProxyRepository {
    *
    * @param clock - read at each attempt: the lease runs `ttlMs` from the write that takes it
    * @param readAt - the update time of the read the decision was made on
+   * @param credentials - for the delete of a replaced instance: its successor's credentials,
+   *   replacing the stored ones in the same commit as the lease (never when it is refused)
    * @returns when the lease taken runs out, or undefined when it was refused
    */
   acquireLease(
@@ -95,6 +97,7 @@ export interface ProxyRepository {
     ttlMs: number,
     clock: () => number,
     readAt: string,
+    credentials?: Credentials,
   ): Promise<number | undefined>;
   /**
    * Writes a status computed for `generation`, fenced (see proxy-rules.ts#statusStep); releases

@@ -184,13 +184,20 @@ export class ProxyStore implements ProxyRepository {
     ttlMs: number,
     clock: () => number,
     readAt: string,
+    credentials?: Credentials,
   ): Promise<number | undefined> {
     let until = 0;
     const taken = await this.writeIfUnchanged(name, (doc, updateTime) => {
-      const lease = leaseStep(doc, updateTime && readAtOf(updateTime), { holder, generation, ttlMs, readAt }, clock());
+      const now = clock();
+      const lease = leaseStep(doc, updateTime && readAtOf(updateTime), { holder, generation, ttlMs, readAt }, now);
       if (!lease) return undefined;
       until = lease.until;
-      return (batch, unchanged) => batch.update(this.ref(name), { lease, ...changeStamp() }, unchanged);
+      return (batch, unchanged) => {
+        batch.update(this.ref(name), { lease, ...changeStamp() }, unchanged);
+        // In the batch the lease's precondition guards: refused lease, unchanged credentials.
+        if (credentials)
+          batch.set(this.db.collection(COLLECTIONS.credentials).doc(name), { ...credentials, createdAt: iso(now) });
+      };
     });
     return taken ? until : undefined;
   }
