@@ -79,7 +79,7 @@ export function createRuntime(
     proxies,
     relays,
     relayKeys,
-    reports: new ReportStore(db),
+    reports: new ReportStore(db, logger),
     registry,
     providerStatus: new ProviderStore(db),
     pools: new PoolStore(db, logger),
