@@ -75,12 +75,19 @@ async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 
-async function discovery(deps: ApiDeps, params: URLSearchParams): Promise<ApiResponse> {
+async function discovery(deps: ApiDeps, params: URLSearchParams, signal?: AbortSignal): Promise<ApiResponse> {
   const q = parseDiscoveryQuery(params);
-  const picked = selectForDiscovery(await deps.proxies.list(), q, Math.random, (deps.now ?? Date.now)());
-  // The credentials are read at once, not one round trip after another: a gateway asks every
-  // 2 s with a 5 s timeout, and a slow answer leaves it on a stale list.
-  const credentials = await Promise.all(picked.map((d) => deps.proxies.credentials(d.metadata.name)));
+  const now = (deps.now ?? Date.now)();
+  const docs = await (deps.discoveryCache ? deps.discoveryCache.proxies(deps.proxies, now) : deps.proxies.list());
+  if (signal?.aborted) throw new CallerGone();
+  const picked = selectForDiscovery(docs, q, Math.random, now);
+  // The credentials are read at once, not one round trip after another (a gateway asks every 2 s
+  // with a 5 s timeout, and a slow answer leaves it on a stale list), and remembered per instance.
+  const credentials = await Promise.all(
+    picked.map((d) =>
+      deps.proxies.credentials(d.metadata.name, { incarnation: d.status.instance?.createdAt ?? d.metadata.name }),
+    ),
+  );
   const entries = picked.flatMap((d, i) => {
     const creds = credentials[i];
     if (!creds || !d.status.address) return [];
@@ -160,7 +167,12 @@ export const ROUTES: readonly Route[] = [
     handle: () => Promise.resolve({ status: 200, body: { ok: true } }),
   },
   { method: 'GET', path: '/', scope: 'public', handle: (deps) => Promise.resolve(dashboardPage(deps.dashboardHtml)) },
-  { method: 'GET', path: '/v1/discovery', scope: 'discover', handle: (deps, req) => discovery(deps, req.query) },
+  {
+    method: 'GET',
+    path: '/v1/discovery',
+    scope: 'discover',
+    handle: (deps, req) => discovery(deps, req.query, req.signal),
+  },
   {
     method: 'POST',
     path: '/v1/proxies/{name}/reports',
