@@ -17,6 +17,8 @@ export interface ProxyReport {
   reason: 'banned' | 'blocked' | 'error';
   target?: string | undefined;
   detail?: string | undefined;
+  /** When the failure was seen (ISO): a report that arrives after the proxy's instance was replaced bans nothing. */
+  observedAt?: string | undefined;
 }
 
 /** The fleet as the gateway sees it; the API client below, or an in-memory twin in tests and benches. */

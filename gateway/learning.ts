@@ -94,7 +94,9 @@ export class Learning {
     if (ok) counts.successes += 1;
     else counts.failures += 1;
     const ratio = counts.successes / (counts.successes + counts.failures);
-    return !ok && counts.failures >= this.options.coolAfterFailures && ratio < this.options.coolBelowRatio;
+    // Counts decay between failures milliseconds apart (2.99999 after three): within 1 % of the
+    // threshold counts as reaching it, or a burst of failures would never cool down.
+    return !ok && counts.failures >= this.options.coolAfterFailures * 0.99 && ratio < this.options.coolBelowRatio;
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * The gateway's core, shared by the proxy server and the Node agent: keeps the Ready list fresh
- * (one discovery request per refresh, plus one per target domain in use), picks a proxy per
- * attempt, retries failed attempts on other proxies, and reports bans and failing proxies.
+ * (one discovery at a time, plus a bounded few per target domain in use), picks a proxy per
+ * attempt, retries failed attempts on other proxies, and reports bans and failing proxies once a
+ * later discovery shows the failure was the proxy's, not the gateway's stale list.
  */
 import type { Logger } from '../shared/logger.js';
 import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
@@ -59,6 +60,9 @@ export type Routed<T> =
 /** Domains not used for this long stop being refreshed; at most this many are kept. */
 const DOMAIN_IDLE_MS = 60_000;
 const MAX_DOMAINS = 200;
+/** A domain's list is fetched again at most this often, and at most this many domain lists at once. */
+const DOMAIN_REFRESH_MS = 10_000;
+const MAX_DOMAIN_LOADS = 4;
 /** The same report (proxy, reason, target) is sent at most once in this window. */
 const REPORT_WINDOW_MS = 30_000;
 
@@ -70,7 +74,16 @@ export class FleetRouter {
   private timer: NodeJS.Timeout | undefined;
   private readonly domains = new Map<string, number>();
   private readonly loading = new Set<string>();
+  /** When each domain's list was last asked for. */
+  private readonly domainLoadedAt = new Map<string, number>();
   private readonly reported = new Map<string, number>();
+  /** Reports waiting for a discovery begun after their failure: sent only if it still lists the proxy as it was tried. */
+  private pending: { upstream: Upstream; report: ProxyReport; at: number }[] = [];
+  /** The latest fleet-wide list, by name. */
+  private listed = new Map<string, Upstream>();
+  /** The discovery in flight, and the one queued behind it (one at a time). */
+  private running: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
   private lastRefreshError = '';
   private staleRefreshAt = -Infinity;
 
@@ -86,7 +99,10 @@ export class FleetRouter {
   /** Loads the Ready list once (throws when the API cannot be reached), then keeps refreshing it. */
   async start(): Promise<void> {
     await this.refresh(true);
-    this.timer ??= setInterval(() => void this.refresh(false), this.options.refreshMs ?? 2000);
+    // A tick while a discovery is still in flight starts none: a slow API is not asked twice.
+    this.timer ??= setInterval(() => {
+      if (!this.running) void this.begin(false);
+    }, this.options.refreshMs ?? 2000);
     this.timer.unref();
   }
 
@@ -95,11 +111,37 @@ export class FleetRouter {
     this.timer = undefined;
   }
 
-  /** Fetches the Ready list (and the lists of domains in use) now. */
-  async refresh(throwOnError = false): Promise<void> {
+  /**
+   * Fetches the Ready list (and the lists of domains due) now, or, while a discovery is in flight,
+   * right after it: never two at once. Callers meanwhile share the one queued.
+   */
+  refresh(throwOnError = false): Promise<void> {
+    if (!this.running) return this.begin(throwOnError);
+    this.queued ??= this.running
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = undefined;
+        return this.begin(throwOnError);
+      });
+    return this.queued;
+  }
+
+  private begin(throwOnError: boolean): Promise<void> {
+    const run = this.discover(throwOnError).finally(() => {
+      if (this.running === run) this.running = undefined;
+    });
+    this.running = run;
+    return run;
+  }
+
+  private async discover(throwOnError: boolean): Promise<void> {
     const { fleet, filters = {} } = this.options;
+    const startedAt = this.now();
     try {
-      this.selector.setUpstreams(await fleet.discover(filters));
+      const list = await fleet.discover(filters);
+      this.selector.setUpstreams(list);
+      this.listed = new Map(list.map((u) => [u.name, u]));
+      this.confirmReports(startedAt);
       if (this.lastRefreshError) this.options.logger?.info('discovery reachable again');
       this.lastRefreshError = '';
     } catch (err) {
@@ -113,11 +155,42 @@ export class FleetRouter {
     for (const [domain, usedAt] of this.domains) {
       if (now - usedAt > DOMAIN_IDLE_MS) {
         this.domains.delete(domain);
+        this.domainLoadedAt.delete(domain);
         this.selector.setAllowedForDomain(domain, undefined);
-      } else void this.loadDomain(domain);
+      }
     }
+    // The domains whose lists are oldest first, a few at a time: per-domain lists never drive discovery.
+    const due = [...this.domains.keys()]
+      .filter((d) => now - (this.domainLoadedAt.get(d) ?? -Infinity) >= DOMAIN_REFRESH_MS)
+      .sort((a, b) => (this.domainLoadedAt.get(a) ?? -Infinity) - (this.domainLoadedAt.get(b) ?? -Infinity));
+    for (const domain of due) void this.loadDomain(domain);
     this.selector.sweep();
     for (const [key, at] of this.reported) if (now - at > REPORT_WINDOW_MS) this.reported.delete(key);
+    this.pending = this.pending.filter((p) => now - p.at <= REPORT_WINDOW_MS);
+  }
+
+  /**
+   * Sends the reports whose failure came before a discovery begun at `startedAt` that still lists
+   * the proxy at the address and with the credentials it was tried with; drops the others: their
+   * proxy left the list or got a new instance, so the failure was the list's staleness, not the proxy's.
+   */
+  private confirmReports(startedAt: number): void {
+    const ready = this.pending.filter((p) => p.at <= startedAt);
+    this.pending = this.pending.filter((p) => p.at > startedAt);
+    for (const { upstream, report } of ready) {
+      const now = this.listed.get(upstream.name);
+      const same =
+        now !== undefined &&
+        now.host === upstream.host &&
+        now.port === upstream.port &&
+        now.authorization === upstream.authorization;
+      if (same) this.send(upstream.name, report);
+      else
+        this.options.logger?.info('not reporting a proxy the latest discovery no longer lists as tried', {
+          proxy: upstream.name,
+          reason: report.reason,
+        });
+    }
   }
 
   /** Fetches the list now after a stale address was met, unless that was done within `STALE_REFRESH_MS`. */
@@ -125,7 +198,7 @@ export class FleetRouter {
     const now = this.now();
     if (now - this.staleRefreshAt < STALE_REFRESH_MS) return;
     this.staleRefreshAt = now;
-    void this.refresh(false);
+    void this.refresh(false).catch(() => undefined);
   }
 
   /** Notes that `domain` is in use: its `?for=` list is fetched now and on each refresh while used. */
@@ -137,6 +210,7 @@ export class FleetRouter {
       const oldest = this.domains.keys().next();
       if (!oldest.done) {
         this.domains.delete(oldest.value);
+        this.domainLoadedAt.delete(oldest.value);
         this.selector.setAllowedForDomain(oldest.value, undefined);
       }
     }
@@ -144,8 +218,9 @@ export class FleetRouter {
   }
 
   private async loadDomain(domain: string): Promise<void> {
-    if (this.loading.has(domain)) return;
+    if (this.loading.has(domain) || this.loading.size >= MAX_DOMAIN_LOADS) return;
     this.loading.add(domain);
+    this.domainLoadedAt.set(domain, this.now());
     try {
       const list = await this.options.fleet.discover(this.options.filters ?? {}, domain);
       if (this.domains.has(domain)) this.selector.setAllowedForDomain(domain, new Set(list.map((u) => u.name)));
@@ -156,11 +231,20 @@ export class FleetRouter {
     }
   }
 
-  /** Sends a report (at most once per proxy, reason and target in a 30 s window); failures are logged. */
-  report(name: string, report: ProxyReport): void {
-    const key = `${name}|${report.reason}|${report.target ?? ''}`;
+  /**
+   * Reports a failure through `upstream` (at most once per proxy, reason and target in a 30 s
+   * window) once the next discovery confirms the proxy is still listed as it was tried.
+   */
+  report(upstream: Upstream, report: ProxyReport): void {
+    const key = `${upstream.name}|${report.reason}|${report.target ?? ''}`;
     if (this.reported.has(key)) return;
-    this.reported.set(key, this.now());
+    const at = this.now();
+    this.reported.set(key, at);
+    this.pending.push({ upstream, report: { ...report, observedAt: new Date(at).toISOString() }, at });
+  }
+
+  /** Sends a confirmed report; failures are logged. */
+  private send(name: string, report: ProxyReport): void {
     this.options.fleet
       .report(name, report)
       .then(() => this.options.logger?.info('reported proxy', { proxy: name, ...report }))
@@ -204,7 +288,7 @@ export class FleetRouter {
       this.metrics.error(upstream.name, ctx.session);
       if (result.banned) {
         this.selector.recordBan(upstream.name, ctx.domain);
-        this.report(upstream.name, {
+        this.report(upstream, {
           reason: 'banned',
           target: ctx.domain,
           detail: `HTTP ${result.banned.status} from ${ctx.domain} through the gateway`,
@@ -218,10 +302,10 @@ export class FleetRouter {
           proxy: upstream.name,
           error: result.reason,
         });
-        this.report(upstream.name, { reason: 'error', detail: `gateway: ${result.reason}` });
+        this.report(upstream, { reason: 'error', detail: `gateway: ${result.reason}` });
       }
       if (result.penalize && !result.refused && this.selector.recordDomainFailure(upstream.name, ctx.domain))
-        this.report(upstream.name, {
+        this.report(upstream, {
           reason: 'blocked',
           target: ctx.domain,
           detail: `gateway: keeps failing for ${ctx.domain} (${result.reason})`,

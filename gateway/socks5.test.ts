@@ -247,14 +247,15 @@ describe('gateway socks5: on the listener', { timeout: 30_000 }, () => {
       const address = silent.address() as net.AddressInfo;
       const hanging = { ...proxies[0]!.upstream, name: 'silent', port: address.port };
       fleet.set([hanging]);
+      // A domain of its own per step: a domain's list is fetched on first use, then kept 10 s (router.ts).
       await gw.router.refresh();
-      expect(await replyCode(connectTo('127.0.0.1', 80))).toBe(REPLY.ttlExpired);
+      expect(await replyCode(connectTo('ttl.example', 80))).toBe(REPLY.ttlExpired);
       fleet.set([{ ...hanging, name: 'dead', port: 1 }]);
       await gw.router.refresh();
-      expect(await replyCode(connectTo('127.0.0.1', 80))).toBe(REPLY.generalFailure);
+      expect(await replyCode(connectTo('dead.example', 80))).toBe(REPLY.generalFailure);
       fleet.set([]);
       await gw.router.refresh();
-      expect(await replyCode(connectTo('127.0.0.1', 80))).toBe(REPLY.networkUnreachable);
+      expect(await replyCode(connectTo('none.example', 80))).toBe(REPLY.networkUnreachable);
     } finally {
       silent.close();
     }

@@ -94,7 +94,7 @@ export function createRuntime(
     relays,
     relayKeys,
     allowUnsignedRelays,
-    reports: new ReportStore(db),
+    reports: new ReportStore(db, logger),
     registry,
     providerStatus: new ProviderStore(db),
     pools: new PoolStore(db, logger),

@@ -113,8 +113,13 @@ export const configSchema = z
     /** Feedback from traffic (`POST /v1/proxies/{name}/reports`, docs/api.md). */
     reports: z
       .strictObject({
-        /** Reports one caller (one API token) may send per minute, over all proxies; more answer 429. */
+        /** Reports one caller (one API token) may send per minute, over all proxies; more answer 429 (per API instance). */
         perCallerPerMinute: z.number().int().min(1).default(60),
+        /**
+         * Bans one caller's reports may cause per hour; past it a report that would ban is counted
+         * only (a caller owning domains that answer 403 cannot churn the fleet).
+         */
+        bansPerCallerPerHour: z.number().int().min(0).default(20),
         /** How long a report with a target hides the proxy from `discovery?for=<target>`. */
         excludeSeconds: seconds.default(3600),
         /** "banned" for this many distinct targets within `banWindowSeconds` bans the proxy (it is replaced). */

@@ -238,8 +238,15 @@ export interface ProviderStatusRepository {
   all(): Promise<ProviderStatus[]>;
 }
 
-/** Reports from traffic: counted on the proxy's status with an event and the caller's budget, atomically. */
+/**
+ * Reports from traffic: counted on the proxy's status with an event, atomically; the caller's
+ * budgets (reports a minute, bans an hour) kept beside, approximately (report-rules.ts).
+ */
 export interface ReportRepository {
-  /** Records one report (a retry with the same `requestId` from the same caller is a duplicate). */
-  record(input: ReportInput): Promise<RecordOutcome>;
+  /**
+   * Records one report (a retry with the same `requestId` from the same caller is a duplicate).
+   *
+   * @param signal - the caller gave up: no further transaction attempt is started
+   */
+  record(input: ReportInput, signal?: AbortSignal): Promise<RecordOutcome>;
 }

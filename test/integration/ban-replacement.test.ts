@@ -65,7 +65,7 @@ beforeAll(async () => {
     },
   );
   deps = { config: h.config, proxies: h.proxies, registry: h.registry, logger: h.logger, bus: h.bus };
-  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db), providerStatus: h.providerStatus };
+  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db, h.logger), providerStatus: h.providerStatus };
   await h.proxies.apply(applyRequest('b-1', 'proc'), Date.now(), Date.now());
   await h.proxies.apply(applyRequest('p-1', 'proc'), Date.now(), Date.now());
   await markPoolMember(h.db, 'p-1', 'p');
