@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import { IdTokenError } from '../shared/api/id-token.js';
+import type { ReportReason } from '../shared/domain/reports.js';
 import type { Upstream } from './selection.js';
 
 /** Which proxies the gateway may use (interfaces.md §3, `GET /v1/discovery`). */
@@ -14,7 +15,7 @@ export interface FleetFilters {
 
 /** `POST /v1/proxies/{name}/reports` (interfaces.md §1, "Feedback from traffic"). */
 export interface ProxyReport {
-  reason: 'banned' | 'blocked' | 'error';
+  reason: ReportReason;
   target?: string | undefined;
   detail?: string | undefined;
   /** When the failure was seen (ISO): a report that arrives after the proxy's instance was replaced bans nothing. */
