@@ -58,7 +58,9 @@ function pidOf(proxy: string): number {
 }
 
 beforeAll(async () => {
-  stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET) });
+  // No echo map (infra/local/echo-map.ts): discovery's egress IPs are then the 127.x addresses the
+  // test's own sites see, which the tests below compare (egress-verify.test.ts covers the map).
+  stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET), EGRESS_ECHO_MAP: '' });
   site = await startTestTarget({ pages: 50 });
   const cert = await selfSignedCert(dir);
   ca = cert.certFile;
