@@ -126,12 +126,13 @@ function fillProxyRow(row: HTMLTableRowElement, proxy: Proxy, now: number, selec
     );
     egressCell.replaceChildren(ip, ...(sharedWith.length ? [' ', flag] : []));
   }
-  // The egress's country and AS (from the location database); `!` where the provider expected another.
+  // The egress's country (from the location database), `!` where the provider expected another; its
+  // AS and organisation in the title, so the table still fits 1280 px without scrolling.
   const verified = proxy.status.conditions.find((c) => c.type === 'EgressVerified');
   const mismatch = verified?.status === 'False';
-  const where = health?.country ? `${health.country}${mismatch ? ' !' : ''}` : '—';
-  setText(cell('country'), health?.asn == null ? where : `${where} AS${health.asn}`);
-  cell('country').title = mismatch ? (verified?.message ?? '') : (health?.asnOrg ?? '');
+  setText(cell('country'), health?.country ? `${health.country}${mismatch ? ' !' : ''}` : '—');
+  const as = health?.asn == null ? '' : `AS${health.asn} ${health.asnOrg ?? ''}`.trim();
+  cell('country').title = mismatch ? `${verified?.message ?? ''} ${as}`.trim() : as;
   cell('country').classList.toggle('warn', mismatch);
   setText(cell('age'), age(proxy.metadata.createdAt, now));
   setText(
