@@ -18,6 +18,7 @@ import { ProxyStore } from './store/proxies.js';
 import { PoolStore } from './store/pools.js';
 import { ProviderStore } from './store/providers.js';
 import { RelayStore } from './store/relays.js';
+import { StaticClaimStore } from './store/static-claims.js';
 import { ReportStore } from './store/reports.js';
 import type {
   PoolRepository,
@@ -77,7 +78,8 @@ export function createRuntime(
       const refuse = relayed && !relayKeys && !allowUnsignedRelays;
       if (refuse) logger.error(`relay-backed providers are not configured: ${RELAY_KEYS_ENV} ${MISSING_KEYS_REASON}`);
       else if (relayed) warnUnsignedRelayMessages();
-      built = createRegistry({ config, relays, bus, logger, relayKeys: refuse ? new Map() : relayKeys });
+      const claims = new StaticClaimStore(db, logger);
+      built = createRegistry({ config, relays, bus, logger, relayKeys: refuse ? new Map() : relayKeys, claims });
     }
     return built;
   };

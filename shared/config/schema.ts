@@ -7,7 +7,7 @@ import { placementSchema } from '../domain/proxy.js';
 import { apiTokenSchema } from '../api/scopes.js';
 import { DEFAULT_EGRESS_POLICY, echoRefusal, egressPolicySchema } from './egress-policy.js';
 
-export const PROVIDER_TYPES = ['process', 'kvm', 'gcp', 'kubernetes'] as const;
+export const PROVIDER_TYPES = ['process', 'kvm', 'gcp', 'kubernetes', 'static'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 /** Provider types whose backends the functions cannot reach: work goes through a relay. */
 export const RELAY_TYPES: readonly ProviderType[] = ['process', 'kvm'];

@@ -7,7 +7,7 @@ import type { Config, ProviderConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
 import type { RelayKeyring } from '../relay/signature.js';
 import type { Provider } from './contract.js';
-import type { RelayRepository } from '../store/ports.js';
+import type { RelayRepository, StaticClaimRepository } from '../store/ports.js';
 
 /** The shared clients the registry is built from (shared/runtime.ts). */
 export interface RegistryDeps {
@@ -19,6 +19,8 @@ export interface RegistryDeps {
   now?: () => number;
   /** When set, commands to a relay are signed with its first key (shared/relay/signature.ts). */
   relayKeys?: RelayKeyring | undefined;
+  /** The `static` provider's endpoint claims; a static provider is not built without it. */
+  claims?: StaticClaimRepository | undefined;
 }
 
 /** What a provider factory receives: its own config entry and the shared clients. */

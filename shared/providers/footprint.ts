@@ -14,6 +14,8 @@ const FOOTPRINTS: Record<
   // A relay's host and its guests are the user's own hardware.
   process: () => ({ kind: 'on-prem' }),
   kvm: () => ({ kind: 'on-prem' }),
+  // A static endpoint is someone else's server (a vendor's, or yours): its price, if any, is in its entry.
+  static: () => ({ kind: 'on-prem' }),
 };
 
 /**

@@ -8,9 +8,10 @@ import { createGcpProvider } from './gcp/index.js';
 import { instrument } from './instrument.js';
 import { createKubernetesProvider } from './kubernetes/index.js';
 import { createRelayedProvider } from './relayed/index.js';
+import { createStaticProvider } from './static/index.js';
 
 /**
- * One functions-side factory per provider type (relay-backed types get the relayed adapter); a type
+ * One functions-side factory per provider type (relay-backed types get the relayed adapter; `static` hands out configured endpoints); a type
  * without one is reported as not included in this build.
  */
 export const FACTORIES: Partial<Record<ProviderType, ProviderFactory>> = {
@@ -18,6 +19,7 @@ export const FACTORIES: Partial<Record<ProviderType, ProviderFactory>> = {
   kvm: createRelayedProvider,
   gcp: createGcpProvider,
   kubernetes: createKubernetesProvider,
+  static: createStaticProvider,
 };
 
 /**

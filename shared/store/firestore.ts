@@ -13,6 +13,8 @@ export const COLLECTIONS = {
   pools: 'pools',
   /** One document per API caller (a token digest) and hour: the bans its reports caused (`report-rules.ts#banBudgetId`). */
   banBudgets: 'banBudgets',
+  /** One document per `static` provider endpoint: who holds it (`static-claims.ts`). */
+  staticClaims: 'staticClaims',
 } as const;
 
 /** What the REST transport asks of an auth client, answered for the emulator: the owner, plain fetch. */

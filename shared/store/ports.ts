@@ -12,7 +12,7 @@ import type { ErrorInfo } from '../errors.js';
 import type { InventoryItem, RelayReport } from '../relay/protocol.js';
 import type { ProxyEvent } from './events.js';
 import type { ApplyOutcome, DeleteOutcome } from './proxy-rules.js';
-import type { CommandDoc, InventoryMark, ProviderStatus, RelayDoc } from './records.js';
+import type { CommandDoc, InventoryMark, ProviderStatus, RelayDoc, StaticClaim } from './records.js';
 import type { RecordOutcome, ReportInput } from './report-rules.js';
 
 /**
@@ -249,4 +249,39 @@ export interface ReportRepository {
    * @param signal - the caller gave up: no further transaction attempt is started
    */
   record(input: ReportInput, signal?: AbortSignal): Promise<RecordOutcome>;
+}
+
+/** What a `static` provider's create asks to claim: the instance, and the endpoints it may take, best first. */
+export interface ClaimRequest {
+  provider: string;
+  instance: string;
+  proxy: string;
+  installationId: string;
+  specHash: string;
+  /** The endpoints the placement selects, in config order, with the credentials each requires. */
+  candidates: { id: string; key: string; host: string; port: number; credentials?: Credentials | undefined }[];
+  /** A released endpoint is not claimed again before this long after its release. */
+  cooldownMs: number;
+  now: number;
+}
+
+/** The claim a create got, or why it got none. */
+export type ClaimOutcome =
+  { claimed: StaticClaim } | { claimed?: undefined; taken: number; cooling: number; nextFreeAt?: number | undefined };
+
+/** The `static` provider's claims, `staticClaims/{id}`: which instance holds which endpoint. */
+export interface StaticClaimRepository {
+  /**
+   * Adopts the instance's claim, or claims a free endpoint (never released, else released longest
+   * ago and rested `cooldownMs`) in one transaction: two creates never hold one endpoint. An
+   * endpoint with credentials has them stored as the proxy's (`credentials/{proxy}`) in the same
+   * transaction: the probe and discovery read them there.
+   */
+  claim(request: ClaimRequest): Promise<ClaimOutcome>;
+  /** The claim held by `instance`; undefined when none (a consistent read: certain). */
+  held(provider: string, instance: string): Promise<StaticClaim | undefined>;
+  /** Releases the instance's claim, if any (idempotent). */
+  release(provider: string, instance: string, now: number): Promise<void>;
+  /** Every claim document of the provider, held or released. */
+  all(provider: string): Promise<StaticClaim[]>;
 }

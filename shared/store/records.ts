@@ -75,3 +75,24 @@ export const providerStatusSchema = z.object({
   detail: z.record(z.string(), z.object({ ok: z.boolean(), message: z.string() })).optional(),
 });
 export type ProviderStatus = z.infer<typeof providerStatusSchema>;
+
+/**
+ * `staticClaims/{provider}~{hash}`: one `static` provider endpoint's claim. Claimed while `instance`
+ * is set; released (the fields cleared, `releasedAt` set) by a delete, so a released endpoint can
+ * rest before it is claimed again.
+ */
+export const staticClaimSchema = z.object({
+  provider: z.string(),
+  host: z.string(),
+  port: z.number().int(),
+  /** The endpoint's key (`host:port:username`), to match it with the configured list. */
+  key: z.string(),
+  instance: z.string().optional(),
+  proxy: z.string().optional(),
+  installationId: z.string().optional(),
+  specHash: z.string().optional(),
+  /** When it was claimed (epoch ms): the instance's `createdAt`. */
+  claimedAt: z.number().optional(),
+  releasedAt: z.number().optional(),
+});
+export type StaticClaim = z.infer<typeof staticClaimSchema>;

@@ -30,6 +30,11 @@ export interface ContractHarness {
    * the backend, or returns the spec with a placement only the backend refuses.
    */
   failLater(spec: InstanceSpec): InstanceSpec | Promise<InstanceSpec>;
+  /**
+   * The credentials the prober and discovery use for the instance, where they are not the spec's:
+   * a `static` endpoint requires its own, which its claim stores as the proxy's.
+   */
+  credentials?(spec: InstanceSpec, instance: Instance): Promise<InstanceSpec['credentials']>;
   cleanup(): Promise<void>;
 }
 
@@ -210,16 +215,17 @@ export function runProviderContract(c: ContractCase): void {
 
       async 'reachable-with-credentials'() {
         const { spec: s, instance: i } = await sharedInstance();
+        const credentials = h.credentials ? await h.credentials(s, i) : s.credentials;
         // The prober's address (probeIp, else ip); clients use ip (fetchThrough).
         const ok = await probeThroughProxy({
           host: i.probeIp || i.ip,
           port: i.port,
-          ...s.credentials,
+          ...credentials,
           echoUrl: echo.url,
           timeoutMs: 5000,
         });
         expect(ok.ok, ok.error).toBe(true);
-        expect(await fetchThrough(i, `${s.credentials.username}:${s.credentials.password}`, echo.url)).toBe(200);
+        expect(await fetchThrough(i, `${credentials.username}:${credentials.password}`, echo.url)).toBe(200);
         expect(await fetchThrough(i, undefined, echo.url)).toBe(407);
         // Real tinyproxy (the gcp, kubernetes and kvm guests) answers wrong credentials with 401
         // where RFC 9110 §15.5.8 wants 407; either way the request is refused.
