@@ -11,10 +11,15 @@ import { WaitError, type ProgressOutput } from './wait.js';
 
 const POOL_HEADER = ['NAME', 'REPLICAS', 'READY', 'UP-TO-DATE', 'SPREAD', 'AGE'];
 
-/** `local 3/3, local-b 3/3`: each entry's Ready members over its share ("out" when unavailable). */
+/** An entry's tier, when it is not the first: `local-b t1`. */
+const tierOf = (e: { tier?: number | undefined }) => (e.tier ? ` t${e.tier}` : '');
+
+/** `local 3/3, local-b t1 3/3`: each entry (and its tier) with its Ready members over its share ("out" when unavailable). */
 function spreadCell(p: ApiPool): string {
   if (p.status.entries.length === 0) return NONE;
-  return p.status.entries.map((e) => `${e.provider} ${e.ready}/${e.desired}${e.available ? '' : ' (out)'}`).join(', ');
+  return p.status.entries
+    .map((e) => `${e.provider}${tierOf(e)} ${e.ready}/${e.desired}${e.available ? '' : ' (out)'}`)
+    .join(', ');
 }
 
 /** Pools in one of the `get` formats (JSON and YAML as the API answers them). */
@@ -57,7 +62,11 @@ export function describePool(p: ApiPool, now: number): string {
   lines.push('Spread:');
   entries.forEach((e, i) => {
     const state = e.available ? 'available' : `out: ${'message' in e ? (e.message ?? '') : ''}`;
-    lines.push(`  [${i}] ${e.provider}: ${e.ready} Ready of ${e.members} live, share ${e.desired} (${state})`);
+    const placing = [e.tier ? `tier ${e.tier}` : '', e.maxReplicas !== undefined ? `at most ${e.maxReplicas}` : '']
+      .filter(Boolean)
+      .join(', ');
+    const where = placing ? ` (${placing})` : '';
+    lines.push(`  [${i}] ${e.provider}${where}: ${e.ready} Ready of ${e.members} live, share ${e.desired} (${state})`);
     const members = p.members.filter((m) => m.entry === i);
     for (const m of members)
       lines.push(

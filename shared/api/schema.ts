@@ -185,7 +185,14 @@ export const poolSchema = z.looseObject({
     maxSurge: z.number().optional(),
     template: z.looseObject({ spec: z.looseObject({ provider: z.string() }) }),
     spread: z
-      .array(z.looseObject({ provider: z.string(), placement: z.record(z.string(), z.unknown()).default({}) }))
+      .array(
+        z.looseObject({
+          provider: z.string(),
+          placement: z.record(z.string(), z.unknown()).default({}),
+          tier: z.number().optional(),
+          maxReplicas: z.number().optional(),
+        }),
+      )
       .optional(),
   }),
   status: z.looseObject({
@@ -197,6 +204,8 @@ export const poolSchema = z.looseObject({
       .array(
         z.looseObject({
           provider: z.string(),
+          tier: z.number().optional(),
+          maxReplicas: z.number().optional(),
           desired: z.number(),
           members: z.number(),
           ready: z.number(),

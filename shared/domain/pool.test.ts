@@ -33,6 +33,21 @@ describe('parsePoolRequest', () => {
     expect(parsed.spec.spread?.[1]).toEqual({ provider: 'local-b', placement: {} });
   });
 
+  it('tiers: a spread entry takes a tier and a cap', () => {
+    const parsed = parsePoolRequest(
+      pool({
+        spread: [
+          { provider: 'local', maxReplicas: 2 },
+          { provider: 'vendor', tier: 1 },
+        ],
+      }),
+    ) as PoolApplyRequest;
+    expect(parsed.spec.spread).toEqual([
+      { provider: 'local', placement: {}, maxReplicas: 2 },
+      { provider: 'vendor', placement: {}, tier: 1 },
+    ]);
+  });
+
   it.each([
     [
       'minAvailable above replicas',
@@ -55,6 +70,18 @@ describe('parsePoolRequest', () => {
       /^spec\.template\.metadata\.labels\.egress\.dev\/pool: is set by the pool/,
     ],
     ['a name too long for members', pool({}, 'a'.repeat(58)), /^metadata\.name: must be at most 57 characters/],
+    [
+      'one entry at two tiers',
+      pool({ spread: [{ provider: 'a' }, { provider: 'a', tier: 1 }] }),
+      /^spec\.spread\.1: repeats/,
+    ],
+    ['a negative tier', pool({ spread: [{ provider: 'a', tier: -1 }] }), /^spec\.spread\.0\.tier: must be at least 0/],
+    ['a tier past 15', pool({ spread: [{ provider: 'a', tier: 16 }] }), /^spec\.spread\.0\.tier: must be at most 15/],
+    [
+      'a fractional cap',
+      pool({ spread: [{ provider: 'a', maxReplicas: 1.5 }] }),
+      /^spec\.spread\.0\.maxReplicas: must be an integer/,
+    ],
   ])('%s is refused naming the field', (_what, input, want) => {
     expect(fieldOf(input)).toMatch(want);
   });

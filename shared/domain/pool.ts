@@ -18,7 +18,23 @@ const poolName = dnsLabel.refine((n) => n.length <= MAX_POOL_NAME, {
   message: `must be at most ${MAX_POOL_NAME} characters (members are named <pool>-<${MEMBER_SUFFIX_LENGTH} characters>)`,
 });
 
-export const spreadEntrySchema = z.strictObject({ provider: dnsLabel, placement: placementSchema.default({}) });
+const count = (what: string) =>
+  z
+    .number({ error: `must be a number (${what})` })
+    .int('must be an integer')
+    .min(0, 'must be at least 0');
+
+/** The highest tier: tiers are an order of preference, a handful deep. */
+export const MAX_TIER = 15;
+
+export const spreadEntrySchema = z.strictObject({
+  provider: dnsLabel,
+  placement: placementSchema.default({}),
+  /** Fill order: members go to tier 0 first and overflow to the next tier up; absent: 0. */
+  tier: count('the fill order, 0 first').max(MAX_TIER, `must be at most ${MAX_TIER}`).optional(),
+  /** At most this many members on this entry; none: no cap. */
+  maxReplicas: count('the most members on this entry').max(MAX_REPLICAS, `must be at most ${MAX_REPLICAS}`).optional(),
+});
 export type SpreadEntry = z.infer<typeof spreadEntrySchema>;
 
 export const templateSchema = z.strictObject({
@@ -26,12 +42,6 @@ export const templateSchema = z.strictObject({
   spec: specSchema,
 });
 export type PoolTemplate = z.infer<typeof templateSchema>;
-
-const count = (what: string) =>
-  z
-    .number({ error: `must be a number (${what})` })
-    .int('must be an integer')
-    .min(0, 'must be at least 0');
 
 export const poolSpecSchema = z
   .strictObject({
@@ -50,7 +60,8 @@ export const poolSpecSchema = z
         path: ['minAvailable'],
         message: `must be at most spec.replicas (${spec.replicas})`,
       });
-    const keys = (spec.spread ?? []).map((e) => canonicalJson(e));
+    // An entry is its provider and placement: the same one twice at two tiers is one entry.
+    const keys = (spec.spread ?? []).map(entryKey);
     const dup = keys.findIndex((k, i) => keys.indexOf(k) !== i);
     if (dup >= 0) ctx.addIssue({ code: 'custom', path: ['spread', dup], message: 'repeats an earlier entry' });
     if (POOL_LABEL in spec.template.metadata.labels)

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { POOL_LABEL, templateHash, type PoolSpec } from '../domain/pool.js';
 import { initialPoolStatus, type PoolDoc } from '../domain/pool-status.js';
 import { initialStatus, type ProxyDoc } from '../domain/status.js';
-import { planPool, TEMPLATE_LABEL, type PlanInput } from './plan.js';
+import { planPool, shares, TEMPLATE_LABEL, type PlanInput } from './plan.js';
 
 const T0 = Date.parse('2026-12-01T00:00:00Z');
 
@@ -256,6 +256,126 @@ describe('planPool', () => {
   });
 });
 
+/** A pool over `a` (tier 0, at most 2 members) and `b` (tier 1): own capacity first, the vendor's when it is full. */
+const tiered = (replicas: number, extra: Partial<PoolSpec> = {}) =>
+  pool({
+    replicas,
+    minAvailable: Math.min(replicas, 1),
+    spread: [
+      { provider: 'a', placement: {}, tier: 0, maxReplicas: 2 },
+      { provider: 'b', placement: {}, tier: 1 },
+    ],
+    ...extra,
+  });
+const desiredOf = (plan: { entries: { desired: number }[] }) => plan.entries.map((e) => e.desired);
+
+describe('tiers: placement over spread tiers', () => {
+  it.each([
+    [0, [0, 0]],
+    [1, [1, 0]],
+    [2, [2, 0]],
+    [3, [2, 1]],
+    [7, [2, 5]],
+  ])('replicas %i fill tier 0 up to its cap, then tier 1: %j', (replicas, desired) => {
+    expect(desiredOf(planPool(input(tiered(replicas), [])))).toEqual(desired);
+  });
+
+  it('shares: within a tier evenly and by holding, caps respected, tiers in order whatever the entry order', () => {
+    const e = (tier: number, maxReplicas?: number, available = true) => ({
+      provider: 'x',
+      placement: {},
+      tier,
+      ...(maxReplicas !== undefined && { maxReplicas }),
+      desired: 0,
+      members: 0,
+      ready: 0,
+      available,
+      failures: 0,
+    });
+    expect(shares(5, [e(1), e(0), e(0)], [0, 0, 0])).toEqual([0, 3, 2]);
+    expect(shares(5, [e(1), e(0), e(0)], [0, 0, 4])).toEqual([0, 2, 3]);
+    expect(shares(5, [e(0, 1), e(0), e(2)], [0, 0, 0])).toEqual([1, 4, 0]);
+    expect(shares(6, [e(0, 1), e(0, 2), e(2, 1)], [0, 0, 0])).toEqual([1, 2, 1]);
+    // An unavailable entry gets nothing while another can take members; with none available, all fill.
+    expect(shares(3, [e(0, undefined, false), e(1)], [0, 0])).toEqual([0, 3]);
+    expect(shares(3, [e(0, 2, false), e(1, undefined, false)], [0, 0])).toEqual([2, 1]);
+  });
+
+  it('scale-down drains tier 1 first: back to tier 0', () => {
+    const up = tiered(5);
+    const members = ['a', 'a', 'b', 'b', 'b'].map((x) => member(up, x));
+    const down = tiered(2);
+    const plan = planPool(input(down, members));
+    expect(desiredOf(plan)).toEqual([2, 0]);
+    expect(plan.creates).toEqual([]);
+    const drained = new Set(plan.drains.map((d) => d.name));
+    expect(members.filter((m) => drained.has(m.metadata.name)).map((m) => m.spec.provider)).toEqual(['b', 'b', 'b']);
+  });
+
+  it('failover across tiers: tier 0 down moves its share to tier 1, and it comes back to tier 0 after the recovery delay, never below minAvailable', () => {
+    const p = tiered(3, { minAvailable: 3 });
+    const members = ['a', 'a', 'b'].map((x) => member(p, x));
+    const aDown: PlanInput['providerDown'] = (x) => (x === 'a' ? 'no heartbeat' : undefined);
+    const out = planPool(input(p, members, { providerDown: aDown }));
+    expect(desiredOf(out)).toEqual([0, 3]);
+    // One at a time (maxSurge 1): the down entry's members count until they are deleted.
+    expect(providers(out.creates)).toEqual(['b']);
+    const during = simulate(p, members, { deleteAfter: 1, providerDown: aDown });
+    expect(during.settled).toBe(true);
+    expect(during.members.filter((m) => !m.deletionRequestedAt).map((m) => m.spec.provider)).toEqual(['b', 'b', 'b']);
+    // Past the recovery delay (60 s) after the outage; the members drained on a were deleted once it was back.
+    const kept = during.members.filter((m) => !m.deletionRequestedAt);
+    const after = simulate(p, kept, { deleteAfter: 1, start: T0 + 3_600_000 + 1000 + 120_000 });
+    expect(after.settled).toBe(true);
+    const live = after.members.filter((m) => !m.deletionRequestedAt);
+    expect(live.map((m) => m.spec.provider).sort()).toEqual(['a', 'a', 'b']);
+    expect(after.minReady).toBeGreaterThanOrEqual(3);
+  });
+
+  it('failover within a tier first: an unhealthy tier-0 entry moves its share to the other tier-0 entry before tier 1', () => {
+    const p = pool({
+      replicas: 4,
+      spread: [
+        { provider: 'a', placement: {}, tier: 0 },
+        { provider: 'b', placement: {}, tier: 0, maxReplicas: 3 },
+        { provider: 'c', placement: {}, tier: 1 },
+      ],
+    });
+    expect(desiredOf(planPool(input(p, [])))).toEqual([2, 2, 0]);
+    const aDown: PlanInput['providerDown'] = (x) => (x === 'a' ? 'down' : undefined);
+    expect(desiredOf(planPool(input(p, [], { providerDown: aDown })))).toEqual([0, 3, 1]);
+  });
+
+  it('QuotaExceeded on tier 0 (a static list with no free endpoint) overflows to tier 1', () => {
+    const p = tiered(3);
+    const stuck = member(p, 'a', 'Provisioning');
+    stuck.status.retry = { attempts: 1, notBefore: new Date(T0 + 60_000).toISOString(), reason: 'QuotaExceeded' };
+    const plan = planPool(input(p, [member(p, 'a'), stuck]));
+    expect(plan.entries[0]).toMatchObject({ available: false, reason: 'QuotaExceeded', tier: 0, maxReplicas: 2 });
+    expect(desiredOf(plan)).toEqual([0, 3]);
+  });
+
+  it('replicas beyond every cap: the members the caps allow, then halted (CapReached) instead of polling', () => {
+    const p = pool({
+      replicas: 5,
+      spread: [
+        { provider: 'a', placement: {}, maxReplicas: 2 },
+        { provider: 'b', placement: {}, tier: 1, maxReplicas: 1 },
+      ],
+    });
+    const first = planPool(input(p, []));
+    expect(first.placed).toBe(3);
+    expect(providers(first.creates)).toEqual(['a', 'a', 'b']);
+    const full = planPool(
+      input(
+        p,
+        ['a', 'a', 'b'].map((x) => member(p, x)),
+      ),
+    );
+    expect(full).toMatchObject({ creates: [], drains: [], settled: false, halted: true, placed: 3 });
+  });
+});
+
 /**
  * A simulated world, one reconcile a second: created members are Ready two steps later; drained
  * ones are deleted `deleteAfter` steps later (never while their provider is down). Runs until the
@@ -264,13 +384,13 @@ describe('planPool', () => {
 function simulate(
   p: PoolDoc,
   initial: ProxyDoc[],
-  opts: { deleteAfter: number; providerDown?: PlanInput['providerDown'] },
+  opts: { deleteAfter: number; providerDown?: PlanInput['providerDown']; start?: number },
 ) {
   const providerDown = opts.providerDown ?? (() => undefined);
   let members = [...initial];
   const born = new Map<string, number>();
   const drainedAt = new Map<string, number>();
-  let now = T0 + 3_600_000 + 1000;
+  let now = opts.start ?? T0 + 3_600_000 + 1000;
   let minReady = Infinity;
   let maxMembers = 0;
   let settled = false;

@@ -49,8 +49,13 @@ export interface Plan {
   terminating: number;
   /** Whether the pool is at rest: exactly `replicas` current members, none outdated. */
   settled: boolean;
-  /** Not settled, and nothing to do until it is applied again: entries short of members stopped (`NeverReachable`). */
+  /**
+   * Not settled, and nothing to do until it is applied again: entries short of members stopped
+   * (`NeverReachable`), or every member the caps allow is in place (`placed` < replicas).
+   */
   halted: boolean;
+  /** Members the spread places: `replicas`, or fewer when the entries' `maxReplicas` cannot hold them all. */
+  placed: number;
   /** The pool is being deleted and no member is left: remove its document. */
   finalise: boolean;
 }
@@ -153,7 +158,14 @@ function availability(input: PlanInput, entries: SpreadEntry[], keys: string[], 
       input.members.filter((m) => memberKey(m) === key),
     );
     const tried = unreachable?.members.length ?? 0;
-    const base = { provider: entry.provider, placement: entry.placement, desired: 0, members: onEntry.length };
+    const base = {
+      provider: entry.provider,
+      placement: entry.placement,
+      ...(entry.tier !== undefined && { tier: entry.tier }),
+      ...(entry.maxReplicas !== undefined && { maxReplicas: entry.maxReplicas }),
+      desired: 0,
+      members: onEntry.length,
+    };
     const counts = { ...base, ready: onEntry.filter(serving(input)).length, ...(unreachable && { unreachable }) };
     const bad = down
       ? { reason: 'ProviderUnhealthy', message: `provider "${entry.provider}" is unhealthy: ${down}` }
@@ -175,7 +187,8 @@ function availability(input: PlanInput, entries: SpreadEntry[], keys: string[], 
     if (!wasAvailable && prev && !stoppedEntry(prev)) {
       const wait = recoverDelay(prev.failures, input.recoverAfterMs);
       if (input.now - (prev.lastBadAt ?? 0) < wait) {
-        const { desired: _d, members: _m, ready: _r, provider: _p, placement: _pl, unreachable: _u, ...kept } = prev;
+        const { desired: _d, members: _m, ready: _r, provider: _p, placement: _pl, unreachable: _u, ...held } = prev;
+        const { tier: _t, maxReplicas: _x, ...kept } = held;
         return { ...counts, ...kept, available: false };
       }
       return { ...counts, available: true, failures: prev.failures, recoveredAt: input.now };
@@ -194,17 +207,48 @@ function neverReachableMessage(provider: string, members: string[]): string {
   );
 }
 
-/** Splits `replicas` evenly over the available entries (all of them when none is). */
-function shares(replicas: number, entries: EntryStatus[], good: number[]): number[] {
-  const open = entries.map((e, i) => (e.available ? i : -1)).filter((i) => i >= 0);
-  const over = open.length > 0 ? open : entries.map((_, i) => i);
+/**
+ * Places `replicas` over the entries by tier: the lowest tier's available entries fill first,
+ * evenly, each up to its `maxReplicas`; what they cannot hold overflows to the next tier. When
+ * `replicas` falls, the highest tiers lose their share first (drain back to the lowest). With no
+ * entry available, all of them are filled the same way (members keep being tried somewhere).
+ * Members beyond every cap are not placed: the sum falls short of `replicas`.
+ */
+export function shares(replicas: number, entries: EntryStatus[], good: number[]): number[] {
+  const available = entries.map((e, i) => (e.available ? i : -1)).filter((i) => i >= 0);
+  const open = available.length > 0 ? available : entries.map((_, i) => i);
   const desired = entries.map(() => 0);
-  const base = Math.floor(replicas / over.length);
-  for (const i of over) desired[i] = base;
-  // The remainder goes to the entries that already have the most members: no churn to even it out.
-  const byHolding = [...over].sort((a, b) => (good[b] ?? 0) - (good[a] ?? 0) || a - b);
-  for (let k = 0; k < replicas - base * over.length; k++) desired[byHolding[k] as number]! += 1;
+  let left = replicas;
+  const tiers = [...new Set(open.map((i) => entries[i]?.tier ?? 0))].sort((a, b) => a - b);
+  for (const tier of tiers) {
+    const inTier = open.filter((i) => (entries[i]?.tier ?? 0) === tier);
+    left -= fill(left, inTier, entries, good, desired);
+    if (left === 0) break;
+  }
   return desired;
+}
+
+/**
+ * Gives up to `amount` members to `indices` one at a time, each to the entry with the fewest so far
+ * that is below its cap: an even split. Ties go to the entry that already holds the most members
+ * (no churn to even it out), then to the earlier entry.
+ *
+ * @returns how many were placed
+ */
+function fill(amount: number, indices: number[], entries: EntryStatus[], good: number[], desired: number[]): number {
+  let placed = 0;
+  const room = (i: number) => (entries[i]?.maxReplicas ?? Infinity) - (desired[i] ?? 0);
+  while (placed < amount) {
+    const candidates = indices.filter((i) => room(i) > 0);
+    if (candidates.length === 0) break;
+    const next = candidates.reduce((best, i) => {
+      const d = (desired[i] ?? 0) - (desired[best] ?? 0);
+      return d < 0 || (d === 0 && (good[i] ?? 0) > (good[best] ?? 0)) ? i : best;
+    });
+    desired[next]!++;
+    placed++;
+  }
+  return placed;
 }
 
 export function planPool(input: PlanInput): Plan {
@@ -233,6 +277,7 @@ export function planPool(input: PlanInput): Plan {
       updated: 0,
       settled: false,
       halted: false,
+      placed: 0,
       finalise: input.members.length === 0,
     };
   }
@@ -266,9 +311,11 @@ export function planPool(input: PlanInput): Plan {
   const { creates, blocked } = planCreates(input, entries, current, open, isReady);
   const { drains, waiting } = planDrains(input, live, outdated, current, blocked, isReady, stopped);
   const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
+  const placed = desired.reduce((n, d) => n + d, 0);
   const settled = creates.length === 0 && outdated.size === 0 && currentCount === spec.replicas;
-  const halted = !settled && creates.length === 0 && drains.length === 0 && statuses.some(stoppedEntry);
-  return { ...base, creates, drains, waiting, updated, settled, halted, finalise: false };
+  const atCaps = placed < spec.replicas && outdated.size === 0 && currentCount === placed;
+  const halted = !settled && creates.length === 0 && drains.length === 0 && (statuses.some(stoppedEntry) || atCaps);
+  return { ...base, creates, drains, waiting, updated, settled, halted, placed, finalise: false };
 }
 
 /**

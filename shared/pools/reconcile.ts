@@ -62,14 +62,23 @@ function statusOf(pool: PoolDoc, plan: Plan, now: number): Omit<PoolStatus, 'rev
   const out = plan.entries.filter((e) => !e.available);
   const progressing = plan.settled
     ? condition(prev, 'Progressing', 'False', 'Settled', `${spec.replicas} members, all current`, now)
-    : condition(
-        prev,
-        'Progressing',
-        'True',
-        plan.waiting.length + plan.drains.length > 0 ? 'Replacing' : 'Scaling',
-        `${plan.live} live of ${spec.replicas}; ${plan.waiting.length + plan.drains.length} to replace or remove`,
-        now,
-      );
+    : plan.placed < spec.replicas && !pool.deletionRequestedAt
+      ? condition(
+          prev,
+          'Progressing',
+          'True',
+          'CapReached',
+          `${plan.placed} of ${spec.replicas} members placed: every available spread entry is at its maxReplicas`,
+          now,
+        )
+      : condition(
+          prev,
+          'Progressing',
+          'True',
+          plan.waiting.length + plan.drains.length > 0 ? 'Replacing' : 'Scaling',
+          `${plan.live} live of ${spec.replicas}; ${plan.waiting.length + plan.drains.length} to replace or remove`,
+          now,
+        );
   return {
     observedGeneration: pool.generation,
     replicas: plan.live,

@@ -13,6 +13,7 @@ import type { Provider, Registry } from '../../shared/providers/contract.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
 import { COLLECTIONS, createFirestore } from '../../shared/store/firestore.js';
+import { PoolStore } from '../../shared/store/pools.js';
 import { ProviderStore } from '../../shared/store/providers.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { RelayStore } from '../../shared/store/relays.js';
@@ -24,8 +25,9 @@ export interface StaticHarness {
   vendor: Vendor;
   config: Config;
   registry: Registry;
-  /** The provider named `vendor`. */
+  /** The provider named `vendor` (the first, with `split`). */
   provider: Provider;
+  pools: PoolStore;
   proxies: ProxyStore;
   claims: StaticClaimStore;
   echo: EchoServer;
@@ -36,17 +38,24 @@ export interface StaticHarness {
   close(): Promise<void>;
 }
 
+/** More than the one provider `vendor`: each named provider gets these endpoints (indices) and options. */
+export type StaticProviders = Record<string, { endpoints: number[]; options?: Record<string, unknown> }>;
+
 /**
  * @param name - test name: the project id prefix and the log file
  * @param count - how many vendor endpoints (tinyproxies) to start
  * @param options - the provider's options besides `endpoints`
  * @param countries - each endpoint's country, by index (default none)
+ * @param split - several static providers over the endpoints instead of the one `vendor`
+ * @param overrides - config fields
  */
 export async function startStaticHarness(
   name: string,
   count: number,
   options: Record<string, unknown> = {},
   countries: (string | undefined)[] = [],
+  split?: StaticProviders,
+  overrides: Record<string, unknown> = {},
 ): Promise<StaticHarness> {
   const emu = emulatorEnv(name);
   const vendor = await startVendor(count);
@@ -67,7 +76,12 @@ export async function startStaticHarness(
     backoffBaseSeconds: 1,
     backoffMaxSeconds: 4,
     probeTimeoutSeconds: 2,
-    providers: [{ name: 'vendor', type: 'static', options: { endpoints, ...options } }],
+    providers: Object.entries(split ?? { vendor: { endpoints: endpoints.map((_, i) => i) } }).map(([provider, p]) => ({
+      name: provider,
+      type: 'static',
+      options: { endpoints: p.endpoints.map((i) => endpoints[i]), ...options, ...p.options },
+    })),
+    ...overrides,
   });
   const db = createFirestore(emu.projectId);
   const pubsub = new PubSub({ projectId: emu.projectId });
@@ -75,8 +89,9 @@ export async function startStaticHarness(
   const bus = createPubSubBus(pubsub);
   const claims = new StaticClaimStore(db, logger);
   const registry = createRegistry({ config, relays: new RelayStore(db, logger), bus, logger, claims });
-  const provider = registry.get('vendor');
-  if (!provider) throw new Error(`the registry built no static provider: ${registry.missing('vendor')}`);
+  const first = config.providers[0]?.name ?? '';
+  const provider = registry.get(first);
+  if (!provider) throw new Error(`the registry built no static provider: ${registry.missing(first)}`);
   const proxies = new ProxyStore(db, logger);
   const providerStatus = new ProviderStore(db);
   return {
@@ -86,6 +101,7 @@ export async function startStaticHarness(
     provider,
     proxies,
     claims,
+    pools: new PoolStore(db, logger),
     echo,
     deps: { config, proxies, registry, logger, bus, providerStatus, countReplacing: (p) => proxies.countReplacing(p) },
     async resetClaims() {
