@@ -163,3 +163,51 @@ describe('scalePool', () => {
     expect(applied).toEqual([]);
   });
 });
+
+describe('pool cost: get pools -o wide and describe pool', () => {
+  const tiered = poolSchema.parse({
+    ...pool,
+    spec: {
+      ...pool.spec,
+      maxCostPerHour: 0.5,
+      spread: [
+        { provider: 'local', maxReplicas: 2 },
+        { provider: 'vendor', tier: 1 },
+      ],
+    },
+    status: {
+      ...pool.status,
+      entries: [
+        { provider: 'local', placement: {}, maxReplicas: 2, desired: 2, members: 2, ready: 1, available: true },
+        { provider: 'vendor', placement: {}, tier: 1, desired: 1, members: 1, ready: 1, available: true },
+      ],
+      cost: {
+        perHourUsd: 0.0312,
+        lines: [
+          { what: 'vendor: static endpoint', members: 1, perHourUsd: 0.03 },
+          { what: 'control plane (share)', members: 3, perHourUsd: 0.0012 },
+        ],
+        unpriced: ['2 × local: process (no price configured)'],
+        pricesOf: '2026-12-06',
+      },
+    },
+  });
+
+  it('wide adds COST/H (+? when some members are not priced); the table stays as it was', () => {
+    const wide = formatPools([tiered], 'wide', NOW);
+    expect(wide.split('\n')[0]).toMatch(/SPREAD\s+AGE\s+COST\/H$/);
+    expect(wide).toContain('local 1/2, vendor t1 1/1');
+    expect(wide).toMatch(/\$0\.0312\+\?\n$/);
+    expect(formatPools([tiered], 'table', NOW)).not.toContain('COST');
+  });
+
+  it('describe shows the cost an hour by kind, what is not priced, the budget, and each entry’s tier and cap', () => {
+    const text = describePool(tiered, NOW);
+    expect(text).toContain('Cost:          $0.0312 an hour (prices of 2026-12-06;');
+    expect(text).toContain('  vendor: static endpoint: 1 members, $0.0300/h');
+    expect(text).toContain('  not priced: 2 × local: process (no price configured)');
+    expect(text).toContain('  maxCostPerHour: $0.50');
+    expect(text).toContain('[0] local (at most 2): 1 Ready of 2 live, share 2');
+    expect(text).toContain('[1] vendor (tier 1): 1 Ready of 1 live, share 1');
+  });
+});

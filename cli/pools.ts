@@ -22,11 +22,34 @@ function spreadCell(p: ApiPool): string {
     .join(', ');
 }
 
+/** USD an hour, to the cent below a dollar's tenth: `$0.0251`, `$1.20`. */
+const usd = (n: number) => `$${n < 0.1 ? n.toFixed(4) : n.toFixed(2)}`;
+
+/** The pool's running cost an hour, `+?` when some members are not priced. */
+function costCell(p: ApiPool): string {
+  const cost = p.status.cost;
+  if (!cost) return NONE;
+  return `${usd(cost.perHourUsd)}${cost.unpriced.length > 0 ? '+?' : ''}`;
+}
+
+/** The `Cost:` lines of `describe pool`: per hour, by kind of member, and what is not priced. */
+function costLines(p: ApiPool): string[] {
+  const cost = p.status.cost;
+  if (!cost) return [`Cost:          ${NONE} (not priced yet)`];
+  return [
+    `Cost:          ${usd(cost.perHourUsd)} an hour (prices of ${cost.pricesOf}; per GB and per 1,000 requests need the gateways' usage, which no gateway reports to the API yet)`,
+    ...cost.lines.map((l) => `  ${l.what}: ${l.members} members, ${usd(l.perHourUsd)}/h`),
+    ...cost.unpriced.map((u) => `  not priced: ${u}`),
+    ...(p.spec.maxCostPerHour !== undefined ? [`  maxCostPerHour: ${usd(p.spec.maxCostPerHour)}`] : []),
+  ];
+}
+
 /** Pools in one of the `get` formats (JSON and YAML as the API answers them). */
 export function formatPools(pools: readonly ApiPool[], output: GetOutput, now: number, single = false): string {
   const plain = pools.map(({ events: _e, ...p }) => p);
   if (output === 'json') return toJson(single ? plain[0] : { items: plain });
   if (output === 'yaml') return toYaml(single ? plain[0] : { items: plain });
+  const wide = output === 'wide';
   const rows = pools.map((p) => [
     p.metadata.name,
     `${p.status.replicas}/${p.spec.replicas}`,
@@ -34,8 +57,10 @@ export function formatPools(pools: readonly ApiPool[], output: GetOutput, now: n
     String(p.status.updatedReplicas),
     spreadCell(p),
     age(p.metadata.createdAt, now),
+    ...(wide ? [costCell(p)] : []),
   ]);
-  return `${alignRows([POOL_HEADER, ...rows]).join('\n')}\n`;
+  const header = wide ? [...POOL_HEADER, 'COST/H'] : POOL_HEADER;
+  return `${alignRows([header, ...rows]).join('\n')}\n`;
 }
 
 function indented(title: string, header: string[], rows: string[][]): string[] {
@@ -55,6 +80,7 @@ export function describePool(p: ApiPool, now: number): string {
     `Created:       ${p.metadata.createdAt ?? NONE} (${age(p.metadata.createdAt, now)} ago)`,
   ];
   if (p.metadata.deletionRequestedAt) lines.push(`Deleting:      ${p.metadata.deletionRequestedAt}`);
+  lines.push(...costLines(p));
   const entries =
     p.status.entries.length > 0
       ? p.status.entries

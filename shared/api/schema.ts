@@ -183,6 +183,7 @@ export const poolSchema = z.looseObject({
     replicas: z.number(),
     minAvailable: z.number().optional(),
     maxSurge: z.number().optional(),
+    maxCostPerHour: z.number().optional(),
     template: z.looseObject({ spec: z.looseObject({ provider: z.string() }) }),
     spread: z
       .array(
@@ -215,6 +216,14 @@ export const poolSchema = z.looseObject({
       )
       .default([]),
     conditions: z.array(conditionSchema).default([]),
+    cost: z
+      .looseObject({
+        perHourUsd: z.number(),
+        lines: z.array(z.looseObject({ what: z.string(), members: z.number(), perHourUsd: z.number() })),
+        unpriced: z.array(z.string()).default([]),
+        pricesOf: z.string(),
+      })
+      .optional(),
   }),
   members: z.array(poolMemberSchema).default([]),
   events: z.array(eventSchema).default([]),

@@ -27,9 +27,11 @@ export interface PodFootprint {
   requests: { cpu?: string | undefined; memory?: string | undefined };
 }
 
-/** A proxy on hardware the user owns (a relay's host or its guests): no cloud bill. */
+/** A proxy on hardware the user owns (a relay's host or its guests) or a vendor runs (a static endpoint): no cloud bill. */
 export interface OnPremFootprint {
   kind: 'on-prem';
+  /** USD an hour the config states for it (a static endpoint's `hourlyUsd`); none: not priced. */
+  hourlyUsd?: number | undefined;
 }
 
 export type Footprint = VmFootprint | PodFootprint | OnPremFootprint;

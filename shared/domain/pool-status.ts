@@ -38,6 +38,18 @@ export const poolConditionSchema = z.object({
 });
 export type PoolCondition = z.infer<typeof poolConditionSchema>;
 
+/** What a pool's live members cost an hour (shared/cost/pool-cost.ts), as its last reconcile priced them. */
+export const poolCostSchema = z.object({
+  /** The total of `lines`, USD an hour. */
+  perHourUsd: z.number(),
+  lines: z.array(z.object({ what: z.string(), members: z.number().int(), perHourUsd: z.number() })),
+  /** Members no price applies to, in words (a Pod billed as the cluster's nodes, an endpoint without `hourlyUsd`). */
+  unpriced: z.array(z.string()),
+  /** The price catalogue's date (shared/cost/prices-*.json). */
+  pricesOf: z.string(),
+});
+export type PoolCost = z.infer<typeof poolCostSchema>;
+
 export const poolStatusSchema = z.object({
   observedGeneration: z.number().int(),
   /** Live members (not being deleted). */
@@ -49,6 +61,8 @@ export const poolStatusSchema = z.object({
   terminating: z.number().int(),
   entries: z.array(entryStatusSchema),
   conditions: z.array(poolConditionSchema),
+  /** The live members' running cost; absent until a reconcile priced them. */
+  cost: poolCostSchema.optional(),
   /** Bumped by every reconcile that changed something (the transaction's write on this document). */
   revision: z.number().int(),
   lastReconcileAt: z.string().optional(),

@@ -52,6 +52,8 @@ export const poolSpecSchema = z
     maxSurge: count('extra members during rotation').max(MAX_REPLICAS).default(1),
     template: templateSchema,
     spread: z.array(spreadEntrySchema).min(1, 'must name at least one entry when given').max(16).optional(),
+    /** USD an hour the members may cost at most (shared/cost/pool-cost.ts): members beyond it are not placed. */
+    maxCostPerHour: z.number({ error: 'must be a number (USD an hour)' }).positive('must be above 0').optional(),
   })
   .superRefine((spec, ctx) => {
     if (spec.minAvailable !== undefined && spec.minAvailable > spec.replicas)

@@ -376,6 +376,41 @@ describe('tiers: placement over spread tiers', () => {
   });
 });
 
+describe('pool cost: maxCostPerHour caps the members placed', () => {
+  // a costs $0.01 an hour a member, b (tier 1) $0.05.
+  const price = (entry: { provider: string }) => (entry.provider === 'a' ? 0.01 : 0.05);
+
+  it('within the budget: every member placed', () => {
+    const plan = planPool(input(tiered(3, { maxCostPerHour: 0.07 }), [], { memberHourly: price }));
+    expect(desiredOf(plan)).toEqual([2, 1]);
+    expect(plan.overBudget).toBeUndefined();
+  });
+
+  it('above it: the overflow tier’s members are held back first, and the pool says what they would cost', () => {
+    const plan = planPool(input(tiered(5, { maxCostPerHour: 0.1 }), [], { memberHourly: price }));
+    expect(desiredOf(plan)).toEqual([2, 1]);
+    expect(plan.placed).toBe(3);
+    expect(plan.overBudget?.wantedPerHourUsd).toBeCloseTo(0.17, 10);
+    expect(plan.overBudget?.placedPerHourUsd).toBeCloseTo(0.07, 10);
+  });
+
+  it('a lowered budget scales down: members above it drain, tier 1 first', () => {
+    const p = tiered(4, { maxCostPerHour: 0.02 });
+    const members = ['a', 'a', 'b', 'b'].map((x) => member(p, x));
+    const plan = planPool(input(p, members, { memberHourly: price }));
+    expect(desiredOf(plan)).toEqual([2, 0]);
+    const drained = new Set(plan.drains.map((d) => d.name));
+    expect(members.filter((m) => drained.has(m.metadata.name)).map((m) => m.spec.provider)).toEqual(['b', 'b']);
+  });
+
+  it('unpriced members cost nothing against it; without a price function it holds nothing back', () => {
+    expect(desiredOf(planPool(input(tiered(3, { maxCostPerHour: 0.01 }), [], { memberHourly: () => 0 })))).toEqual([
+      2, 1,
+    ]);
+    expect(desiredOf(planPool(input(tiered(3, { maxCostPerHour: 0.01 }), [])))).toEqual([2, 1]);
+  });
+});
+
 /**
  * A simulated world, one reconcile a second: created members are Ready two steps later; drained
  * ones are deleted `deleteAfter` steps later (never while their provider is down). Runs until the

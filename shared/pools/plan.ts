@@ -29,6 +29,8 @@ export interface PlanInput {
   neverReadyLimit: number;
   /** Whether a member is marked banned (feedback from traffic); none when absent. */
   banned?: (member: ProxyDoc) => boolean;
+  /** USD an hour one member on this entry costs (0: not priced), for `spec.maxCostPerHour`. */
+  memberHourly?: (entry: SpreadEntry) => number;
 }
 
 export interface PlannedCreate {
@@ -56,6 +58,8 @@ export interface Plan {
   halted: boolean;
   /** Members the spread places: `replicas`, or fewer when the entries' `maxReplicas` cannot hold them all. */
   placed: number;
+  /** Set when `spec.maxCostPerHour` held members back: what the placed members would have cost an hour. */
+  overBudget?: { wantedPerHourUsd: number; placedPerHourUsd: number } | undefined;
   /** The pool is being deleted and no member is left: remove its document. */
   finalise: boolean;
 }
@@ -229,6 +233,35 @@ export function shares(replicas: number, entries: EntryStatus[], good: number[])
 }
 
 /**
+ * Holds members back while the placed ones would cost more than `max` an hour: one at a time from
+ * the highest tier, the dearest entry in it first (what overflowed goes before what fills first).
+ * Unpriced members cost 0 here.
+ */
+function withinBudget(
+  desired: number[],
+  entries: SpreadEntry[],
+  max: number | undefined,
+  price: ((entry: SpreadEntry) => number) | undefined,
+): { desired: number[]; overBudget?: { wantedPerHourUsd: number; placedPerHourUsd: number } } {
+  if (max === undefined || !price) return { desired };
+  const each = entries.map((e) => price(e));
+  const total = (d: number[]) => d.reduce((s, n, i) => s + n * (each[i] ?? 0), 0);
+  const wanted = total(desired);
+  const out = [...desired];
+  while (total(out) > max) {
+    const dearest = out
+      .map((n, i) => i)
+      .filter((i) => (out[i] ?? 0) > 0 && (each[i] ?? 0) > 0)
+      .sort((a, b) => (entries[b]?.tier ?? 0) - (entries[a]?.tier ?? 0) || (each[b] ?? 0) - (each[a] ?? 0) || b - a)[0];
+    if (dearest === undefined) break;
+    out[dearest]!--;
+  }
+  return wanted > max
+    ? { desired: out, overBudget: { wantedPerHourUsd: wanted, placedPerHourUsd: total(out) } }
+    : { desired: out };
+}
+
+/**
  * Gives up to `amount` members to `indices` one at a time, each to the entry with the fewest so far
  * that is below its cap: an even split. Ties go to the entry that already holds the most members
  * (no churn to even it out), then to the earlier entry.
@@ -291,11 +324,12 @@ export function planPool(input: PlanInput): Plan {
     else if (at < 0) outdated.set(m.metadata.name, 'entry');
     else good[at]!.push(m);
   }
-  const desired = shares(
+  const placedByTier = shares(
     spec.replicas,
     statuses,
     good.map((g) => g.length),
   );
+  const { desired, overBudget } = withinBudget(placedByTier, entries, spec.maxCostPerHour, input.memberHourly);
   const current: ProxyDoc[][] = good.map((members, i) => {
     const keep = desired[i] ?? 0;
     if (members.length <= keep) return members;
@@ -309,13 +343,18 @@ export function planPool(input: PlanInput): Plan {
   const stopped = (m: ProxyDoc) => stoppedEntry(statuses[keys.indexOf(memberKey(m))]);
   const open = desired.map((d, i) => (stoppedEntry(statuses[i]) ? 0 : d));
   const { creates, blocked } = planCreates(input, entries, current, open, isReady);
-  const { drains, waiting } = planDrains(input, live, outdated, current, blocked, isReady, stopped);
+  // Members the caps or the budget do not place are not waited for before a surplus one drains.
+  const target = Math.min(
+    spec.replicas,
+    desired.reduce((n, d) => n + d, 0),
+  );
+  const { drains, waiting } = planDrains(input, target, live, outdated, current, blocked, isReady, stopped);
   const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
-  const placed = desired.reduce((n, d) => n + d, 0);
+  const placed = target;
   const settled = creates.length === 0 && outdated.size === 0 && currentCount === spec.replicas;
   const atCaps = placed < spec.replicas && outdated.size === 0 && currentCount === placed;
   const halted = !settled && creates.length === 0 && drains.length === 0 && (statuses.some(stoppedEntry) || atCaps);
-  return { ...base, creates, drains, waiting, updated, settled, halted, placed, finalise: false };
+  return { ...base, creates, drains, waiting, updated, settled, halted, placed, overBudget, finalise: false };
 }
 
 /**
@@ -359,11 +398,13 @@ function planCreates(
 
 /**
  * Drains: an outdated member goes once what replaces it is Ready (the current Ready members and
- * the outdated ones left still cover `replicas`), and never below minAvailable Ready members;
+ * the outdated ones left still cover `target`: replicas, or fewer when the caps or the budget
+ * place fewer), and never below minAvailable Ready members (at most `target`);
  * when `blocked`, in place (what maxSurge 0 asks for), still within minAvailable.
  */
 function planDrains(
   input: PlanInput,
+  target: number,
   live: ProxyDoc[],
   outdated: Map<string, OutdatedReason>,
   current: ProxyDoc[][],
@@ -372,7 +413,7 @@ function planDrains(
   onStoppedEntry: (m: ProxyDoc) => boolean,
 ): Pick<Plan, 'drains' | 'waiting'> {
   const spec = input.pool.spec;
-  const minAvailable = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
+  const minAvailable = Math.min(spec.minAvailable ?? spec.replicas, target);
   const currentReadyCount = current.reduce((n, c) => n + c.filter(isReady).length, 0);
   const candidates = live.filter((m) => outdated.has(m.metadata.name)).sort(removalOrder);
   const drained = new Set<string>();
@@ -394,7 +435,7 @@ function planDrains(
       drained.add(m.metadata.name);
       left--;
     }
-  pass(() => currentReadyCount + (left - 1) >= spec.replicas);
+  pass(() => currentReadyCount + (left - 1) >= target);
   // Nothing could go and nothing can come: replace in place.
   if (drained.size === 0 && blocked) pass(() => true);
   const listed = (m: ProxyDoc) => ({ name: m.metadata.name, reason: outdated.get(m.metadata.name) as OutdatedReason });

@@ -1,8 +1,15 @@
 /** The pool controller: one pool reconcile, planned and committed in one transaction on `pools/{name}`. */
 import type { Bus } from '../bus/pubsub.js';
 import type { Config } from '../config/schema.js';
-import { spreadOf, templateHash } from '../domain/pool.js';
-import { NEVER_REACHABLE, type PoolCondition, type PoolDoc, type PoolStatus } from '../domain/pool-status.js';
+import { memberSpec, spreadOf, templateHash } from '../domain/pool.js';
+import { memberPrice, poolCost } from '../cost/pool-cost.js';
+import {
+  NEVER_REACHABLE,
+  type PoolCondition,
+  type PoolCost,
+  type PoolDoc,
+  type PoolStatus,
+} from '../domain/pool-status.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { banApplies } from '../domain/reports.js';
 import { freshVerdict } from '../health.js';
@@ -55,7 +62,12 @@ function condition(
 }
 
 /** The pool's status after `plan`, with its conditions. */
-function statusOf(pool: PoolDoc, plan: Plan, now: number): Omit<PoolStatus, 'revision' | 'lastReconcileAt'> {
+function statusOf(
+  pool: PoolDoc,
+  plan: Plan,
+  now: number,
+  cost: PoolCost,
+): Omit<PoolStatus, 'revision' | 'lastReconcileAt'> {
   const spec = pool.spec;
   const min = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
   const prev = pool.status.conditions;
@@ -63,14 +75,23 @@ function statusOf(pool: PoolDoc, plan: Plan, now: number): Omit<PoolStatus, 'rev
   const progressing = plan.settled
     ? condition(prev, 'Progressing', 'False', 'Settled', `${spec.replicas} members, all current`, now)
     : plan.placed < spec.replicas && !pool.deletionRequestedAt
-      ? condition(
-          prev,
-          'Progressing',
-          'True',
-          'CapReached',
-          `${plan.placed} of ${spec.replicas} members placed: every available spread entry is at its maxReplicas`,
-          now,
-        )
+      ? plan.overBudget
+        ? condition(
+            prev,
+            'Progressing',
+            'True',
+            'CostLimited',
+            `${plan.placed} of ${spec.replicas} members placed: ${spec.replicas} would cost $${plan.overBudget.wantedPerHourUsd.toFixed(4)}/h, above maxCostPerHour $${spec.maxCostPerHour ?? 0}/h`,
+            now,
+          )
+        : condition(
+            prev,
+            'Progressing',
+            'True',
+            'CapReached',
+            `${plan.placed} of ${spec.replicas} members placed: every available spread entry is at its maxReplicas`,
+            now,
+          )
       : condition(
           prev,
           'Progressing',
@@ -86,6 +107,7 @@ function statusOf(pool: PoolDoc, plan: Plan, now: number): Omit<PoolStatus, 'rev
     updatedReplicas: plan.updated,
     terminating: plan.terminating,
     entries: plan.entries,
+    cost,
     conditions: [
       plan.ready >= min
         ? condition(prev, 'Available', 'True', 'MinimumAvailable', `${plan.ready} Ready (minAvailable ${min})`, now)
@@ -138,6 +160,8 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
   const clock = deps.now ?? Date.now;
   const down = await downProviders(deps, clock());
   const log = deps.logger.child({ pool: name });
+  const price = (entry: { provider: string; placement: Record<string, unknown> }) =>
+    memberPrice(deps.config.providers, entry).hourlyUsd ?? 0;
   type Decided = { plan: Plan; pool: PoolDoc; now: number } | undefined;
   const { result, created } = await deps.pools.reconcile<Decided>(name, clock, (pool, members, now) => {
     if (!pool) return { writes: { create: [], drain: [] }, result: undefined };
@@ -150,6 +174,7 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       unhealthyAfter: deps.config.unhealthyAfter,
       neverReadyLimit: deps.config.neverReadyLimit,
       banned: deps.banned ?? isBanned,
+      memberHourly: (entry) => price(memberSpec(pool.spec.template, entry)),
     });
     const hash = templateHash(pool.spec.template);
     const labels = { ...pool.spec.template.metadata.labels, [TEMPLATE_LABEL]: hash };
@@ -158,7 +183,8 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       drain: plan.drains.map((d) => d.name),
       finalise: plan.finalise,
     };
-    const next = statusOf(pool, plan, now);
+    const live = members.filter((m) => !m.deletionRequestedAt).map((m) => m.spec);
+    const next = statusOf(pool, plan, now, poolCost(deps.config, live));
     const { revision, lastReconcileAt: _at, ...before } = pool.status;
     const acting = writes.create.length + writes.drain.length > 0;
     if (acting || JSON.stringify(before) !== JSON.stringify(next))

@@ -4,6 +4,7 @@ import { expandCatalogue } from '../config/catalogue.js';
 import type { Footprint } from '../domain/footprint.js';
 import { gcpFootprint } from './gcp/footprint.js';
 import { kubernetesFootprint } from './kubernetes/footprint.js';
+import { staticFootprint } from './static/footprint.js';
 
 const FOOTPRINTS: Record<
   ProviderType,
@@ -14,8 +15,8 @@ const FOOTPRINTS: Record<
   // A relay's host and its guests are the user's own hardware.
   process: () => ({ kind: 'on-prem' }),
   kvm: () => ({ kind: 'on-prem' }),
-  // A static endpoint is someone else's server (a vendor's, or yours): its price, if any, is in its entry.
-  static: () => ({ kind: 'on-prem' }),
+  // A static endpoint is a vendor's server or yours: its price, if any, is in its config entry.
+  static: staticFootprint,
 };
 
 /**

@@ -39,7 +39,10 @@ export interface StaticHarness {
 }
 
 /** More than the one provider `vendor`: each named provider gets these endpoints (indices) and options. */
-export type StaticProviders = Record<string, { endpoints: number[]; options?: Record<string, unknown> }>;
+export type StaticProviders = Record<
+  string,
+  { endpoints: number[]; options?: Record<string, unknown>; hourlyUsd?: number }
+>;
 
 /**
  * @param name - test name: the project id prefix and the log file
@@ -79,7 +82,14 @@ export async function startStaticHarness(
     providers: Object.entries(split ?? { vendor: { endpoints: endpoints.map((_, i) => i) } }).map(([provider, p]) => ({
       name: provider,
       type: 'static',
-      options: { endpoints: p.endpoints.map((i) => endpoints[i]), ...options, ...p.options },
+      options: {
+        endpoints: p.endpoints.map((i) => ({
+          ...endpoints[i],
+          ...(p.hourlyUsd !== undefined && { hourlyUsd: p.hourlyUsd }),
+        })),
+        ...options,
+        ...p.options,
+      },
     })),
     ...overrides,
   });

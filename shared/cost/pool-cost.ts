@@ -1,0 +1,91 @@
+/**
+ * A pool's running cost an hour: each live member's instance at the dated catalogue's prices (a
+ * VM's machine, in-use IPv4 and boot disk) or at the price its config states (a static
+ * endpoint's `hourlyUsd`), and the pool's share of the control plane.
+ */
+import type { Config, ProviderConfig } from '../config/schema.js';
+import { RELAY_TYPES } from '../config/schema.js';
+import type { PoolCost } from '../domain/pool-status.js';
+import { asEgressError } from '../errors.js';
+import { footprintOf } from '../providers/footprint.js';
+import { diskGibMonth, machineHourly, type Catalogue, CATALOGUE } from './catalogue.js';
+import { controlPlaneMonthly } from './control-plane.js';
+
+/** One member's price: what it is, and USD an hour (undefined: not priced, `what` says why). */
+export interface MemberPrice {
+  what: string;
+  hourlyUsd: number | undefined;
+}
+
+/**
+ * The hourly price of one member on a spread entry (provider and placement).
+ *
+ * @returns the price, or undefined `hourlyUsd` with the reason in `what`; never throws
+ */
+export function memberPrice(
+  providers: readonly ProviderConfig[],
+  entry: { provider: string; placement: Record<string, unknown> },
+  catalogue: Catalogue = CATALOGUE,
+): MemberPrice {
+  const index = providers.findIndex((p) => p.name === entry.provider);
+  const provider = providers[index];
+  if (!provider) return { what: `${entry.provider} (not configured)`, hourlyUsd: undefined };
+  try {
+    const f = footprintOf(provider, entry.placement, `config.providers.${index}`);
+    if (f.kind === 'pod')
+      return { what: `${provider.name}: Pods (billed as the cluster's nodes)`, hourlyUsd: undefined };
+    if (f.kind === 'on-prem')
+      return f.hourlyUsd === undefined
+        ? { what: `${provider.name}: ${provider.type} (no price configured)`, hourlyUsd: undefined }
+        : { what: `${provider.name}: ${provider.type} endpoint`, hourlyUsd: f.hourlyUsd };
+    const machine = machineHourly(catalogue, f.region, f.machineType, f.spot, f.fields);
+    const ip = f.externalIpv4 * (f.spot ? catalogue.externalIpv4.hourlySpot : catalogue.externalIpv4.hourlyStandard);
+    const disk =
+      (f.bootDisk.gib * diskGibMonth(catalogue, f.region, f.bootDisk.type, f.fields.zone)) / catalogue.hoursPerMonth;
+    return {
+      what: `${provider.name}: VM ${f.machineType} ${f.spot ? 'Spot' : 'on-demand'}, ${f.region} (+ IPv4, disk)`,
+      hourlyUsd: machine + ip + disk,
+    };
+  } catch (err) {
+    return { what: `${provider.name}: ${asEgressError(err).message}`, hourlyUsd: undefined };
+  }
+}
+
+/**
+ * @param members - the pool's live members' provider and placement
+ * @returns the lines by kind of member, the control plane's share, what is not priced, the total
+ */
+export function poolCost(
+  config: Pick<Config, 'providers' | 'checkIntervalSeconds'>,
+  members: readonly { provider: string; placement: Record<string, unknown> }[],
+  catalogue: Catalogue = CATALOGUE,
+): PoolCost {
+  const lines = new Map<string, { members: number; perHourUsd: number }>();
+  const unpriced = new Map<string, number>();
+  let relayed = 0;
+  for (const m of members) {
+    const type = config.providers.find((p) => p.name === m.provider)?.type;
+    if (type && RELAY_TYPES.includes(type)) relayed++;
+    const price = memberPrice(config.providers, m, catalogue);
+    if (price.hourlyUsd === undefined) {
+      unpriced.set(price.what, (unpriced.get(price.what) ?? 0) + 1);
+      continue;
+    }
+    const line = lines.get(price.what) ?? { members: 0, perHourUsd: 0 };
+    lines.set(price.what, { members: line.members + 1, perHourUsd: line.perHourUsd + price.hourlyUsd });
+  }
+  const controlPlane =
+    controlPlaneMonthly(members.length - relayed, relayed, config.checkIntervalSeconds) / catalogue.hoursPerMonth;
+  const all = [
+    ...[...lines].map(([what, l]) => ({ what, ...l })),
+    ...(members.length > 0
+      ? [{ what: 'control plane (share)', members: members.length, perHourUsd: controlPlane }]
+      : []),
+  ];
+  return {
+    perHourUsd: all.reduce((s, l) => s + l.perHourUsd, 0),
+    lines: all,
+    unpriced: [...unpriced].map(([what, n]) => `${n} × ${what}`),
+    pricesOf: catalogue.recordedOn,
+  };
+}
