@@ -56,7 +56,7 @@ describe('pool cost: the controller prices the members and keeps to maxCostPerHo
     );
     expect(cost?.lines[1]).toMatchObject({ what: 'control plane (share)', members: 3 });
     expect(cost?.perHourUsd).toBeCloseTo(0.03 + (cost?.lines[1]?.perHourUsd ?? NaN), 12);
-  });
+  }, 120_000);
 
   it('maxCostPerHour $0.015: one member stays, the others drain, and Progressing says CostLimited', async () => {
     await apply(3, 0.015);
@@ -75,5 +75,5 @@ describe('pool cost: the controller prices the members and keeps to maxCostPerHo
       60_000,
       500,
     );
-  });
+  }, 120_000);
 });

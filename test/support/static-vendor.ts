@@ -21,6 +21,8 @@ export interface Vendor {
   endpoints: VendorEndpoint[];
   /** Kills one endpoint's tinyproxy (SIGKILL), as an endpoint that went down. */
   stop(port: number): void;
+  /** Starts a stopped endpoint's tinyproxy again, with its config as before. */
+  restart(port: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -46,10 +48,8 @@ export async function startVendor(count: number): Promise<Vendor> {
   const dir = await mkdtemp(join(tmpdir(), 'static-vendor-'));
   const host = '127.0.0.1';
   const endpoints: VendorEndpoint[] = [];
-  for (let i = 0; i < count; i++) {
-    const port = await freePort(host);
-    const credentials = { username: `vendor-${i}`, password: `pw-${i}-${port}` };
-    const pid = await spawnTinyproxy(
+  const spawnAt = (port: number, credentials: { username: string; password: string }) =>
+    spawnTinyproxy(
       {
         tinyproxyPath: TINYPROXY_PATH,
         markers: ['static-vendor'],
@@ -61,7 +61,10 @@ export async function startVendor(count: number): Promise<Vendor> {
       },
       () => Promise.resolve(),
     );
-    endpoints.push({ host, port, ...credentials, pid });
+  for (let i = 0; i < count; i++) {
+    const port = await freePort(host);
+    const credentials = { username: `vendor-${i}`, password: `pw-${i}-${port}` };
+    endpoints.push({ host, port, ...credentials, pid: await spawnAt(port, credentials) });
   }
   const kill = (pid: number) => {
     try {
@@ -75,6 +78,10 @@ export async function startVendor(count: number): Promise<Vendor> {
     stop(port) {
       const e = endpoints.find((x) => x.port === port);
       if (e) kill(e.pid);
+    },
+    async restart(port) {
+      const e = endpoints.find((x) => x.port === port);
+      if (e) e.pid = await spawnAt(port, e);
     },
     async close() {
       for (const e of endpoints) kill(e.pid);
