@@ -21,8 +21,6 @@ export interface Vendor {
   endpoints: VendorEndpoint[];
   /** Kills one endpoint's tinyproxy (SIGKILL), as an endpoint that went down. */
   stop(port: number): void;
-  /** Starts a stopped endpoint's tinyproxy again, with its config as before. */
-  restart(port: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -78,10 +76,6 @@ export async function startVendor(count: number): Promise<Vendor> {
     stop(port) {
       const e = endpoints.find((x) => x.port === port);
       if (e) kill(e.pid);
-    },
-    async restart(port) {
-      const e = endpoints.find((x) => x.port === port);
-      if (e) e.pid = await spawnAt(port, e);
     },
     async close() {
       for (const e of endpoints) kill(e.pid);
