@@ -84,7 +84,7 @@ export interface InstanceDelta {
 export interface Provider {
   /** The configured provider name (a DNS-1123 label, rule name-dns-label). */
   readonly name: string;
-  /** The provider type (`process`, `kvm`, `gcp`, `kubernetes`). */
+  /** The provider type (`process`, `kvm`, `gcp`, `kubernetes`, `static`). */
   readonly type: string;
   /**
    * True when probes run on the backend side and arrive as `Instance.health`; false when the
