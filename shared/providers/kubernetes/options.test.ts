@@ -64,6 +64,28 @@ describe('kubernetes options', () => {
     ).toThrow(`${PATH}.options.token`);
   });
 
+  it('placement bounds: nothing allowed by default; tolerations and selectors refused when malformed', () => {
+    expect(parseKubernetesOptions(access, PATH).placement).toEqual({
+      allowHostNetwork: false,
+      tolerations: [],
+      nodeSelectors: {},
+    });
+    const fieldOf = (placement: unknown) => {
+      try {
+        parseKubernetesOptions({ ...access, placement }, PATH);
+      } catch (err) {
+        if (err instanceof ValidationError) return err.field;
+        throw err;
+      }
+      return undefined;
+    };
+    expect(fieldOf({ tolerations: ['a=b:Sometimes'] })).toBe(`${PATH}.options.placement.tolerations.0`);
+    expect(fieldOf({ nodeSelectors: { pool: ['not a value'] } })).toBe(
+      `${PATH}.options.placement.nodeSelectors.pool.0`,
+    );
+    expect(fieldOf({ hostNetwork: true })).toBe(`${PATH}.options.placement.hostNetwork`);
+  });
+
   it('the config sample is a valid config whose catalogue entries are valid placements', () => {
     const config = parseConfig(parseYaml(readFileSync('docs/samples/config/kubernetes.yaml', 'utf8')));
     const providers = config.providers.filter((p) => p.type === 'kubernetes');
@@ -71,7 +93,9 @@ describe('kubernetes options', () => {
     providers.forEach((p, i) => {
       const options = parseKubernetesOptions(p.options, `config.providers.${i}`);
       for (const entry of Object.values(p.catalogue))
-        expect(resolveKubernetesPlacement(entry, managedNamespaces(options)).namespace).toBe(options.namespace);
+        expect(resolveKubernetesPlacement(entry, managedNamespaces(options), options.placement).namespace).toBe(
+          options.namespace,
+        );
     });
   });
 });
