@@ -10,7 +10,8 @@ import { DEFAULT_IMAGE, managedNamespaces, parseKubernetesOptions } from './opti
 import { resolveKubernetesPlacement } from './placement.js';
 
 const PATH = 'config.providers.3';
-const access = { server: 'https://10.0.0.1', token: 't' };
+const access = { server: 'https://10.0.0.1', token: 't', allowUnpinnedImage: true };
+const DIGEST = `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`;
 
 describe('kubernetes options', () => {
   it('applies defaults: namespace default, tinyproxy image, port 8888, small resources', () => {
@@ -20,12 +21,29 @@ describe('kubernetes options', () => {
     expect(managedNamespaces({ ...o, namespaces: ['b', 'default'] })).toEqual(['default', 'b']);
   });
 
-  it.each([
-    `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`,
-    `registry.example:5000/egress/tinyproxy:1.11@sha256:${'0123456789abcdef'.repeat(4)}`,
-  ])('accepts an image pinned by digest (%s)', (image) => {
-    expect(parseKubernetesOptions({ ...access, image }, PATH).image).toBe(image);
+  it('refuses an image by tag unless allowUnpinnedImage says this is development, naming the image', () => {
+    const production = { server: 'https://10.0.0.1', token: 't' };
+    for (const options of [production, { ...production, image: 'docker.io/vimagick/tinyproxy:1.11' }]) {
+      let error: unknown;
+      try {
+        parseKubernetesOptions(options, PATH);
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(ValidationError);
+      expect(error).toMatchObject({ field: `${PATH}.options.image` });
+      expect(String(error)).toMatch(/pinned by digest/);
+    }
+    expect(parseKubernetesOptions({ ...production, image: DIGEST }, PATH).image).toBe(DIGEST);
+    expect(parseKubernetesOptions({ ...production, allowUnpinnedImage: true }, PATH).image).toBe(DEFAULT_IMAGE);
   });
+
+  it.each([DIGEST, `registry.example:5000/egress/tinyproxy:1.11@sha256:${'0123456789abcdef'.repeat(4)}`])(
+    'accepts an image pinned by digest (%s)',
+    (image) => {
+      expect(parseKubernetesOptions({ ...access, image }, PATH).image).toBe(image);
+    },
+  );
 
   it.each([
     [{}, 'kubeconfig', /exactly one way/],

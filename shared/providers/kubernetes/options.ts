@@ -7,7 +7,8 @@ import { parseToleration } from './placement.js';
 
 /**
  * A small image with tinyproxy (which supports `BasicAuth`) on its PATH. A tag, not a digest: no
- * registry is reachable where this was written, so no digest of it could be verified.
+ * registry is reachable where this was written, so no digest of it could be verified; it runs only
+ * with `allowUnpinnedImage` (development).
  */
 export const DEFAULT_IMAGE = 'docker.io/vimagick/tinyproxy:latest';
 /** `name[:tag]@sha256:<64 lowercase hex>`: one name, one `@`, the digest OCI image references use. */
@@ -75,8 +76,9 @@ export const kubernetesOptionsSchema = accessSchema
     /** Further namespaces placements may name; `get`, `delete`, `list` and `check` cover all of them. */
     namespaces: z.array(dnsLabel).max(20).default([]),
     /**
-     * The proxy image. Pin it by digest (`name@sha256:<64 hex>`) to run one known build: with
-     * `imagePullPolicy: IfNotPresent` a tag is pulled once per node and may differ between nodes.
+     * The proxy image, pinned by digest (`name@sha256:<64 hex>`) to run one known build: a tag can be
+     * moved to other code by whoever controls the registry, and with `imagePullPolicy:
+     * IfNotPresent` it is pulled once per node and may differ between nodes.
      */
     image: z
       .string()
@@ -87,6 +89,8 @@ export const kubernetesOptionsSchema = accessSchema
         'a digest must be "name@sha256:" and 64 lowercase hex digits',
       )
       .default(DEFAULT_IMAGE),
+    /** Development only: accept an image referenced by tag (the default image is one). */
+    allowUnpinnedImage: z.boolean().default(false),
     /** What placements may ask for beyond a managed namespace; nothing unless listed here. */
     placement: placementBoundsSchema.default({ allowHostNetwork: false, tolerations: [], nodeSelectors: {} }),
     /** The proxy port when a proxy asks for port 0 (each Pod has its own IP, so one port fits all). */
@@ -127,6 +131,12 @@ export const kubernetesOptionsSchema = accessSchema
       ctx.addIssue({ code: 'custom', path: ['context'], message: 'a context needs a kubeconfig file' });
     if (o.server !== undefined && o.token === undefined)
       ctx.addIssue({ code: 'custom', path: ['token'], message: 'an explicit server needs a bearer token' });
+    if (!o.allowUnpinnedImage && !DIGEST_REFERENCE.test(o.image))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['image'],
+        message: `must be pinned by digest ("name@sha256:" and 64 lowercase hex digits), not "${o.image}": a tag can change under the fleet (allowUnpinnedImage: true accepts one, for development only)`,
+      });
     if (o.token !== undefined && o.server === undefined)
       ctx.addIssue({ code: 'custom', path: ['token'], message: 'a token is only used with an explicit server' });
   });

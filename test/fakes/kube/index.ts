@@ -45,7 +45,11 @@ export interface FakeKube {
   token: string;
   user: string;
   /** Provider options that reach this fake (`server` and `token`). */
-  access(): { server: string; token: string };
+  /**
+   * How a provider reaches this fake, with `allowUnpinnedImage`: the fake pulls no image, and its
+   * tests run the default (tag) image as a development cluster would.
+   */
+  access(): { server: string; token: string; allowUnpinnedImage: true };
   /** Switches read by the kubelet: Pods never finish terminating; images fail to pull. */
   faults: { stuckTerminating: boolean; imagePullFails: boolean };
   /** Adds a fault; returns its removal. */
@@ -160,7 +164,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     url,
     token,
     user,
-    access: () => ({ server: url, token }),
+    access: () => ({ server: url, token, allowUnpinnedImage: true }),
     faults,
     inject(fault) {
       state.faults.push(fault);
