@@ -30,7 +30,14 @@ let n = 0;
 const build = (options: Record<string, unknown>, name = 'k8s', installationId = 'it'): Provider =>
   instrument(
     createKubernetesProvider({
-      provider: { name, type: 'kubernetes', catalogue: {}, options, rolloutBudget: 2 },
+      // The fake pulls no image: the default (tag) image runs, as on a development cluster.
+      provider: {
+        name,
+        type: 'kubernetes',
+        catalogue: {},
+        options: { allowUnpinnedImage: true, ...options },
+        rolloutBudget: 2,
+      },
       path: 'config.providers.0',
       config: { installationId },
       logger,
