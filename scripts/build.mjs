@@ -151,7 +151,6 @@ function entries() {
   }
   const fixed = [
     ['relay/main.ts', 'relay/main.js'],
-    ['relay/backends/process/proxy-server.ts', 'relay/proxy-server.js'],
     // Run by install.sh before any `npm ci`: its dependencies are bundled, so node alone runs it.
     ['relay/host-groups-main.ts', 'relay/host-groups.js', { standalone: true }],
     ['infra/local/start.ts', 'local/start.js'],

@@ -21,6 +21,7 @@ import {
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseRelayConfig } from '../../relay/config.js';
@@ -70,11 +71,26 @@ describe('install.sh --root', { timeout: 30_000 }, () => {
   });
 
   it('lays out the program, root-owned and read-only to the relay', () => {
-    for (const f of ['main.js', 'proxy-server.js', 'package.json', 'package-lock.json']) {
+    for (const f of ['main.js', 'package.json', 'package-lock.json']) {
       const path = join(root, 'opt', 'egress-relay', f);
       expect(statSync(path).uid, f).toBe(0);
       expect(mode(path), f).toBe('644');
     }
+  });
+
+  it('ships only what the relay runs: no Node proxy-server, and its install leaves out the proxy package', () => {
+    const opt = join(root, 'opt', 'egress-relay');
+    expect(
+      readdirSync(opt)
+        .filter((f) => !f.endsWith('.map'))
+        .sort(),
+    ).toEqual(['main.js', 'package-lock.json', 'package.json']);
+    // `npm ci --omit=dev` installs the dependencies only: the proxy package is a bench tool.
+    const pkg = z
+      .object({ dependencies: z.record(z.string(), z.string()), devDependencies: z.record(z.string(), z.string()) })
+      .parse(JSON.parse(readFileSync(join(opt, 'package.json'), 'utf8')));
+    expect(Object.keys(pkg.dependencies)).not.toContain('proxy');
+    expect(Object.keys(pkg.devDependencies)).toContain('proxy');
   });
 
   it('installs a config the relay accepts, readable by its group only', () => {

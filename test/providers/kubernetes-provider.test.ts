@@ -2,6 +2,7 @@
  * The `kubernetes` provider's own behaviour against the fake API: error mapping, placement on real
  * scheduling rules, cluster access (kubeconfig, GKE token, several clusters), and tracing.
  */
+import { localEgressPolicy } from '../../shared/config/egress-policy.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -30,13 +31,15 @@ let n = 0;
 const build = (options: Record<string, unknown>, name = 'k8s', installationId = 'it'): Provider =>
   instrument(
     createKubernetesProvider({
-      // The fake pulls no image: the default (tag) image runs, as on a development cluster.
+      // The fake pulls no image: the default (tag) image runs, as on a development cluster. The echo
+      // endpoint is on loopback: the Pods' tinyproxy (ConnectPort) admits it only by policy.
       provider: {
         name,
         type: 'kubernetes',
         catalogue: {},
         options: { allowUnpinnedImage: true, ...options },
         rolloutBudget: 2,
+        egress: localEgressPolicy([]),
       },
       path: 'config.providers.0',
       config: { installationId },
