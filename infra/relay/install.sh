@@ -88,7 +88,8 @@ install -d -m 0755 "$opt"
 for f in main.js main.js.map; do
   if [ -f "$dist/relay/$f" ]; then install -m 0644 "$dist/relay/$f" "$opt/$f"; fi
 done
-install -m 0644 "$repo/package.json" "$repo/package-lock.json" "$opt/"
+# The relay's own manifest and lock (scripts/build.mjs#writeRelayPackage): only what main.js imports.
+install -m 0644 "$dist/relay/package.json" "$dist/relay/package-lock.json" "$opt/"
 if [ "$skip_npm" = no ]; then
   (cd "$opt" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund)
 fi

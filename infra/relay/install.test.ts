@@ -85,12 +85,34 @@ describe('install.sh --root', { timeout: 30_000 }, () => {
         .filter((f) => !f.endsWith('.map'))
         .sort(),
     ).toEqual(['main.js', 'package-lock.json', 'package.json']);
-    // `npm ci --omit=dev` installs the dependencies only: the proxy package is a bench tool.
-    const pkg = z
-      .object({ dependencies: z.record(z.string(), z.string()), devDependencies: z.record(z.string(), z.string()) })
-      .parse(JSON.parse(readFileSync(join(opt, 'package.json'), 'utf8')));
-    expect(Object.keys(pkg.dependencies)).not.toContain('proxy');
-    expect(Object.keys(pkg.devDependencies)).toContain('proxy');
+    // Its own manifest and lock: the packages main.js imports and what they need, never the
+    // functions' SDKs (Firestore, Compute, the functions framework, the location databases) nor a
+    // bench tool (the proxy package).
+    const manifest: unknown = JSON.parse(readFileSync(join(opt, 'package.json'), 'utf8'));
+    expect(manifest).not.toHaveProperty('devDependencies');
+    const pkg = z.object({ dependencies: z.record(z.string(), z.string()) }).parse(manifest);
+    const imported = readFileSync(join(opt, 'main.js'), 'utf8').match(/(?<=from "|import\(")[^".][^"]*(?=")/g) ?? [];
+    const packageOf = (s: string) =>
+      s
+        .split('/')
+        .slice(0, s.startsWith('@') ? 2 : 1)
+        .join('/');
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(
+      [...new Set(imported.filter((s) => !s.startsWith('node:')).map(packageOf))].sort(),
+    );
+    const lock = z
+      .object({
+        packages: z.record(z.string(), z.object({ dependencies: z.record(z.string(), z.string()).optional() })),
+      })
+      .parse(JSON.parse(readFileSync(join(opt, 'package-lock.json'), 'utf8')));
+    expect(lock.packages['']?.dependencies).toEqual(pkg.dependencies);
+    for (const sdk of [
+      '@google-cloud/firestore',
+      '@google-cloud/compute',
+      '@google-cloud/functions-framework',
+      'proxy',
+    ])
+      expect(Object.keys(lock.packages), sdk).not.toContain(`node_modules/${sdk}`);
   });
 
   it('installs a config the relay accepts, readable by its group only', () => {
