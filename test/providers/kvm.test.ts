@@ -16,8 +16,8 @@ runProviderContract({
   type: 'kvm',
   // A guest serves 30–55 s after its start under TCG on an idle 2-core machine; five at once take longer.
   timeoutMs: 240_000,
-  // Each guest is a qemu process emulating its CPU: five at once on two cores would only measure the
-  // machine, and three at once left one Pending past the 240 s timeout on a CI run beside the e2e files.
+  // Each guest is a qemu process emulating its CPU: more than two at once on two cores, beside the
+  // e2e files, do not all boot within the timeout.
   concurrentCreates: 2,
   async setup() {
     const host: QemuHost = await startQemuHost();
