@@ -154,6 +154,7 @@ function entries() {
     // Run by install.sh before any `npm ci`: its dependencies are bundled, so node alone runs it.
     ['relay/host-groups-main.ts', 'relay/host-groups.js', { standalone: true }],
     ['infra/local/start.ts', 'local/start.js'],
+    ['infra/local/function-instance.ts', 'local/function-instance.js'],
     ['infra/local/traces.ts', 'local/traces.js'],
     ['cli/main.ts', 'cli/main.js'],
   ];

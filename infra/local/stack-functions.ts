@@ -1,7 +1,6 @@
 /** The local stack's functions: every function of the topology under functions-framework, supervised. */
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Logger } from '../../shared/logger.js';
 import { startChild, supervise, waitForPort, type Supervised } from './children.js';
 import { startFront, type Front } from './front.js';
@@ -39,10 +38,9 @@ export function localFunctions(opts: {
   logger: Logger;
 }): LocalFunctions {
   const { root, home, host, firstPort, topology, env, logger } = opts;
-  const httpNames = httpFunctions(topology);
-  const names = [...pushedFunctions(topology), ...httpNames];
-  // The framework's CLI (its `bin`) sits beside its main module.
-  const ffMain = join(dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')), 'main.js');
+  const names = [...pushedFunctions(topology), ...httpFunctions(topology)];
+  // The framework's server on the stack's host only (infra/local/function-instance.ts).
+  const launcher = join(root, 'dist', 'local', 'function-instance.js');
   const port = new Map(names.map((name, i) => [name, firstPort + i]));
   const logDir = join(home, 'logs');
   const pidDir = join(home, 'pids');
@@ -51,11 +49,11 @@ export function localFunctions(opts: {
   let fronts: Front[] = [];
   let running: Supervised[] = [];
   const args = (name: string) => [
-    ffMain,
+    launcher,
     `--target=${name}`,
     `--source=${join(root, 'dist', 'functions', name)}`,
     `--port=${instancePort(name)}`,
-    `--signature-type=${httpNames.includes(name) ? 'http' : 'cloudevent'}`,
+    `--host=${host}`,
   ];
   const startInstances = async () => {
     const started = names.map((name) => ({

@@ -1,6 +1,6 @@
 /** The local stack driven from outside, as a new user would: `npm start`, the request topic, Firestore. */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -239,6 +239,22 @@ describe('e2e: local stack', () => {
     );
   });
 
+  it('every process of the stack listens on loopback only (functions, fronts, emulators, relay, proxies)', async () => {
+    const { stdout } = await run('ss', ['-ltnpH']);
+    const ours = descendants(stack.process.pid ?? 0);
+    const listening = stdout
+      .split('\n')
+      .map((line) => ({
+        local: line.split(/\s+/)[3] ?? '',
+        pids: [...line.matchAll(/pid=(\d+)/g)].map((m) => Number(m[1])),
+      }))
+      .filter((l) => l.pids.some((pid) => ours.has(pid)));
+    // The API's instance and its front at least, and every function's.
+    expect(listening.length).toBeGreaterThan(10);
+    for (const { local } of listening)
+      expect(local, local).toMatch(/^(127\.\d+\.\d+\.\d+|\[::1\]|\[::ffff:127\.[\d.]+\]):\d+$/);
+  });
+
   it('Ctrl-C leaves no process and no port behind', async () => {
     const code = await stack.interrupt();
     expect(code).toBe(0);
@@ -248,3 +264,28 @@ describe('e2e: local stack', () => {
       expect(await portOpen(port + OFFSET)).toBe(false);
   });
 });
+
+/** `root` and every process below it, from /proc's parent links. */
+function descendants(root: number): Set<number> {
+  const parent = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // Field 4 of /proc/PID/stat, after the command in parentheses (which may hold spaces).
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  const found = new Set([root]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [pid, ppid] of parent)
+      if (!found.has(pid) && found.has(ppid)) {
+        found.add(pid);
+        grew = true;
+      }
+  }
+  return found;
+}
