@@ -39,7 +39,7 @@ function filesUnder(root: string): string[] {
 beforeAll(async () => {
   // No sweeps during the test: Ready must be reached by the kicks and redeliveries of this trace.
   writeFileSync(configFile, stringify({ ...LOCAL_DEFAULT_CONFIG, checkIntervalSeconds: 3600 }));
-  stack = await startLocalStack({ EGRESS_PORT_OFFSET: '800', EGRESS_SAMPLES: 'none', EGRESS_CONFIG: configFile });
+  stack = await startLocalStack({ EGRESS_PORT_OFFSET: '1200', EGRESS_SAMPLES: 'none', EGRESS_CONFIG: configFile });
 });
 
 afterAll(async () => {
