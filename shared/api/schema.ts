@@ -132,6 +132,10 @@ export const discoveredSchema = z.looseObject({
   name: z.string(),
   provider: z.string(),
   url: z.string(),
+  /** `https://user:pass@ip:tlsPort`: the proxy behind its TLS listener; null until a probe pinned its certificate. */
+  tlsUrl: z.string().nullish(),
+  /** Lowercase hex SHA-256 of the TLS listener's DER certificate, to pin. */
+  tlsFingerprint: z.string().nullish(),
   egressIp: z.string().nullish(),
   latencyMs: z.number().nullish(),
 });

@@ -5,11 +5,12 @@
  */
 import { asEgressError } from '../errors.js';
 import type { Provider, ProviderHealth } from '../providers/contract.js';
-import { nextHealth, probeThroughProxy, type ProbeResult } from '../probe/probe.js';
+import { nextHealth, probeThroughProxy, type ProbeOptions, type ProbeResult } from '../probe/probe.js';
 import { providerHealth, type CheckBatch } from './batch.js';
 import type { ReconcileDeps, Subject } from './context.js';
 import type { Observation } from './decision.js';
 import { storedObservation } from './stored-observation.js';
+import { judgeAgainstPin, pinnedFingerprint } from './tls-pin.js';
 
 /** An observation, and whether it is the stored one (good only to confirm that nothing is to be done). */
 export interface Observed {
@@ -53,8 +54,17 @@ async function observeNow(
   provider: Provider,
   health: ProviderHealth | undefined,
 ): Promise<Observed> {
-  const observation = await getInstance(provider, subject.instanceName, health);
-  return { observation: await withOwnProbe(deps, subject, provider, observation), reused: false };
+  const observation = await withOwnProbe(
+    deps,
+    subject,
+    provider,
+    await getInstance(provider, subject.instanceName, health),
+  );
+  if (observation.kind !== 'found') return { observation, reused: false };
+  const { status } = subject.doc;
+  const pinned = pinnedFingerprint(status.instance, observation.instance);
+  const instance = judgeAgainstPin(observation.instance, pinned, status.health?.consecutiveFailures ?? 0);
+  return { observation: { kind: 'found', instance }, reused: false };
 }
 
 async function getInstance(provider: Provider, name: string, health: ProviderHealth | undefined): Promise<Observation> {
@@ -78,13 +88,23 @@ async function withOwnProbe(
     return observation;
   const { instance } = observation;
   // The prober's own path to the instance (rule reachable-with-credentials): a VM's internal address.
-  const result = await probeOwn(deps, subject, instance.probeIp || instance.ip, instance.port);
+  const tls =
+    instance.tlsPort === undefined
+      ? undefined
+      : { port: instance.tlsPort, fingerprint: pinnedFingerprint(subject.doc.status.instance, instance) };
+  const result = await probeOwn(deps, subject, instance.probeIp || instance.ip, instance.port, tls);
   const health = nextHealth(subject.doc.status.health, result, new Date(subject.now()));
   return { kind: 'found', instance: { ...instance, health } };
 }
 
 /** Probes through the proxy with its credentials (remembered per incarnation; forgotten when a probe fails). */
-async function probeOwn(deps: ReconcileDeps, subject: Subject, host: string, port: number): Promise<ProbeResult> {
+async function probeOwn(
+  deps: ReconcileDeps,
+  subject: Subject,
+  host: string,
+  port: number,
+  tls: ProbeOptions['tls'],
+): Promise<ProbeResult> {
   const { name, doc } = subject;
   const credentials = await deps.proxies.credentials(name, { incarnation: doc.createdAt });
   if (!credentials) return { ok: false, latencyMs: 0, error: 'no credentials stored for this proxy' };
@@ -95,6 +115,7 @@ async function probeOwn(deps: ReconcileDeps, subject: Subject, host: string, por
     ...credentials,
     echoUrl: deps.config.echoUrl,
     timeoutMs: deps.config.probeTimeoutSeconds * 1000,
+    tls,
   });
   if (!result.ok) deps.proxies.forgetCredentials(name);
   return result;

@@ -29,6 +29,8 @@ export interface ProcessBackendOptions {
   portRange: readonly [number, number];
   /** The tinyproxy executable (default `/usr/bin/tinyproxy`, Debian package `tinyproxy-bin`). */
   tinyproxyPath?: string | undefined;
+  /** The stunnel executable of the proxies' TLS listeners (default `/usr/bin/stunnel4`, Debian package `stunnel4`). */
+  stunnelPath?: string | undefined;
   /** The IP reported to clients and the prober; defaults to the bind address. */
   advertiseHost?: string | undefined;
   /**
