@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import { IdTokenError } from '../shared/api/id-token.js';
+import { tlsFingerprintSchema } from '../shared/tls/pinned.js';
 import type { Upstream } from './selection.js';
 
 /** Which proxies the gateway may use (interfaces.md §3, `GET /v1/discovery`). */
@@ -30,21 +31,33 @@ const discoveredSchema = z.looseObject({
   name: z.string().min(1),
   provider: z.string(),
   url: z.url({ protocol: /^http$/ }),
+  tlsUrl: z.url({ protocol: /^https$/ }).nullish(),
+  tlsFingerprint: tlsFingerprintSchema.nullish(),
   egressIp: z.string().nullish(),
 });
+type DiscoveredEntry = z.infer<typeof discoveredSchema>;
 
-/** A discovery entry's `http://user:pass@ip:port` as the pieces the gateway dials with. */
-export function upstreamOf(entry: { name: string; provider: string; url: string; egressIp?: string | null }): Upstream {
-  const url = new URL(entry.url);
+/**
+ * A discovery entry as the pieces the gateway dials with: its TLS listener (`tlsUrl`, pinned to
+ * `tlsFingerprint`) when it has one, so the proxy's credentials never cross the network in clear;
+ * else `http://user:pass@ip:port`.
+ */
+export function upstreamOf(
+  entry: Pick<DiscoveredEntry, 'name' | 'provider' | 'url' | 'tlsUrl' | 'tlsFingerprint' | 'egressIp'>,
+): Upstream {
+  const secure =
+    entry.tlsUrl && entry.tlsFingerprint ? { url: entry.tlsUrl, fingerprint: entry.tlsFingerprint } : undefined;
+  const url = new URL(secure?.url ?? entry.url);
   const user = decodeURIComponent(url.username);
   const pass = decodeURIComponent(url.password);
   return {
     name: entry.name,
     provider: entry.provider,
     host: url.hostname.replace(/^\[|\]$/g, ''),
-    port: Number(url.port || 80),
+    port: Number(url.port || (secure ? 443 : 80)),
     authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`,
     egressIp: entry.egressIp ?? undefined,
+    ...(secure && { tls: { fingerprint: secure.fingerprint } }),
   };
 }
 

@@ -1,5 +1,6 @@
-/** One CONNECT tunnel through one fleet proxy: dial, send CONNECT with the proxy's credentials, read its answer. */
+/** One CONNECT tunnel through one fleet proxy: dial (over TLS, pinned, when it has a TLS listener), send CONNECT with the proxy's credentials, read its answer. */
 import net from 'node:net';
+import { connectPinned } from '../shared/tls/pinned.js';
 import type { Attempt } from './router.js';
 import type { Upstream } from './selection.js';
 
@@ -36,7 +37,15 @@ export function parseAuthority(authority: string): { host: string; port: number 
  */
 export function connectThrough(upstream: Upstream, authority: string, timeoutMs: number): Promise<Attempt<Tunnel>> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: upstream.host, port: upstream.port });
+    const sendConnect = () =>
+      socket.write(
+        `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${upstream.authorization}\r\n\r\n`,
+      );
+    const { host, port, tls } = upstream;
+    // Over TLS the credentials go out once the certificate matched the pinned fingerprint.
+    const socket: net.Socket = tls
+      ? connectPinned({ host, port, fingerprint: tls.fingerprint }, (err) => (err ? onError(err) : sendConnect()))
+      : net.connect({ host, port }).once('connect', sendConnect);
     socket.setNoDelay(true);
     let buffered: Buffer = Buffer.alloc(0);
     let settled = false;
@@ -48,11 +57,6 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
       resolve({ ok: false, reason, penalize, retry, refused });
     };
     const timer = setTimeout(() => fail(`no tunnel within ${timeoutMs} ms`, true, true), timeoutMs);
-    socket.once('connect', () => {
-      socket.write(
-        `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${upstream.authorization}\r\n\r\n`,
-      );
-    });
     const onData = (chunk: Buffer) => {
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
       const end = buffered.indexOf('\r\n\r\n');

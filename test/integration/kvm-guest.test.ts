@@ -3,7 +3,8 @@
  * own (test/support/qemu-host.ts) boots the Debian test image (scripts/guest-image.sh) with the
  * NoCloud seed the backend uploads; cloud-init configures tinyproxy with the proxy's credentials;
  * the relay finds the address, reads the guest's ready marker through the guest agent, probes
- * through the guest, replaces it when its qemu process is killed, and deletes every part of it.
+ * through the guest's TLS listener (stunnel, pinning the certificate the guest made), replaces it
+ * when its qemu process is killed, and deletes every part of it.
  */
 import { egressPolicySchema } from '../../shared/config/egress-policy.js';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -17,6 +18,7 @@ import { instanceName } from '../../shared/domain/names.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
 import { buildUserData } from '../../shared/providers/gcp/cloud-init.js';
+import { connectPinned } from '../../shared/tls/pinned.js';
 import { kvmHostSchema } from '../../relay/config.js';
 import { domainXml } from '../../relay/backends/kvm/domain-xml.js';
 import { buildIso9660 } from '../../relay/backends/kvm/iso9660.js';
@@ -109,6 +111,27 @@ async function curlThrough(address: string, auth: string | undefined, target: st
   const lines = stdout.trimEnd().split('\n');
   return { status: Number(lines.pop()), body: lines.join('\n') };
 }
+
+/** curl through the guest's TLS listener: `https://` proxy URL, the self-signed certificate accepted (the test pins it apart). */
+const curlOverTls = (address: string, auth: string, target: string) =>
+  curlThrough(address, auth, target, [
+    '-sS',
+    '--max-time',
+    '10',
+    '--proxy-insecure',
+    '-x',
+    `https://${auth}@${address}`,
+  ]);
+
+/** The fingerprint of the certificate the TLS listener at `ip:port` presents. */
+const presented = (ip: string, port: number) =>
+  new Promise<string | undefined>((resolve, reject) =>
+    connectPinned({ host: ip, port, timeoutMs: 10_000 }, (err, socket, fingerprint) => {
+      socket.destroy();
+      if (err) reject(err);
+      else resolve(fingerprint);
+    }),
+  );
 
 beforeAll(async () => {
   host = await startQemuHost();
@@ -214,6 +237,20 @@ describe("kvm guest: a real cloud-init guest under libvirt's qemu driver", () =>
       expect((await curlThrough(address, undefined, h.echo.url)).status).toBe(407);
       // tinyproxy answers wrong credentials with 401, not 407 (RFC 9110 §15.5.8 wants 407): refused either way.
       expect((await curlThrough(address, `${credentials.username}:wrong`, h.echo.url)).status).toBe(401);
+
+      // The TLS listener: its certificate, made in the guest, pinned by the relay's first probe
+      // through it; the proxy's credentials travel inside TLS only.
+      const { tlsPort, tlsFingerprint } = doc.status.instance ?? {};
+      expect(tlsPort).toBe(Number(address.split(':')[1]) + 1);
+      expect(tlsFingerprint).toMatch(/^[0-9a-f]{64}$/);
+      expect(doc.status.health?.tlsFingerprint).toBe(tlsFingerprint);
+      expect(doc.status.conditions.find((c) => c.type === 'TlsPinned')).toMatchObject({ status: 'True' });
+      expect(await presented(ip, tlsPort ?? 0)).toBe(tlsFingerprint);
+      const tlsAddress = `${ip}:${tlsPort}`;
+      const overTls = await curlOverTls(tlsAddress, `${credentials.username}:${credentials.password}`, h.echo.url);
+      expect(overTls.status).toBe(200);
+      expect(JSON.parse(overTls.body)).toEqual({ ip });
+      expect((await curlOverTls(tlsAddress, `${credentials.username}:wrong`, h.echo.url)).status).toBe(401);
     },
     BOOT_MS + 60_000,
   );
@@ -323,6 +360,14 @@ describe('kvm guest: the gcp user-data, run by real cloud-init in the same image
         // The echo endpoint saw the guest as the caller: the request left through the guest's proxy.
         expect(JSON.parse(status.ok.body)).toEqual({ ip: status.ip });
         expect((await curlThrough(`${status.ip}:3128`, undefined, h.echo.url)).status).toBe(407);
+        // Its TLS listener on the next port serves the same proxy, behind a certificate of its own.
+        const overTls = await curlOverTls(
+          `${status.ip}:3129`,
+          `${credentials.username}:${credentials.password}`,
+          h.echo.url,
+        );
+        expect(overTls.status).toBe(200);
+        expect(await presented(status.ip, 3129)).toMatch(/^[0-9a-f]{64}$/);
         // fence: the same refusals as the kvm seed's guest.
         await expectFenced(`${status.ip}:3128`, `${credentials.username}:${credentials.password}`);
       } finally {
