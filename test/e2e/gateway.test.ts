@@ -104,12 +104,13 @@ describe('e2e: fleet proxies through their TLS listeners, https:// proxy URLs', 
   };
 
   it('discovery gives every local proxy a tlsUrl whose certificate is the fingerprint it publishes', async () => {
-    const all = await discovery();
     const entries = await eventually(async () => {
+      const all = await discovery();
       const secure = await secureEntries();
+      expect(all.length).toBeGreaterThan(0);
       expect(secure.length).toBe(all.length);
       return secure;
-    }, 30_000);
+    }, 60_000);
     for (const e of entries) {
       expect(e.tlsUrl).toMatch(/^https:\/\/[^:]+:[^@]+@127\.0\.0\.1:\d+$/);
       expect(fingerprintOf(e.cert.raw)).toBe(e.tlsFingerprint);
