@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: starts its own emulators on free ports, measures cold start, orchestration
  * overhead and the fleet's steady-state cost and scale, prints the tables, stops what it started.
- * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt,gateway,local`,
+ * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt,gateway,learning,local`,
  * `--soak[=SECONDS]` (the gateway's RSS soak, default 600 s: the issue's 10 minutes; left out
  * of the default run so it stays short),
  * `--out=DIR` (default test-results/bench).
@@ -17,6 +17,7 @@ import { Cleanup } from './cleanup.js';
 import { importBreakdown, runColdStart } from './cold-start.js';
 import { steadyCycle, sweepFleet, type CycleCost, type SweepResult } from './fleet-bench.js';
 import { runGatewayBench } from './gateway-bench.js';
+import { runLearningBench } from './learning-bench.js';
 import { runLocalProxiesBench } from './local-proxies.js';
 import { runOrchestration } from './orchestration.js';
 import { benchLibvirt } from './libvirt.js';
@@ -37,7 +38,7 @@ function repoRoot(): string {
 const optionsSchema = z.object({
   quick: z.boolean(),
   sizes: z.array(z.number().int().min(1).max(20_000)).min(1),
-  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'local'])).min(1),
+  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'learning', 'local'])).min(1),
   soak: z.number().int().min(60).max(86_400).optional(),
   out: z.string().min(1).optional(),
 });
@@ -46,7 +47,7 @@ function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
   const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
   const quick = argv.includes('--quick');
   const sizes = value('sizes')?.split(',').map(Number) ?? (quick ? [100, 1000] : [100, 1000, 10_000]);
-  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'local'];
+  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'learning', 'local'];
   const soak = argv.includes('--soak') ? 600 : value('soak') === undefined ? undefined : Number(value('soak'));
   return optionsSchema.parse({ quick, sizes, only, soak, out: value('out') });
 }
@@ -188,6 +189,14 @@ async function main(): Promise<void> {
       } catch (err) {
         results.errors.push(`gateway: ${err instanceof Error ? err.message : String(err)}`);
         log(`gateway failed: ${results.errors.at(-1) ?? ''}`);
+      }
+    }
+    if (opts.only.includes('learning')) {
+      try {
+        results.learning = await runLearningBench({ log }, cleanup);
+      } catch (err) {
+        results.errors.push(`learning: ${err instanceof Error ? err.message : String(err)}`);
+        log(`learning failed: ${results.errors.at(-1) ?? ''}`);
       }
     }
     if (opts.only.includes('local')) {

@@ -3,6 +3,8 @@ import type { ColdStart } from './cold-start.js';
 import { backgroundRows, KIND_LABEL } from './report-background.js';
 import { coldRows } from './report-cold.js';
 import { gatewayRows, libvirtRow, type LibvirtRatio } from './report-gateway.js';
+import { learningRows } from './report-learning.js';
+import type { LearningResults } from './learning-bench.js';
 import { monthlyCost, PRICE_SOURCES, PRICES_RECORDED_ON } from './cost-model.js';
 import type { Counts } from './counting.js';
 import { totalOf, type CycleCost, type SweepResult } from './fleet-bench.js';
@@ -30,6 +32,8 @@ export interface BenchResults {
   libvirt?: LibvirtRatio;
   /** The gateway against one fleet proxy directly (bench/gateway-bench.ts), unless left out with `--only`. */
   gateway?: GatewayResults;
+  /** The gateway that learns (bench/learning-bench.ts), unless left out with `--only`. */
+  learning?: LearningResults;
   /** The process backend's proxies at scale (bench/local-proxies.ts), unless left out with `--only`. */
   localProxies?: LocalProxiesResults;
   /** Sections that failed (their targets show as not run). */
@@ -197,6 +201,7 @@ export function targetsTable(r: BenchResults): string {
     ...scaleRows(r),
     libvirtRow(r.libvirt),
     ...gatewayRows(r.gateway),
+    ...learningRows(r.learning),
     ...localProxyRows(r.localProxies),
   ];
   return markdownTable(['measure', 'target', 'result', 'met'], rows);

@@ -16,7 +16,7 @@ import {
   reportAcceptedSchema,
   type ApiDiscovered,
   type ApiPool,
-  type ApiProvider,
+  type ApiProviderList,
   type ApiProxy,
   type ApiProxyWithEvents,
   type ApiReportAccepted,
@@ -59,6 +59,10 @@ export interface DiscoveryFilters {
   forDomain?: string | undefined;
   labels?: readonly string[] | undefined;
   maxLatencyMs?: number | undefined;
+  /** `?country=`: located there and not `EgressVerified=False`. */
+  country?: string | undefined;
+  /** `?asn=`: the egress IP's autonomous system. */
+  asn?: number | undefined;
   distinct?: boolean | undefined;
   limit?: number | undefined;
   random?: boolean | undefined;
@@ -73,7 +77,8 @@ export interface ApiClient {
   deleteProxy(name: string): Promise<void>;
   /** `POST /v1/proxies/{name}/reports`: feedback from traffic. */
   reportProxy(name: string, report: { reason: string; target?: string; detail?: string }): Promise<ApiReportAccepted>;
-  listProviders(): Promise<ApiProvider[]>;
+  /** The providers' health and the egress-location database's releases. */
+  listProviders(): Promise<ApiProviderList>;
   discover(filters: DiscoveryFilters): Promise<ApiDiscovered[]>;
   /** @returns the `text/plain` URL list, one `http://user:pass@ip:port` per line */
   discoverUrls(filters: DiscoveryFilters): Promise<string[]>;
@@ -98,6 +103,8 @@ function discoveryQuery(f: DiscoveryFilters, format: 'json' | 'urls'): string {
     ['for', f.forDomain],
     ...(f.labels ?? []).map((l): [string, string] => ['label', l]),
     ['maxLatencyMs', f.maxLatencyMs],
+    ['country', f.country],
+    ['asn', f.asn],
     ['distinct', f.distinct],
     ['limit', f.limit],
     ['order', f.random ? 'random' : undefined],
@@ -229,7 +236,7 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
       return answer(reportAcceptedSchema, await call('POST', path, report), `POST ${path}`);
     },
     async listProviders() {
-      return (await answer(providerListSchema, await call('GET', '/v1/providers'), 'GET /v1/providers')).items;
+      return answer(providerListSchema, await call('GET', '/v1/providers'), 'GET /v1/providers');
     },
     async listPools() {
       return (await answer(poolListSchema, await call('GET', '/v1/pools'), 'GET /v1/pools')).items;

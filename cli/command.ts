@@ -1,4 +1,4 @@
-/** The `egress` command line's vocabulary: the typed commands, their flags, and the usage error. */
+/** The `egress` command line's vocabulary: each verb's command, the flags, and the usage error. */
 import type { parseArgs } from 'node:util';
 import type { ReportReason } from '../shared/domain/reports.js';
 import type { Phase } from '../shared/domain/status.js';
@@ -15,69 +15,82 @@ export type GetOutput = (typeof GET_OUTPUTS)[number];
 export const DISCOVER_OUTPUTS = ['urls', 'json'] as const;
 export type DiscoverOutput = (typeof DISCOVER_OUTPUTS)[number];
 
-/** What the user asked for. */
-export type Command =
-  | { verb: 'help' }
-  | { verb: 'apply'; files: string[]; wait: boolean; timeoutMs: number }
-  | { verb: 'get-proxies'; output: GetOutput; provider?: string; phase?: Phase; labels: string[]; watch: boolean }
-  | { verb: 'get-proxy'; name: string; output: GetOutput }
-  | { verb: 'get-providers'; output: GetOutput }
-  | { verb: 'describe-proxy'; name: string }
-  | { verb: 'delete-proxy'; names: string[]; wait: boolean; timeoutMs: number }
-  | { verb: 'get-pools'; output: GetOutput }
-  | { verb: 'get-pool'; name: string; output: GetOutput }
-  | { verb: 'describe-pool'; name: string }
-  | { verb: 'delete-pool'; name: string; wait: boolean; timeoutMs: number }
-  | { verb: 'scale-pool'; name: string; replicas: number; wait: boolean; timeoutMs: number }
-  | { verb: 'report-proxy'; name: string; reason: ReportReason; target?: string; detail?: string }
-  | {
-      verb: 'discover';
-      output: DiscoverOutput;
-      provider?: string;
-      /** Only members of this pool (`?pool=`). */
-      pool?: string;
-      /** Leave out proxies reported for this domain (`?for=`). */
-      forDomain?: string;
-      labels: string[];
-      maxLatencyMs?: number;
-      distinct: boolean;
-      limit?: number;
-      random: boolean;
-    }
-  | {
-      verb: 'cost';
-      /** The providers config (`--config`). */
-      config: string;
-      /** Fleet files (`-f`); empty with `--proxies`. */
-      files: string[];
-      proxies?: number;
-      provider?: string;
-      /** Internet egress of the whole fleet, GiB a month (`--egress-gb`). */
-      egressGib: number;
-    }
-  | {
-      verb: 'doctor';
-      config: string;
-      /** Fleet files (`-f`) or `--proxies N`: the fleet the quotas must hold. */
-      files: string[];
-      proxies?: number;
-      provider?: string;
-      /** The repository's `infra/` (`--infra`): the APIs, subscriptions and names Terraform uses. */
-      infra: string;
-      /** `--api-public`: the deployment sets api_public = true. */
-      apiPublic: boolean;
-      /** `--functions-range CIDR`: the connector or Direct VPC egress range the functions probe from. */
-      functionsRange?: string;
-    }
-  | {
-      verb: 'gateway';
-      listen: HostPort;
-      pool?: string;
-      provider?: string;
-      labels: string[];
-      banOn: number[];
-      metrics?: HostPort;
-    };
+/**
+ * What each verb carries once parsed, keyed by its id: the id is the command's `verb` and is typed
+ * as words (`get-proxies` is `egress get proxies`). cli/verbs.ts must define every id here, once.
+ */
+export interface CommandShapes {
+  apply: { files: string[]; wait: boolean; timeoutMs: number };
+  'get-proxies': { output: GetOutput; provider?: string; phase?: Phase; labels: string[]; watch: boolean };
+  'get-proxy': { name: string; output: GetOutput };
+  'describe-proxy': { name: string };
+  'delete-proxy': { names: string[]; wait: boolean; timeoutMs: number };
+  'report-proxy': { name: string; reason: ReportReason; target?: string; detail?: string };
+  'get-providers': { output: GetOutput };
+  'get-pools': { output: GetOutput };
+  'get-pool': { name: string; output: GetOutput };
+  'describe-pool': { name: string };
+  'delete-pool': { name: string; wait: boolean; timeoutMs: number };
+  'scale-pool': { name: string; replicas: number; wait: boolean; timeoutMs: number };
+  discover: {
+    output: DiscoverOutput;
+    provider?: string;
+    /** Only members of this pool (`?pool=`). */
+    pool?: string;
+    /** Leave out proxies reported for this domain (`?for=`). */
+    forDomain?: string;
+    labels: string[];
+    maxLatencyMs?: number;
+    /** Strict country (`?country=`), upper case. */
+    country?: string;
+    asn?: number;
+    distinct: boolean;
+    limit?: number;
+    random: boolean;
+  };
+  gateway: {
+    listen: HostPort;
+    pool?: string;
+    provider?: string;
+    labels: string[];
+    banOn: number[];
+    metrics?: HostPort;
+    /** `--socks-no-auth 127.0.0.1,::1`: loopback clients that may use SOCKS5 without credentials. */
+    socksNoAuthFrom: string[];
+  };
+  cost: {
+    /** The providers config (`--config`). */
+    config: string;
+    /** Fleet files (`-f`); empty with `--proxies`. */
+    files: string[];
+    proxies?: number;
+    provider?: string;
+    /** Internet egress of the whole fleet, GiB a month (`--egress-gb`). */
+    egressGib: number;
+  };
+  doctor: {
+    config: string;
+    /** Fleet files (`-f`) or `--proxies N`: the fleet the quotas must hold. */
+    files: string[];
+    proxies?: number;
+    provider?: string;
+    /** The repository's `infra/` (`--infra`): the APIs, subscriptions and names Terraform uses. */
+    infra: string;
+    /** `--api-public`: the deployment sets api_public = true. */
+    apiPublic: boolean;
+    /** `--functions-range CIDR`: the connector or Direct VPC egress range the functions probe from. */
+    functionsRange?: string;
+  };
+}
+
+/** A verb's id (`get-proxies`). */
+export type VerbId = keyof CommandShapes;
+
+/** What the user asked for: one verb's command (`Command<'cost'>`), or any of them. */
+export type Command<K extends VerbId = VerbId> = { [P in K]: { verb: P } & CommandShapes[P] }[K];
+
+/** What parsing a command line gives: a command, or the request for help. */
+export type CommandLine = Command | { verb: 'help' };
 
 /** `--listen` / `--metrics`: where to listen. */
 export interface HostPort {
@@ -85,7 +98,10 @@ export interface HostPort {
   port: number;
 }
 
-/** Every flag of every verb; each verb then accepts only its own (see `FLAGS_BY_VERB`). */
+/**
+ * Every flag of every verb, one line each, parsed once for the whole line (a name means one thing
+ * for every verb); each verb then accepts only those its definition in cli/verbs.ts lists.
+ */
 export const OPTIONS = {
   filename: { type: 'string', short: 'f', multiple: true },
   wait: { type: 'boolean' },
@@ -96,6 +112,8 @@ export const OPTIONS = {
   label: { type: 'string', short: 'l', multiple: true },
   watch: { type: 'boolean', short: 'w' },
   'max-latency-ms': { type: 'string' },
+  country: { type: 'string' },
+  asn: { type: 'string' },
   distinct: { type: 'boolean' },
   limit: { type: 'string' },
   random: { type: 'boolean' },
@@ -103,6 +121,7 @@ export const OPTIONS = {
   listen: { type: 'string' },
   pool: { type: 'string' },
   'ban-on': { type: 'string' },
+  'socks-no-auth': { type: 'string' },
   metrics: { type: 'string' },
   reason: { type: 'string' },
   target: { type: 'string' },

@@ -1,4 +1,4 @@
-/** What each verb does against the API: apply, get, describe, delete, discover, report. */
+/** What the API verbs do (apply, get, describe, delete, scale, discover, report); cli/verbs.ts says which runs for which verb. */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDocuments, type ApplyDocument } from '../shared/domain/documents.js';
@@ -26,11 +26,6 @@ export interface Io {
   /** Poll interval of `--wait` (default 1 s) and `-w` (default 2 s); tests shorten it. */
   pollIntervalMs?: number;
 }
-
-type PoolCommand = Extract<
-  Command,
-  { verb: 'get-pools' | 'get-pool' | 'describe-pool' | 'delete-pool' | 'scale-pool' }
->;
 
 /** A command failed; its message has been printed already (exit 1). */
 export class ReportedFailure extends Error {
@@ -77,7 +72,8 @@ export function loadDocuments(io: FileIo, files: readonly string[]): ApplyDocume
   return requests;
 }
 
-async function apply(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'apply' }>): Promise<void> {
+/** `apply -f FILE...`: every document, then `--wait` for them. */
+export async function apply(client: ApiClient, io: Io, cmd: Command<'apply'>): Promise<void> {
   const requests = loadDocuments(io, cmd.files);
   // The last document for a name wins, as it does in the queue.
   const targets = new Map<string, WaitTarget>();
@@ -117,42 +113,41 @@ function waitPool(client: ApiClient, io: Io, name: string, want: PoolSpec | unde
   });
 }
 
-/** The pool verbs. */
-async function poolVerb(client: ApiClient, io: Io, cmd: PoolCommand, now: number): Promise<void> {
-  switch (cmd.verb) {
-    case 'get-pools': {
-      const items = await client.listPools();
-      if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
-        io.stderr.write('No pools found.\n');
-        return;
-      }
-      io.stdout.write(formatPools(items, cmd.output, now));
-      return;
-    }
-    case 'get-pool':
-    case 'describe-pool': {
-      const pool = await client.getPool(cmd.name);
-      if (!pool) throw new Error(`pool "${cmd.name}" not found`);
-      io.stdout.write(
-        cmd.verb === 'describe-pool' ? describePool(pool, now) : formatPools([pool], cmd.output, now, true),
-      );
-      return;
-    }
-    case 'delete-pool':
-      await client.deletePool(cmd.name);
-      io.stdout.write(`pool/${cmd.name} deletion accepted\n`);
-      if (cmd.wait) await waitPool(client, io, cmd.name, undefined, cmd.timeoutMs);
-      return;
-    case 'scale-pool': {
-      const scaled = await scalePool(client, cmd.name, cmd.replicas);
-      io.stdout.write(scaled.note);
-      if (cmd.wait) await waitPool(client, io, cmd.name, scaled.spec, cmd.timeoutMs);
-      return;
-    }
+/** `get pools`. */
+export async function getPools(client: ApiClient, io: Io, cmd: Command<'get-pools'>): Promise<void> {
+  const now = (io.now ?? Date.now)();
+  const items = await client.listPools();
+  if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
+    io.stderr.write('No pools found.\n');
+    return;
   }
+  io.stdout.write(formatPools(items, cmd.output, now));
 }
 
-async function remove(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'delete-proxy' }>): Promise<void> {
+/** `get pool NAME` and `describe pool NAME`. */
+export async function getPool(client: ApiClient, io: Io, cmd: Command<'get-pool' | 'describe-pool'>): Promise<void> {
+  const now = (io.now ?? Date.now)();
+  const pool = await client.getPool(cmd.name);
+  if (!pool) throw new Error(`pool "${cmd.name}" not found`);
+  io.stdout.write(cmd.verb === 'describe-pool' ? describePool(pool, now) : formatPools([pool], cmd.output, now, true));
+}
+
+/** `delete pool NAME`. */
+export async function deletePool(client: ApiClient, io: Io, cmd: Command<'delete-pool'>): Promise<void> {
+  await client.deletePool(cmd.name);
+  io.stdout.write(`pool/${cmd.name} deletion accepted\n`);
+  if (cmd.wait) await waitPool(client, io, cmd.name, undefined, cmd.timeoutMs);
+}
+
+/** `scale pool NAME --replicas N`. */
+export async function scale(client: ApiClient, io: Io, cmd: Command<'scale-pool'>): Promise<void> {
+  const scaled = await scalePool(client, cmd.name, cmd.replicas);
+  io.stdout.write(scaled.note);
+  if (cmd.wait) await waitPool(client, io, cmd.name, scaled.spec, cmd.timeoutMs);
+}
+
+/** `delete proxy NAME...`. */
+export async function deleteProxies(client: ApiClient, io: Io, cmd: Command<'delete-proxy'>): Promise<void> {
   const targets: WaitTarget[] = [];
   let failed = 0;
   for (const name of cmd.names) {
@@ -179,13 +174,16 @@ async function wait(client: ApiClient, io: Io, targets: WaitTarget[], timeoutMs:
   });
 }
 
-async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'discover' }>): Promise<void> {
+/** `discover`: Ready proxies as URLs, or the entries as JSON. */
+export async function discover(client: ApiClient, io: Io, cmd: Command<'discover'>): Promise<void> {
   const filters = {
     provider: cmd.provider,
     pool: cmd.pool,
     forDomain: cmd.forDomain,
     labels: cmd.labels,
     maxLatencyMs: cmd.maxLatencyMs,
+    country: cmd.country,
+    asn: cmd.asn,
     distinct: cmd.distinct,
     limit: cmd.limit,
     random: cmd.random,
@@ -199,51 +197,19 @@ async function discover(client: ApiClient, io: Io, cmd: Extract<Command, { verb:
   io.stdout.write(urls.map((u) => `${u}\n`).join(''));
 }
 
-/**
- * Runs one parsed command (everything but `help`).
- *
- * @throws ApiError, WaitError, ReportedFailure or Error on failure (exit 1)
- */
-export async function execute(
-  client: ApiClient,
-  io: Io,
-  cmd: Exclude<Command, { verb: 'help' | 'gateway' | 'cost' | 'doctor' }>,
-): Promise<void> {
-  const now = io.now ?? Date.now;
-  switch (cmd.verb) {
-    case 'get-pools':
-    case 'get-pool':
-    case 'describe-pool':
-    case 'delete-pool':
-    case 'scale-pool':
-      return poolVerb(client, io, cmd, now());
-    case 'apply':
-      return apply(client, io, cmd);
-    case 'delete-proxy':
-      return remove(client, io, cmd);
-    case 'discover':
-      return discover(client, io, cmd);
-    case 'report-proxy':
-      return reportProxy(client, io, cmd);
-    case 'get-proxies':
-      return getProxies(client, io, cmd, now);
-    case 'get-proxy':
-    case 'describe-proxy':
-      return getProxy(client, io, cmd, now());
-    case 'get-providers': {
-      const items = await client.listProviders();
-      if (items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
-        io.stderr.write('No providers found.\n');
-        return;
-      }
-      io.stdout.write(formatProviders(items, cmd.output, now()));
-      return;
-    }
+/** `get providers`. */
+export async function getProviders(client: ApiClient, io: Io, cmd: Command<'get-providers'>): Promise<void> {
+  const now = (io.now ?? Date.now)();
+  const list = await client.listProviders();
+  if (list.items.length === 0 && (cmd.output === 'table' || cmd.output === 'wide')) {
+    io.stderr.write('No providers found.\n');
+    return;
   }
+  io.stdout.write(formatProviders(list, cmd.output, now));
 }
 
 /** `report proxy NAME`: what the API made of the report, in one line. */
-async function reportProxy(client: ApiClient, io: Io, cmd: Extract<Command, { verb: 'report-proxy' }>): Promise<void> {
+export async function reportProxy(client: ApiClient, io: Io, cmd: Command<'report-proxy'>): Promise<void> {
   const { verb: _verb, name, ...report } = cmd;
   const answer = await client.reportProxy(name, report);
   const what = `proxy/${name} ${cmd.reason}${cmd.target ? ` for ${cmd.target}` : ''}`;
@@ -254,12 +220,8 @@ async function reportProxy(client: ApiClient, io: Io, cmd: Extract<Command, { ve
 }
 
 /** `get proxies` (or `--watch` them). */
-async function getProxies(
-  client: ApiClient,
-  io: Io,
-  cmd: Extract<Command, { verb: 'get-proxies' }>,
-  now: () => number,
-): Promise<void> {
+export async function getProxies(client: ApiClient, io: Io, cmd: Command<'get-proxies'>): Promise<void> {
+  const now = io.now ?? Date.now;
   const filters = { provider: cmd.provider, phase: cmd.phase, labels: cmd.labels };
   if (cmd.watch) {
     return watchProxies(client, (s) => io.stdout.write(s), {
@@ -280,12 +242,8 @@ async function getProxies(
 }
 
 /** `get proxy NAME` and `describe proxy NAME`. */
-async function getProxy(
-  client: ApiClient,
-  io: Io,
-  cmd: Extract<Command, { verb: 'get-proxy' | 'describe-proxy' }>,
-  now: number,
-): Promise<void> {
+export async function getProxy(client: ApiClient, io: Io, cmd: Command<'get-proxy' | 'describe-proxy'>): Promise<void> {
+  const now = (io.now ?? Date.now)();
   const found = await client.getProxy(cmd.name);
   if (!found) throw new Error(`proxy "${cmd.name}" not found`);
   if (cmd.verb === 'describe-proxy') {

@@ -33,7 +33,15 @@ const ready = proxySchema.parse({
       },
       { type: 'Ready', status: 'True', reason: 'ProbeSucceeded', message: 'ok', lastTransitionTime: ago(30_000) },
     ],
-    health: { ok: true, latencyMs: 3.4, egressIp: '203.0.113.9', lastProbeAt: ago(2000), consecutiveFailures: 0 },
+    health: {
+      ok: true,
+      latencyMs: 3.4,
+      egressIp: '203.0.113.9',
+      country: 'US',
+      asn: 714,
+      lastProbeAt: ago(2000),
+      consecutiveFailures: 0,
+    },
   },
 });
 const pending = proxySchema.parse({
@@ -83,7 +91,7 @@ describe('tables', () => {
     );
   });
 
-  it('wide adds EGRESS-IP LATENCY INSTANCE', () => {
+  it('egress verify: wide adds EGRESS-IP COUNTRY ASN LATENCY INSTANCE', () => {
     const [header, , row] = formatProxies([pending, ready], 'wide', NOW).split('\n');
     expect(header?.split(/\s{3,}/)).toEqual([
       'NAME',
@@ -92,6 +100,8 @@ describe('tables', () => {
       'ADDRESS',
       'AGE',
       'EGRESS-IP',
+      'COUNTRY',
+      'ASN',
       'LATENCY',
       'INSTANCE',
     ]);
@@ -102,6 +112,8 @@ describe('tables', () => {
       '127.0.0.1:20000',
       '60m',
       '203.0.113.9',
+      'US',
+      'AS714',
       '3ms',
       'ep-local-1-1a2b3c4d',
     ]);
@@ -117,9 +129,35 @@ describe('tables', () => {
       latencyMs: 4,
       lastCheckAt: ago(20_000),
     });
-    const lines = formatProviders([p], 'table', NOW).trimEnd().split('\n');
+    const lines = formatProviders({ items: [p] }, 'table', NOW)
+      .trimEnd()
+      .split('\n');
     expect(lines[0]?.split(/\s{3,}/)).toEqual(['NAME', 'TYPE', 'STATUS', 'LATENCY', 'LAST-CHECK', 'MESSAGE']);
     expect(lines[1]?.split(/\s{3,}/)).toEqual(['local', 'process', 'Healthy', '4ms', '20s', 'relay local answered']);
+  });
+
+  it('egress verify: providers end with the location database releases', () => {
+    const release = (name: string) => ({
+      package: name,
+      version: '2.3.2026061719',
+      publishedAt: '2026-06-17T19:00:00Z',
+    });
+    const list = { items: [], egressDatabase: { country: release('c-db'), asn: release('a-db') } };
+    expect(formatProviders(list, 'table', NOW)).toContain(
+      'Egress location database: c-db 2.3.2026061719 (published 2026-06-17T19:00:00Z); a-db 2.3.2026061719',
+    );
+  });
+
+  it('egress verify: a country the provider did not expect is marked', () => {
+    const flagged = proxySchema.parse({
+      ...ready,
+      status: {
+        ...ready.status,
+        conditions: [{ type: 'EgressVerified', status: 'False', reason: 'CountryMismatch', message: 'm' }],
+      },
+    });
+    const [, row] = formatProxies([flagged], 'wide', NOW).split('\n');
+    expect(row?.split(/\s{3,}/)).toContain('US!');
   });
 });
 

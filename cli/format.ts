@@ -1,6 +1,6 @@
 /** Output formats: kubectl-style aligned tables (table, wide), JSON and YAML, and human ages. */
 import { stringify } from 'yaml';
-import type { ApiProvider, ApiProxy } from '../shared/api/schema.js';
+import type { ApiProvider, ApiProviderList, ApiProxy } from '../shared/api/schema.js';
 import type { GetOutput } from './command.js';
 
 /** What kubectl prints for an empty cell. */
@@ -60,9 +60,16 @@ function latency(ms: number | null | undefined): string {
   return typeof ms === 'number' ? `${Math.round(ms)}ms` : NONE;
 }
 
-/** Table headers of `egress get proxies` (`wide` adds the last three). */
+/** Table headers of `egress get proxies` (`wide` adds the last five). */
 export function proxyHeader(wide: boolean): string[] {
-  return ['NAME', 'PROVIDER', 'PHASE', 'ADDRESS', 'AGE', ...(wide ? ['EGRESS-IP', 'LATENCY', 'INSTANCE'] : [])];
+  return [
+    'NAME',
+    'PROVIDER',
+    'PHASE',
+    'ADDRESS',
+    'AGE',
+    ...(wide ? ['EGRESS-IP', 'COUNTRY', 'ASN', 'LATENCY', 'INSTANCE'] : []),
+  ];
 }
 
 /** One proxy as a table row; a proxy whose deletion was requested shows `Deleting` until it is gone. */
@@ -76,7 +83,17 @@ export function proxyRow(p: ApiProxy, wide: boolean, now: number): string[] {
   ];
   if (!wide) return row;
   const health = p.status.health;
-  return [...row, health?.egressIp ?? NONE, latency(health?.latencyMs), p.status.instance?.name ?? NONE];
+  const verified = p.status.conditions.find((c) => c.type === 'EgressVerified');
+  // A country the provider did not expect is marked: `DE!` (describe shows both).
+  const country = health?.country ? `${health.country}${verified?.status === 'False' ? '!' : ''}` : NONE;
+  return [
+    ...row,
+    health?.egressIp ?? NONE,
+    country,
+    health?.asn == null ? NONE : `AS${health.asn}`,
+    latency(health?.latencyMs),
+    p.status.instance?.name ?? NONE,
+  ];
 }
 
 /** Table header of `egress get providers`. */
@@ -110,14 +127,18 @@ export function formatProxies(proxies: readonly ApiProxy[], output: GetOutput, n
 }
 
 /** Providers in one of the `get` formats (`wide` adds each provider's detail as JSON). */
-export function formatProviders(providers: readonly ApiProvider[], output: GetOutput, now: number): string {
-  if (output === 'json') return toJson({ items: providers });
-  if (output === 'yaml') return toYaml({ items: providers });
+export function formatProviders(list: ApiProviderList, output: GetOutput, now: number): string {
+  if (output === 'json') return toJson(list);
+  if (output === 'yaml') return toYaml(list);
   const wide = output === 'wide';
   const header = wide ? [...PROVIDER_HEADER, 'DETAIL'] : PROVIDER_HEADER;
-  const rows = providers.map((p) => {
+  const rows = list.items.map((p) => {
     const row = providerRow(p, now);
     return wide ? [...row, p.detail === undefined ? NONE : JSON.stringify(p.detail)] : row;
   });
-  return `${alignRows([header, ...rows]).join('\n')}\n`;
+  const db = list.egressDatabase;
+  const release = (r: { package: string; version: string; publishedAt: string | null }) =>
+    `${r.package} ${r.version} (published ${r.publishedAt ?? 'at an unknown date'})`;
+  const footer = db ? `\nEgress location database: ${release(db.country)}; ${release(db.asn)}\n` : '';
+  return `${alignRows([header, ...rows]).join('\n')}\n${footer}`;
 }

@@ -8,7 +8,10 @@ const split = (line: string) => line.split(' ').filter(Boolean);
 
 describe('egress gateway flags', () => {
   it.each([
-    ['gateway', { verb: 'gateway', listen: { host: '127.0.0.1', port: 8899 }, labels: [], banOn: [] }],
+    [
+      'gateway',
+      { verb: 'gateway', listen: { host: '127.0.0.1', port: 8899 }, labels: [], banOn: [], socksNoAuthFrom: [] },
+    ],
     [
       'gateway --listen 0.0.0.0:0 --pool crawl -l team=a -l zone=b --provider local --ban-on 403,429 --metrics 127.0.0.1:9464',
       {
@@ -22,6 +25,7 @@ describe('egress gateway flags', () => {
       },
     ],
     ['gateway --listen [::1]:8899', { verb: 'gateway', listen: { host: '::1', port: 8899 } }],
+    ['gateway --socks-no-auth 127.0.0.1,::1', { verb: 'gateway', socksNoAuthFrom: ['127.0.0.1', '::1'] }],
   ])('%s', (line, expected) => {
     expect(parseCommand(split(line))).toMatchObject(expected);
   });
@@ -32,6 +36,8 @@ describe('egress gateway flags', () => {
     ['gateway --metrics :9464', /--metrics must be HOST:PORT/],
     ['gateway --ban-on 403,abc', /--ban-on must be HTTP statuses/],
     ['gateway --ban-on 99', /--ban-on must be HTTP statuses/],
+    ['gateway --socks-no-auth 10.0.0.1', /--socks-no-auth must be loopback addresses/],
+    ['gateway --socks-no-auth localhost', /--socks-no-auth must be loopback addresses/],
     ['gateway -l team', /--label must be key=value/],
     ['gateway extra', /unexpected argument "extra"/],
     ['gateway --random', /unknown flag --random for "egress gateway"/],

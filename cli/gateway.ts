@@ -53,6 +53,7 @@ export async function runGateway(cmd: Extract<Command, { verb: 'gateway' }>, io:
     filters: { pool: cmd.pool, provider: cmd.provider, labels: cmd.labels },
     listen: cmd.listen,
     banOn: cmd.banOn,
+    socksNoAuthFrom: cmd.socksNoAuthFrom,
     logger,
     ...(credentials && { credentials }),
     ...(cmd.metrics && { metrics: cmd.metrics }),

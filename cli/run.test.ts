@@ -172,6 +172,16 @@ describe('egress', () => {
     );
   });
 
+  it('what the API sends is printed without control characters: an event cannot recolour or rewrite the terminal', async () => {
+    await applied();
+    const message = 'a\x1b[31mred\x1b[0m \x1b]0;title\x07line\rover\x9b2Jwritten\x00 end';
+    await fleet.proxies.addEvent('r-1', { at: new Date().toISOString(), type: 'Warning', reason: 'Odd', message }, 50);
+    const r = await egress('describe proxy r-1');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ {2}Warning +Odd +\d+s +ared lineover2Jwritten end$/m);
+    expect(r.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+  });
+
   it('delete proxy --wait returns when it is gone; a missing one exits 1', async () => {
     await applied();
     fleet.bus.autoDeliver();
@@ -258,7 +268,7 @@ describe('egress', () => {
   it('get providers prints their health', async () => {
     const r = await egress('get providers');
     expect(r.stdout).toMatch(
-      /^NAME +TYPE +STATUS +LATENCY +LAST-CHECK +MESSAGE\nlocal +process +Healthy +0ms +\d+s +relay mem-relay reported 0s ago\n$/,
+      /^NAME +TYPE +STATUS +LATENCY +LAST-CHECK +MESSAGE\nlocal +process +Healthy +0ms +\d+s +relay mem-relay reported 0s ago\n\nEgress location database: @ip-location-db\/geo-whois-asn-country-mmdb [\d.]+ \(published [\dT:Z-]+\); @ip-location-db\/asn [\d.]+ \(published [\dT:Z-]+\)\n$/,
     );
   });
 

@@ -1,12 +1,11 @@
-/** `egress <args>` as a function: parses, loads the API config, runs the command, maps failures to exit codes. */
+/** `egress <args>` as a function: parses, runs the command with its verb's definition, maps failures to exit codes. */
 import { ApiError, createApiClient, type ApiClient } from './api-client.js';
 import { USAGE, parseCommand } from './args.js';
 import { UsageError } from './command.js';
-import { apiErrorText, execute, ReportedFailure, type Io } from './commands.js';
+import { apiErrorText, ReportedFailure, type Io } from './commands.js';
 import { loadCliConfig } from './config.js';
-import { runCost } from './cost.js';
-import { runDoctor } from './doctor/index.js';
-import { runGateway } from './gateway.js';
+import { printableIo } from './printable.js';
+import { runCommand } from './verbs.js';
 
 /** Exit codes of interfaces.md §4 (130 after Ctrl-C, as shells report SIGINT). */
 export const EXIT = { ok: 0, failure: 1, usage: 2, interrupted: 130 } as const;
@@ -15,11 +14,12 @@ export const EXIT = { ok: 0, failure: 1, usage: 2, interrupted: 130 } as const;
  * Runs the CLI once.
  *
  * @param argv - the arguments after `egress`
- * @param io - streams, environment and clock
+ * @param raw - streams, environment and clock (every write is made printable: printable.ts)
  * @param clientFor - the API client to use (tests may pass one; default: from the config)
  * @returns the exit code: 0 success, 1 failure, 2 usage error
  */
-export async function run(argv: readonly string[], io: Io, clientFor?: () => ApiClient): Promise<number> {
+export async function run(argv: readonly string[], raw: Io, clientFor?: () => ApiClient): Promise<number> {
+  const io = printableIo(raw);
   if (argv.length === 0) {
     io.stderr.write(USAGE);
     return EXIT.usage;
@@ -30,20 +30,9 @@ export async function run(argv: readonly string[], io: Io, clientFor?: () => Api
       io.stdout.write(USAGE);
       return EXIT.ok;
     }
-    if (command.verb === 'cost') {
-      // Reads only local files: no API.
-      runCost(io, command);
-      return EXIT.ok;
-    }
-    if (command.verb === 'doctor') return await runDoctor(io, command);
-    if (command.verb === 'gateway') {
-      // Runs until Ctrl-C: the interrupt is how it ends, not a failure.
-      await runGateway(command, io, loadCliConfig(io.env, io.cwd));
-      return EXIT.ok;
-    }
-    const client = clientFor ? clientFor() : createApiClient(loadCliConfig(io.env, io.cwd), io.signal);
-    await execute(client, io, command);
-    return EXIT.ok;
+    const config = () => loadCliConfig(io.env, io.cwd);
+    const client = clientFor ?? (() => createApiClient(config(), io.signal));
+    return (await runCommand(command, { io, config, client })) ?? EXIT.ok;
   } catch (err) {
     if (err instanceof UsageError) {
       io.stderr.write(`error: ${err.message}\nRun 'egress --help' for usage.\n`);

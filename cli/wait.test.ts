@@ -31,7 +31,8 @@ async function setup(): Promise<{ fleet: MemoryFleet; api: ApiServer; client: Ap
 
 function output(isTTY: boolean): ProgressOutput & { text: () => string } {
   let text = '';
-  return { isTTY, columns: 60, write: (s) => void (text += s), text: () => text };
+  const write = (s: string) => void (text += s);
+  return { isTTY, columns: 60, write, clearLine: () => write('\r\x1b[2K'), text: () => text };
 }
 
 const [one, two] = parseProxyDocuments(

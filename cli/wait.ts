@@ -8,6 +8,8 @@ import { humanDuration } from './format.js';
 /** Where progress goes: stdout, with whether it is a terminal and how wide. */
 export interface ProgressOutput {
   write(text: string): void;
+  /** Clears the terminal's current line (the only control sequence the CLI writes; see printable.ts). */
+  clearLine?(): void;
   isTTY: boolean;
   columns?: number | undefined;
 }
@@ -112,7 +114,8 @@ function progressPrinter(out: ProgressOutput) {
         let line = `waiting (${humanDuration(elapsedMs)}): ${summary}`;
         const width = (out.columns || 80) - 1;
         if (line.length > width) line = `${line.slice(0, Math.max(0, width - 1))}…`;
-        out.write(`\r\x1b[2K${line}`);
+        out.clearLine?.();
+        out.write(line);
         lineShown = true;
         return;
       }
@@ -125,7 +128,7 @@ function progressPrinter(out: ProgressOutput) {
     /** Ends the updating line and prints the final state of each proxy. */
     finish(states: Map<string, State>) {
       if (!out.isTTY) return;
-      if (lineShown) out.write('\r\x1b[2K');
+      if (lineShown) out.clearLine?.();
       for (const [name, s] of states) out.write(`proxy/${name} ${s.state}\n`);
     },
   };

@@ -1,5 +1,6 @@
-/** The gateway's own Basic credentials: parsing `Proxy-Authorization`, the constant-time check, sessions in the username. */
+/** The gateway's own credentials: parsing `Proxy-Authorization`, the constant-time check, then the username grammar. */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { GrammarError, parseSteering, type Steering } from './grammar.js';
 
 /** The user name and password a client must present (`http://USER:PASS@host:port`). */
 export interface GatewayCredentials {
@@ -7,11 +8,11 @@ export interface GatewayCredentials {
   password: string;
 }
 
-/** Outcome of checking one request's credentials. */
-export type AuthResult = { ok: false } | { ok: true; session: string | undefined };
-
-/** `USER-session-<id>`: ids are 1–64 of letters, digits, `_`, `.` and `-`. */
-const SESSION = /^(.*)-session-([A-Za-z0-9_.-]{1,64})$/;
+/**
+ * Outcome of checking one set of credentials: refused (with the grammar error when USER and the
+ * password were right but a key was not), or accepted with what the username asks for.
+ */
+export type AuthResult = { ok: false; grammar?: GrammarError } | { ok: true; steering: Steering };
 
 /** Fresh random credentials (URL-safe, so the printed URL needs no escaping). */
 export function randomCredentials(): GatewayCredentials {
@@ -20,35 +21,54 @@ export function randomCredentials(): GatewayCredentials {
 
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
+/** The user name and password of a `Proxy-Authorization: Basic …` header, or undefined. */
+export function basicCredentials(header: string | undefined): { user: string; password: string } | undefined {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
+  const decoded = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
+  const colon = decoded.indexOf(':');
+  if (match === null || colon < 0) return undefined;
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
 /**
- * The check of `Proxy-Authorization` headers against the gateway's credentials. The expected
- * SHA-256 digest is computed once, here; each request then costs one digest of what it presents
- * (the user name without its `-session-<id>`, and the password), compared with `timingSafeEqual`
- * over equal lengths, so neither the content nor the length of a wrong guess shows in the time taken.
+ * The check of a user name and password against the gateway's credentials. USER is the first as
+ * many hyphen-separated words of the presented name as the configured name has (so a configured
+ * name that itself contains `-session-` still works); the rest is the grammar (grammar.ts). The
+ * expected SHA-256 digest is computed once, here; each check then costs one digest of USER and
+ * the password, compared with `timingSafeEqual` over equal lengths, so neither the content nor
+ * the length of a wrong guess shows in the time taken. The grammar is read only after the
+ * credentials matched: a client without them learns nothing of it.
  *
  * @param expected - the gateway's credentials
- * @returns a function of the header as received (absent, or not Basic, fails): ok with the session
- *   id when the username is `USER-session-<id>`
+ * @returns a function of the user name and password as received
  * @example
  * const check = credentialCheck({ username: 'crawler', password: 's3cret' });
- * check(req.headers['proxy-authorization']); // { ok: true, session: 'cart42' } for crawler-session-cart42
+ * check('crawler-session-cart42', 's3cret'); // { ok: true, steering: { session: 'cart42', strict: false } }
  */
-export function credentialCheck(expected: GatewayCredentials): (header: string | undefined) => AuthResult {
+export function credentialCheck(expected: GatewayCredentials): (user: string, password: string) => AuthResult {
   const want = digest(`${expected.username}:${expected.password}`);
-  // A configured name that itself reads as `USER-session-<id>` is also compared whole: only then
-  // does a request cost a second digest (decided by the configuration, not by the guess).
-  const nameLooksLikeSession = SESSION.test(expected.username);
+  const words = expected.username.split('-').length;
+  return (user, password) => {
+    const parts = user.split('-');
+    const base = parts.slice(0, words).join('-');
+    const rest = parts.slice(words).join('-');
+    const matches = timingSafeEqual(digest(`${base}:${password}`), want);
+    if (!matches || (parts.length > words && rest === '')) return { ok: false };
+    try {
+      return { ok: true, steering: parseSteering(rest) };
+    } catch (err) {
+      if (err instanceof GrammarError) return { ok: false, grammar: err };
+      throw err;
+    }
+  };
+}
+
+/** The same check for a `Proxy-Authorization` header (absent, or not Basic, fails). */
+export function headerCheck(expected: GatewayCredentials): (header: string | undefined) => AuthResult {
+  const check = credentialCheck(expected);
   return (header) => {
-    const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
-    const decoded = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
-    const colon = decoded.indexOf(':');
-    const user = colon >= 0 ? decoded.slice(0, colon) : '';
-    const password = colon >= 0 ? decoded.slice(colon + 1) : '';
-    const session = SESSION.exec(user);
-    const whole = nameLooksLikeSession && timingSafeEqual(digest(`${user}:${password}`), want);
-    const base = timingSafeEqual(digest(`${session?.[1] ?? user}:${password}`), want);
-    if (match === null || colon < 0 || !(whole || base)) return { ok: false };
-    return { ok: true, session: whole ? undefined : session?.[2] };
+    const basic = basicCredentials(header);
+    return basic ? check(basic.user, basic.password) : { ok: false };
   };
 }
 

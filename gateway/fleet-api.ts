@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import { IdTokenError } from '../shared/api/id-token.js';
+import type { ReportReason } from '../shared/domain/reports.js';
 import { tlsFingerprintSchema } from '../shared/tls/pinned.js';
 import type { Upstream } from './selection.js';
 
@@ -15,9 +16,11 @@ export interface FleetFilters {
 
 /** `POST /v1/proxies/{name}/reports` (interfaces.md §1, "Feedback from traffic"). */
 export interface ProxyReport {
-  reason: 'banned' | 'blocked' | 'error';
+  reason: ReportReason;
   target?: string | undefined;
   detail?: string | undefined;
+  /** When the failure was seen (ISO): a report that arrives after the proxy's instance was replaced bans nothing. */
+  observedAt?: string | undefined;
 }
 
 /** The fleet as the gateway sees it; the API client below, or an in-memory twin in tests and benches. */
@@ -34,6 +37,8 @@ const discoveredSchema = z.looseObject({
   tlsUrl: z.url({ protocol: /^https$/ }).nullish(),
   tlsFingerprint: tlsFingerprintSchema.nullish(),
   egressIp: z.string().nullish(),
+  country: z.string().nullish(),
+  asn: z.number().int().nullish(),
 });
 type DiscoveredEntry = z.infer<typeof discoveredSchema>;
 
@@ -42,9 +47,7 @@ type DiscoveredEntry = z.infer<typeof discoveredSchema>;
  * `tlsFingerprint`) when it has one, so the proxy's credentials never cross the network in clear;
  * else `http://user:pass@ip:port`.
  */
-export function upstreamOf(
-  entry: Pick<DiscoveredEntry, 'name' | 'provider' | 'url' | 'tlsUrl' | 'tlsFingerprint' | 'egressIp'>,
-): Upstream {
+export function upstreamOf(entry: DiscoveredEntry): Upstream {
   const secure =
     entry.tlsUrl && entry.tlsFingerprint ? { url: entry.tlsUrl, fingerprint: entry.tlsFingerprint } : undefined;
   const url = new URL(secure?.url ?? entry.url);
@@ -57,6 +60,8 @@ export function upstreamOf(
     port: Number(url.port || (secure ? 443 : 80)),
     authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`,
     egressIp: entry.egressIp ?? undefined,
+    country: entry.country ?? undefined,
+    asn: entry.asn ?? undefined,
     ...(secure && { tls: { fingerprint: secure.fingerprint } }),
   };
 }

@@ -1,6 +1,7 @@
 /** Plain HTTP through the fleet: an absolute-URI request forwarded via a chosen proxy, retried elsewhere when that proxy fails. */
 import http from 'node:http';
 import type { Attempt, FleetRouter } from './router.js';
+import type { Steering } from './grammar.js';
 import { endToEndHeaders, hasBody } from './headers.js';
 import type { Upstream } from './selection.js';
 import { HOP_FAILURES } from './tunnel.js';
@@ -180,16 +181,17 @@ function attemptOnce(
 /**
  * Forwards one authenticated absolute-URI request and writes the answer to `res`.
  *
- * @param session - the client's session id, if any
+ * @param steering - what the client's username asked for (its session)
  */
 export async function forwardHttp(
   router: FleetRouter,
   agents: UpstreamAgents,
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  session: string | undefined,
+  steering: Steering,
   options: ForwardOptions,
 ): Promise<void> {
+  const session = steering.session;
   let target: URL;
   try {
     target = new URL(req.url ?? '');
@@ -214,7 +216,8 @@ export async function forwardHttp(
     headers.push('Content-Length', String(body?.length ?? 0));
   let clientGone = false;
   res.once('close', () => (clientGone = !res.writableFinished));
-  const routed = await router.route({ session, domain: target.hostname }, (u) =>
+  const pick = { session, strict: steering.strict, sessionIdleMs: steering.sessionIdleMs };
+  const routed = await router.route({ ...pick, domain: target.hostname }, (u) =>
     clientGone
       ? Promise.resolve({ ok: false as const, reason: 'the client went away', penalize: false, retry: false })
       : attemptOnce(u, req, headers, body, agents, options),

@@ -1,5 +1,7 @@
-/** The gateway's public surface: one local authenticated proxy endpoint, or an agent, in front of the fleet. */
-export { credentialCheck, gatewayUrl, randomCredentials, type AuthResult, type GatewayCredentials } from './auth.js';
+/** The gateway's public surface: one local authenticated HTTP and SOCKS5 endpoint, or an agent, in front of the fleet. */
+export * from './auth.js';
+export { GrammarError, parseSteering, type Steering } from './grammar.js';
+export { DEFAULT_LEARNING, Learning, type LearningOptions } from './learning.js';
 export { createFleetAgent, createFleetHttpsAgent, type FleetAgentOptions } from './agent.js';
 export {
   createFleetApi,

@@ -69,4 +69,111 @@ describe('router tries', () => {
     expect(routed.ok).toBe(false);
     expect(calls).toBe(8 + 3);
   });
+
+  it('gateway learning: a proxy that keeps failing for one domain is left out there and reported with the target', async () => {
+    const fleet = createMemoryFleet(['a'].map(upstreamNamed));
+    const router = new FleetRouter({ fleet: fleet.api, selection: { failuresToSkip: 10 } });
+    await router.refresh(true);
+    for (let i = 0; i < 3; i++)
+      await router.route({ session: undefined, domain: 'shop.example' }, () => Promise.resolve(reset));
+    // Reported once a discovery after the failures still lists it (router.ts: no report from a stale list).
+    await router.refresh(true);
+    expect(fleet.reports).toEqual([
+      { name: 'a', report: expect.objectContaining({ reason: 'blocked', target: 'shop.example' }) as unknown },
+    ]);
+    const ok = () => Promise.resolve({ ok: true as const, value: 'page' });
+    expect(await router.route({ session: undefined, domain: 'shop.example' }, ok)).toMatchObject({
+      ok: false,
+      reasons: ['no Ready fleet proxy matches'],
+    });
+    expect(await router.route({ session: undefined, domain: 'news.example' }, ok)).toMatchObject({ ok: true });
+  });
+});
+
+describe('router discovery', () => {
+  const banned = { ok: false as const, reason: 'HTTP 403', penalize: false, retry: true, banned: { status: 403 } };
+
+  it('runs one discovery at a time: ticks and refreshes meanwhile start none, then one follows', async () => {
+    const fleet = createMemoryFleet(['a'].map(upstreamNamed));
+    let release: () => void = () => undefined;
+    const slow = {
+      ...fleet.api,
+      discover: async (...args: Parameters<typeof fleet.api.discover>) => {
+        await new Promise<void>((resolve) => (release = resolve));
+        return fleet.api.discover(...args);
+      },
+    };
+    const router = new FleetRouter({ fleet: slow, refreshMs: 5 });
+    const first = router.start();
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    release();
+    await first;
+    // The timer ticks every 5 ms; the API now takes 100 ms to answer.
+    const calls = () => fleet.discoveries.length;
+    const before = calls();
+    const explicit = [router.refresh(), router.refresh(), router.refresh()];
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    release();
+    await Promise.all(explicit);
+    router.stop();
+    // The tick's discovery (or the first refresh) and the one queued behind it; nothing concurrent.
+    expect(calls() - before).toBeLessThanOrEqual(2);
+  });
+
+  it('does not report a proxy its latest discovery no longer lists as tried; reports one still listed', async () => {
+    let now = 1_000_000;
+    const fleet = createMemoryFleet(['a', 'b'].map(upstreamNamed));
+    const router = new FleetRouter({ fleet: fleet.api, now: () => now });
+    await router.refresh(true);
+    const banA = (u: { name: string }) =>
+      Promise.resolve(u.name === 'a' ? banned : { ok: true as const, value: u.name });
+    await router.route({ session: 's-a', domain: 'x.example' }, banA);
+    expect(fleet.reports).toEqual([]);
+    // `a` was replaced meanwhile (a new instance: other credentials): the failure was the stale list's.
+    fleet.set([{ ...upstreamNamed('a'), authorization: 'Basic bmV3Om5ldw==' }, upstreamNamed('b')]);
+    now += 10;
+    await router.refresh();
+    expect(fleet.reports).toEqual([]);
+    // Still listed as tried: reported, with when it was seen.
+    fleet.set([upstreamNamed('b')]);
+    await router.refresh();
+    now += 40_000;
+    await router.route({ session: 's-b', domain: 'y.example' }, (u) =>
+      Promise.resolve(u.name === 'b' ? banned : { ok: true as const, value: u.name }),
+    );
+    now += 10;
+    await router.refresh();
+    expect(fleet.reports).toEqual([
+      {
+        name: 'b',
+        report: expect.objectContaining({
+          reason: 'banned',
+          target: 'y.example',
+          observedAt: new Date(now - 10).toISOString(),
+        }) as unknown,
+      },
+    ]);
+  });
+
+  it('bounds the per-domain lists: each at most every 10 s, at most four at once', async () => {
+    let now = 1_000_000;
+    const fleet = createMemoryFleet(['a', 'b'].map(upstreamNamed));
+    const router = new FleetRouter({ fleet: fleet.api, now: () => now });
+    await router.refresh(true);
+    const ok = (u: { name: string }) => Promise.resolve({ ok: true as const, value: u.name });
+    for (let i = 0; i < 20; i++) await router.route({ session: undefined, domain: `d${i}.example` }, ok);
+    const perDomain = () => fleet.discoveries.filter((d) => d.forDomain !== undefined).length;
+    const first = perDomain();
+    expect(first).toBe(20);
+    for (let i = 0; i < 5; i++) {
+      now += 1000;
+      await router.refresh();
+    }
+    expect(perDomain()).toBe(first);
+    now += 10_000;
+    await router.refresh();
+    expect(perDomain() - first).toBe(4);
+  });
 });

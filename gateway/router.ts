@@ -1,12 +1,14 @@
 /**
  * The gateway's core, shared by the proxy server and the Node agent: keeps the Ready list fresh
- * (one discovery request per refresh, plus one per target domain in use), picks a proxy per
- * attempt, retries failed attempts on other proxies, and reports bans and failing proxies.
+ * (one discovery at a time, plus a bounded few per target domain in use), picks a proxy per
+ * attempt, retries failed attempts on other proxies, and reports bans and failing proxies once a
+ * later discovery shows the failure was the proxy's, not the gateway's stale list.
  */
 import type { Logger } from '../shared/logger.js';
 import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
+import { DEFAULT_LEARNING, Learning } from './learning.js';
 import { GatewayMetrics } from './metrics.js';
-import { DEFAULT_SELECTION, Selector, type SelectionOptions, type Upstream } from './selection.js';
+import { DEFAULT_SELECTION, Selector, type PickRequest, type SelectionOptions, type Upstream } from './selection.js';
 
 export interface RouterOptions {
   fleet: FleetApi;
@@ -16,6 +18,10 @@ export interface RouterOptions {
   /** Attempts per request or tunnel, each on a different proxy (default 3). */
   maxTries?: number;
   selection?: Partial<Omit<SelectionOptions, 'now'>>;
+  /** Per-domain scores to choose by (shared by the routers of one gateway); false: round-robin. */
+  learning?: Learning | false;
+  /** Counters to add to (shared by the routers of one gateway); default a new set. */
+  counters?: GatewayMetrics;
   logger?: Logger;
   now?: () => number;
 }
@@ -54,6 +60,9 @@ export type Routed<T> =
 /** Domains not used for this long stop being refreshed; at most this many are kept. */
 const DOMAIN_IDLE_MS = 60_000;
 const MAX_DOMAINS = 200;
+/** A domain's list is fetched again at most this often, and at most this many domain lists at once. */
+const DOMAIN_REFRESH_MS = 10_000;
+const MAX_DOMAIN_LOADS = 4;
 /** The same report (proxy, reason, target) is sent at most once in this window. */
 const REPORT_WINDOW_MS = 30_000;
 
@@ -65,7 +74,16 @@ export class FleetRouter {
   private timer: NodeJS.Timeout | undefined;
   private readonly domains = new Map<string, number>();
   private readonly loading = new Set<string>();
+  /** When each domain's list was last asked for. */
+  private readonly domainLoadedAt = new Map<string, number>();
   private readonly reported = new Map<string, number>();
+  /** Reports waiting for a discovery begun after their failure: sent only if it still lists the proxy as it was tried. */
+  private pending: { upstream: Upstream; report: ProxyReport; at: number }[] = [];
+  /** The latest fleet-wide list, by name. */
+  private listed = new Map<string, Upstream>();
+  /** The discovery in flight, and the one queued behind it (one at a time). */
+  private running: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
   private lastRefreshError = '';
   private staleRefreshAt = -Infinity;
 
@@ -73,14 +91,18 @@ export class FleetRouter {
     this.now = options.now ?? Date.now;
     this.maxTries = options.maxTries ?? 3;
     const selection = { ...DEFAULT_SELECTION, ...options.selection, now: this.now };
-    this.selector = new Selector(selection);
-    this.metrics = new GatewayMetrics(selection.maxSessions);
+    const learning = options.learning ?? new Learning(DEFAULT_LEARNING, this.now);
+    this.selector = new Selector(selection, learning || undefined);
+    this.metrics = options.counters ?? new GatewayMetrics(selection.maxSessions);
   }
 
   /** Loads the Ready list once (throws when the API cannot be reached), then keeps refreshing it. */
   async start(): Promise<void> {
     await this.refresh(true);
-    this.timer ??= setInterval(() => void this.refresh(false), this.options.refreshMs ?? 2000);
+    // A tick while a discovery is still in flight starts none: a slow API is not asked twice.
+    this.timer ??= setInterval(() => {
+      if (!this.running) void this.begin(false);
+    }, this.options.refreshMs ?? 2000);
     this.timer.unref();
   }
 
@@ -89,11 +111,37 @@ export class FleetRouter {
     this.timer = undefined;
   }
 
-  /** Fetches the Ready list (and the lists of domains in use) now. */
-  async refresh(throwOnError = false): Promise<void> {
+  /**
+   * Fetches the Ready list (and the lists of domains due) now, or, while a discovery is in flight,
+   * right after it: never two at once. Callers meanwhile share the one queued.
+   */
+  refresh(throwOnError = false): Promise<void> {
+    if (!this.running) return this.begin(throwOnError);
+    this.queued ??= this.running
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = undefined;
+        return this.begin(throwOnError);
+      });
+    return this.queued;
+  }
+
+  private begin(throwOnError: boolean): Promise<void> {
+    const run = this.discover(throwOnError).finally(() => {
+      if (this.running === run) this.running = undefined;
+    });
+    this.running = run;
+    return run;
+  }
+
+  private async discover(throwOnError: boolean): Promise<void> {
     const { fleet, filters = {} } = this.options;
+    const startedAt = this.now();
     try {
-      this.selector.setUpstreams(await fleet.discover(filters));
+      const list = await fleet.discover(filters);
+      this.selector.setUpstreams(list);
+      this.listed = new Map(list.map((u) => [u.name, u]));
+      this.confirmReports(startedAt);
       if (this.lastRefreshError) this.options.logger?.info('discovery reachable again');
       this.lastRefreshError = '';
     } catch (err) {
@@ -107,11 +155,42 @@ export class FleetRouter {
     for (const [domain, usedAt] of this.domains) {
       if (now - usedAt > DOMAIN_IDLE_MS) {
         this.domains.delete(domain);
+        this.domainLoadedAt.delete(domain);
         this.selector.setAllowedForDomain(domain, undefined);
-      } else void this.loadDomain(domain);
+      }
     }
+    // The domains whose lists are oldest first, a few at a time: per-domain lists never drive discovery.
+    const due = [...this.domains.keys()]
+      .filter((d) => now - (this.domainLoadedAt.get(d) ?? -Infinity) >= DOMAIN_REFRESH_MS)
+      .sort((a, b) => (this.domainLoadedAt.get(a) ?? -Infinity) - (this.domainLoadedAt.get(b) ?? -Infinity));
+    for (const domain of due) void this.loadDomain(domain);
     this.selector.sweep();
     for (const [key, at] of this.reported) if (now - at > REPORT_WINDOW_MS) this.reported.delete(key);
+    this.pending = this.pending.filter((p) => now - p.at <= REPORT_WINDOW_MS);
+  }
+
+  /**
+   * Sends the reports whose failure came before a discovery begun at `startedAt` that still lists
+   * the proxy at the address and with the credentials it was tried with; drops the others: their
+   * proxy left the list or got a new instance, so the failure was the list's staleness, not the proxy's.
+   */
+  private confirmReports(startedAt: number): void {
+    const ready = this.pending.filter((p) => p.at <= startedAt);
+    this.pending = this.pending.filter((p) => p.at > startedAt);
+    for (const { upstream, report } of ready) {
+      const now = this.listed.get(upstream.name);
+      const same =
+        now !== undefined &&
+        now.host === upstream.host &&
+        now.port === upstream.port &&
+        now.authorization === upstream.authorization;
+      if (same) this.send(upstream.name, report);
+      else
+        this.options.logger?.info('not reporting a proxy the latest discovery no longer lists as tried', {
+          proxy: upstream.name,
+          reason: report.reason,
+        });
+    }
   }
 
   /** Fetches the list now after a stale address was met, unless that was done within `STALE_REFRESH_MS`. */
@@ -119,7 +198,7 @@ export class FleetRouter {
     const now = this.now();
     if (now - this.staleRefreshAt < STALE_REFRESH_MS) return;
     this.staleRefreshAt = now;
-    void this.refresh(false);
+    void this.refresh(false).catch(() => undefined);
   }
 
   /** Notes that `domain` is in use: its `?for=` list is fetched now and on each refresh while used. */
@@ -131,6 +210,7 @@ export class FleetRouter {
       const oldest = this.domains.keys().next();
       if (!oldest.done) {
         this.domains.delete(oldest.value);
+        this.domainLoadedAt.delete(oldest.value);
         this.selector.setAllowedForDomain(oldest.value, undefined);
       }
     }
@@ -138,8 +218,9 @@ export class FleetRouter {
   }
 
   private async loadDomain(domain: string): Promise<void> {
-    if (this.loading.has(domain)) return;
+    if (this.loading.has(domain) || this.loading.size >= MAX_DOMAIN_LOADS) return;
     this.loading.add(domain);
+    this.domainLoadedAt.set(domain, this.now());
     try {
       const list = await this.options.fleet.discover(this.options.filters ?? {}, domain);
       if (this.domains.has(domain)) this.selector.setAllowedForDomain(domain, new Set(list.map((u) => u.name)));
@@ -150,11 +231,20 @@ export class FleetRouter {
     }
   }
 
-  /** Sends a report (at most once per proxy, reason and target in a 30 s window); failures are logged. */
-  report(name: string, report: ProxyReport): void {
-    const key = `${name}|${report.reason}|${report.target ?? ''}`;
+  /**
+   * Reports a failure through `upstream` (at most once per proxy, reason and target in a 30 s
+   * window) once the next discovery confirms the proxy is still listed as it was tried.
+   */
+  report(upstream: Upstream, report: ProxyReport): void {
+    const key = `${upstream.name}|${report.reason}|${report.target ?? ''}`;
     if (this.reported.has(key)) return;
-    this.reported.set(key, this.now());
+    const at = this.now();
+    this.reported.set(key, at);
+    this.pending.push({ upstream, report: { ...report, observedAt: new Date(at).toISOString() }, at });
+  }
+
+  /** Sends a confirmed report; failures are logged. */
+  private send(name: string, report: ProxyReport): void {
     this.options.fleet
       .report(name, report)
       .then(() => this.options.logger?.info('reported proxy', { proxy: name, ...report }))
@@ -167,11 +257,11 @@ export class FleetRouter {
    * Runs `attempt` on one proxy after another until one succeeds, one says not to retry, or the
    * tries run out.
    *
-   * @param ctx.session - the client's session id (sticks to one proxy)
+   * @param ctx.session - the client's session id (sticks to one proxy; `strict`: never moves)
    * @param ctx.domain - the target host
    */
   async route<T>(
-    ctx: { session: string | undefined; domain: string },
+    ctx: Omit<PickRequest, 'exclude' | 'domain'> & { domain: string },
     attempt: (upstream: Upstream) => Promise<Attempt<T>>,
   ): Promise<Routed<T>> {
     this.noteDomain(ctx.domain);
@@ -182,7 +272,7 @@ export class FleetRouter {
     // proxies are deleted): it does not use up a try, up to MAX_REFUSED of them.
     let refusals = 0;
     for (let tries = 0; tries < this.maxTries;) {
-      const upstream = this.selector.pick({ session: ctx.session, domain: ctx.domain, exclude: tried });
+      const upstream = this.selector.pick({ ...ctx, exclude: tried });
       if (!upstream) {
         reasons.push(tried.size === 0 ? 'no Ready fleet proxy matches' : 'no other Ready fleet proxy left');
         break;
@@ -191,14 +281,14 @@ export class FleetRouter {
       const result = await attempt(upstream);
       if (result.ok) {
         fallback?.discard();
-        this.selector.recordSuccess(upstream.name);
+        this.selector.recordSuccess(upstream.name, ctx.domain);
         return { ok: true, value: result.value, upstream };
       }
       reasons.push(`${upstream.name}: ${result.reason}`);
       this.metrics.error(upstream.name, ctx.session);
       if (result.banned) {
         this.selector.recordBan(upstream.name, ctx.domain);
-        this.report(upstream.name, {
+        this.report(upstream, {
           reason: 'banned',
           target: ctx.domain,
           detail: `HTTP ${result.banned.status} from ${ctx.domain} through the gateway`,
@@ -212,8 +302,14 @@ export class FleetRouter {
           proxy: upstream.name,
           error: result.reason,
         });
-        this.report(upstream.name, { reason: 'error', detail: `gateway: ${result.reason}` });
+        this.report(upstream, { reason: 'error', detail: `gateway: ${result.reason}` });
       }
+      if (result.penalize && !result.refused && this.selector.recordDomainFailure(upstream.name, ctx.domain))
+        this.report(upstream, {
+          reason: 'blocked',
+          target: ctx.domain,
+          detail: `gateway: keeps failing for ${ctx.domain} (${result.reason})`,
+        });
       if (result.fallback) {
         fallback?.discard();
         fallback = { ...result.fallback, upstream };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_LEARNING, Learning } from './learning.js';
 import { DEFAULT_SELECTION, Selector } from './selection.js';
 import { upstreamNamed } from './testing.js';
 
@@ -105,5 +106,69 @@ describe('selection', () => {
     expect(picks(s, 2, { domain: 'd.example' })).toEqual(['c', 'c']);
     s.setAllowedForDomain('d.example', undefined);
     expect(picks(s, 3, { domain: 'd.example' }).sort()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('gateway grammar: a strict session (oneip-true) picks nothing rather than move; sesstime is its own idle time', () => {
+    const { s, advance } = selector(['a', 'b']);
+    expect(s.pick({ session: 'x', strict: true })?.name).toBe('a');
+    expect(s.pick({ session: 'x', strict: true, exclude: new Set(['a']) })).toBeUndefined();
+    s.setUpstreams([up('b')]);
+    expect(s.pick({ session: 'x', strict: true })).toBeUndefined();
+    // Without strict the same session moves.
+    expect(s.pick({ session: 'x' })?.name).toBe('b');
+    s.setUpstreams(['a', 'b'].map(up));
+    expect(s.pick({ session: 'short', sessionIdleMs: 60_000 })?.name).toBe('a');
+    advance(60_001);
+    s.sweep();
+    expect(s.sessionProxy('short')).toBeUndefined();
+    expect(s.sessionProxy('x')).toBe('b');
+  });
+});
+
+describe('gateway learning: selection', () => {
+  function learner(names: string[]) {
+    let now = 1_000_000;
+    const clock = () => now;
+    let seed = 11;
+    const random = () => (seed = (seed * 1664525 + 1013904223) % 4294967296) / 4294967296;
+    const s = new Selector({ ...DEFAULT_SELECTION, now: clock }, new Learning(DEFAULT_LEARNING, clock, random));
+    s.setUpstreams(names.map(up));
+    return { s, advance: (ms: number) => (now += ms) };
+  }
+
+  it('tries every proxy once per domain in rotation, then draws the ones that succeed there', () => {
+    const { s } = learner(['a', 'b', 'c']);
+    expect(picks(s, 3, { domain: 'shop' })).toEqual(['a', 'b', 'c']);
+    for (let i = 0; i < 10; i++) {
+      s.recordSuccess('a', 'shop');
+      s.recordSuccess('b', 'shop');
+      s.recordBan('c', 'shop');
+    }
+    const drawn = picks(s, 200, { domain: 'shop' });
+    expect(drawn).not.toContain('c');
+    expect(new Set(drawn)).toEqual(new Set(['a', 'b']));
+    // Another domain knows nothing of shop's verdicts: each proxy once, in rotation.
+    expect(picks(s, 3, { domain: 'news' }).sort()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rotates among proxies that all do well for the domain, as round-robin would', () => {
+    const { s } = learner(['a', 'b', 'c']);
+    for (const name of ['a', 'b', 'c']) for (let i = 0; i < 200; i++) s.recordSuccess(name, 'shop');
+    const drawn = picks(s, 30, { domain: 'shop' });
+    expect(drawn.filter((n, i) => n === drawn[i + 3] || i + 3 >= drawn.length)).toHaveLength(30);
+  });
+
+  it('resets and timeouts for one domain cool the pair down there once they keep failing, unless the proxy fails everywhere', () => {
+    const { s, advance } = learner(['a', 'b']);
+    expect(s.recordDomainFailure('a', 'shop')).toBe(false);
+    expect(s.recordDomainFailure('a', 'shop')).toBe(false);
+    expect(s.recordDomainFailure('a', 'shop')).toBe(true);
+    expect(picks(s, 4, { domain: 'shop' })).toEqual(['b', 'b', 'b', 'b']);
+    expect(s.pick({ domain: 'shop', exclude: new Set(['b']) })).toBeUndefined();
+    advance(DEFAULT_SELECTION.banMs + 1);
+    expect(s.pick({ domain: 'shop', exclude: new Set(['b']) })?.name).toBe('a');
+    // A proxy in the penalty box is failing for everyone: not a verdict about this domain.
+    for (let i = 0; i < DEFAULT_SELECTION.failuresToSkip; i++) s.recordFailure('b');
+    for (let i = 0; i < 3; i++) expect(s.recordDomainFailure('b', 'news')).toBe(false);
   });
 });

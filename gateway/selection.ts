@@ -1,8 +1,9 @@
 /**
- * Which fleet proxy a request or tunnel goes through: round-robin over the Ready proxies, sticky
- * sessions, a penalty box for proxies that keep failing, and per-domain exclusions. Pure state with
- * an injected clock; no I/O.
+ * Which fleet proxy a request or tunnel goes through: per-domain learning (learning.ts) or
+ * round-robin over the Ready proxies, sticky sessions, a penalty box for proxies that keep
+ * failing, and per-domain exclusions. Pure state with an injected clock; no I/O.
  */
+import type { Learning } from './learning.js';
 
 /** One Ready fleet proxy as the gateway uses it. */
 export interface Upstream {
@@ -18,6 +19,9 @@ export interface Upstream {
    * (discovery's `tlsFingerprint`); absent: the plain listener.
    */
   tls?: { fingerprint: string } | undefined;
+  /** The egress's country (ISO 3166-1 alpha-2) and AS number, when discovery knows them. */
+  country?: string | undefined;
+  asn?: number | undefined;
 }
 
 export interface SelectionOptions {
@@ -49,6 +53,10 @@ export interface PickRequest {
   domain?: string | undefined;
   /** Proxies already tried for this request. */
   exclude?: ReadonlySet<string>;
+  /** The session may not move: when its proxy cannot be used, pick nothing. */
+  strict?: boolean | undefined;
+  /** This session is forgotten after this long unused (default `sessionIdleMs`). */
+  sessionIdleMs?: number | undefined;
 }
 
 export class Selector {
@@ -58,11 +66,17 @@ export class Selector {
   private readonly failures = new Map<string, { count: number; skipUntil: number }>();
   private readonly bans = new Map<string, number>();
   /** Session id → proxy name; Map order is least recently used first. */
-  private readonly sessions = new Map<string, { proxy: string; usedAt: number }>();
+  private readonly sessions = new Map<string, { proxy: string; usedAt: number; idleMs: number }>();
   /** Domain → the proxies discovery allows for it (`?for=`), when loaded. */
   private readonly allowed = new Map<string, ReadonlySet<string>>();
 
-  constructor(private readonly options: SelectionOptions) {}
+  /**
+   * @param learning - per-domain scores to choose by; without it, round-robin
+   */
+  constructor(
+    private readonly options: SelectionOptions,
+    private readonly learning?: Learning,
+  ) {}
 
   /**
    * Replaces the Ready list (sorted by name, so rotation order is stable across refreshes). What
@@ -78,6 +92,10 @@ export class Selector {
       const now = this.byName.get(name);
       const was = before.get(name);
       if (!now || (was && (was.host !== now.host || was.port !== now.port))) this.failures.delete(name);
+    }
+    for (const [name, was] of before) {
+      const now = this.byName.get(name);
+      if (now && (was.host !== now.host || was.port !== now.port)) this.learning?.forget(name);
     }
   }
 
@@ -112,17 +130,19 @@ export class Selector {
       !(skipping && this.skipped(u.name, now)) &&
       !(domain !== undefined && this.bannedFor(u.name, domain, now)) &&
       (domain === undefined || this.allowed.get(domain)?.has(u.name) !== false);
+    const idleMs = request.sessionIdleMs ?? this.options.sessionIdleMs;
     if (session !== undefined) {
       const held = this.sessions.get(session);
-      const current = held && now - held.usedAt <= this.options.sessionIdleMs ? this.byName.get(held.proxy) : undefined;
+      const current = held && now - held.usedAt <= held.idleMs ? this.byName.get(held.proxy) : undefined;
       if (current && usable(current, false)) {
-        this.remember(session, current.name, now);
+        this.remember(session, current.name, now, idleMs);
         return current;
       }
+      if (request.strict && held && now - held.usedAt <= held.idleMs) return undefined;
     }
     // Skipped proxies are a last resort: better than no proxy at all.
-    const chosen = this.next((u) => usable(u, true)) ?? this.next((u) => usable(u, false));
-    if (chosen && session !== undefined) this.remember(session, chosen.name, now);
+    const chosen = this.choose((u) => usable(u, true), domain) ?? this.choose((u) => usable(u, false), domain);
+    if (chosen && session !== undefined) this.remember(session, chosen.name, now, idleMs);
     return chosen;
   }
 
@@ -143,7 +163,13 @@ export class Selector {
     return true;
   }
 
-  recordSuccess(name: string): void {
+  /**
+   * Counts a success of `name`.
+   *
+   * @param domain - the target it reached (counted for the pair when learning)
+   */
+  recordSuccess(name: string, domain?: string): void {
+    if (domain !== undefined) this.learning?.record(name, domain, true);
     const entry = this.failures.get(name);
     if (entry && entry.skipUntil <= this.options.now()) this.failures.delete(name);
     else if (entry) entry.count = 0;
@@ -151,13 +177,27 @@ export class Selector {
 
   /** Leaves `name` out for `domain` for a while (this gateway saw the domain ban it). */
   recordBan(name: string, domain: string): void {
+    this.learning?.record(name, domain, false);
     this.bans.set(`${name}\n${domain}`, this.options.now() + this.options.banMs);
+  }
+
+  /**
+   * Counts a reset or timeout of `name` against `domain` (learning only).
+   *
+   * @returns true when the pair keeps failing while the proxy itself is not in the penalty box: it
+   *   is now left out for the domain like a ban (report it with the target)
+   */
+  recordDomainFailure(name: string, domain: string): boolean {
+    const cooled = this.learning?.record(name, domain, false) ?? false;
+    if (!cooled || this.skipped(name)) return false;
+    this.bans.set(`${name}\n${domain}`, this.options.now() + this.options.banMs);
+    return true;
   }
 
   /** Forgets expired sessions, bans and penalties (keeps memory flat over long runs). */
   sweep(): void {
     const now = this.options.now();
-    for (const [id, s] of this.sessions) if (now - s.usedAt > this.options.sessionIdleMs) this.sessions.delete(id);
+    for (const [id, s] of this.sessions) if (now - s.usedAt > s.idleMs) this.sessions.delete(id);
     for (const [key, until] of this.bans) if (until <= now) this.bans.delete(key);
     for (const [name, f] of this.failures) if (f.count === 0 && f.skipUntil <= now) this.failures.delete(name);
   }
@@ -168,6 +208,26 @@ export class Selector {
 
   private bannedFor(name: string, domain: string, now: number): boolean {
     return (this.bans.get(`${name}\n${domain}`) ?? 0) > now;
+  }
+
+  /**
+   * The next in rotation; when learning, the next in rotation that has not been tried for
+   * `domain` yet (each pair is tried once before the draws begin), then a draw by the scores.
+   */
+  private choose(ok: (u: Upstream) => boolean, domain: string | undefined): Upstream | undefined {
+    const learning = this.learning;
+    if (!learning || domain === undefined) return this.next(ok);
+    const untried = this.next((u) => ok(u) && learning.score(u.name, domain) === undefined);
+    if (untried) return untried;
+    const n = this.list.length;
+    const inRotation: Upstream[] = [];
+    for (let i = 0; i < n; i++) {
+      const u = this.list[(this.cursor + i) % n];
+      if (u && ok(u)) inRotation.push(u);
+    }
+    const chosen = learning.choose(inRotation, domain);
+    if (chosen) this.cursor = (this.list.indexOf(chosen) + 1) % n;
+    return chosen;
   }
 
   private next(ok: (u: Upstream) => boolean): Upstream | undefined {
@@ -183,9 +243,9 @@ export class Selector {
     return undefined;
   }
 
-  private remember(session: string, proxy: string, now: number): void {
+  private remember(session: string, proxy: string, now: number, idleMs: number): void {
     this.sessions.delete(session);
-    this.sessions.set(session, { proxy, usedAt: now });
+    this.sessions.set(session, { proxy, usedAt: now, idleMs });
     while (this.sessions.size > this.options.maxSessions) {
       const oldest = this.sessions.keys().next();
       if (oldest.done) break;

@@ -1,11 +1,25 @@
 /** The gateway's proxy endpoint: authenticates the client, then forwards requests and tunnels through the fleet. */
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { credentialCheck, gatewayUrl, randomCredentials, type AuthResult, type GatewayCredentials } from './auth.js';
+import net, { type AddressInfo, type Socket } from 'node:net';
+import { isLoopbackAddress } from '../shared/domain/hosts.js';
+import {
+  credentialCheck,
+  gatewayUrl,
+  headerCheck,
+  randomCredentials,
+  type AuthResult,
+  type GatewayCredentials,
+} from './auth.js';
+import type { Steering } from './grammar.js';
 import { forwardHttp, gatewayError } from './http-forward.js';
+import { DEFAULT_LEARNING, Learning } from './learning.js';
+import { GatewayMetrics } from './metrics.js';
 import { answerParseError, type ParseError } from './parse-errors.js';
 import { FleetRouter, type RouterOptions } from './router.js';
-import { connectThrough, parseAuthority, type Tunnel } from './tunnel.js';
+import { ScopedRouters } from './scopes.js';
+import { DEFAULT_SELECTION } from './selection.js';
+import { serveSocks5 } from './socks5.js';
+import { parseAuthority, routeTunnel, splice } from './tunnel.js';
 import { UpstreamAgents } from './upstream-agents.js';
 
 /** Where to listen: `host:port`. */
@@ -27,6 +41,11 @@ export interface GatewayOptions extends RouterOptions {
   connectTimeoutMs?: number;
   /** A plain request's response head after connecting (default 60 s). */
   responseTimeoutMs?: number;
+  /**
+   * SOCKS5 clients from these loopback addresses may connect without credentials (Chromium sends
+   * none); default none. Each must be a loopback address.
+   */
+  socksNoAuthFrom?: readonly string[];
 }
 
 export interface Gateway {
@@ -43,8 +62,9 @@ export interface Gateway {
 }
 
 const CHALLENGE = 'Basic realm="egress gateway"';
+const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
 
-function listen(server: http.Server, at: ListenAddress): Promise<ListenAddress> {
+function listen(server: net.Server, at: ListenAddress): Promise<ListenAddress> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(at.port, at.host, () => {
@@ -54,26 +74,9 @@ function listen(server: http.Server, at: ListenAddress): Promise<ListenAddress> 
   });
 }
 
-/** Splices an established tunnel to the client and counts its bytes when it ends. */
-function splice(router: FleetRouter, client: Socket, head: Buffer, tunnel: Tunnel, proxy: string, session?: string) {
-  const upstream = tunnel.socket;
-  const end = () => {
-    client.destroy();
-    upstream.destroy();
-  };
-  upstream.on('error', end);
-  client.on('error', end);
-  upstream.once('close', () => {
-    router.metrics.bytes(proxy, session, upstream.bytesRead, upstream.bytesWritten);
-    client.destroy();
-  });
-  client.once('close', () => upstream.destroy());
-  client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-  if (tunnel.head.length > 0) client.write(tunnel.head);
-  if (head.length > 0) upstream.write(head);
-  upstream.pipe(client);
-  client.pipe(upstream);
-  upstream.resume();
+/** The address a socket's peer has, as the allow-list spells it (IPv4-mapped IPv6 unwrapped). */
+function plainAddress(address: string | undefined): string {
+  return (address ?? '').replace(/^::ffff:(?=\d+\.)/, '');
 }
 
 /**
@@ -85,15 +88,26 @@ function splice(router: FleetRouter, client: Socket, head: Buffer, tunnel: Tunne
  */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const credentials = options.credentials ?? randomCredentials();
-  const check = credentialCheck(credentials);
+  const check = headerCheck(credentials);
+  for (const address of options.socksNoAuthFrom ?? [])
+    if (!isLoopbackAddress(address))
+      throw new Error(`socksNoAuthFrom: ${JSON.stringify(address)} is not a loopback address`);
+  const noAuthFrom = new Set(options.socksNoAuthFrom ?? []);
   const banOn = new Set(options.banOn ?? []);
   const forward = {
     banOn,
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     responseTimeoutMs: options.responseTimeoutMs ?? 60_000,
   };
-  const router = new FleetRouter(options);
+  const now = options.now ?? Date.now;
+  const shared = {
+    ...options,
+    learning: options.learning ?? new Learning(DEFAULT_LEARNING, now),
+    counters: options.counters ?? new GatewayMetrics(options.selection?.maxSessions ?? DEFAULT_SELECTION.maxSessions),
+  };
+  const router = new FleetRouter(shared);
   await router.start();
+  const scopes = new ScopedRouters(router, shared);
   const agents = new UpstreamAgents();
   const prune = setInterval(() => agents.prune(router.selector.upstreams()), 10_000);
   prune.unref();
@@ -112,20 +126,54 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (!auth.ok) {
       router.metrics.gatewayError();
       res.setHeader('Proxy-Authenticate', CHALLENGE);
-      return gatewayError(res, 407, 'proxy authentication required (the credentials of the gateway URL)');
+      return gatewayError(res, 407, refusal(auth));
     }
-    forwardHttp(router, agents, req, res, auth.session, forward).catch((err: unknown) => {
-      log?.error('forwarding failed', { error: err });
-      gatewayError(res, 502, 'internal error while forwarding');
-    });
+    scopes
+      .get(auth.steering)
+      .then(
+        (scoped) => forwardHttp(scoped, agents, req, res, auth.steering, forward),
+        (err: unknown) => {
+          router.metrics.gatewayError();
+          res.setHeader('Proxy-Authenticate', CHALLENGE);
+          gatewayError(res, 407, err instanceof Error ? err.message : String(err));
+        },
+      )
+      .catch((err: unknown) => {
+        log?.error('forwarding failed', { error: err });
+        gatewayError(res, 502, 'internal error while forwarding');
+      });
   });
   const tunnels = new Set<Socket>();
-  server.on('connect', connectHandler(router, check, forward.connectTimeoutMs, tunnels));
+  server.on('connect', connectHandler(router, scopes, check, forward.connectTimeoutMs, tunnels));
   server.on('clientError', (err: ParseError, socket: Socket) => {
     router.metrics.gatewayError();
     answerParseError(err, socket, responding.get(socket));
   });
-  const address = await listen(server, options.listen ?? { host: '127.0.0.1', port: 8899 });
+  const socks = {
+    check: credentialCheck(credentials),
+    noAuth: (remote: string | undefined) => noAuthFrom.has(plainAddress(remote)),
+    routerFor: (steering: Steering) => scopes.get(steering),
+    connectTimeoutMs: forward.connectTimeoutMs,
+    onRefused: () => router.metrics.gatewayError(),
+  };
+  // One listener for both protocols: a SOCKS5 client's first byte is its version, 5; an HTTP
+  // request's first byte is a method's first letter.
+  const front = net.createServer((socket) => {
+    tunnels.add(socket);
+    socket.once('close', () => tunnels.delete(socket));
+    socket.once('error', () => socket.destroy());
+    socket.once('data', (first: Buffer) => {
+      socket.pause();
+      socket.unshift(first);
+      if (first[0] === 0x05) serveSocks5(socket, socks);
+      else server.emit('connection', socket);
+      socket.resume();
+    });
+  });
+  const address = await listen(front, options.listen ?? { host: '127.0.0.1', port: 8899 });
+  // The HTTP server never listens itself: 'listening' starts its connection tracking (the
+  // header and request timeouts, closeAllConnections) for the sockets handed to it.
+  server.emit('listening');
 
   const metrics = options.metrics ? await startMetrics(router, options.metrics) : undefined;
   return {
@@ -137,8 +185,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     upstreams: agents,
     async close() {
       router.stop();
+      scopes.stop();
       clearInterval(prune);
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => front.close(() => resolve()));
+      server.close(() => undefined);
       server.closeAllConnections();
       for (const socket of tunnels) socket.destroy();
       agents.destroy();
@@ -149,12 +199,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   };
 }
 
+/** The 407 body: the grammar error when the credentials were right, else the generic refusal. */
+function refusal(auth: AuthResult): string {
+  return (!auth.ok && auth.grammar?.message) || 'proxy authentication required (the credentials of the gateway URL)';
+}
+
 /**
  * The CONNECT handler: authenticates, routes the tunnel through a fleet proxy (with failover), and
  * splices the two sockets; a refusal is a complete HTTP answer and a close.
  */
 function connectHandler(
   router: FleetRouter,
+  scopes: ScopedRouters,
   check: (header: string | undefined) => AuthResult,
   connectTimeoutMs: number,
   tunnels: Set<Socket>,
@@ -170,33 +226,29 @@ function connectHandler(
         `HTTP/1.1 ${status}\r\n${extra}Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     };
+    const challenge = `Proxy-Authenticate: ${CHALLENGE}\r\n`;
     const auth = check(req.headers['proxy-authorization']);
-    if (!auth.ok)
-      return refuse(
-        '407 Proxy Authentication Required',
-        'proxy authentication required',
-        `Proxy-Authenticate: ${CHALLENGE}\r\n`,
-      );
+    if (!auth.ok) return refuse('407 Proxy Authentication Required', refusal(auth), challenge);
     const target = parseAuthority(req.url ?? '');
     if (!target) return refuse('400 Bad Request', `CONNECT needs host:port, got ${JSON.stringify(req.url ?? '')}`);
     const authority = req.url ?? '';
     const startedAt = performance.now();
-    void router
-      .route({ session: auth.session, domain: target.host }, (u) =>
-        client.destroyed
-          ? Promise.resolve({ ok: false as const, reason: 'the client went away', penalize: false, retry: false })
-          : connectThrough(u, authority, connectTimeoutMs),
-      )
-      .then((routed) => {
+    void scopes.get(auth.steering).then(
+      async (scoped) => {
+        const { routed } = await routeTunnel(scoped, auth.steering, target, client, connectTimeoutMs);
         if (!routed.ok)
           return refuse(
             '502 Bad Gateway',
             `no fleet proxy could open a tunnel to ${authority}: ${routed.reasons.join('; ')}`,
           );
-        router.metrics.request(routed.upstream.name, auth.session, performance.now() - startedAt);
+        const session = auth.steering.session;
+        scoped.metrics.request(routed.upstream.name, session, performance.now() - startedAt);
         if (client.destroyed) return routed.value.socket.destroy();
-        splice(router, client, head, routed.value, routed.upstream.name, auth.session);
-      });
+        splice(scoped.metrics, client, head, routed.value, routed.upstream.name, session, ESTABLISHED);
+      },
+      (err: unknown) =>
+        refuse('407 Proxy Authentication Required', err instanceof Error ? err.message : String(err), challenge),
+    );
   };
 }
 

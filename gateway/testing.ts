@@ -13,12 +13,34 @@ import { fingerprintOf } from '../shared/tls/pinned.js';
 import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
 import type { Upstream } from './selection.js';
 
+/** curl with `args` (10 s at most): the body and the status code. */
+export async function curl(args: string[]): Promise<{ status: number; body: string }> {
+  const { stdout } = await promisify(execFile)('curl', ['-sS', '--max-time', '10', '-w', '\n%{http_code}', ...args]);
+  const at = stdout.lastIndexOf('\n');
+  return { status: Number(stdout.slice(at + 1)), body: stdout.slice(0, at) };
+}
+
+/** Sends `text` to 127.0.0.1:`port` on a fresh connection and resolves with everything answered before the close. */
+export function rawExchange(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const s = createConnection(port, '127.0.0.1', () => s.write(text));
+    s.on('data', (c: Buffer) => (out += c.toString()));
+    s.once('close', () => resolve(out));
+    s.once('error', reject);
+  });
+}
+
 /** A Ready-list entry named `name` (loopback, port 1): for selection and routing tests that never connect. */
 export function upstreamNamed(name: string): Upstream {
   return { name, provider: 'p', host: '127.0.0.1', port: 1, authorization: 'Basic x', egressIp: undefined };
 }
 
-/** The fleet API's twin: the Ready list is whatever the test sets; reports and discoveries are recorded. */
+/**
+ * The fleet API's twin: the Ready list is whatever the test sets, narrowed by `provider` as the API
+ * does (pools and labels are not modelled: an Upstream carries neither); reports and discoveries
+ * are recorded.
+ */
 export interface MemoryFleet {
   api: FleetApi;
   set(list: Upstream[]): void;
@@ -40,7 +62,13 @@ export function createMemoryFleet(initial: Upstream[] = []): MemoryFleet {
     api: {
       discover(filters, forDomain) {
         fleet.discoveries.push({ filters, forDomain });
-        return Promise.resolve(list.filter((u) => !forDomain || !excluded.has(`${u.name}\n${forDomain}`)));
+        return Promise.resolve(
+          list.filter(
+            (u) =>
+              (filters.provider === undefined || u.provider === filters.provider) &&
+              (!forDomain || !excluded.has(`${u.name}\n${forDomain}`)),
+          ),
+        );
       },
       report(name, report) {
         fleet.reports.push({ name, report });
@@ -171,10 +199,6 @@ export async function startTlsTarget(tls: { key: string; cert: string }): Promis
   };
 }
 
-/**
- * A real tinyproxy (the proxy of the gcp, kubernetes and kvm guests) on loopback with Basic auth:
- * it answers HTTP/1.1 without `Connection: close` and then closes, which keep-alive clients trip on.
- */
 /** A loopback port nothing listens on now. */
 async function freePort(): Promise<number> {
   const probe = http.createServer();
@@ -199,6 +223,10 @@ async function listening(host: string, port: number): Promise<void> {
   }
 }
 
+/**
+ * A real tinyproxy (the proxy of the gcp, kubernetes and kvm guests) on loopback with Basic auth:
+ * it answers HTTP/1.1 without `Connection: close` and then closes, which keep-alive clients trip on.
+ */
 export async function startTinyproxy(name: string, dir: string): Promise<TestProxy> {
   const port = await freePort();
   const conf = join(dir, `${name}.conf`);

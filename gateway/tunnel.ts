@@ -1,7 +1,14 @@
-/** One CONNECT tunnel through one fleet proxy: dial (over TLS, pinned, when it has a TLS listener), send CONNECT with the proxy's credentials, read its answer. */
+/**
+ * Tunnels through the fleet: one CONNECT through one fleet proxy (dial, over TLS pinned to its
+ * fingerprint when it has a TLS listener; send CONNECT with the proxy's credentials; read its
+ * answer), routed with failover, and spliced to the client. HTTP CONNECT and SOCKS5 clients both
+ * come through here.
+ */
 import net from 'node:net';
 import { connectPinned } from '../shared/tls/pinned.js';
-import type { Attempt } from './router.js';
+import type { Steering } from './grammar.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { Attempt, FleetRouter, Routed } from './router.js';
 import type { Upstream } from './selection.js';
 
 /** Statuses of a proxy's answer that say the proxy hop failed, not the target: try another proxy. */
@@ -14,12 +21,22 @@ export const HOP_FAILURES = new Set([407, 502, 503, 504]);
 const CONNECT_HOP_FAILURES = new Set([401, ...HOP_FAILURES]);
 const CREDENTIALS_REFUSED = new Set([401, 407]);
 const MAX_HEAD = 16 * 1024;
+const HOP: TunnelCause = { kind: 'hop' };
 
 /** An established tunnel: the socket to the target through the proxy, and any bytes read past the proxy's answer. */
 export interface Tunnel {
   socket: net.Socket;
   head: Buffer;
 }
+
+/**
+ * Why a tunnel was not opened, as a SOCKS5 reply needs to know it: the proxy hop failed (`hop`),
+ * no answer in time (`timeout`), or the proxy answered for the target (`target`, with its status).
+ */
+export type TunnelCause = { kind: 'hop' } | { kind: 'timeout' } | { kind: 'target'; status: number };
+
+/** One attempt's outcome, with the cause of a failure. */
+export type TunnelAttempt = Attempt<Tunnel> & { cause?: TunnelCause };
 
 /** `host:port` of a CONNECT request line, or undefined when it is not one (`[v6]:port` allowed). */
 export function parseAuthority(authority: string): { host: string; port: number } | undefined {
@@ -35,7 +52,7 @@ export function parseAuthority(authority: string): { host: string; port: number 
  * @param timeoutMs - for the dial and the proxy's answer together
  * @returns the tunnel, or why not (refused, timed out, dropped, or the proxy's status)
  */
-export function connectThrough(upstream: Upstream, authority: string, timeoutMs: number): Promise<Attempt<Tunnel>> {
+export function connectThrough(upstream: Upstream, authority: string, timeoutMs: number): Promise<TunnelAttempt> {
   return new Promise((resolve) => {
     const sendConnect = () =>
       socket.write(
@@ -49,14 +66,17 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
     socket.setNoDelay(true);
     let buffered: Buffer = Buffer.alloc(0);
     let settled = false;
-    const fail = (reason: string, penalize: boolean, retry: boolean, refused = false) => {
+    const fail = (reason: string, penalize: boolean, retry: boolean, refused = false, cause: TunnelCause = HOP) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       socket.destroy();
-      resolve({ ok: false, reason, penalize, retry, refused });
+      resolve({ ok: false, reason, penalize, retry, refused, cause });
     };
-    const timer = setTimeout(() => fail(`no tunnel within ${timeoutMs} ms`, true, true), timeoutMs);
+    const timer = setTimeout(
+      () => fail(`no tunnel within ${timeoutMs} ms`, true, true, false, { kind: 'timeout' }),
+      timeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
       const end = buffered.indexOf('\r\n\r\n');
@@ -80,7 +100,10 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
         fail('the proxy answered CONNECT with something that is not HTTP/1.x', true, true);
       } else {
         // 403, 404 (no such host), 500 (target refused): the target's side, the same through any proxy.
-        fail(`the proxy answered CONNECT with ${status} (the target is unreachable from it)`, false, false);
+        fail(`the proxy answered CONNECT with ${status} (the target is unreachable from it)`, false, false, false, {
+          kind: 'target',
+          status,
+        });
       }
     };
     const onError = (err: NodeJS.ErrnoException) =>
@@ -90,4 +113,75 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
     socket.on('error', onError);
     socket.on('close', onClose);
   });
+}
+
+/** `host:port` for a CONNECT line (`[v6]:port` for an IPv6 address). */
+export function authorityOf(host: string, port: number): string {
+  return `${net.isIPv6(host) ? `[${host}]` : host}:${port}`;
+}
+
+/** The outcome of routing a tunnel, with the cause of the last failed attempt. */
+export interface RoutedTunnel {
+  routed: Routed<Tunnel>;
+  /** Undefined when no attempt was made (no fleet proxy matched) or the last one succeeded. */
+  cause: TunnelCause | undefined;
+}
+
+/**
+ * Opens a tunnel to `host:port` through the fleet, with failover.
+ *
+ * @param client - the client's socket (no further attempt once it is gone)
+ */
+export async function routeTunnel(
+  router: FleetRouter,
+  steering: Steering,
+  target: { host: string; port: number },
+  client: net.Socket,
+  timeoutMs: number,
+): Promise<RoutedTunnel> {
+  const authority = authorityOf(target.host, target.port);
+  let cause: TunnelCause | undefined;
+  const routed = await router.route(
+    { session: steering.session, strict: steering.strict, sessionIdleMs: steering.sessionIdleMs, domain: target.host },
+    async (u): Promise<Attempt<Tunnel>> => {
+      if (client.destroyed) return { ok: false, reason: 'the client went away', penalize: false, retry: false };
+      const attempt = await connectThrough(u, authority, timeoutMs);
+      cause = attempt.ok ? undefined : attempt.cause;
+      return attempt;
+    },
+  );
+  return { routed, cause };
+}
+
+/**
+ * Splices an established tunnel to the client, after writing `established` (the HTTP 200 line or
+ * the SOCKS5 success reply), and counts its bytes when it ends.
+ */
+export function splice(
+  metrics: GatewayMetrics,
+  client: net.Socket,
+  head: Buffer,
+  tunnel: Tunnel,
+  proxy: string,
+  session: string | undefined,
+  established: string | Buffer,
+): void {
+  const upstream = tunnel.socket;
+  const end = () => {
+    client.destroy();
+    upstream.destroy();
+  };
+  upstream.on('error', end);
+  client.on('error', end);
+  upstream.once('close', () => {
+    metrics.bytes(proxy, session, upstream.bytesRead, upstream.bytesWritten);
+    client.destroy();
+  });
+  client.once('close', () => upstream.destroy());
+  client.write(established);
+  if (tunnel.head.length > 0) client.write(tunnel.head);
+  if (head.length > 0) upstream.write(head);
+  upstream.pipe(client);
+  client.pipe(upstream);
+  upstream.resume();
 }

@@ -13,6 +13,7 @@ import { createLogger } from '../shared/logger.js';
 import { traceIdOf } from '../shared/telemetry/propagation.js';
 import { eventually } from '../test/support/eventually.js';
 import { recordSpans } from '../test/support/span-recorder.js';
+import { toWire } from '../shared/relay/command-wire.js';
 import { relayReportSchema, type RelayCommand, type RelayReport } from '../shared/relay/protocol.js';
 import {
   generateRelayKeys,
@@ -314,8 +315,9 @@ describe('relay agent', () => {
   const keyring = parseRelayKeys(generateRelayKeys(['local', 'other']));
   const keys = keyring.get('local') ?? [];
   const otherKey = keyring.get('other')?.[0];
-  const signed = (command: RelayCommand, key = keys[0]) => {
-    const text = JSON.stringify(command);
+  /** Signed, and its credentials sealed, as the functions publish it; `clear` leaves them in clear. */
+  const signed = (command: RelayCommand, key = keys[0], clear = false) => {
+    const text = JSON.stringify(clear ? command : toWire(command, key));
     return message(text, { relay: 'local', ...(key ? signText(key, 'command', text) : {}) });
   };
 
@@ -350,5 +352,28 @@ describe('relay agent', () => {
       [foreign.id, 'attributes.signature', 'ep-foreign'],
       [altered.id, 'attributes.signature', 'ep-swapped'],
     ]);
+  });
+
+  it('with keys, opens sealed credentials for the backend; refuses clear ones and a box moved to another command', async () => {
+    await agent.stop();
+    await startAgent(keys);
+    const sealed = signed(createCommand('ep-sealed', 1, 'c5'));
+    expect(sealed.data.toString()).not.toContain('pw-secret');
+    const clear = signed(createCommand('ep-clear', 1, 'c6'), keys[0], true);
+    const wire = toWire(createCommand('ep-moved', 1, 'c7'), keys[0]);
+    const moved = JSON.stringify({ ...wire, commandId: 'c8' });
+    const movedMessage = message(moved, { relay: 'local', ...(keys[0] ? signText(keys[0], 'command', moved) : {}) });
+    for (const m of [sealed, clear, movedMessage]) sub().emit('message', m);
+    for (const m of [sealed, clear, movedMessage]) await settled(m);
+    expect([...backend.instances.keys()]).toEqual(['ep-sealed']);
+    expect(backend.instances.get('ep-sealed')?.credentials).toEqual({ username: 'u', password: 'pw-secret' });
+    const invalid = logLines
+      .map((l): Record<string, unknown> => z.record(z.string(), z.unknown()).parse(JSON.parse(l)))
+      .filter((l) => l['message'] === 'invalid relay command' && l['instance'] !== undefined);
+    expect(invalid.map((l) => [l['messageId'], l['field']]).slice(-2)).toEqual([
+      [clear.id, 'spec.credentials'],
+      [movedMessage.id, 'spec.credentials'],
+    ]);
+    expect(logLines.join('\n')).not.toContain('pw-secret');
   });
 });

@@ -8,7 +8,9 @@ import { decodeBody, type BusMessage } from '../shared/bus/message.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import type { Logger } from '../shared/logger.js';
 import { TOPICS } from '../shared/bus/topics.js';
-import { relayCommandSchema, type RelayCommand } from '../shared/relay/protocol.js';
+import { ValidationError } from '../shared/errors.js';
+import { fromWire } from '../shared/relay/command-wire.js';
+import { wireCommandSchema, type RelayCommand } from '../shared/relay/protocol.js';
 import { verifySignature, type SigningKey } from '../shared/relay/signature.js';
 import { messagingAttributes } from '../shared/telemetry/invocation.js';
 import { contextFromAttributes, traceparentOf } from '../shared/telemetry/propagation.js';
@@ -152,23 +154,27 @@ function admit(deps: CommandIntakeDeps, decoded: BusMessage): RelayCommand | und
     logger.warn('invalid relay command', { messageId: decoded.id, reason: decoded.decodeError });
     return undefined;
   }
-  const parsed = relayCommandSchema.safeParse(decoded.json);
-  if (!parsed.success) {
-    const invalid = toValidationError(parsed.error);
-    const about = claimedTarget(decoded.json);
+  const invalid = (error: ValidationError) => {
     logger.warn('invalid relay command', {
       messageId: decoded.id,
-      ...about,
-      field: invalid.field,
-      reason: invalid.reason,
+      ...claimedTarget(decoded.json),
+      field: error.field,
+      reason: error.reason,
     });
     return undefined;
-  }
+  };
+  const parsed = wireCommandSchema.safeParse(decoded.json);
+  if (!parsed.success) return invalid(toValidationError(parsed.error));
   if (parsed.data.relay !== config.relay) {
     logger.debug('ignoring a command for another relay', { messageId: decoded.id, relay: parsed.data.relay });
     return undefined;
   }
-  return parsed.data;
+  try {
+    return fromWire(parsed.data, deps.keys);
+  } catch (err) {
+    if (err instanceof ValidationError) return invalid(err);
+    throw err;
+  }
 }
 
 const optionalText = z.string().optional().catch(undefined);

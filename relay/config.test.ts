@@ -54,6 +54,15 @@ describe('loadRelayConfig', () => {
     ]);
   });
 
+  it('moves the local default port ranges by EGRESS_PORT_OFFSET, so two local stacks do not share a forwarder port', () => {
+    const config = loadRelayConfig({ EGRESS_PORT_OFFSET: '700' });
+    expect(config.backends.map((b) => b.type === 'process' && b.portRange)).toEqual([
+      [20700, 21699],
+      [22700, 23699],
+    ]);
+    expect(() => loadRelayConfig({ EGRESS_PORT_OFFSET: '-1' })).toThrow(/EGRESS_PORT_OFFSET/);
+  });
+
   it('names egressAddresses when it is not a range, or overlaps another provider', () => {
     const backend = (provider: string, egressAddresses: string) => ({
       provider,

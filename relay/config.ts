@@ -294,7 +294,7 @@ export function parseStackPorts(value: string): number[] {
 
 /**
  * Loads the relay configuration once. The embedded default's proxies get the local stack's egress
- * policy: every loopback port but `EGRESS_STACK_PORTS`. Environment overrides: `EGRESS_PROJECT` (or
+ * policy: every loopback port but `EGRESS_STACK_PORTS`; its port ranges move by `EGRESS_PORT_OFFSET`. Environment overrides: `EGRESS_PROJECT` (or
  * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the relay's stateDir;
  * each backend's becomes `<dir>/<provider>`, so no two backends share one and one backend's broken
  * state directory fails only that backend's health check).
@@ -308,7 +308,17 @@ export function loadRelayConfig(env: Env = process.env): RelayConfig {
   if (file) return parseRelayConfig(readConfigFile(file), env);
   const egress = localEgressPolicy(parseStackPorts(env[STACK_PORTS_ENV] ?? ''));
   const raw = structuredClone(LOCAL_RELAY_CONFIG);
-  return parseRelayConfig({ ...raw, backends: raw.backends.map((b) => ({ ...b, egress })) }, env);
+  // Each backend's forwarder listens on the first port of its range: a stack started with a port
+  // offset shifts its ranges by it, so that two local stacks on one machine do not collide there.
+  const offset = Number(env['EGRESS_PORT_OFFSET'] ?? 0);
+  if (!Number.isInteger(offset) || offset < 0 || offset > 9000)
+    throw new ValidationError('EGRESS_PORT_OFFSET', 'must be an integer from 0 to 9000');
+  const backends = raw.backends.map((b) => ({
+    ...b,
+    egress,
+    portRange: b.portRange.map((port) => port + offset),
+  }));
+  return parseRelayConfig({ ...raw, backends }, env);
 }
 
 /** Validates a decoded relay configuration and applies the environment overrides. */

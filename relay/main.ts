@@ -2,7 +2,7 @@
 import { PubSub } from '@google-cloud/pubsub';
 import { createPubSubBus } from '../shared/bus/pubsub.js';
 import { createLogger } from '../shared/logger.js';
-import { RELAY_KEYS_ENV, relayKeysFromEnv, type SigningKey } from '../shared/relay/signature.js';
+import { relayOwnKeys, UNSIGNED_RELAYS_ENV, type SigningKey } from '../shared/relay/signature.js';
 import { loadTelemetryConfig } from '../shared/telemetry/config.js';
 import { startTelemetry, type Telemetry } from '../shared/telemetry/setup.js';
 import { createRelayAgent } from './agent.js';
@@ -20,13 +20,12 @@ async function main(): Promise<void> {
   let keys: readonly SigningKey[] | undefined;
   try {
     config = loadRelayConfig();
-    keys = relayKeysFromEnv()?.get(config.relay);
+    keys = relayOwnKeys(process.env, config.relay);
   } catch (err) {
     fatal(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (process.env[RELAY_KEYS_ENV]?.trim() && !keys) fatal(`${RELAY_KEYS_ENV} holds no key for relay "${config.relay}"`);
   const logger = createLogger({ project: config.project, base: { component: 'relay', relay: config.relay } });
-  if (!keys) logger.warn(`reports and commands are not signed: ${RELAY_KEYS_ENV} is not set`);
+  if (!keys) logger.warn(`reports and commands are not signed (${UNSIGNED_RELAYS_ENV}=development)`);
   let telemetry: Telemetry | undefined;
   try {
     const telemetryConfig = { ...loadTelemetryConfig(process.env), project: config.project };

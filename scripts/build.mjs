@@ -216,6 +216,30 @@ function dependenciesOf(metafile, outfile) {
   return Object.fromEntries(Object.entries(deps).sort(([a], [b]) => a.localeCompare(b)));
 }
 
+/**
+ * Data packages a bundle reads files from at run time (shared/egress-location/database.ts resolves
+ * them with require.resolve, which no import shows): a function whose bundle holds that module
+ * depends on them, and only such a function (about 78 MB installed: not the API's business).
+ */
+const runtimeFiles = {
+  'shared/egress-location/database.ts': ['@ip-location-db/geo-whois-asn-country-mmdb', '@ip-location-db/asn'],
+};
+
+/** The data packages of {@link runtimeFiles} one build needs, with the versions the root package.json pins. */
+function dataDependenciesOf(metafile, outfile) {
+  const deps = {};
+  for (const [module, packages] of Object.entries(runtimeFiles)) {
+    if (!(module in metafile.inputs)) continue;
+    for (const name of packages) {
+      const version = rootPackage.dependencies?.[name];
+      if (!version)
+        throw new Error(`${outfile} reads ${name} at run time, which is not in package.json "dependencies"`);
+      deps[name] = version;
+    }
+  }
+  return deps;
+}
+
 /** A package.json that makes dist/functions/<name>/ a deployable Cloud Functions source. */
 function writeFunctionPackage(fn, metafile, outfile) {
   const pkg = {
@@ -225,7 +249,11 @@ function writeFunctionPackage(fn, metafile, outfile) {
     type: 'module',
     main: 'index.js',
     engines: { node: '>=22' },
-    dependencies: dependenciesOf(metafile, outfile),
+    dependencies: Object.fromEntries(
+      Object.entries({ ...dependenciesOf(metafile, outfile), ...dataDependenciesOf(metafile, outfile) }).sort(
+        ([a], [b]) => a.localeCompare(b),
+      ),
+    ),
   };
   writeFileSync(join(dist, 'functions', fn, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
 }

@@ -11,8 +11,8 @@
 #                                 the real kvm guests (test/support/qemu-host.ts: libvirtd's qemu driver in a test namespace)
 #   mmdebstrap                    builds the guest image from Debian's packages (scripts/guest-image.sh, cached)
 #   cloud-init, curl              `cloud-init schema` of the generated user-data; curl through the guests' proxies
-#   python3-requests, python3-scrapy, tinyproxy
-#                                 the gateway's tests: Python requests and a Scrapy crawl through it (/usr/bin/python3),
+#   python3-requests, python3-socks, python3-scrapy, tinyproxy
+#                                 the gateway's tests: Python requests (also over socks5h://) and a Scrapy crawl through it (/usr/bin/python3),
 #                                 and a real tinyproxy behind it (gateway/gateway.test.ts); tinyproxy is also
 #                                 every proxy of the process backend (relay/backends/process/tinyproxy.ts)
 #   stunnel4                      the TLS listener in front of every process-backend proxy (relay/backends/process/tls-listener.ts)
@@ -42,6 +42,7 @@ declare -A package_of=(
   [/usr/bin/cloud-init]=cloud-init
   [/usr/bin/curl]=curl
   [/usr/lib/python3/dist-packages/requests]=python3-requests
+  [/usr/lib/python3/dist-packages/socks.py]=python3-socks
   [/usr/lib/python3/dist-packages/scrapy]=python3-scrapy
   [/usr/bin/tinyproxy]=tinyproxy-bin
   [/usr/bin/stunnel4]=stunnel4

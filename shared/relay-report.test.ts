@@ -16,7 +16,7 @@ import { MemoryState } from './store/memory/state.js';
 
 const logger = createLogger({ write: () => undefined });
 
-function world(check?: (names: string[]) => Promise<unknown>) {
+function world(check?: (names: string[]) => Promise<unknown>, unsigned = true) {
   const clock = new ManualClock();
   const relays = new MemoryRelayRepository(clock, 300_000, new MemoryState(clock));
   const kicked: string[][] = [];
@@ -31,7 +31,15 @@ function world(check?: (names: string[]) => Promise<unknown>) {
     echoUrl: 'http://127.0.0.1:1/',
     providers: [{ name: 'proc', type: 'process', relay: 'r1' }],
   });
-  const deps: RelayReportDeps = { config, relays, bus, logger, now: () => clock.now(), ...(check ? { check } : {}) };
+  const deps: RelayReportDeps = {
+    config,
+    relays,
+    bus,
+    logger,
+    now: () => clock.now(),
+    allowUnsignedRelays: unsigned,
+    ...(check ? { check } : {}),
+  };
   let seq = 0;
   const report = (proxies: string[]) => {
     const instances: InventoryItem[] = proxies.map((proxy) => ({
@@ -89,5 +97,13 @@ describe('relay report: what it changed is checked', () => {
     const w = world();
     await w.report(names(2));
     expect(w.kicked).toEqual([names(2)]);
+  });
+});
+
+describe('relay report: fails closed', () => {
+  it('without keys, and without the development flag, every report is refused and nothing is stored', async () => {
+    const w = world(undefined, false);
+    expect(await w.report(names(1))).toBe('rejected');
+    expect(w.kicked).toEqual([]);
   });
 });

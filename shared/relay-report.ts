@@ -4,9 +4,10 @@ import type { BusMessage } from './bus/message.js';
 import type { Config } from './config/schema.js';
 import { toValidationError } from './domain/proxy.js';
 import type { Logger } from './logger.js';
-import { checkNowOrKick, kickChecks, type CheckNow } from './reconcile/check.js';
+import { checkNowOrKick, type CheckNow } from './reconcile/check.js';
+import { kickChecks } from './reconcile/kick.js';
 import { relayReportSchema, type RelayReport } from './relay/protocol.js';
-import { RELAY_KEYS_ENV, verifySignature, type RelayKeyring } from './relay/signature.js';
+import { MISSING_KEYS_REASON, RELAY_KEYS_ENV, verifySignature, type RelayKeyring } from './relay/signature.js';
 import { inTraceOf } from './telemetry/spans.js';
 import type { RelayRepository } from './store/ports.js';
 
@@ -14,8 +15,10 @@ export interface RelayReportDeps {
   /** The configured providers name the relays that may report. */
   config: Pick<Config, 'providers'>;
   relays: RelayRepository;
-  /** When set, every report must be signed with a key of the relay it names (shared/relay/signature.ts). */
+  /** Every report must be signed with a key of the relay it names (shared/relay/signature.ts). */
   relayKeys?: RelayKeyring | undefined;
+  /** Without `relayKeys`, reports are refused unless this says unsigned ones are accepted (development only). */
+  allowUnsignedRelays?: boolean;
   bus: Bus;
   logger: Logger;
   now?: () => number;
@@ -33,7 +36,8 @@ export const CHECKED_IN_REPORT = 10;
  * Applies one relay report. A malformed report is logged with its field and acknowledged (never
  * retried in a loop). A report may only speak for the relay that sent it: its `relay` attribute
  * (set by the relay's publisher) must be present and name the relay in its body, and that relay
- * must run a configured provider; with `relayKeys`, it must be signed by one of that relay's keys.
+ * must run a configured provider, and it must be signed by one of that relay's keys (without keys,
+ * every report is refused unless `allowUnsignedRelays`: fail closed).
  * Anything else is rejected (logged with the field and the reason) and changes nothing.
  */
 export async function handleRelayReport(deps: RelayReportDeps, message: BusMessage): Promise<string> {
@@ -54,6 +58,7 @@ export async function handleRelayReport(deps: RelayReportDeps, message: BusMessa
     return rejected('relay', `attribute relay=${JSON.stringify(sender)} does not match body relay="${report.relay}"`);
   if (!deps.config.providers.some((p) => p.relay === report.relay))
     return rejected('relay', `no configured provider is run by relay "${report.relay}"`);
+  if (!deps.relayKeys && !deps.allowUnsignedRelays) return rejected(RELAY_KEYS_ENV, MISSING_KEYS_REASON);
   if (deps.relayKeys) {
     const keys = deps.relayKeys.get(report.relay);
     if (!keys) return rejected('relay', `${RELAY_KEYS_ENV} holds no key for relay "${report.relay}"`);

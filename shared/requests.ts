@@ -6,7 +6,8 @@ import { checkPoolProviders, isPoolRequest, parsePoolRequest, type PoolRequest }
 import { parseProxyRequest } from './domain/proxy.js';
 import { EgressError, ValidationError } from './errors.js';
 import type { Logger } from './logger.js';
-import { checkNowOrKick, kickPools, type CheckNow } from './reconcile/check.js';
+import { checkNowOrKick, type CheckNow } from './reconcile/check.js';
+import { kickPools } from './reconcile/kick.js';
 import type { PoolRepository, ProxyRepository } from './store/ports.js';
 import { TOPICS } from './bus/topics.js';
 

@@ -6,7 +6,13 @@ import type { Config } from './config/schema.js';
 import { createLogger, type Logger } from './logger.js';
 import type { Registry } from './providers/contract.js';
 import { createRegistry } from './providers/registry.js';
-import { RELAY_KEYS_ENV, relayKeysFromEnv, type RelayKeyring } from './relay/signature.js';
+import {
+  MISSING_KEYS_REASON,
+  RELAY_KEYS_ENV,
+  relayKeysFromEnv,
+  unsignedRelaysAllowed,
+  type RelayKeyring,
+} from './relay/signature.js';
 import { createFirestore } from './store/firestore.js';
 import { ProxyStore } from './store/proxies.js';
 import { PoolStore } from './store/pools.js';
@@ -27,8 +33,10 @@ export interface Runtime {
   bus: Bus;
   proxies: ProxyRepository;
   relays: RelayRepository;
-  /** From `EGRESS_RELAY_KEYS`; when set, relay reports and commands are signed and checked. */
+  /** From `EGRESS_RELAY_KEYS`: relay reports and commands are signed and checked, credentials sealed. */
   relayKeys: RelayKeyring | undefined;
+  /** `EGRESS_UNSIGNED_RELAYS=development`: without keys, relay messages go unsigned instead of being refused. */
+  allowUnsignedRelays: boolean;
   reports: ReportRepository;
   /** Built on first use: only the functions that drive providers pay for (and validate) them. */
   registry: Registry;
@@ -52,6 +60,7 @@ export function createRuntime(
   const proxies = new ProxyStore(db, logger);
   const relays = new RelayStore(db, logger, config.statusRefreshSeconds * 1000);
   const relayKeys = relayKeysFromEnv(env);
+  const allowUnsignedRelays = unsignedRelaysAllowed(env);
   let warned = false;
   const warnUnsignedRelayMessages = () => {
     if (relayKeys || warned) return;
@@ -61,9 +70,14 @@ export function createRuntime(
   let built: Registry | undefined;
   const providers = (): Registry => {
     if (!built) {
-      // Commands to relays are relay messages: a registry with a relay-backed provider sends them.
-      if (config.providers.some((p) => p.relay !== undefined)) warnUnsignedRelayMessages();
-      built = createRegistry({ config, relays, bus, logger, relayKeys });
+      // Commands to relays are relay messages: a registry with a relay-backed provider sends them,
+      // and without keys would send credentials in clear. Fail closed unless development says so:
+      // an empty keyring leaves every relay-backed provider not configured, with the reason.
+      const relayed = config.providers.some((p) => p.relay !== undefined);
+      const refuse = relayed && !relayKeys && !allowUnsignedRelays;
+      if (refuse) logger.error(`relay-backed providers are not configured: ${RELAY_KEYS_ENV} ${MISSING_KEYS_REASON}`);
+      else if (relayed) warnUnsignedRelayMessages();
+      built = createRegistry({ config, relays, bus, logger, relayKeys: refuse ? new Map() : relayKeys });
     }
     return built;
   };
@@ -79,7 +93,8 @@ export function createRuntime(
     proxies,
     relays,
     relayKeys,
-    reports: new ReportStore(db),
+    allowUnsignedRelays,
+    reports: new ReportStore(db, logger),
     registry,
     providerStatus: new ProviderStore(db),
     pools: new PoolStore(db, logger),

@@ -11,8 +11,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** Requests at the stand-in instances that will never be answered. */
+/** Requests at the stand-in instances that will never be answered, and those of them whose connection closed. */
 let hanging = 0;
+const hangingClosed = new Set<string>();
 
 /** A stand-in instance: echoes method, path, a header and the body; `/hang` is never answered. */
 async function instance(port = 0): Promise<Server> {
@@ -20,7 +21,10 @@ async function instance(port = 0): Promise<Server> {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      if (req.url === '/hang') return void hanging++;
+      if (req.url?.startsWith('/hang')) {
+        res.once('close', () => hangingClosed.add(req.url ?? ''));
+        return void hanging++;
+      }
       res.writeHead(201, { 'x-seen': String(req.headers['x-test']), 'content-type': 'application/json' });
       res.end(JSON.stringify({ method: req.method, path: req.url, body }));
     });
@@ -39,8 +43,14 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-async function front(instancePort: number, waitMs?: number): Promise<Front> {
-  const f = await startFront({ host: HOST, port: 0, instancePort, ...(waitMs !== undefined && { waitMs }) });
+async function front(instancePort: number, waitMs?: number, timeoutMs?: number): Promise<Front> {
+  const f = await startFront({
+    host: HOST,
+    port: 0,
+    instancePort,
+    ...(waitMs !== undefined && { waitMs }),
+    ...(timeoutMs !== undefined && { timeoutMs }),
+  });
   cleanups.push(() => f.close());
   return f;
 }
@@ -108,5 +118,26 @@ describe('a function front', () => {
     const got = await post(f.port, '/', '');
     expect(got.status).toBe(503);
     expect(got.body).toMatch(/no instance of this function listens after 300 ms/);
+  });
+
+  it("answers 504 past the function's timeout and closes the instance's connection", async () => {
+    const target = await instance();
+    const f = await front((target.address() as AddressInfo).port, undefined, 300);
+    const got = await post(f.port, '/hang-timeout', '');
+    expect(got.status).toBe(504);
+    expect(got.body).toMatch(/did not answer within its timeout of 300 ms/);
+    await until(() => hangingClosed.has('/hang-timeout'), "the instance's request closed");
+  });
+
+  it("a client that closes its request closes the instance's, so the function sees it abandoned", async () => {
+    const target = await instance();
+    const f = await front((target.address() as AddressInfo).port);
+    const before = hanging;
+    const req = request({ host: HOST, port: f.port, method: 'POST', path: '/hang-abandoned' });
+    req.once('error', () => undefined);
+    req.end('');
+    await until(() => hanging === before + 1, 'the request at the instance');
+    req.destroy();
+    await until(() => hangingClosed.has('/hang-abandoned'), "the instance's request closed");
   });
 });

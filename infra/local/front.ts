@@ -9,6 +9,12 @@
  * Why: the Pub/Sub emulator counts each refused push as a delivery attempt and tries again about
  * every second, so a few seconds of restart dead-lettered requests after `maxDeliveryAttempts`
  * (500-proxy `npm run chaos`); real Pub/Sub never meets a refused connection at a Cloud Run URL.
+ *
+ * A request's time is bounded as Cloud Run bounds it: past the function's timeout the front answers
+ * 504 and closes the connection to the instance ("If your service doesn't respond within this limit,
+ * Cloud Run closes the network connection and returns an HTTP 504 error",
+ * https://cloud.google.com/run/docs/configuring/request-timeout). A client that closes its request
+ * closes the instance's too, so the function sees it abandoned (functions/api/index.ts stops its work).
  */
 import {
   createServer,
@@ -38,6 +44,8 @@ export interface FrontOptions {
   instancePort: number;
   /** How long a request may wait for an instance to listen (default 60 s). */
   waitMs?: number;
+  /** How long a request may take in all, waiting included, before it is answered 504 (the function's timeout; default 300 s). */
+  timeoutMs?: number;
 }
 
 /** Codes that say nothing listens at the instance port (yet): wait for an instance, then send. */
@@ -53,6 +61,7 @@ function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
 export async function startFront(opts: FrontOptions): Promise<Front> {
   const { host, instancePort } = opts;
   const waitMs = opts.waitMs ?? 60_000;
+  const timeoutMs = opts.timeoutMs ?? 300_000;
   // One wait for an instance shared by every request that met none.
   let listening: Promise<void> | undefined;
   let waiting = 0;
@@ -71,7 +80,12 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
         answer.once('aborted', () => res.destroy());
       },
     );
+    // The client gone (or the bound reached): the instance's connection closes too.
+    const abandon = () => upstream.destroy(new Error('abandoned'));
+    res.once('close', abandon);
+    upstream.once('close', () => res.off('close', abandon));
     upstream.once('error', (err: NodeJS.ErrnoException) => {
+      if (res.writableEnded || res.destroyed) return;
       if (res.headersSent) return void res.destroy();
       if (NOT_LISTENING.has(err.code ?? '') && Date.now() < deadline) {
         waiting++;
@@ -90,6 +104,11 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
 
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
+    const bound = setTimeout(() => {
+      if (res.headersSent) return void res.destroy();
+      fail(res, 504, `the function did not answer within its timeout of ${timeoutMs} ms`);
+    }, timeoutMs);
+    res.once('close', () => clearTimeout(bound));
     req.on('data', (c: Buffer) => chunks.push(c));
     req.once('end', () => send(req, Buffer.concat(chunks), res, Date.now() + waitMs));
   });
@@ -109,6 +128,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
 }
 
 function fail(res: ServerResponse, status: number, message: string): void {
+  if (res.headersSent || res.destroyed) return;
   res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
   res.end(`${message}\n`);
 }

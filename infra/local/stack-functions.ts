@@ -81,7 +81,14 @@ export function localFunctions(opts: {
       logger.info('starting the functions', { functions: names });
       await startInstances();
       for (const name of names)
-        fronts.push(await startFront({ host, port: port.get(name) ?? 0, instancePort: instancePort(name) }));
+        fronts.push(
+          await startFront({
+            host,
+            port: port.get(name) ?? 0,
+            instancePort: instancePort(name),
+            timeoutMs: (topology.functions[name]?.timeoutSeconds ?? 300) * 1000,
+          }),
+        );
     },
     async restart() {
       await stopInstances();

@@ -8,6 +8,7 @@ import { TOPICS } from '../../shared/bus/topics.js';
 import { loadConfig } from '../../shared/config/load.js';
 import { RELAY_TYPES, type Config } from '../../shared/config/schema.js';
 import type { Logger } from '../../shared/logger.js';
+import { DEFAULT_ECHO_MAP, parseEchoMap } from './echo-map.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/relay/signature.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
@@ -80,7 +81,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const config = loadConfig(env);
     pointAtEmulators(env);
 
-    const echo: EchoServer = await startEchoServer({ host, port: ports.echo });
+    const sourceMap = parseEchoMap(opts.env.EGRESS_ECHO_MAP ?? DEFAULT_ECHO_MAP);
+    const echo: EchoServer = await startEchoServer({ host, port: ports.echo, sourceMap });
     stoppers.push(() => echo.close());
 
     const topology = loadTopology();

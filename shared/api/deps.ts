@@ -2,6 +2,7 @@
 import type { Bus } from '../bus/pubsub.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../logger.js';
+import type { DiscoveryCache } from './discovery-cache.js';
 import type {
   PoolRepository,
   ProviderStatusRepository,
@@ -20,6 +21,8 @@ export interface ApiDeps {
   pools?: PoolRepository;
   bus: Bus;
   logger: Logger;
+  /** Discovery's reads kept a moment (the `api` function has one); absent, every discovery reads the store. */
+  discoveryCache?: DiscoveryCache;
   /** The dashboard page served at `GET /`. */
   dashboardHtml?: string;
   now?: () => number;

@@ -3,6 +3,7 @@ import { ValidationError } from '../errors.js';
 import { dnsLabel, POOL_LABEL } from '../domain/names.js';
 import { banApplies, excludedFor, normaliseTarget } from '../domain/reports.js';
 import type { ProxyDoc } from '../domain/status.js';
+import { inCountry } from '../egress-location/verify.js';
 
 export interface DiscoveryQuery {
   provider?: string | undefined;
@@ -17,6 +18,10 @@ export interface DiscoveryQuery {
   format: 'json' | 'urls';
   /** Skip proxies a targeted report excludes for this domain (normalised). */
   for?: string | undefined;
+  /** Strict country: located there and not `EgressVerified=False` (shared/egress-location/verify.ts#inCountry). */
+  country?: string | undefined;
+  /** Only proxies whose egress IP is in this autonomous system. */
+  asn?: number | undefined;
 }
 
 /** Parses query parameters, naming the parameter of an error. */
@@ -42,6 +47,10 @@ export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
       'for',
       'must be a host name like example.com (or an IP address), without scheme, port or path',
     );
+  const country = params.get('country') ?? undefined;
+  if (country !== undefined && !/^[A-Za-z]{2}$/.test(country))
+    throw new ValidationError('country', 'must be an ISO 3166-1 alpha-2 code, like DE');
+  const asn = number('asn');
   const distinct = params.get('distinct') ?? 'false';
   if (distinct !== 'true' && distinct !== 'false') throw new ValidationError('distinct', 'must be "true" or "false"');
   return {
@@ -51,6 +60,8 @@ export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
       ...(pool !== null ? [[POOL_LABEL, pool] as [string, string]] : []),
     ],
     for: forDomain,
+    country: country?.toUpperCase(),
+    asn,
     maxLatencyMs: number('maxLatencyMs'),
     distinct: distinct === 'true',
     limit: number('limit'),
@@ -99,6 +110,8 @@ export function selectForDiscovery(
       !d.deletionRequestedAt &&
       (q.provider === undefined || d.spec.provider === q.provider) &&
       matchesLabels(d, q.labels) &&
+      (q.country === undefined || inCountry(d.status, q.country)) &&
+      (q.asn === undefined || d.status.health?.asn === q.asn) &&
       (q.maxLatencyMs === undefined || (d.status.health?.latencyMs ?? Infinity) <= q.maxLatencyMs),
   );
   picked.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));

@@ -6,6 +6,7 @@ import { startMemoryFleet, type MemoryFleet } from '../../test/support/memory-fl
 import { dashboardPolicy } from './dashboard-page.js';
 import { handleApi, MAX_BODY_BYTES, ROUTES, type Route } from './handler.js';
 import type { ApiRequest } from './http.js';
+import { createLogger } from '../logger.js';
 import { API_SCOPES, grants, type ApiScope } from './scopes.js';
 
 const TOKENS: Record<ApiScope, string> = {
@@ -156,5 +157,30 @@ describe('safety of every answer', () => {
       expect(answer.status, path).toBe(400);
       expect(errorOf(answer.body)).toMatchObject({ code: 'Validation', field: 'metadata.name' });
     }
+  });
+});
+
+describe('a busy store', () => {
+  it('a report whose transaction lost to contention is a logged 503 with Retry-After, not a silent one', async () => {
+    const lines: { message: string; code?: string; path?: string }[] = [];
+    const aborted = Object.assign(new Error('10 ABORTED: Transaction lock timeout'), { code: 10 });
+    const answer = await handleApi(
+      {
+        ...fleet,
+        now: () => fleet.clock.now(),
+        logger: createLogger({ write: (line) => lines.push(JSON.parse(line) as (typeof lines)[number]) }),
+        reports: { record: () => Promise.reject(aborted) },
+      },
+      {
+        method: 'POST',
+        path: '/v1/proxies/scope-walk/reports',
+        query: new URLSearchParams(),
+        headers: { authorization: `Bearer ${TOKENS.discover}` },
+        body: { reason: 'error' },
+      },
+    );
+    expect(answer.status).toBe(503);
+    expect(answer.headers?.['retry-after']).toMatch(/^\d+$/);
+    expect(lines).toContainEqual(expect.objectContaining({ code: 'ABORTED', path: '/v1/proxies/scope-walk/reports' }));
   });
 });

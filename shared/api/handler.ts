@@ -4,6 +4,7 @@ import { dnsLabel } from '../domain/names.js';
 import { EgressError, ValidationError } from '../errors.js';
 import type { ApiDeps } from './deps.js';
 import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
+import { CallerGone } from '../store/transaction.js';
 import {
   matchesLabels,
   parseDiscoveryQuery,
@@ -20,6 +21,7 @@ import { dashboardPage } from './dashboard-page.js';
 import { postReport } from './reports.js';
 import { parsePutBody } from './put-body.js';
 import { TOPICS } from '../bus/topics.js';
+import { EGRESS_DATABASE } from '../egress-location/release.js';
 
 /** A Proxy as the API shows it: the stored document without its lease and bookkeeping. */
 export function proxyView(doc: ProxyDoc) {
@@ -81,12 +83,19 @@ async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 
-async function discovery(deps: ApiDeps, params: URLSearchParams): Promise<ApiResponse> {
+async function discovery(deps: ApiDeps, params: URLSearchParams, signal?: AbortSignal): Promise<ApiResponse> {
   const q = parseDiscoveryQuery(params);
-  const picked = selectForDiscovery(await deps.proxies.list(), q, Math.random, (deps.now ?? Date.now)());
-  // The credentials are read at once, not one round trip after another: a gateway asks every
-  // 2 s with a 5 s timeout, and a slow answer leaves it on a stale list.
-  const credentials = await Promise.all(picked.map((d) => deps.proxies.credentials(d.metadata.name)));
+  const now = (deps.now ?? Date.now)();
+  const docs = await (deps.discoveryCache ? deps.discoveryCache.proxies(deps.proxies, now) : deps.proxies.list());
+  if (signal?.aborted) throw new CallerGone();
+  const picked = selectForDiscovery(docs, q, Math.random, now);
+  // The credentials are read at once, not one round trip after another (a gateway asks every 2 s
+  // with a 5 s timeout, and a slow answer leaves it on a stale list), and remembered per instance.
+  const credentials = await Promise.all(
+    picked.map((d) =>
+      deps.proxies.credentials(d.metadata.name, { incarnation: d.status.instance?.createdAt ?? d.metadata.name }),
+    ),
+  );
   const entries = picked.flatMap((d, i) => {
     const creds = credentials[i];
     if (!creds || !d.status.address) return [];
@@ -99,6 +108,8 @@ async function discovery(deps: ApiDeps, params: URLSearchParams): Promise<ApiRes
         tlsUrl: tls ? proxyUrl(tls.address, creds.username, creds.password, 'https') : null,
         tlsFingerprint: tls?.fingerprint ?? null,
         egressIp: d.status.health?.egressIp ?? null,
+        country: d.status.health?.country ?? null,
+        asn: d.status.health?.asn ?? null,
         latencyMs: d.status.health?.latencyMs ?? null,
       },
     ];
@@ -125,7 +136,7 @@ async function providers(deps: ApiDeps): Promise<ApiResponse> {
         lastCheckAt: null,
       },
   );
-  return { status: 200, body: { items } };
+  return { status: 200, body: { items, egressDatabase: EGRESS_DATABASE } };
 }
 
 async function relays(deps: ApiDeps): Promise<ApiResponse> {
@@ -169,12 +180,17 @@ export const ROUTES: readonly Route[] = [
     handle: () => Promise.resolve({ status: 200, body: { ok: true } }),
   },
   { method: 'GET', path: '/', scope: 'public', handle: (deps) => Promise.resolve(dashboardPage(deps.dashboardHtml)) },
-  { method: 'GET', path: '/v1/discovery', scope: 'discover', handle: (deps, req) => discovery(deps, req.query) },
+  {
+    method: 'GET',
+    path: '/v1/discovery',
+    scope: 'discover',
+    handle: (deps, req) => discovery(deps, req.query, req.signal),
+  },
   {
     method: 'POST',
     path: '/v1/proxies/{name}/reports',
     scope: 'discover',
-    handle: (deps, req, name) => postReport(deps, name, callerId(req.headers['authorization']), req.body),
+    handle: (deps, req, name) => postReport(deps, name, callerId(req.headers['authorization']), req.body, req.signal),
   },
   { method: 'GET', path: '/v1/proxies', scope: 'read', handle: (deps, req) => listProxies(deps, req.query) },
   { method: 'GET', path: '/v1/proxies/{name}', scope: 'read', handle: (deps, _req, name) => getProxy(deps, name) },
@@ -284,6 +300,9 @@ function withSafetyHeaders(response: ApiResponse): ApiResponse {
   };
 }
 
+/** `Retry-After` of a 503 for a busy or unavailable backend: long enough not to feed the contention. */
+const BUSY_RETRY_AFTER_SECONDS = 5;
+
 /** The answer for an error a route threw. */
 function failure(deps: ApiDeps, req: ApiRequest, err: unknown): ApiResponse {
   if (err instanceof ApiError) {
@@ -293,11 +312,26 @@ function failure(deps: ApiDeps, req: ApiRequest, err: unknown): ApiResponse {
   }
   if (err instanceof ValidationError) return errorResponse('Validation', err.message, err.field);
   if (err instanceof EgressError) return errorResponse('Unavailable', err.message);
+  if (err instanceof CallerGone) {
+    deps.logger.info('request abandoned by its caller; its work was stopped', { method: req.method, path: req.path });
+    return errorResponse('Unavailable', err.message);
+  }
   const code = grpcCode(err);
-  // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down; ABORTED:
-  // a transaction (a report) lost its retries to concurrent ones. Either way, trying again is right.
-  if (code === GRPC_CODES.UNAVAILABLE || code === GRPC_CODES.DEADLINE_EXCEEDED || code === GRPC_CODES.ABORTED)
-    return errorResponse('Unavailable', 'a backing service is unavailable or busy; try again');
+  // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down or a
+  // transaction ran past its attempts' deadlines; ABORTED: a transaction lost its attempts to
+  // concurrent ones. Trying again later is right, and said so; the contention is logged, never silent.
+  if (code === GRPC_CODES.UNAVAILABLE || code === GRPC_CODES.DEADLINE_EXCEEDED || code === GRPC_CODES.ABORTED) {
+    deps.logger.warn('api request answered 503: a backing service is unavailable or busy', {
+      method: req.method,
+      path: req.path,
+      code: Object.entries(GRPC_CODES).find(([, c]) => c === code)?.[0],
+      error: err,
+    });
+    return {
+      ...errorResponse('Unavailable', 'a backing service is unavailable or busy; try again'),
+      headers: { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) },
+    };
+  }
   deps.logger.error('api request failed', { method: req.method, path: req.path, error: err });
   return errorResponse('Internal', 'internal error');
 }

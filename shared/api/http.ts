@@ -12,6 +12,8 @@ export interface ApiRequest {
   body: unknown;
   /** The body's size in bytes as received, when the transport knows it (a chunked body has no `content-length`). */
   bodyBytes?: number;
+  /** Fires when the caller closes the request before its answer: the work stops at its next step. */
+  signal?: AbortSignal;
 }
 
 export interface ApiResponse {

@@ -3,7 +3,7 @@ import { toValidationError } from '../domain/proxy.js';
 import { reportRequestSchema } from '../domain/reports.js';
 import { showKey, unsafeJson } from '../domain/text.js';
 import { ValidationError } from '../errors.js';
-import { kickChecks } from '../reconcile/check.js';
+import { kickChecks } from '../reconcile/kick.js';
 import type { ApiDeps } from './deps.js';
 import { ApiError, type ApiResponse } from './http.js';
 
@@ -11,10 +11,16 @@ import { ApiError, type ApiResponse } from './http.js';
  * Records one report about proxy `name` from `caller`. A ban asks for a check of the proxy at once
  * (the reconcile replaces it, or leaves a pool member to its pool).
  *
- * @returns 202 `{accepted, name, duplicate, banned, stale, reports}`
+ * @returns 202 `{accepted, name, duplicate, banned, stale, withheld, reports}`
  * @throws ApiError 404 (no such proxy), 429 (the caller's budget is spent); ValidationError (400)
  */
-export async function postReport(deps: ApiDeps, name: string, caller: string, body: unknown): Promise<ApiResponse> {
+export async function postReport(
+  deps: ApiDeps,
+  name: string,
+  caller: string,
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<ApiResponse> {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw new ValidationError('(body)', 'must be a JSON object like {"reason": "banned", "target": "example.com"}');
   const unsafe = unsafeJson(body);
@@ -31,18 +37,22 @@ export async function postReport(deps: ApiDeps, name: string, caller: string, bo
   }
   const now = (deps.now ?? Date.now)();
   const { reports: knobs } = deps.config;
-  const outcome = await deps.reports.record({
-    proxy: name,
-    caller,
-    report: parsed.data,
-    now,
-    policy: {
-      perCallerPerMinute: knobs.perCallerPerMinute,
-      excludeMs: knobs.excludeSeconds * 1000,
-      banTargets: knobs.banTargets,
-      banWindowMs: knobs.banWindowSeconds * 1000,
+  const outcome = await deps.reports.record(
+    {
+      proxy: name,
+      caller,
+      report: parsed.data,
+      now,
+      policy: {
+        perCallerPerMinute: knobs.perCallerPerMinute,
+        bansPerCallerPerHour: knobs.bansPerCallerPerHour,
+        excludeMs: knobs.excludeSeconds * 1000,
+        banTargets: knobs.banTargets,
+        banWindowMs: knobs.banWindowSeconds * 1000,
+      },
     },
-  });
+    signal,
+  );
   if (outcome.kind === 'notFound') throw new ApiError('NotFound', `proxy "${name}" not found`);
   if (outcome.kind === 'limited') {
     throw new ApiError(
@@ -61,6 +71,12 @@ export async function postReport(deps: ApiDeps, name: string, caller: string, bo
     deps.logger.info('proxy reported banned; asking for a check', { proxy: name, reason: outcome.ban?.reason });
     await kickChecks(deps.bus, [name]);
   }
+  if (outcome.withheld)
+    deps.logger.warn("a report would have banned a proxy, but its caller's bans this hour are spent", {
+      proxy: name,
+      caller: caller.slice(0, 8),
+      limit: knobs.bansPerCallerPerHour,
+    });
   return {
     status: 202,
     body: {
@@ -69,6 +85,7 @@ export async function postReport(deps: ApiDeps, name: string, caller: string, bo
       duplicate: false,
       banned: outcome.banned,
       stale: outcome.stale,
+      withheld: outcome.withheld,
       reports: outcome.reports,
       ...(outcome.ban ? { ban: outcome.ban } : {}),
     },

@@ -58,6 +58,10 @@ export const proxySchema = z.looseObject({
         ok: z.boolean(),
         latencyMs: z.number().nullish(),
         egressIp: z.string().nullish(),
+        /** Where the egress IP is (docs/api.md "Egress location"). */
+        country: z.string().nullish(),
+        asn: z.number().nullish(),
+        asnOrg: z.string().nullish(),
         lastProbeAt: z.string().nullish(),
         consecutiveFailures: z.number().optional(),
         error: z.string().optional(),
@@ -110,8 +114,19 @@ export const providerSchema = z.looseObject({
 });
 export type ApiProvider = z.infer<typeof providerSchema>;
 
-/** `GET /v1/providers`. */
-export const providerListSchema = z.object({ items: z.array(providerSchema) });
+/** One data package of the egress-location database, and when its data was published. */
+const databaseReleaseSchema = z.looseObject({
+  package: z.string(),
+  version: z.string(),
+  publishedAt: z.string().nullable(),
+});
+
+/** `GET /v1/providers`, with the releases of the egress-location database the check function uses. */
+export const providerListSchema = z.object({
+  items: z.array(providerSchema),
+  egressDatabase: z.looseObject({ country: databaseReleaseSchema, asn: databaseReleaseSchema }).optional(),
+});
+export type ApiProviderList = z.infer<typeof providerListSchema>;
 
 /** One relay as `GET /v1/relays` lists it (the handler's `relays`): null times when it never reported. */
 export const relaySchema = z.looseObject({
@@ -137,6 +152,9 @@ export const discoveredSchema = z.looseObject({
   /** Lowercase hex SHA-256 of the TLS listener's DER certificate, to pin. */
   tlsFingerprint: z.string().nullish(),
   egressIp: z.string().nullish(),
+  /** ISO 3166-1 alpha-2, upper case; null when the database does not place the egress IP. */
+  country: z.string().nullish(),
+  asn: z.number().int().nullish(),
   latencyMs: z.number().nullish(),
 });
 export type ApiDiscovered = z.infer<typeof discoveredSchema>;

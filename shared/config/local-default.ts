@@ -24,6 +24,8 @@ export const LOCAL_DEFAULT_CONFIG = {
       name: 'local',
       type: 'process',
       relay: 'local',
+      // The local echo answers this provider's 127.1.0.0/16 as 17.0.0.0/16, in the US (infra/local/echo-map.ts).
+      country: 'US',
       catalogue: { loopback: { bindAddress: '127.0.0.1' } },
       // The local relay reports every 2 s: notice silence and lost commands quickly.
       options: { heartbeatTimeoutSeconds: 15, commandResendSeconds: 10 },
@@ -34,6 +36,8 @@ export const LOCAL_DEFAULT_CONFIG = {
       name: 'local-b',
       type: 'process',
       relay: 'local',
+      // Its 127.2.0.0/16 answers as 5.9.0.0/16, in DE.
+      country: 'DE',
       catalogue: { loopback: { bindAddress: '127.0.0.1' } },
       options: { heartbeatTimeoutSeconds: 15, commandResendSeconds: 10 },
     },

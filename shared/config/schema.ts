@@ -24,6 +24,15 @@ export const providerConfigSchema = z
     /** At most this many proxies of this provider replaced at once for spec drift or rotation. */
     rolloutBudget: z.number().int().min(1).default(2),
     /**
+     * The country (ISO 3166-1 alpha-2) this provider's proxies leave from, e.g. a kvm host's: an
+     * egress located elsewhere is flagged (`EgressVerified=False`). A gcp provider's comes from each
+     * placement's region instead.
+     */
+    country: z
+      .string()
+      .regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code in upper case, like "DE"')
+      .optional(),
+    /**
      * Where this provider's proxies may connect (shared/config/egress-policy.ts); absent: the safe
      * default. Relay-backed providers take theirs from the relay's backend entry, where it is enforced.
      */
@@ -32,6 +41,10 @@ export const providerConfigSchema = z
   .refine((p) => !RELAY_TYPES.includes(p.type) || p.relay !== undefined, {
     message: 'relay-backed providers (process, kvm) must name the relay that runs them',
     path: ['relay'],
+  })
+  .refine((p) => p.type !== 'gcp' || p.country === undefined, {
+    message: "a gcp provider's country comes from each placement's zone (its region); remove country",
+    path: ['country'],
   })
   .refine((p) => !RELAY_TYPES.includes(p.type) || p.egress === undefined, {
     message: "a relay-backed provider's egress policy belongs in its relay's backend entry (relay.backends[].egress)",
@@ -100,8 +113,13 @@ export const configSchema = z
     /** Feedback from traffic (`POST /v1/proxies/{name}/reports`, docs/api.md). */
     reports: z
       .strictObject({
-        /** Reports one caller (one API token) may send per minute, over all proxies; more answer 429. */
+        /** Reports one caller (one API token) may send per minute, over all proxies; more answer 429 (per API instance). */
         perCallerPerMinute: z.number().int().min(1).default(60),
+        /**
+         * Bans one caller's reports may cause per hour; past it a report that would ban is counted
+         * only (a caller owning domains that answer 403 cannot churn the fleet).
+         */
+        bansPerCallerPerHour: z.number().int().min(0).default(20),
         /** How long a report with a target hides the proxy from `discovery?for=<target>`. */
         excludeSeconds: seconds.default(3600),
         /** "banned" for this many distinct targets within `banWindowSeconds` bans the proxy (it is replaced). */

@@ -146,6 +146,8 @@ export interface ReportOutcome {
   banned: boolean;
   /** The report is about an instance that is gone (older than the current one, or none is up). */
   stale: boolean;
+  /** The report would have banned the instance, but its caller's ban budget is spent: it is counted only. */
+  withheld: boolean;
 }
 
 /**
@@ -153,6 +155,7 @@ export interface ReportOutcome {
  *
  * @param at - when the report was observed (epoch ms, not after `now`)
  * @param instance - the current instance, undefined when none is up
+ * @param mayBan - whether the caller may still cause a ban (its ban budget is not spent)
  */
 export function countReport(
   previous: { reports?: ReportTally | undefined; ban?: Ban | undefined },
@@ -161,6 +164,7 @@ export function countReport(
   instance: ReportedInstance | undefined,
   now: number,
   policy: ReportPolicy,
+  mayBan = true,
 ): ReportOutcome {
   const iso = (ms: number) => new Date(ms).toISOString();
   const stale = instance === undefined || at < instance.createdAt;
@@ -188,7 +192,7 @@ export function countReport(
     targets,
   };
   if (stale || report.reason !== 'banned' || instance === undefined) {
-    return { reports, ban: previous.ban, banned: false, stale };
+    return { reports, ban: previous.ban, banned: false, stale, withheld: false };
   }
   const bannedTargets = [
     ...new Set(
@@ -196,11 +200,12 @@ export function countReport(
     ),
   ].sort();
   const trips = report.target === undefined || bannedTargets.length >= policy.banTargets;
-  if (!trips) return { reports, ban: previous.ban, banned: false, stale };
+  if (!trips) return { reports, ban: previous.ban, banned: false, stale, withheld: false };
   if (banApplies(previous.ban, instance.createdAt) && previous.ban) {
     const merged = [...new Set([...previous.ban.targets, ...(report.target ? [report.target] : [])])].sort();
-    return { reports, ban: { ...previous.ban, targets: merged }, banned: false, stale };
+    return { reports, ban: { ...previous.ban, targets: merged }, banned: false, stale, withheld: false };
   }
+  if (!mayBan) return { reports, ban: previous.ban, banned: false, stale, withheld: true };
   const windowText = `${Math.round(policy.banWindowMs / 60_000)}m`;
   const ban: Ban = {
     at: iso(at),
@@ -212,5 +217,5 @@ export function countReport(
     instanceCreatedAt: iso(instance.createdAt),
     ...(instance.egressIp ? { egressIp: instance.egressIp } : {}),
   };
-  return { reports, ban, banned: true, stale };
+  return { reports, ban, banned: true, stale, withheld: false };
 }

@@ -7,7 +7,7 @@ import { banSchema, reportTallySchema } from './reports.js';
 export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
 export type Phase = (typeof PHASES)[number];
 
-export const CONDITION_TYPES = ['Provisioned', 'Healthy', 'Ready', 'EgressIp', 'TlsPinned'] as const;
+export const CONDITION_TYPES = ['Provisioned', 'Healthy', 'Ready', 'EgressIp', 'EgressVerified', 'TlsPinned'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 export const conditionSchema = z.object({
@@ -42,6 +42,11 @@ export const healthSchema = z.object({
   ok: z.boolean(),
   latencyMs: z.number().optional(),
   egressIp: z.string().optional(),
+  /** Where the egress IP is, from the offline database (shared/egress-location/): ISO 3166-1 alpha-2. */
+  country: z.string().optional(),
+  /** The egress IP's autonomous system and its organisation. */
+  asn: z.number().int().optional(),
+  asnOrg: z.string().optional(),
   /** The certificate the TLS listener presented to this probe (absent: probed without TLS, or failed). */
   tlsFingerprint: tlsFingerprintSchema.optional(),
   error: z.string().optional(),

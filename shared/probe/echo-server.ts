@@ -1,5 +1,6 @@
 /** A tiny echo endpoint for probes: answers every GET with the caller's IP as JSON. */
 import http from 'node:http';
+import { mapSource, type EchoMapping } from './echo-map.js';
 
 /** A running echo server. */
 export interface EchoServer {
@@ -20,9 +21,12 @@ export function callerIp(remoteAddress: string | undefined): string {
  *
  * @param options.host - listen address (default `127.0.0.1`)
  * @param options.port - listen port (default `0`: any free port)
+ * @param options.sourceMap - loopback sources answered as public-looking addresses (a local stack only: echo-map.ts)
  */
-export function startEchoServer(options: { host?: string; port?: number } = {}): Promise<EchoServer> {
-  const { host = '127.0.0.1', port = 0 } = options;
+export function startEchoServer(
+  options: { host?: string; port?: number; sourceMap?: readonly EchoMapping[] } = {},
+): Promise<EchoServer> {
+  const { host = '127.0.0.1', port = 0, sourceMap = [] } = options;
   const server = http.createServer((req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
@@ -32,7 +36,7 @@ export function startEchoServer(options: { host?: string; port?: number } = {}):
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
       return;
     }
-    const body = JSON.stringify({ ip: callerIp(req.socket.remoteAddress) });
+    const body = JSON.stringify({ ip: mapSource(sourceMap, callerIp(req.socket.remoteAddress)) });
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(body);
   });
   return new Promise((resolve, reject) => {

@@ -13,7 +13,7 @@ export interface ContractRule {
 }
 
 /** Every rule, numbered in order from 1 in the docs table. */
-export const CONTRACT_RULES: readonly ContractRule[] = [
+export const CONTRACT_RULES = [
   { id: 'created-at-nonzero', level: 'MUST', text: 'Every instance reports a non-zero `createdAt`' },
   {
     id: 'not-found-certain',
@@ -102,4 +102,7 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
     level: 'MUST',
     text: '`listSince` returns every instance that may have changed since its cursor (gone ones in `removed`), or the whole listing when it cannot vouch for the rest; it throws when `list` would',
   },
-];
+] as const satisfies readonly ContractRule[];
+
+/** A rule's id, as cases and citations key it. */
+export type ContractRuleId = (typeof CONTRACT_RULES)[number]['id'];

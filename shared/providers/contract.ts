@@ -137,6 +137,13 @@ export interface Provider {
    */
   listSince?(cursor: string | undefined): Promise<InstanceDelta>;
 
+  /**
+   * The country (ISO 3166-1 alpha-2) a proxy with this resolved placement should leave from, or
+   * undefined when the provider cannot say. A looked-up egress country that differs makes the
+   * proxy's `EgressVerified` condition False (docs/architecture.md "Egress location").
+   */
+  expectedCountry?(placement: Record<string, unknown>): string | undefined;
+
   /** A cheap health check of the backend, for the provider-health monitor. */
   check?(): Promise<ProviderHealth>;
 

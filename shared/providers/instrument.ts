@@ -67,6 +67,8 @@ export function instrument(provider: Provider, logger: Logger): Provider {
     delete: (name: string) => operation(provider, logger, 'delete', name, () => provider.delete(name)),
     list: () => operation(provider, logger, 'list', undefined, () => provider.list()),
   };
+  const expectedCountry = provider.expectedCountry?.bind(provider);
+  if (expectedCountry) wrapped.expectedCountry = expectedCountry;
   const check = provider.check?.bind(provider);
   if (check) wrapped.check = (): Promise<ProviderHealth> => operation(provider, logger, 'check', undefined, check);
   const listSince = provider.listSince?.bind(provider);

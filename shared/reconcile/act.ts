@@ -6,8 +6,11 @@ import { POOL_LABEL } from '../domain/names.js';
 import type { ProxyStatus } from '../domain/status.js';
 import { ValidationError, type ErrorInfo } from '../errors.js';
 import type { Provider } from '../providers/contract.js';
+import { generateCredentials } from '../store/credentials-memo.js';
 import { skipped, type Desired, type ReconcileDeps, type ReconcileResult, type Subject } from './context.js';
 import type { Decision, Observation } from './decision.js';
+import { packagedLocator } from '../egress-location/database.js';
+import { locateEgress } from '../egress-location/verify.js';
 import { verifyEgress } from './egress.js';
 import { classifyFailure } from './failure.js';
 import { withLease, type ProviderCall } from './lease.js';
@@ -45,10 +48,19 @@ export async function act(deps: ReconcileDeps, plan: Plan): Promise<ReconcileRes
   // between the request and the provider's create. A lease not held wastes that one read.
   const credentials = decision.action === 'create' ? readCredentials(deps, subject) : undefined;
   credentials?.catch(() => undefined); // a failure is thrown where it is awaited (prepareCreate)
-  const leased = await withLease(deps, subject, () =>
-    credentials
-      ? prepareCreate(deps, plan, provider, credentials)
-      : Promise.resolve(() => provider.delete(subject.instanceName)),
+  // The instance after a replaced one gets credentials of its own: new ones are stored in the
+  // commit that takes the lease for the replaced instance's delete (a refused lease, from a
+  // duplicated or late check, stores nothing). The create that follows, and any resend of it,
+  // reads them; the old password dies with the old instance.
+  const renewed = decision.action === 'delete' && decision.replace ? generateCredentials(subject.name) : undefined;
+  const leased = await withLease(
+    deps,
+    subject,
+    () =>
+      credentials
+        ? prepareCreate(deps, plan, provider, credentials)
+        : Promise.resolve(() => provider.delete(subject.instanceName)),
+    renewed,
   );
   if (!leased.held) return skipped(subject);
   const outcome = leased.error ? afterFailedCall(plan, status, leased.error) : { status, decision };
@@ -79,8 +91,9 @@ async function finalise(deps: ReconcileDeps, subject: Subject): Promise<Reconcil
 }
 
 /**
- * The credentials of this incarnation of the proxy, read afresh (they are made with the document by
- * its apply and never change within an incarnation, so reading them before the lease is as good).
+ * The credentials of the instance about to be created, read afresh (made by the proxy's apply, and
+ * renewed only with the lease of a replaced instance's delete, never while a create is due, so
+ * reading them before the lease is as good).
  */
 async function readCredentials(deps: ReconcileDeps, subject: Subject) {
   const { name, doc } = subject;
@@ -144,7 +157,8 @@ async function record(deps: ReconcileDeps, plan: Plan, outcome: Outcome, holder?
     heartbeatMs,
     plan.verifyEgress,
   );
-  const status = egress.status;
+  const expected = plan.subject.provider?.expectedCountry?.(plan.desired.placement);
+  const status = locateEgress(egress.status, deps.locator ?? packagedLocator(), expected, now());
   const phaseChanged = status.phase !== doc.status.phase;
   if (
     holder ||

@@ -14,6 +14,7 @@ import type { ReconcileDeps, ReconcileOptions, ReconcileResult } from './context
 import { reconcileProxy } from './reconcile.js';
 import type { SweepCache } from './sweep-cache.js';
 import { TOPICS } from '../bus/topics.js';
+import { kickChecks, kickPools } from './kick.js';
 import type { Logger } from '../logger.js';
 
 /** A follow-up's time (epoch ms): the check waits until then (see `follow-up.ts`). */
@@ -233,12 +234,6 @@ async function runPools(
   return { results: [], rechecks };
 }
 
-/** Asks for a reconcile of these pools soon. */
-export async function kickPools(bus: Bus, names: string[]): Promise<void> {
-  const valid = [...new Set(names)].filter((n) => dnsLabel.safeParse(n).success);
-  for (let i = 0; i < valid.length; i += 100) await bus.publish(TOPICS.proxyChecks, { pools: valid.slice(i, i + 100) });
-}
-
 /** Checks proxies in the calling invocation (`checkAndFollowUp` over the function's runtime). */
 export type CheckNow = (names: string[]) => Promise<unknown>;
 
@@ -260,12 +255,4 @@ export async function checkNowOrKick(
     }
   }
   await kickChecks(deps.bus, names);
-}
-
-/** Asks for a check of these proxies soon (after a request, or when their instances changed). */
-export async function kickChecks(bus: Bus, names: string[], extra: { verifyEgress?: boolean } = {}): Promise<void> {
-  const valid = [...new Set(names)].filter((n) => dnsLabel.safeParse(n).success);
-  for (let i = 0; i < valid.length; i += 100) {
-    await bus.publish(TOPICS.proxyChecks, { names: valid.slice(i, i + 100), ...extra });
-  }
 }

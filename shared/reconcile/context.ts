@@ -3,6 +3,7 @@
  * Every store read, lease and write of the reconcile goes through `ReconcileDeps.proxies`.
  */
 import type { Config } from '../config/schema.js';
+import type { EgressLocator } from '../egress-location/database.js';
 import { instanceName } from '../domain/names.js';
 import type { ProxyDoc } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
@@ -25,6 +26,8 @@ export interface ReconcileDeps {
   countReplacing?: (provider: string) => Promise<number>;
   /** The provider-health monitor's verdicts; without them each batch asks the providers. */
   providerStatus?: ProviderStatusRepository;
+  /** Locates egress IPs; the packaged database (read on first use) by default. */
+  locator?: EgressLocator;
 }
 
 /** How a check looks at a proxy. */

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { asEgressError, type ErrorInfo } from '../errors.js';
+import type { Credentials } from '../store/ports.js';
 import type { ReconcileDeps, Subject } from './context.js';
 
 /** The mutating provider call itself, returned by the step that prepares it. */
@@ -21,16 +22,27 @@ export type Leased = { held: false } | { held: true; holder: string; error?: Err
  * then the call it returns — unless the lease ran out meanwhile: a worker paused past its lease (a
  * timed-out function resuming later) must not act on its stale decision, another may have acted
  * since (a late delete would kill a new instance).
+ *
+ * @param credentials - a replaced instance's successor's credentials, stored with the lease (see `ProxyRepository.acquireLease`)
  */
 export async function withLease(
   deps: ReconcileDeps,
   subject: Subject,
   prepare: () => Promise<ProviderCall>,
+  credentials?: Credentials,
 ): Promise<Leased> {
   const { doc, log, now } = subject;
   const holder = randomUUID();
   const ttlMs = deps.config.leaseSeconds * 1000;
-  const until = await deps.proxies.acquireLease(subject.name, holder, doc.generation, ttlMs, now, subject.readAt);
+  const until = await deps.proxies.acquireLease(
+    subject.name,
+    holder,
+    doc.generation,
+    ttlMs,
+    now,
+    subject.readAt,
+    credentials,
+  );
   if (until === undefined) {
     log.debug('lease held elsewhere, or the proxy changed since it was read; skipping');
     return { held: false };

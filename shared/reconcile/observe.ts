@@ -4,8 +4,8 @@
  * when the provider does not probe remotely.
  */
 import { asEgressError } from '../errors.js';
-import type { Provider, ProviderHealth } from '../providers/contract.js';
-import { nextHealth, probeThroughProxy, type ProbeOptions, type ProbeResult } from '../probe/probe.js';
+import type { Instance, Provider, ProviderHealth } from '../providers/contract.js';
+import { nextHealth, probeThroughProxy, type ProbeResult } from '../probe/probe.js';
 import { providerHealth, type CheckBatch } from './batch.js';
 import type { ReconcileDeps, Subject } from './context.js';
 import type { Observation } from './decision.js';
@@ -88,25 +88,25 @@ async function withOwnProbe(
     return observation;
   const { instance } = observation;
   // The prober's own path to the instance (rule reachable-with-credentials): a VM's internal address.
-  const tls =
-    instance.tlsPort === undefined
-      ? undefined
-      : { port: instance.tlsPort, fingerprint: pinnedFingerprint(subject.doc.status.instance, instance) };
-  const result = await probeOwn(deps, subject, instance.probeIp || instance.ip, instance.port, tls);
+  const result = await probeOwn(deps, subject, instance);
   const health = nextHealth(subject.doc.status.health, result, new Date(subject.now()));
   return { kind: 'found', instance: { ...instance, health } };
 }
 
-/** Probes through the proxy with its credentials (remembered per incarnation; forgotten when a probe fails). */
-async function probeOwn(
-  deps: ReconcileDeps,
-  subject: Subject,
-  host: string,
-  port: number,
-  tls: ProbeOptions['tls'],
-): Promise<ProbeResult> {
-  const { name, doc } = subject;
-  const credentials = await deps.proxies.credentials(name, { incarnation: doc.createdAt });
+/**
+ * Probes through the proxy with its credentials: remembered per instance (told apart by `createdAt`,
+ * each created with its own credentials), forgotten when a probe fails. Through its TLS listener,
+ * pinned (`pinnedFingerprint`), when the instance has one.
+ */
+async function probeOwn(deps: ReconcileDeps, subject: Subject, instance: Instance): Promise<ProbeResult> {
+  const { name } = subject;
+  const { port, tlsPort } = instance;
+  const host = instance.probeIp || instance.ip;
+  const tls =
+    tlsPort === undefined
+      ? undefined
+      : { port: tlsPort, fingerprint: pinnedFingerprint(subject.doc.status.instance, instance) };
+  const credentials = await deps.proxies.credentials(name, { incarnation: String(instance.createdAt) });
   if (!credentials) return { ok: false, latencyMs: 0, error: 'no credentials stored for this proxy' };
   const probe = deps.probe ?? probeThroughProxy;
   const result = await probe({

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { dnsLabel } from '../domain/names.js';
 import { errorCodeSchema } from '../errors.js';
 import { healthSchema, INSTANCE_STATES } from '../domain/status.js';
+import { credentialsSchema, sealedCredentialsSchema } from './sealed-credentials.js';
 
 const errorInfoSchema = z.object({
   code: errorCodeSchema,
@@ -18,7 +19,7 @@ export const instanceSpecSchema = z.object({
   specHash: z.string().max(64),
   port: z.number().int().min(0).max(65535),
   placement: z.record(z.string(), z.unknown()),
-  credentials: z.object({ username: z.string().min(1).max(128), password: z.string().min(1).max(256) }),
+  credentials: credentialsSchema,
 });
 
 export const instanceSchema = z.object({
@@ -50,11 +51,29 @@ const commandBase = {
   issuedAt: z.number(),
 };
 
+const deleteCommandSchema = z.object({ kind: z.literal('delete'), ...commandBase, name: dnsLabel });
+
+/** A command as the relay applies it: a create's credentials in clear (never published so: see `wireCommandSchema`). */
 export const relayCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('create'), ...commandBase, spec: instanceSpecSchema }),
-  z.object({ kind: z.literal('delete'), ...commandBase, name: dnsLabel }),
+  deleteCommandSchema,
 ]);
 export type RelayCommand = z.infer<typeof relayCommandSchema>;
+
+/**
+ * A command as published on `relay-commands`: a create's credentials sealed for its relay
+ * (sealed-credentials.ts); in clear only between peers that both run without keys, which only
+ * `EGRESS_UNSIGNED_RELAYS=development` allows (command-wire.ts).
+ */
+export const wireCommandSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('create'),
+    ...commandBase,
+    spec: instanceSpecSchema.extend({ credentials: z.union([sealedCredentialsSchema, credentialsSchema]) }),
+  }),
+  deleteCommandSchema,
+]);
+export type WireCommand = z.infer<typeof wireCommandSchema>;
 
 export const commandResultSchema = z.object({
   commandId: z.string().max(128),

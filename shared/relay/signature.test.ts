@@ -4,6 +4,7 @@ import {
   generateRelayKeys,
   parseRelayKeys,
   relayKeysFromEnv,
+  relayOwnKeys,
   signer,
   signText,
   verifySignature,
@@ -107,5 +108,20 @@ describe('relay message signatures', () => {
     expect(relayKeysFromEnv({})).toBeUndefined();
     expect(relayKeysFromEnv({ EGRESS_RELAY_KEYS: ' ' })).toBeUndefined();
     expect(relayKeysFromEnv({ EGRESS_RELAY_KEYS: generateRelayKeys(['x']) })?.has('x')).toBe(true);
+  });
+});
+
+describe('a relay fails closed', () => {
+  const keys = generateRelayKeys(['lab-1']);
+  it.each([
+    ['no keys, no flag: refuses', {}, 'EGRESS_RELAY_KEYS'],
+    ['keys without its own entry: refuses', { EGRESS_RELAY_KEYS: generateRelayKeys(['other']) }, 'EGRESS_RELAY_KEYS'],
+    ['a flag with another value: refuses', { EGRESS_UNSIGNED_RELAYS: 'yes' }, 'EGRESS_UNSIGNED_RELAYS'],
+  ])('%s', (_, env: Record<string, string>, field) => {
+    expect(() => relayOwnKeys(env, 'lab-1')).toThrow(expect.objectContaining({ field }));
+  });
+  it('its own keys, or (development, said explicitly) none', () => {
+    expect(relayOwnKeys({ EGRESS_RELAY_KEYS: keys }, 'lab-1')?.[0]?.id).toBe('k1');
+    expect(relayOwnKeys({ EGRESS_UNSIGNED_RELAYS: 'development' }, 'lab-1')).toBeUndefined();
   });
 });

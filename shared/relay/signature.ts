@@ -79,6 +79,41 @@ export function relayKeysFromEnv(env: Record<string, string | undefined> = proce
   return text === undefined || text.trim() === '' ? undefined : parseRelayKeys(text);
 }
 
+/** The development flag that lets relays and `relay-report` run without keys: its one accepted value is `development`. */
+export const UNSIGNED_RELAYS_ENV = 'EGRESS_UNSIGNED_RELAYS';
+
+/** Whether the environment explicitly allows unsigned relay messages (development only). */
+export function unsignedRelaysAllowed(env: Record<string, string | undefined>): boolean {
+  const flag = env[UNSIGNED_RELAYS_ENV];
+  if (flag === undefined || flag === '') return false;
+  if (flag !== 'development') throw new ValidationError(UNSIGNED_RELAYS_ENV, 'must be "development" when set');
+  return true;
+}
+
+/** Why a relay or `relay-report` without keys refuses to run. */
+export const MISSING_KEYS_REASON = `is not set: relay messages would be unauthenticated and credentials would cross the bus in clear; set it (docs/operations.md, "Relay keys"), or ${UNSIGNED_RELAYS_ENV}=development for development only`;
+
+/**
+ * A relay's own keys from the environment: fails closed.
+ *
+ * @returns the relay's keys, or undefined only when they are unset and `EGRESS_UNSIGNED_RELAYS=development`
+ * @throws ValidationError on `EGRESS_RELAY_KEYS` when unset (without the flag) or holding no key for `relay`
+ */
+export function relayOwnKeys(
+  env: Record<string, string | undefined>,
+  relay: string,
+): readonly SigningKey[] | undefined {
+  const keyring = relayKeysFromEnv(env);
+  const allowed = unsignedRelaysAllowed(env);
+  if (!keyring) {
+    if (allowed) return undefined;
+    throw new ValidationError(RELAY_KEYS_ENV, MISSING_KEYS_REASON);
+  }
+  const keys = keyring.get(relay);
+  if (!keys) throw new ValidationError(RELAY_KEYS_ENV, `holds no key for relay "${relay}"`);
+  return keys;
+}
+
 /** What a signed message is: a relay's report, or a command to a relay. */
 export type SignedKind = 'report' | 'command';
 

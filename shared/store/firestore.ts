@@ -11,8 +11,8 @@ export const COLLECTIONS = {
   relays: 'relays',
   providers: 'providers',
   pools: 'pools',
-  /** One document per API caller (a token digest): its report budget for the current minute. */
-  reportLimits: 'reportLimits',
+  /** One document per API caller (a token digest) and hour: the bans its reports caused (`report-rules.ts#banBudgetId`). */
+  banBudgets: 'banBudgets',
 } as const;
 
 /** What the REST transport asks of an auth client, answered for the emulator: the owner, plain fetch. */

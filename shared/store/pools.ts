@@ -11,6 +11,7 @@ import { appendEvent, readEvents, type ProxyEvent } from './events.js';
 import type { PoolRepository, PoolWrites } from './ports.js';
 import { memberDocs, poolApplyStep, poolTombId } from './pool-rules.js';
 import { orderDelete, type ApplyOutcome, type DeleteOutcome } from './proxy-rules.js';
+import { runTransaction } from './transaction.js';
 
 export type { PoolWrites } from './ports.js';
 export { memberName } from './pool-rules.js';
@@ -73,7 +74,7 @@ export class PoolStore implements PoolRepository {
   /** Records a pool apply (pool-rules.ts#poolApplyStep: ordered as proxies' are). */
   async apply(request: PoolApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome> {
     const name = request.metadata.name;
-    return this.db.runTransaction(async (tx) => {
+    return runTransaction(this.db, this.logger, { kind: 'pool-apply' }, async (tx) => {
       const [snap, tomb] = await abortIfClosed(Promise.all([tx.get(this.ref(name)), tx.get(this.tombRef(name))]));
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
       const tombAt = snap.exists ? 0 : Number(tomb.get('requestTime') ?? 0);
@@ -95,7 +96,7 @@ export class PoolStore implements PoolRepository {
 
   /** Marks a pool for deletion (its reconcile then drains every member), or leaves a tombstone (proxy-rules.ts#orderDelete). */
   async requestDelete(name: string, publishTime: number, now: number): Promise<DeleteOutcome> {
-    return this.db.runTransaction(async (tx) => {
+    return runTransaction(this.db, this.logger, { kind: 'pool-delete' }, async (tx) => {
       const snap = await tx.get(this.ref(name));
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
       if (snap.exists && !existing) {
@@ -127,7 +128,7 @@ export class PoolStore implements PoolRepository {
     clock: () => number,
     decide: (pool: PoolDoc | undefined, members: ProxyDoc[], now: number) => { writes: PoolWrites; result: T },
   ): Promise<{ result: T; created: string[] }> {
-    return this.db.runTransaction(async (tx) => {
+    return runTransaction(this.db, this.logger, { kind: 'pool-reconcile' }, async (tx) => {
       const now = clock();
       const [snap, members] = await abortIfClosed(
         Promise.all([tx.get(this.ref(name)), tx.get(this.membersQuery(name))]),

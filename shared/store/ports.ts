@@ -86,6 +86,8 @@ export interface ProxyRepository {
    *
    * @param clock - read at each attempt: the lease runs `ttlMs` from the write that takes it
    * @param readAt - the update time of the read the decision was made on
+   * @param credentials - for the delete of a replaced instance: its successor's credentials,
+   *   replacing the stored ones in the same commit as the lease (never when it is refused)
    * @returns when the lease taken runs out, or undefined when it was refused
    */
   acquireLease(
@@ -95,6 +97,7 @@ export interface ProxyRepository {
     ttlMs: number,
     clock: () => number,
     readAt: string,
+    credentials?: Credentials,
   ): Promise<number | undefined>;
   /**
    * Writes a status computed for `generation`, fenced (see proxy-rules.ts#statusStep); releases
@@ -235,8 +238,15 @@ export interface ProviderStatusRepository {
   all(): Promise<ProviderStatus[]>;
 }
 
-/** Reports from traffic: counted on the proxy's status with an event and the caller's budget, atomically. */
+/**
+ * Reports from traffic: counted on the proxy's status with an event, atomically; the caller's
+ * budgets (reports a minute, bans an hour) kept beside, approximately (report-rules.ts).
+ */
 export interface ReportRepository {
-  /** Records one report (a retry with the same `requestId` from the same caller is a duplicate). */
-  record(input: ReportInput): Promise<RecordOutcome>;
+  /**
+   * Records one report (a retry with the same `requestId` from the same caller is a duplicate).
+   *
+   * @param signal - the caller gave up: no further transaction attempt is started
+   */
+  record(input: ReportInput, signal?: AbortSignal): Promise<RecordOutcome>;
 }

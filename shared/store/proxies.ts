@@ -22,6 +22,7 @@ import {
   type DeleteOutcome,
 } from './proxy-rules.js';
 import { writeIfUnchanged, type QueuedWrite } from './write-if-unchanged.js';
+import { runTransaction } from './transaction.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -129,7 +130,7 @@ export class ProxyStore implements ProxyRepository {
   async apply(request: ApplyRequest, publishTime: number, now: number): Promise<ApplyOutcome> {
     const name = request.metadata.name;
     refusePoolLabel(request);
-    return this.db.runTransaction(async (tx) => {
+    return runTransaction(this.db, this.logger, { kind: 'apply' }, async (tx) => {
       const [snap, tomb, creds] = await abortIfClosed(
         Promise.all([
           tx.get(this.ref(name)),
@@ -158,7 +159,7 @@ export class ProxyStore implements ProxyRepository {
 
   /** Marks a proxy for deletion, or leaves a tombstone when it does not exist yet (proxy-rules.ts#deleteStep). */
   async requestDelete(name: string, publishTime: number, now: number): Promise<DeleteOutcome> {
-    return this.db.runTransaction(async (tx) => {
+    return runTransaction(this.db, this.logger, { kind: 'delete' }, async (tx) => {
       const snap = await tx.get(this.ref(name));
       const tombRef = this.db.collection(COLLECTIONS.tombstones).doc(name);
       const existing = snap.exists ? this.parse(name, snap.data()) : undefined;
@@ -184,13 +185,20 @@ export class ProxyStore implements ProxyRepository {
     ttlMs: number,
     clock: () => number,
     readAt: string,
+    credentials?: Credentials,
   ): Promise<number | undefined> {
     let until = 0;
     const taken = await this.writeIfUnchanged(name, (doc, updateTime) => {
-      const lease = leaseStep(doc, updateTime && readAtOf(updateTime), { holder, generation, ttlMs, readAt }, clock());
+      const now = clock();
+      const lease = leaseStep(doc, updateTime && readAtOf(updateTime), { holder, generation, ttlMs, readAt }, now);
       if (!lease) return undefined;
       until = lease.until;
-      return (batch, unchanged) => batch.update(this.ref(name), { lease, ...changeStamp() }, unchanged);
+      return (batch, unchanged) => {
+        batch.update(this.ref(name), { lease, ...changeStamp() }, unchanged);
+        // In the batch the lease's precondition guards: refused lease, unchanged credentials.
+        if (credentials)
+          batch.set(this.db.collection(COLLECTIONS.credentials).doc(name), { ...credentials, createdAt: iso(now) });
+      };
     });
     return taken ? until : undefined;
   }

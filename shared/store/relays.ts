@@ -23,6 +23,7 @@ import {
   noDiff,
   relayRecord,
 } from './relay-rules.js';
+import { runTransaction } from './transaction.js';
 
 export { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from './records.js';
 export { changedSince, inventoryDigest } from './relay-rules.js';
@@ -115,7 +116,7 @@ export class RelayStore implements RelayRepository {
 
   async markSent(relay: string, name: string, commandId: string, at: number): Promise<void> {
     const ref = this.relayRef(relay).collection('commands').doc(name);
-    await this.db.runTransaction(async (tx) => {
+    await runTransaction(this.db, this.logger, { kind: 'command-sent' }, async (tx) => {
       const snap = await tx.get(ref);
       if (snap.get('commandId') === commandId) tx.update(ref, { sentAt: at });
     });

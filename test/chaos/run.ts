@@ -12,6 +12,7 @@ import { Churn, type ChurnCounts } from './churn.js';
 import { drainDeadLetters } from './dead-letters.js';
 import { Faults, proxyProcesses, type FaultEvent, type FaultKind } from './faults.js';
 import { startTraffic, type Failure } from './traffic.js';
+import { hottestDocuments, settleDistribution, type HotDocument, type SettleDistribution } from './settle-report.js';
 import { settle } from './verify.js';
 
 /** The push subscription the churn's requests arrive on (infra/topology.yaml). */
@@ -40,6 +41,10 @@ export interface ChaosReport {
   failedAtProxyDeath: number;
   failedOtherwise: Failure[];
   settledMs: number;
+  /** Per name, seconds from its last request to the state it settled in. */
+  settle: SettleDistribution;
+  /** The documents the store's transactions contended on most (retries and failures first). */
+  hottestDocuments: HotDocument[];
   /** Messages Pub/Sub gave up on (dead-lettered), by the subscription that gave up. */
   deadLettered: Record<string, number>;
   /** Everything wrong at the end; empty when the run passed. */
@@ -150,6 +155,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       failedAtProxyDeath: result.failures.length - failedOtherwise.length,
       failedOtherwise,
       settledMs: settled.ms,
+      settle: settleDistribution(new Map([...churn.lastMessage].map(([name, m]) => [name, m.at])), settled.settledAt),
+      hottestDocuments: hottestDocuments(stack.home),
       deadLettered,
       problems,
     };

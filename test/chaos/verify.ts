@@ -76,7 +76,8 @@ export function processProblems(
  * Polls until both checks find nothing (at most `timeoutMs`), then confirms once more a few
  * seconds later that nothing moved.
  *
- * @returns the time it took, or the problems still seen at the deadline
+ * @returns the time it took, or the problems still seen at the deadline; and per wanted name, when
+ *   it was first seen without a problem and stayed so (absent: never settled)
  */
 export async function settle(
   db: Firestore,
@@ -84,17 +85,25 @@ export async function settle(
   installationId: string,
   wanted: ReadonlyMap<string, Wanted | null>,
   timeoutMs: number,
-): Promise<{ ms: number; problems: string[] }> {
+): Promise<{ ms: number; problems: string[]; settledAt: Map<string, number> }> {
   const started = Date.now();
+  const settledAt = new Map<string, number>();
   let problems: string[] = [];
   for (let clean = 0; clean < 2;) {
     problems = [
       ...(await storeProblems(db, wanted).catch((err: unknown) => [`reading the store: ${String(err)}`])),
       ...processProblems(home, installationId, wanted),
     ];
+    const now = Date.now();
+    // Every problem line starts with the name it is about.
+    const troubled = new Set(problems.map((p) => p.split(':')[0] ?? ''));
+    for (const name of wanted.keys()) {
+      if (troubled.has(name)) settledAt.delete(name);
+      else if (!settledAt.has(name)) settledAt.set(name, now);
+    }
     clean = problems.length === 0 ? clean + 1 : 0;
-    if (Date.now() - started > timeoutMs) return { ms: Date.now() - started, problems };
+    if (Date.now() - started > timeoutMs) return { ms: Date.now() - started, problems, settledAt };
     await new Promise((resolve) => setTimeout(resolve, clean > 0 ? 5000 : 1000));
   }
-  return { ms: Date.now() - started, problems: [] };
+  return { ms: Date.now() - started, problems: [], settledAt };
 }

@@ -1,8 +1,12 @@
-/** `docs/providers.md` lists exactly `CONTRACT_RULES`, and every `rule <id>` cited in code or docs is one of them. */
+/**
+ * `docs/providers.md` lists exactly `CONTRACT_RULES`, every `rule <id>` cited in code or docs is one
+ * of them, and every MUST rule has a conformance case or a stated exemption.
+ */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONTRACT_RULES } from '../../shared/providers/contract-rules.js';
+import { CONTRACT_CASES, CONTRACT_EXEMPTIONS } from '../providers/contract-cases.js';
 import { proseLines } from './markdown.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -30,6 +34,28 @@ export function ruleRows(markdown: string): { n: number; id: string; text: strin
 export function badCitations(text: string, ids: ReadonlySet<string>): string[] {
   const unknown = [...text.matchAll(CITED)].flatMap((m) => (m[1] ?? '').split(/, | and /).filter((id) => !ids.has(id)));
   return [...unknown.map((id) => `unknown rule ${id}`), ...[...text.matchAll(NUMBERED)].map((m) => m[0])];
+}
+
+/** MUST rules with neither a conformance case nor an exemption, and keys that are not rules or say nothing. */
+export function uncheckedRules(
+  rules: readonly { id: string; level: string }[],
+  cases: Record<string, string>,
+  exemptions: Record<string, string | undefined>,
+): string[] {
+  const known = new Set(rules.map((r) => r.id));
+  const missing = rules
+    .filter((r) => r.level === 'MUST' && !cases[r.id] && !exemptions[r.id])
+    .map((r) => `MUST rule ${r.id} has no case and no exemption`);
+  const stray = [...Object.keys(cases), ...Object.keys(exemptions)]
+    .filter((id) => !known.has(id))
+    .map((id) => `${id} is not a rule`);
+  const both = Object.keys(exemptions)
+    .filter((id) => cases[id])
+    .map((id) => `${id} has a case and an exemption`);
+  const silent = Object.entries(exemptions)
+    .filter(([, reason]) => !reason)
+    .map(([id]) => `${id}: an exemption must say why`);
+  return [...missing, ...stray, ...both, ...silent];
 }
 
 function sources(dir: string): string[] {
@@ -63,6 +89,25 @@ describe('provider contract rules: one table in code', () => {
       return badCitations(text, ids).map((p) => `${relative(root, file)}: ${p}`);
     });
     expect(problems).toEqual([]);
+  });
+
+  it('every MUST rule has a conformance case (test/providers/contract-cases.ts) or a stated exemption', () => {
+    expect(uncheckedRules(CONTRACT_RULES, CONTRACT_CASES, CONTRACT_EXEMPTIONS)).toEqual([]);
+  });
+
+  it('finds a MUST rule without a case or exemption, and cases keyed by no rule', () => {
+    const rules = [
+      { id: 'a-rule', level: 'MUST' },
+      { id: 'b-rule', level: 'MUST' },
+      { id: 'c-rule', level: 'SHOULD' },
+    ];
+    expect(uncheckedRules(rules, { 'a-rule': 'x' }, { 'b-rule': 'elsewhere' })).toEqual([]);
+    expect(uncheckedRules(rules, { 'a-rule': 'x' }, {})).toEqual(['MUST rule b-rule has no case and no exemption']);
+    expect(uncheckedRules(rules, { 'a-rule': 'x', 'z-rule': 'y' }, { 'b-rule': '' })).toEqual([
+      'MUST rule b-rule has no case and no exemption',
+      'z-rule is not a rule',
+      'b-rule: an exemption must say why',
+    ]);
   });
 
   it('finds unknown ids and numbered citations, and accepts known ids', () => {

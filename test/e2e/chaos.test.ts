@@ -20,6 +20,7 @@ describe('e2e: chaos on the live local stack', () => {
       log: (line) => lines.push(line),
     });
     console.log(lines.join('\n'));
+    console.log(JSON.stringify({ settle: report.settle, hottestDocuments: report.hottestDocuments }, null, 2));
     const replay = `replay: CHAOS_SEED=${SEED} npx vitest run test/e2e/chaos.test.ts`;
     expect(report.problems, `${replay}\n${lines.join('\n')}`).toEqual([]);
     expect(

@@ -63,9 +63,9 @@ describe('e2e: egress CLI', () => {
     expect(list.items.map((p) => [p.metadata.name, p.status.phase])).toEqual(FLEET.map((n) => [n, 'Ready']));
     const table = await egress('get', 'proxies', '-o', 'wide');
     const [header, ...rows] = table.stdout.trimEnd().split('\n');
-    expect(header).toMatch(/^NAME +PROVIDER +PHASE +ADDRESS +AGE +EGRESS-IP +LATENCY +INSTANCE$/);
+    expect(header).toMatch(/^NAME +PROVIDER +PHASE +ADDRESS +AGE +EGRESS-IP +COUNTRY +ASN +LATENCY +INSTANCE$/);
     for (const row of rows)
-      expect(row).toMatch(/^local-\S+ +local +Ready +127\.0\.0\.1:\d+ +\d+s +127\.1\.\d+\.\d+ +\d+ms +ep-/);
+      expect(row).toMatch(/^local-\S+ +local +Ready +127\.0\.0\.1:\d+ +\d+s +17\.0\.\d+\.\d+ +US +AS714 +\d+ms +ep-/);
     expect(rows.map((r) => r.indexOf('Ready'))).toEqual(rows.map(() => header?.indexOf('PHASE')));
   });
 
@@ -78,9 +78,10 @@ describe('e2e: egress CLI', () => {
     for (const url of urls) {
       expect(url).toMatch(/^http:\/\/[^:@]+:[^@]+@127\.0\.0\.1:\d+$/);
       const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', url, `http://127.0.0.1:${8088 + OFFSET}/`]);
-      // Each local proxy leaves from its own loopback address (the `local` provider's 127.1.0.0/16).
+      // Each local proxy leaves from its own loopback address (the `local` provider's 127.1.0.0/16),
+      // which the local echo answers as 17.0.0.0/16 (infra/local/echo-map.ts DEFAULT_ECHO_MAP).
       const { ip } = JSON.parse(stdout) as { ip: string };
-      expect(ip).toMatch(/^127\.1\.\d+\.\d+$/);
+      expect(ip).toMatch(/^17\.0\.\d+\.\d+$/);
       seen.add(ip);
     }
     expect(seen.size).toBe(urls.length);
@@ -134,7 +135,7 @@ describe('e2e: egress CLI', () => {
       return { seen: (JSON.parse(stdout) as { ip: string }).ip, probed: found.egressIp };
     };
     const before = await measured();
-    expect(before?.seen).toMatch(/^127\.2\.\d+\.\d+$/);
+    expect(before?.seen).toMatch(/^5\.9\.\d+\.\d+$/);
     expect(before?.probed).toBe(before?.seen);
     expect(await egress('report', 'proxy', 'b-1', '--reason', 'banned', '--detail', 'e2e')).toMatchObject({
       code: 0,
@@ -144,15 +145,19 @@ describe('e2e: egress CLI', () => {
     const after = await eventually(
       async () => {
         const now = await measured();
-        expect(now?.seen, 'b-1 leaves from a new 127.2.x.y').toMatch(/^127\.2\.\d+\.\d+$/);
-        expect(now?.seen, 'b-1 leaves from a new 127.2.x.y').not.toBe(before?.seen);
+        expect(now?.seen, 'b-1 leaves from a new 5.9.x.y (its 127.2.x.y as the local echo maps it)').toMatch(
+          /^5\.9\.\d+\.\d+$/,
+        );
+        expect(now?.seen, 'b-1 leaves from a new 5.9.x.y (its 127.2.x.y as the local echo maps it)').not.toBe(
+          before?.seen,
+        );
         expect(now?.probed, "the new instance's probed egress IP").toBe(now?.seen);
         return now;
       },
       90_000,
       1000,
     );
-    expect(after?.seen).toMatch(/^127\.2\.\d+\.\d+$/);
+    expect(after?.seen).toMatch(/^5\.9\.\d+\.\d+$/);
     expect(after?.seen).not.toBe(before?.seen);
     const described = await egress('describe', 'proxy', 'b-1');
     expect(described.stdout).toMatch(/Report:banned/);

@@ -15,6 +15,7 @@ import { connectPinned, fingerprintOf } from '../../shared/tls/pinned.js';
 import { eventually } from '../support/eventually.js';
 import {
   curl,
+  curlSocks,
   pythonRequests,
   requestsPerProxy,
   scrapyCrawl,
@@ -71,12 +72,23 @@ function pidOf(proxy: string): number {
 }
 
 beforeAll(async () => {
-  stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET) });
+  // No echo map (infra/local/echo-map.ts): discovery's egress IPs are then the 127.x addresses the
+  // test's own sites see, which the tests below compare (egress-verify.test.ts covers the map).
+  stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET), EGRESS_ECHO_MAP: '' });
   site = await startTestTarget({ pages: 50 });
   const cert = await selfSignedCert(dir);
   ca = cert.certFile;
   tlsSite = await startTlsTarget(cert);
-  cli = await startCliGateway(stack.home, ['--listen', '127.0.0.1:0', '--ban-on', '403', '--metrics', '127.0.0.1:0']);
+  cli = await startCliGateway(stack.home, [
+    '--listen',
+    '127.0.0.1:0',
+    '--ban-on',
+    '403',
+    '--metrics',
+    '127.0.0.1:0',
+    '--socks-no-auth',
+    '127.0.0.1',
+  ]);
 });
 
 afterAll(async () => {
@@ -230,6 +242,67 @@ describe('e2e: the gateway with real clients', () => {
       }
     } finally {
       await browser.close();
+    }
+  });
+
+  it('gateway socks5: curl --socks5-hostname and Python requests over socks5h://, http and https', async () => {
+    const { host } = new URL(cli.url);
+    const credentials = `${userOf(cli.url)}:${decodeURIComponent(/:([^:@]+)@/.exec(cli.url)?.[1] ?? '')}`;
+    const plain = await curlSocks(host, credentials, site.url.replace('127.0.0.1', 'localhost') + 'page/7');
+    expect(plain.status).toBe(200);
+    expect(ipOf(plain.body)).toMatch(/^127\.[12]\./);
+    const secure = await curlSocks(host, credentials, tlsSite.url, ['--cacert', ca]);
+    expect(secure.status).toBe(200);
+    const wrong = await curlSocks(host, `${userOf(cli.url)}:wrong`, site.url).catch((err: Error) => err);
+    expect(wrong).toBeInstanceOf(Error);
+    const socks = cli.url.replace(/^http:/, 'socks5h:');
+    const [s1, ip1, s2, ip2] = (await pythonRequests(socks, site.url + 'page/8', tlsSite.url, ca)) as unknown[];
+    expect([s1, s2]).toEqual([200, 200]);
+    expect(ip1).toMatch(/^127\.[12]\./);
+    expect(ip2).toMatch(/^127\.[12]\./);
+  });
+
+  it('gateway socks5: headless Chromium over socks5:// without credentials (the loopback allow-list)', async () => {
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      proxy: { server: `socks5://${new URL(cli.url).host}`, bypass: '<-loopback>' },
+    });
+    try {
+      const page = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+      for (const url of [site.url + 'page/9', tlsSite.url]) {
+        const res = await page.goto(url);
+        expect(res?.status()).toBe(200);
+        expect(ipOf((await page.locator('body').textContent()) ?? '')).toMatch(/^127\.[12]\./);
+      }
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('gateway grammar: provider and session keys steer; an unknown key, or a value no proxy has, is a 407 naming it', async () => {
+    const user = userOf(cli.url);
+    // The sample fleet is all on the `local` provider.
+    const egress = new Set((await discovery()).map((r) => r.egressIp));
+    for (let i = 0; i < 4; i++) {
+      const res = await curl(withUser(cli.url, `${user}-provider-local`), site.url + 'page/10');
+      expect(res.status).toBe(200);
+      expect(egress.has(ipOf(res.body))).toBe(true);
+    }
+    const sticky = new Set<string>();
+    for (let i = 0; i < 4; i++)
+      sticky.add(ipOf((await curl(withUser(cli.url, `${user}-session-g1-sesstime-5`), site.url + 'page/11')).body));
+    expect(sticky.size).toBe(1);
+    for (const [suffix, key] of [
+      ['-sessid-x', 'sessid'],
+      ['-country-zz', 'country'],
+      ['-country-de', 'country'],
+      ['-provider-local-b', 'provider'],
+    ]) {
+      const res = await curl(withUser(cli.url, `${user}${suffix}`), site.url);
+      expect(res.status).toBe(407);
+      expect(res.body).toContain(`username key "${key}"`);
     }
   });
 

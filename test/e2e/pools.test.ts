@@ -168,7 +168,7 @@ describe('e2e: a pool on the local stack', () => {
     const addresses = await Promise.all(p.members.map((m) => egressThrough(m.name)));
     expect(new Set(addresses).size).toBe(6);
     for (const [i, m] of p.members.entries())
-      expect(addresses[i]).toMatch(m.provider === 'local' ? /^127\.1\.\d+\.\d+$/ : /^127\.2\.\d+\.\d+$/);
+      expect(addresses[i]).toMatch(m.provider === 'local' ? /^17\.0\.\d+\.\d+$/ : /^5\.9\.\d+\.\d+$/);
   }, 180_000);
 
   it('scale pool --replicas 2 --wait leaves 1 + 1; scaling back to 6 gives 3 + 3 again', async () => {
@@ -309,7 +309,7 @@ describe('e2e: a pool on the local stack', () => {
     const fresh = after.members.filter((m) => !p.members.some((old) => old.name === m.name));
     expect(fresh).toHaveLength(1);
     const next = await egressThrough(fresh[0]?.name ?? '');
-    expect(next).toMatch(/^127\.2\.\d+\.\d+$/);
+    expect(next).toMatch(/^5\.9\.\d+\.\d+$/);
     expect(next).not.toBe(address);
   }, 180_000);
 

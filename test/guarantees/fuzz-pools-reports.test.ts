@@ -146,7 +146,7 @@ async function deliver(text: string): Promise<{ messageId: string; thrown: unkno
 const failuresWithReplay = (failures: string[]) => [...failures.slice(0, 10), replayHint(FILE, SEED, COUNT)].join('\n');
 
 beforeAll(async () => {
-  await loadFunctions(emu, ['requests', 'api'], { EGRESS_API_TOKENS: TOKEN });
+  await loadFunctions(emu, ['requests', 'api'], { EGRESS_API_TOKENS: TOKEN, EGRESS_UNSIGNED_RELAYS: 'development' });
   published = await recordTopic(pubsub, 'proxy-requests');
   checks = await recordTopic(pubsub, 'proxy-checks');
   server = getTestServer('api');

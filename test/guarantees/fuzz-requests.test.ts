@@ -78,7 +78,7 @@ async function rejection(messageId: string) {
 }
 
 beforeAll(async () => {
-  await loadFunctions(emu, ['requests']);
+  await loadFunctions(emu, ['requests'], { EGRESS_UNSIGNED_RELAYS: 'development' });
   checks = await recordTopic(pubsub, 'proxy-checks');
 }, 60_000);
 

@@ -166,7 +166,12 @@ describe('guarantee: the API gives credentials only to the right token', () => {
     await h.proxies.apply(apply('sec-2'), Date.now(), Date.now());
     await settle('sec-2', async () => (await h.proxies.get('sec-2'))?.doc.status.phase === 'Ready');
     const password = (await h.proxies.credentials('sec-2'))?.password ?? 'unset';
-    const api = { ...deps, relays: h.relays, reports: new ReportStore(h.db), providerStatus: new ProviderStore(h.db) };
+    const api = {
+      ...deps,
+      relays: h.relays,
+      reports: new ReportStore(h.db, h.logger),
+      providerStatus: new ProviderStore(h.db),
+    };
     const call = (path: string, authorization?: string) =>
       handleApi(api, {
         method: 'GET',

@@ -58,7 +58,7 @@ beforeAll(async () => {
     config,
     proxies: new ProxyStore(db, logger),
     relays: new RelayStore(db, logger),
-    reports: new ReportStore(db),
+    reports: new ReportStore(db, logger),
     providerStatus: new ProviderStore(db),
     pools,
     bus: createPubSubBus(pubsub),

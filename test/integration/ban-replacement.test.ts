@@ -1,7 +1,8 @@
 /**
  * A ban on a real local process proxy: reported through the API, the reconcile replaces it in place
  * (same name) with a fresh instance whose egress IP, measured through the proxy against the echo
- * endpoint, differs; late and repeated reports do not replace it again; a pool member is left alone.
+ * endpoint, differs, and whose password is new (the old one is refused); late and repeated reports
+ * do not replace it again; a pool member is left alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiDeps } from '../../shared/api/deps.js';
@@ -64,7 +65,7 @@ beforeAll(async () => {
     },
   );
   deps = { config: h.config, proxies: h.proxies, registry: h.registry, logger: h.logger, bus: h.bus };
-  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db), providerStatus: h.providerStatus };
+  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db, h.logger), providerStatus: h.providerStatus };
   await h.proxies.apply(applyRequest('b-1', 'proc'), Date.now(), Date.now());
   await h.proxies.apply(applyRequest('p-1', 'proc'), Date.now(), Date.now());
   await markPoolMember(h.db, 'p-1', 'p');
@@ -86,6 +87,7 @@ describe('a ban replaces a lone proxy in place with a new egress IP', { timeout:
   it('banned without a target: same name, a fresh instance, a different egress IP; once', async () => {
     const before = await measuredEgress('b-1');
     const oldCreatedAt = await createdAt('b-1');
+    const oldCredentials = await h.proxies.credentials('b-1');
     expect(await report('b-1', { reason: 'banned', requestId: 'ban-1' })).toMatchObject({
       status: 202,
       body: { banned: true, ban: { egressIp: before } },
@@ -111,6 +113,19 @@ describe('a ban replaces a lone proxy in place with a new egress IP', { timeout:
     expect(after).not.toBe(before);
     const replaced = await doc('b-1');
     expect(replaced.metadata.name).toBe('b-1');
+    // The fresh instance has a password of its own: the banned instance's no longer opens it.
+    expect((await h.proxies.credentials('b-1'))?.password).not.toBe(oldCredentials?.password);
+    const [host, port] = (replaced.status.address ?? ':').split(':');
+    const withOld = await probeThroughProxy({
+      host: host ?? '',
+      port: Number(port),
+      username: oldCredentials?.username ?? '',
+      password: oldCredentials?.password ?? '',
+      echoUrl: h.echo.url,
+      timeoutMs: 3000,
+    });
+    expect(withOld.ok).toBe(false);
+    expect(withOld.error).toMatch(/answered 40[17]/);
     expect(replaced.status.ban?.egressIp).toBe(before);
     const reasons = (await h.proxies.events('b-1')).map((e) => e.reason);
     expect(reasons.filter((r) => r === 'Replace:banned').length).toBeGreaterThanOrEqual(1);

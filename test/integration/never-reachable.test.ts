@@ -88,7 +88,7 @@ beforeAll(async () => {
     },
   );
   deps = { config: h.config, proxies: h.proxies, registry: h.registry, logger: h.logger, bus: h.bus };
-  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db), providerStatus: h.providerStatus };
+  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db, h.logger), providerStatus: h.providerStatus };
 }, 90_000);
 afterAll(() => h?.close(), 60_000);
 

@@ -85,7 +85,7 @@ beforeAll(async () => {
     }),
     proxies,
     relays: new RelayStore(db, logger),
-    reports: new ReportStore(db),
+    reports: new ReportStore(db, logger),
     providerStatus: new ProviderStore(db),
     bus: createPubSubBus(pubsub),
     logger,

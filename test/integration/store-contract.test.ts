@@ -28,7 +28,7 @@ storeContract('firestore', (heartbeatMs) => {
     relays: new RelayStore(db, logger, heartbeatMs),
     pools: new PoolStore(db, logger),
     providerStatus: new ProviderStore(db),
-    reports: new ReportStore(db),
+    reports: new ReportStore(db, logger),
     close: () => db.terminate(),
   });
 });

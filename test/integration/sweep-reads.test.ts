@@ -38,8 +38,13 @@ const config = parseConfig({
 const bus: Bus = { publish: () => Promise.resolve('kick not delivered') };
 const relayed = createRegistry({ config, relays, bus, logger });
 
-/** A provider the check function probes itself (like gcp or kubernetes); `gone` instances are NotFound. */
+/**
+ * A provider the check function probes itself (like gcp or kubernetes); `gone` instances are
+ * NotFound. An instance that comes back after a delete is a new one with a later `createdAt`, as a
+ * real backend's: probes remember credentials per instance by it.
+ */
 const gone = new Set<string>();
+const deletions = new Map<string, number>();
 const direct: Provider = {
   name: 'direct',
   type: 'gcp',
@@ -50,7 +55,11 @@ const direct: Provider = {
     gone.has(name)
       ? Promise.reject(new NotFoundError(`${name} is gone`))
       : Promise.resolve(running(name, name.replace(/^ep-|-[0-9a-f]{8}$/g, ''), directHash)),
-  delete: (name) => Promise.resolve(void gone.add(name)),
+  delete: (name) => {
+    gone.add(name);
+    deletions.set(name, (deletions.get(name) ?? 0) + 1);
+    return Promise.resolve();
+  },
   list: () => Promise.resolve([]),
   check: () => Promise.resolve({ ok: true, message: 'ok', latencyMs: 0 }),
 };
@@ -63,7 +72,7 @@ const running = (name: string, proxy: string, specHash: string): Instance => ({
   state: 'Running',
   ip: '10.0.0.9',
   port: 3128,
-  createdAt: base - 60_000,
+  createdAt: base - 60_000 + 1000 * (deletions.get(name) ?? 0),
 });
 
 const base = Date.now();

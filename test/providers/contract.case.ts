@@ -1,7 +1,7 @@
 /**
  * The shared provider conformance suite: every provider runs it from its own test file with
- * `runProviderContract({...})`; a skipped test must say why. It checks the MUST rules of
- * `shared/providers/contract.ts`.
+ * `runProviderContract({...})`; a skipped test must say why. It runs one case per rule
+ * (`./contract-cases.ts#CONTRACT_CASES`), named `<rule id>: <description>`.
  */
 import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -10,19 +10,9 @@ import { EgressError, NotFoundError } from '../../shared/errors.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { probeThroughProxy } from '../../shared/probe/probe.js';
 import { eventually } from '../support/eventually.js';
+import { caseName, CONTRACT_CASES, type ContractTest } from './contract-cases.js';
 
-export const CONTRACT_TESTS = [
-  'create reaches Running with a non-zero createdAt',
-  'a duplicate create adopts the instance',
-  'the instance is reachable through the proxy with its credentials, and refuses without',
-  'get of an unknown instance throws NotFound',
-  'delete is idempotent and get then throws NotFound',
-  'list returns only this installation’s instances',
-  'concurrent creates of different names all run',
-  'an invalid placement is refused naming the field',
-  'an instance that dies is reported Stopped or Terminated',
-] as const;
-export type ContractTest = (typeof CONTRACT_TESTS)[number];
+export type { ContractTest };
 
 export interface ContractHarness {
   provider: Provider;
@@ -35,6 +25,11 @@ export interface ContractHarness {
   echoHost?: string;
   /** Kills the instance out of band (the process, the VM), to check Stopped/Terminated is reported. */
   kill?(instance: Instance): Promise<void>;
+  /**
+   * Makes `spec`'s create fail after it returned (rule async-failure-failed): arranges a fault in
+   * the backend, or returns the spec with a placement only the backend refuses.
+   */
+  failLater(spec: InstanceSpec): InstanceSpec | Promise<InstanceSpec>;
   cleanup(): Promise<void>;
 }
 
@@ -80,12 +75,6 @@ export function runProviderContract(c: ContractCase): void {
     if (!s.reason) throw new Error('every skip must say why');
     for (const t of s.tests) skipped.set(t, s.reason);
   }
-  const test = (name: ContractTest, fn: () => Promise<void>) => {
-    const reason = skipped.get(name);
-    if (reason) it.skip(`${name} (skipped: ${reason})`, fn);
-    else it(name, fn, timeout * 2);
-  };
-
   describe(`provider contract: ${c.type}`, () => {
     let h: ContractHarness;
     let echo: EchoServer;
@@ -170,64 +159,9 @@ export function runProviderContract(c: ContractCase): void {
       await h?.cleanup();
     }, 120_000);
 
-    test('create reaches Running with a non-zero createdAt', async () => {
-      const { spec: s, instance: i } = await sharedInstance();
-      expect(i.createdAt).toBeGreaterThan(0);
-      expect(i).toMatchObject({ name: s.name, proxy: s.proxy, installationId: h.installationId, specHash: s.specHash });
-      expect(i.ip).not.toBe('');
-      expect(i.port).toBeGreaterThan(0);
-    });
-
-    test('a duplicate create adopts the instance', async () => {
-      const { spec: s, instance: first } = await sharedInstance();
-      await h.provider.create(s);
-      const again = await running(s.name);
-      expect(again.port).toBe(first.port);
-      expect(again.createdAt).toBe(first.createdAt);
-      expect((await h.provider.list()).filter((i) => i.name === s.name)).toHaveLength(1);
-    });
-
-    test('the instance is reachable through the proxy with its credentials, and refuses without', async () => {
-      const { spec: s, instance: i } = await sharedInstance();
-      // The prober's address (probeIp, else ip); clients use ip (fetchThrough).
-      const ok = await probeThroughProxy({
-        host: i.probeIp || i.ip,
-        port: i.port,
-        ...s.credentials,
-        echoUrl: echo.url,
-        timeoutMs: 5000,
-      });
-      expect(ok.ok, ok.error).toBe(true);
-      expect(await fetchThrough(i, `${s.credentials.username}:${s.credentials.password}`, echo.url)).toBe(200);
-      expect(await fetchThrough(i, undefined, echo.url)).toBe(407);
-      // Real tinyproxy (the gcp, kubernetes and kvm guests) answers wrong credentials with 401
-      // where RFC 9110 §15.5.8 wants 407; either way the request is refused.
-      expect([401, 407]).toContain(await fetchThrough(i, 'u:wrong', echo.url));
-    });
-
-    test('get of an unknown instance throws NotFound', async () => {
-      await expect(h.provider.get(`ep-${uniq('none')}`)).rejects.toBeInstanceOf(NotFoundError);
-    });
-
-    test('list returns only this installation’s instances', async () => {
-      const { spec: mine } = await sharedInstance();
-      const theirs = spec({ installationId: `${h.installationId}-other` });
-      await h.provider.create(theirs);
-      // The backend has acted on the other installation's create before the list is judged: it
-      // runs, or (a relay serves one installation) it was refused. Pending is only the command
-      // record of a relay-backed provider.
-      await eventually(async () => expect((await h.provider.get(theirs.name)).state).not.toBe('Pending'), timeout);
-      await eventually(async () => {
-        const names = (await h.provider.list()).map((i) => i.name);
-        expect(names).toContain(mine.name);
-        expect(names).not.toContain(theirs.name);
-      }, timeout);
-    });
-
-    test('an invalid placement is refused naming the field', async () => {
-      const { placement, field } = h.invalidPlacement;
+    /** How `create` refuses `placement` (resolved first, as the reconciler does): thrown, or a Failed instance. */
+    const refusal = async (placement: Record<string, unknown>) => {
       const s = spec({ placement });
-      let refused: { field?: string | undefined; message: string } | undefined;
       try {
         await h.provider.create({ ...s, placement: h.provider.resolvePlacement(placement) });
         // Asynchronous backends report the refusal as a Failed instance.
@@ -236,43 +170,225 @@ export function runProviderContract(c: ContractCase): void {
           expect(i.state).toBe('Failed');
           return i;
         }, timeout);
-        refused = failed.error;
+        return failed.error;
       } catch (err) {
         if (!(err instanceof EgressError)) throw err;
-        refused = err.toInfo();
+        return err.toInfo();
       }
-      expect(refused?.field).toBe(field);
-      expect(refused?.message).toContain(field);
-    });
+    };
+    const names = (instances: Instance[]) => instances.map((i) => i.name).sort();
 
-    test('concurrent creates of different names all run', async () => {
-      const specs = Array.from({ length: c.concurrentCreates ?? 5 }, () => make());
-      for (const s of specs) unclaimed.add(s.name);
-      await Promise.all(specs.map((s) => h.provider.create(s)));
-      const instances = await Promise.all(specs.map((s) => running(s.name)));
-      expect(new Set(instances.map((i) => `${i.ip}:${i.port}`)).size).toBe(specs.length);
-      spares.push(...specs);
-    });
+    const cases: Record<ContractTest, () => Promise<void>> = {
+      async 'created-at-nonzero'() {
+        const { instance: i } = await sharedInstance();
+        expect(i.createdAt).toBeGreaterThan(0);
+        expect(i.ip).not.toBe('');
+        expect(i.port).toBeGreaterThan(0);
+      },
 
-    test('delete is idempotent and get then throws NotFound', async () => {
-      const s = await runningSpec();
-      await running(s.name);
-      await h.provider.delete(s.name);
-      await gone(s.name);
-      await h.provider.delete(s.name);
-      await h.provider.delete(`ep-${uniq('never')}`);
-      await gone(s.name);
-    });
+      async 'carries-identity'() {
+        const { spec: s, instance: i } = await sharedInstance();
+        expect(i).toMatchObject({
+          name: s.name,
+          proxy: s.proxy,
+          installationId: h.installationId,
+          specHash: s.specHash,
+        });
+        const listed = (await h.provider.list()).find((l) => l.name === s.name);
+        expect(listed).toMatchObject({ proxy: s.proxy, installationId: h.installationId, specHash: s.specHash });
+      },
 
-    test('an instance that dies is reported Stopped or Terminated', async () => {
-      if (!h.kill) throw new Error('this provider needs a kill hook, or a skip with a reason');
-      const s = await runningSpec();
-      const i = await running(s.name);
-      await h.kill(i);
-      await eventually(
-        async () => expect(['Stopped', 'Terminated']).toContain((await h.provider.get(s.name)).state),
-        timeout,
-      );
-    });
+      async 'create-adopts'() {
+        const { spec: s, instance: first } = await sharedInstance();
+        await h.provider.create(s);
+        const again = await running(s.name);
+        expect(again.port).toBe(first.port);
+        expect(again.createdAt).toBe(first.createdAt);
+        expect((await h.provider.list()).filter((i) => i.name === s.name)).toHaveLength(1);
+      },
+
+      async 'reachable-with-credentials'() {
+        const { spec: s, instance: i } = await sharedInstance();
+        // The prober's address (probeIp, else ip); clients use ip (fetchThrough).
+        const ok = await probeThroughProxy({
+          host: i.probeIp || i.ip,
+          port: i.port,
+          ...s.credentials,
+          echoUrl: echo.url,
+          timeoutMs: 5000,
+        });
+        expect(ok.ok, ok.error).toBe(true);
+        expect(await fetchThrough(i, `${s.credentials.username}:${s.credentials.password}`, echo.url)).toBe(200);
+        expect(await fetchThrough(i, undefined, echo.url)).toBe(407);
+        // Real tinyproxy (the gcp, kubernetes and kvm guests) answers wrong credentials with 401
+        // where RFC 9110 §15.5.8 wants 407; either way the request is refused.
+        expect([401, 407]).toContain(await fetchThrough(i, 'u:wrong', echo.url));
+      },
+
+      async 'remote-health'() {
+        // A provider whose probes run in the check function skips this case, saying so.
+        expect(h.provider.probesRemotely, 'only a provider that probes remotely runs this case').toBe(true);
+        const { spec: s } = await sharedInstance();
+        const health = await eventually(async () => {
+          const i = await h.provider.get(s.name);
+          expect(i.state).toBe('Running');
+          expect(i.health).toBeDefined();
+          return i.health;
+        }, timeout);
+        expect(Number.isNaN(Date.parse(health?.lastProbeAt ?? ''))).toBe(false);
+        expect(health?.ok, health?.error).toBe(true);
+      },
+
+      async 'not-found-certain'() {
+        await expect(h.provider.get(`ep-${uniq('none')}`)).rejects.toBeInstanceOf(NotFoundError);
+      },
+
+      async 'list-own-complete'() {
+        const { spec: mine } = await sharedInstance();
+        const theirs = spec({ installationId: `${h.installationId}-other` });
+        await h.provider.create(theirs);
+        // The backend has acted on the other installation's create before the list is judged: it
+        // runs, or (a relay serves one installation) it was refused. Pending is only the command
+        // record of a relay-backed provider.
+        await eventually(async () => expect((await h.provider.get(theirs.name)).state).not.toBe('Pending'), timeout);
+        await eventually(async () => {
+          const listed = names(await h.provider.list());
+          expect(listed).toContain(mine.name);
+          expect(listed).not.toContain(theirs.name);
+        }, timeout);
+      },
+
+      async 'list-since-vouch'() {
+        const listSince = h.provider.listSince?.bind(h.provider);
+        // A provider without listSince is listed whole by GC and skips this case, saying so.
+        if (!listSince) throw new Error('this provider has no listSince: skip this case with a reason');
+        const whole = await listSince(undefined);
+        expect(whole.full).toBe(true);
+        expect(names(whole.instances)).toEqual(names(await h.provider.list()));
+        const s = spec();
+        await h.provider.create(s);
+        await running(s.name);
+        // The new instance is in the delta (or a whole listing, when the provider cannot vouch).
+        const added = await eventually(async () => {
+          const d = await listSince(whole.cursor);
+          expect(names(d.instances)).toContain(s.name);
+          return d;
+        }, timeout);
+        await h.provider.delete(s.name);
+        await gone(s.name);
+        await eventually(async () => {
+          const d = await listSince(added.cursor);
+          expect(names(d.instances)).not.toContain(s.name);
+          if (!d.full) expect(d.removed).toContain(s.name);
+        }, timeout);
+      },
+
+      async 'placement-deterministic'() {
+        const before = await h.provider.list();
+        const input = structuredClone(h.placement);
+        const first = h.provider.resolvePlacement(input);
+        expect(h.provider.resolvePlacement(input)).toEqual(first);
+        expect(h.provider.resolvePlacement(structuredClone(h.placement))).toEqual(first);
+        // No side effect: the input is as it was, and the backend holds no more instances than before.
+        expect(input).toEqual(h.placement);
+        expect(names(await h.provider.list())).toEqual(names(before));
+        const invalid = () => h.provider.resolvePlacement(structuredClone(h.invalidPlacement.placement));
+        let firstRefusal: unknown;
+        let secondRefusal: unknown;
+        try {
+          invalid();
+        } catch (err) {
+          firstRefusal = err instanceof EgressError ? err.toInfo() : err;
+        }
+        try {
+          invalid();
+        } catch (err) {
+          secondRefusal = err instanceof EgressError ? err.toInfo() : err;
+        }
+        expect(secondRefusal).toEqual(firstRefusal);
+      },
+
+      async 'placement-field'() {
+        const { placement, field } = h.invalidPlacement;
+        const refused = await refusal(placement);
+        expect(refused?.field).toBe(field);
+        expect(refused?.message).toContain(field);
+      },
+
+      async 'typed-errors'() {
+        const refused = await refusal(h.invalidPlacement.placement);
+        expect(['Permanent', 'Validation']).toContain(refused?.code);
+      },
+
+      async 'async-failure-failed'() {
+        const s = await h.failLater(spec());
+        // The failure comes after create returned: create itself succeeds.
+        await h.provider.create(s);
+        const failed = await eventually(async () => {
+          const i = await h.provider.get(s.name);
+          expect(i.state).toBe('Failed');
+          return i;
+        }, timeout);
+        expect(failed.error?.code).toMatch(/^(Permanent|QuotaExceeded|Retryable|Validation)$/);
+        expect(failed.error?.message).not.toBe('');
+        expect(failed).toMatchObject({ name: s.name, proxy: s.proxy, specHash: s.specHash });
+      },
+
+      async 'concurrent-safe'() {
+        const specs = Array.from({ length: c.concurrentCreates ?? 5 }, () => make());
+        for (const s of specs) unclaimed.add(s.name);
+        await Promise.all(specs.map((s) => h.provider.create(s)));
+        const instances = await Promise.all(specs.map((s) => running(s.name)));
+        expect(new Set(instances.map((i) => `${i.ip}:${i.port}`)).size).toBe(specs.length);
+        spares.push(...specs);
+      },
+
+      async 'delete-idempotent'() {
+        const s = await runningSpec();
+        await running(s.name);
+        await h.provider.delete(s.name);
+        await gone(s.name);
+        await h.provider.delete(s.name);
+        await h.provider.delete(`ep-${uniq('never')}`);
+        await gone(s.name);
+      },
+
+      async 'report-until-gone'() {
+        const s = spec();
+        await h.provider.create(s);
+        const i = await running(s.name);
+        const auth = `${s.credentials.username}:${s.credentials.password}`;
+        expect(await fetchThrough(i, auth, echo.url)).toBe(200);
+        await h.provider.delete(s.name);
+        // Until get says NotFound it reports the instance (any state); once it does, the proxy is
+        // really gone: a replacement created now could not meet the old one still serving.
+        await eventually(async () => {
+          const seen = await h.provider.get(s.name).catch((err: unknown) => {
+            if (err instanceof NotFoundError) return undefined;
+            throw err;
+          });
+          expect(seen, 'get still reports the instance').toBeUndefined();
+        }, timeout);
+        const served = await fetchThrough(i, auth, echo.url).catch(() => 0);
+        expect(served, 'the proxy still serves after get said NotFound').not.toBe(200);
+      },
+
+      async 'dead-is-stopped'() {
+        if (!h.kill) throw new Error('this provider needs a kill hook, or a skip with a reason');
+        const s = await runningSpec();
+        const i = await running(s.name);
+        await h.kill(i);
+        await eventually(
+          async () => expect(['Stopped', 'Terminated']).toContain((await h.provider.get(s.name)).state),
+          timeout,
+        );
+      },
+    };
+
+    for (const id of Object.keys(CONTRACT_CASES) as ContractTest[]) {
+      const reason = skipped.get(id);
+      if (reason) it.skip(`${caseName(id)} (skipped: ${reason})`, cases[id]);
+      else it(caseName(id), cases[id], timeout * 2);
+    }
   });
 }

@@ -49,6 +49,8 @@ runProviderContract({
       placement: { host: 'h1' },
       invalidPlacement: { placement: { host: 'nowhere' }, field: 'spec.placement.host' },
       echoHost: host.hostIp,
+      // The relay accepts the command and its backend knows no such host: a Failed report.
+      failLater: (spec) => ({ ...spec, placement: { host: 'nowhere' } }),
       async kill(instance) {
         // As the host would lose it: the guest's qemu process dies, its definition stays.
         process.kill(await host.qemuPid(instance.name), 'SIGKILL');

@@ -19,6 +19,8 @@ runProviderContract({
       installationId: h.config.installationId,
       placement: { bindAddress: '127.0.0.1' },
       invalidPlacement: { placement: { bindAddress: '10.255.255.1' }, field: 'spec.placement.bindAddress' },
+      // The relay accepts the command and its backend refuses the address: a Failed report.
+      failLater: (spec) => ({ ...spec, placement: { bindAddress: '10.255.255.1' } }),
       async kill(instance) {
         for (const pid of await findByMarkers([`--egress-proxy=${instance.name}`])) process.kill(pid, 'SIGKILL');
       },

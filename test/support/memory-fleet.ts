@@ -14,7 +14,9 @@ import type { Registry } from '../../shared/providers/contract.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import { checkAndFollowUp, handleCheckMessage, type CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRelayReport } from '../../shared/relay-report.js';
-import { relayCommandSchema, type CommandResult } from '../../shared/relay/protocol.js';
+import { fromWire } from '../../shared/relay/command-wire.js';
+import { wireCommandSchema, type CommandResult } from '../../shared/relay/protocol.js';
+import { generateRelayKeys, parseRelayKeys, signer, type SigningKey } from '../../shared/relay/signature.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
 import { TOPICS } from '../../shared/bus/topics.js';
 import { ManualClock } from '../../shared/store/clock.js';
@@ -101,7 +103,10 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
   const relays = new MemoryRelayRepository(clock, config.statusRefreshSeconds * 1000, state);
   const providerStatus = new MemoryProviderStatusRepository();
   const pools = new MemoryPoolRepository(state);
-  const registry = createRegistry({ config, relays, bus, logger, now });
+  // Signed and sealed as in production: the one relay has its keys, the functions all of them.
+  const relayKeys = parseRelayKeys(generateRelayKeys([RELAY]));
+  const keys = relayKeys.get(RELAY) ?? [];
+  const registry = createRegistry({ config, relays, bus, logger, now, relayKeys });
   const checkDeps: CheckDeps = { config, proxies, registry, logger, bus, now, pools, providerStatus };
   checkDeps.countReplacing = (p) => proxies.countReplacing(p);
   // As functions/requests and functions/relay-report: they check what they changed in their own invocation.
@@ -111,12 +116,12 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
   bus.subscribe(TOPICS.proxyRequests, (m) => (tick(), handleRequest(requestDeps, m)));
   bus.subscribe(TOPICS.proxyChecks, (m) => (tick(), handleCheckMessage(checkDeps, m)));
   bus.subscribe(TOPICS.relayReports, (m) =>
-    handleRelayReport({ config, relays, bus, logger, now, check }, m).then((outcome) => {
+    handleRelayReport({ config, relays, relayKeys, bus, logger, now, check }, m).then((outcome) => {
       if (outcome === 'rejected') throw new Error(`relay report ${m.id} rejected: ${log.at(-1) ?? ''}`);
     }),
   );
   const backends = new Map(names.map((n) => [n, new FakeBackend(n, now)]));
-  const relay = await startRelay(bus, backends, config, logger, now);
+  const relay = await startRelay(bus, backends, config, logger, now, keys);
   bus.subscribe(TOPICS.relayCommands, (m) => (tick(), relay.apply(m.json)));
   const backend = backends.get(names[0] ?? '') as FakeBackend;
   // The relay's first report (it has started) is in before anything else happens.
@@ -153,6 +158,7 @@ async function startRelay(
   config: Config,
   logger: Logger,
   now: () => number,
+  keys: readonly SigningKey[],
 ): Promise<{
   apply: (json: unknown) => Promise<void>;
   report: (results: CommandResult[]) => Promise<void>;
@@ -167,11 +173,11 @@ async function startRelay(
   const report = async (results: CommandResult[]) => {
     const input = { relay: RELAY, bootId: 'boot-1', seq: ++seq, startedAt, sentAt: now(), backends, health, ledger };
     const body = await buildReport({ ...input, results });
-    await bus.publish(TOPICS.relayReports, body, { relay: RELAY });
+    await bus.publish(TOPICS.relayReports, body, { relay: RELAY }, keys[0] && signer(keys[0], 'report'));
   };
   await report([]);
   const apply = async (json: unknown) => {
-    const command = relayCommandSchema.parse(json);
+    const command = fromWire(wireCommandSchema.parse(json), keys);
     const outcome = await applyCommand(command, { backends, ledger, installationId: config.installationId, logger });
     if (outcome.kind === 'retry') throw outcome.error;
     if (command.kind === 'create' && outcome.result.ok)

@@ -84,7 +84,13 @@ export function changesContract(open: () => Promise<Stores>): void {
     await proxies.apply(request('cr-1'), T, T);
     const beforeReport = await readTimeNow(proxies);
     const report = { reason: 'blocked' as const, target: 'example.com', requestId: 'q1' };
-    const policy = { excludeMs: 600_000, banTargets: 3, banWindowMs: 3_600_000, perCallerPerMinute: 2 };
+    const policy = {
+      excludeMs: 600_000,
+      banTargets: 3,
+      banWindowMs: 3_600_000,
+      perCallerPerMinute: 2,
+      bansPerCallerPerHour: 1,
+    };
     await reports.record({ proxy: 'cr-1', caller: 'c'.repeat(64), report, now: T, policy });
     const reported = (await proxies.changes('cr', null, beforeReport)).changed.find(
       (i) => i.doc.metadata.name === 'cr-1',

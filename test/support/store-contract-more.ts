@@ -34,7 +34,13 @@ const pool = (name: string, replicas = 1, labels: Record<string, string> = {}): 
     template: { metadata: { labels: { team: 'crawl' } }, spec: { provider: 'local', placement: {}, port: 0 } },
   },
 });
-const policy = { excludeMs: 600_000, banTargets: 3, banWindowMs: 3_600_000, perCallerPerMinute: 2 };
+const policy = {
+  excludeMs: 600_000,
+  banTargets: 3,
+  banWindowMs: 3_600_000,
+  perCallerPerMinute: 2,
+  bansPerCallerPerHour: 1,
+};
 const reportOf = (proxy: string, requestId?: string, now = T): ReportInput => ({
   proxy,
   caller: 'c'.repeat(64),
@@ -184,6 +190,46 @@ export function moreContract(open: () => Promise<Stores>): void {
         limit: 2,
       });
       expect(await reports.record(reportOf('rp-1', 'q3', T + 60_000))).toMatchObject({ kind: 'recorded' });
+    });
+
+    it("a caller's bans an hour are bounded: past them a banning report is counted, not a ban", async () => {
+      const { reports, proxies } = await open();
+      const banning = (proxy: string, now: number): ReportInput => ({
+        proxy,
+        caller: 'b'.repeat(64),
+        report: { reason: 'banned' },
+        now,
+        policy,
+      });
+      const hour = Math.ceil(T / 3_600_000) * 3_600_000;
+      for (const name of ['rb-1', 'rb-2', 'rb-3']) {
+        await proxies.apply(proxyRequest(name), hour, hour);
+        const status = {
+          phase: 'Ready' as const,
+          observedGeneration: 1,
+          conditions: [],
+          instance: {
+            name: `i-${name}`,
+            ip: '10.0.0.1',
+            port: 1,
+            state: 'Running' as const,
+            createdAt: new Date(hour - 60_000).toISOString(),
+            specHash: 'h',
+          },
+        };
+        expect(await proxies.writeStatus(name, 1, status, hour)).toBe(true);
+      }
+      expect(await reports.record(banning('rb-1', hour + 1000))).toMatchObject({ kind: 'recorded', banned: true });
+      expect(await reports.record(banning('rb-2', hour + 2000))).toMatchObject({
+        kind: 'recorded',
+        banned: false,
+        withheld: true,
+      });
+      expect((await proxies.get('rb-2'))?.doc.status).toMatchObject({ reports: { banned: 1 } });
+      expect((await proxies.get('rb-2'))?.doc.status.ban).toBeUndefined();
+      expect((await proxies.events('rb-2'))[0]?.message).toMatch(/bans this hour are spent/);
+      // The next hour brings a fresh budget.
+      expect(await reports.record(banning('rb-3', hour + 3_600_000))).toMatchObject({ banned: true });
     });
   });
 }

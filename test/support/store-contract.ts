@@ -197,6 +197,18 @@ export function storeContract(name: string, make: MakeStore): void {
       expect(await proxies.credentials('c-1', { incarnation: 'one' })).toEqual(second);
     });
 
+    it("a lease taken for a create stores the new instance's credentials with it; a refused one stores nothing", async () => {
+      const proxies = await open();
+      await proxies.apply(request('n-1'), T, T);
+      const basis = await readAt(proxies, 'n-1');
+      const fresh = { username: 'u-n-1', password: 'fresh-password-0123456789' };
+      expect(await proxies.acquireLease('n-1', 'a', 1, 30_000, () => T, basis, fresh)).toBe(T + 30_000);
+      expect(await proxies.credentials('n-1')).toEqual(fresh);
+      const refused = { username: 'u-n-1', password: 'refused-password-0123456789' };
+      expect(await proxies.acquireLease('n-1', 'b', 1, 30_000, () => T + 1, basis, refused)).toBeUndefined();
+      expect(await proxies.credentials('n-1')).toEqual(fresh);
+    });
+
     it('events: newest first, trimmed to the newest `keep`', async () => {
       const proxies = await open();
       await proxies.apply(request('e-1'), T, T);

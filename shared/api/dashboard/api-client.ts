@@ -13,7 +13,7 @@ import type {
   relayListSchema,
   ApiDiscovered,
   ApiPool,
-  ApiProvider,
+  ApiProviderList,
   ApiProxy,
   ApiProxyWithEvents,
   ApiRelay,
@@ -28,6 +28,7 @@ export type {
   ApiEvent as ProxyEvent,
   ApiProxyWithEvents as ProxyDetail,
   ApiProvider as ProviderHealth,
+  ApiProviderList as ProviderList,
   ApiRelay as Relay,
   ApiDiscovered as DiscoveryEntry,
 } from '../schema.js';
@@ -110,8 +111,8 @@ export class Api {
     return this.request<typeof proxyWithEventsSchema>('GET', `v1/proxies/${encodeURIComponent(name)}`);
   }
 
-  async providers(): Promise<ApiProvider[]> {
-    return (await this.request<typeof providerListSchema>('GET', 'v1/providers')).items;
+  providers(): Promise<ApiProviderList> {
+    return this.request<typeof providerListSchema>('GET', 'v1/providers');
   }
 
   async relays(): Promise<ApiRelay[]> {

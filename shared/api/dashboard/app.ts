@@ -4,7 +4,7 @@ import { Api, ApiFailure, describeError } from './api-client.js';
 import { renderDetail, renderGone, renderNoSelection } from './detail.js';
 import { byId } from './dom.js';
 import { renderPools } from './pools.js';
-import { renderCounts, renderProviders, renderProxies, renderRelays } from './render.js';
+import { renderCounts, renderEgressDatabase, renderProviders, renderProxies, renderRelays } from './render.js';
 
 const TOKEN_KEY = 'egress.dashboard.token';
 const POLL_MS = 2000;
@@ -70,10 +70,11 @@ async function poll(client: Api, mine: number): Promise<void> {
   const now = Date.now();
   renderCounts(proxies);
   renderProxies(proxies, now, selected, { select, copy: actions.copy, remove: actions.remove });
-  renderProviders(providers, now);
+  renderProviders(providers.items, now);
+  renderEgressDatabase(providers.egressDatabase);
   renderRelays(relays);
   renderPools(pools, { api: () => api, unauthorised, refresh });
-  offerSample(providers[0]?.name);
+  offerSample(providers.items[0]?.name);
   if (name && name === selected) {
     if (detail) renderDetail(detail, now);
     else if (gone) renderGone(name, gone);

@@ -1,5 +1,5 @@
 /** Renders the API's answers into the page: phase counts, the proxies table, providers, relays. */
-import type { Proxy, ProviderHealth, Relay } from './api-client.js';
+import type { Proxy, ProviderHealth, ProviderList, Relay } from './api-client.js';
 import { latencyChart } from './chart.js';
 import { byId, emptyRow, h, setText, syncRows } from './dom.js';
 import { age, countByPhase, duration, latency } from './format.js';
@@ -46,7 +46,7 @@ export function renderCounts(proxies: readonly Proxy[]): void {
   );
 }
 
-const PROXY_COLUMNS = 8;
+const PROXY_COLUMNS = 9;
 
 function proxyRow(proxy: Proxy, actions: ProxyActions): HTMLTableRowElement {
   const name = proxy.metadata.name;
@@ -73,6 +73,7 @@ function proxyRow(proxy: Proxy, actions: ProxyActions): HTMLTableRowElement {
     h('td', { 'data-col': 'phase' }, badge('', 'phase')),
     h('td', { 'data-col': 'address', class: 'mono' }),
     h('td', { 'data-col': 'egress', class: 'mono' }),
+    h('td', { 'data-col': 'country' }),
     h('td', { 'data-col': 'age', class: 'num' }),
     h('td', { 'data-col': 'latency', class: 'num' }),
     h(
@@ -125,6 +126,14 @@ function fillProxyRow(row: HTMLTableRowElement, proxy: Proxy, now: number, selec
     );
     egressCell.replaceChildren(ip, ...(sharedWith.length ? [' ', flag] : []));
   }
+  // The egress's country (from the location database), `!` where the provider expected another; its
+  // AS and organisation in the title, so the table still fits 1280 px without scrolling.
+  const verified = proxy.status.conditions.find((c) => c.type === 'EgressVerified');
+  const mismatch = verified?.status === 'False';
+  setText(cell('country'), health?.country ? `${health.country}${mismatch ? ' !' : ''}` : '—');
+  const as = health?.asn == null ? '' : `AS${health.asn} ${health.asnOrg ?? ''}`.trim();
+  cell('country').title = mismatch ? `${verified?.message ?? ''} ${as}`.trim() : as;
+  cell('country').classList.toggle('warn', mismatch);
   setText(cell('age'), age(proxy.metadata.createdAt, now));
   setText(
     cell('latency'),
@@ -154,6 +163,13 @@ export function renderProxies(
     (p) => proxyRow(p, actions),
     (row, p) => fillProxyRow(row, p, now, selected),
   );
+}
+
+/** The releases of the egress-location database under the providers table. */
+export function renderEgressDatabase(db: ProviderList['egressDatabase']): void {
+  const release = (r: { package: string; publishedAt: string | null }) =>
+    `${r.package} (published ${r.publishedAt?.slice(0, 10) ?? 'at an unknown date'})`;
+  setText(byId('egress-database'), db ? `Egress location: ${release(db.country)}, ${release(db.asn)}` : '');
 }
 
 export function renderProviders(providers: readonly ProviderHealth[], now: number): void {

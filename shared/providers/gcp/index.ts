@@ -31,7 +31,8 @@ import { listFiltered } from './listing.js';
 import { READY_ATTRIBUTE } from './cloud-init.js';
 import { InsertBook, settle, withField } from './operations.js';
 import { notReady } from './readiness.js';
-import { parseGcpOptions, resolveGcpPlacement, type GcpOptions, type GcpPlacement } from './options.js';
+import { parseGcpOptions, regionOf, resolveGcpPlacement, type GcpOptions, type GcpPlacement } from './options.js';
+import { GCE_REGION_COUNTRIES } from './regions.js';
 import {
   LABELS,
   instanceResource,
@@ -83,6 +84,12 @@ class GcpProvider implements Provider {
 
   resolvePlacement(placement: Record<string, unknown>): Record<string, unknown> {
     return { ...resolveGcpPlacement(placement, this.options) };
+  }
+
+  /** The country of the placement's region (regions.ts). */
+  expectedCountry(placement: Record<string, unknown>): string | undefined {
+    const zone = placement['zone'];
+    return typeof zone === 'string' ? GCE_REGION_COUNTRIES[regionOf(zone)] : undefined;
   }
 
   async create(spec: InstanceSpec): Promise<Instance> {

@@ -63,6 +63,11 @@ class KubernetesProvider implements Provider {
     return { ...resolveKubernetesPlacement(placement, this.namespaces) };
   }
 
+  /** The cluster's country as configured (`providers[].country`). */
+  expectedCountry(): string | undefined {
+    return this.deps.provider.country;
+  }
+
   async create(spec: InstanceSpec): Promise<Instance> {
     let placement: KubernetesPlacement;
     try {

@@ -13,6 +13,7 @@ import { changedSince } from '../../store/relay-rules.js';
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { backendCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceDelta, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
+import { toWire } from '../../relay/command-wire.js';
 import { signer, type SigningKey } from '../../relay/signature.js';
 import { TOPICS } from '../../bus/topics.js';
 import type { ProviderFactoryDeps } from '../factory.js';
@@ -42,7 +43,10 @@ interface RelayedSettings {
    * flight for NotFound (a deletion would then finalise the proxy under it).
    */
   sendingMs?: number;
-  /** Signs every command (shared/relay/signature.ts); the relay refuses unsigned ones when it has keys. */
+  /**
+   * Signs every command (shared/relay/signature.ts) and seals a create's credentials with it
+   * (shared/relay/sealed-credentials.ts); the relay refuses unsigned commands and clear credentials when it has keys.
+   */
   signingKey?: SigningKey | undefined;
   now?: () => number;
 }
@@ -69,6 +73,11 @@ class RelayedProvider implements Provider {
   /** Placement keys are validated by the relay's backend (it alone knows its hosts and addresses). */
   resolvePlacement(placement: Record<string, unknown>): Record<string, unknown> {
     return placement;
+  }
+
+  /** The hosts' country as configured (`providers[].country`: a kvm host's, say). */
+  expectedCountry(): string | undefined {
+    return this.deps.config.country;
   }
 
   async create(spec: InstanceSpec): Promise<Instance> {
@@ -238,8 +247,10 @@ class RelayedProvider implements Provider {
 
   /** Publishes a recorded command (again) and notes when: until then it counts as never sent. */
   private async publish(name: string, command: RelayCommand): Promise<void> {
-    const sign = this.deps.signingKey && signer(this.deps.signingKey, 'command');
-    await this.deps.bus.publish(TOPICS.relayCommands, command, { relay: this.relay, kind: command.kind }, sign);
+    const key = this.deps.signingKey;
+    const sign = key && signer(key, 'command');
+    const wire = toWire(command, key);
+    await this.deps.bus.publish(TOPICS.relayCommands, wire, { relay: this.relay, kind: command.kind }, sign);
     const at = this.now();
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
   }

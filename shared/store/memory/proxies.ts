@@ -198,13 +198,18 @@ export class MemoryProxyRepository implements ProxyRepository {
     ttlMs: number,
     clock: () => number,
     readAt: string,
+    credentials?: Credentials,
   ): Promise<number | undefined> {
     let until = 0;
     const taken = await this.writeIfUnchanged(name, (doc, updatedAt) => {
-      const lease = leaseStep(doc, updatedAt, { holder, generation, ttlMs, readAt }, clock());
+      const now = clock();
+      const lease = leaseStep(doc, updatedAt, { holder, generation, ttlMs, readAt }, now);
       if (!lease) return undefined;
       until = lease.until;
-      return (current) => this.write(name, { ...current, lease });
+      return (current) => {
+        this.write(name, { ...current, lease });
+        if (credentials) this.secrets.set(name, { ...credentials, createdAt: iso(now) });
+      };
     });
     return taken ? until : undefined;
   }

@@ -32,6 +32,29 @@ export async function curl(
   return { status: Number(stdout.slice(at + 1)), body: stdout.slice(0, at) };
 }
 
+/** `curl --socks5-hostname host:port --proxy-user user:pass url`: the status and body (the target's name resolved by the proxy side). */
+export async function curlSocks(
+  hostPort: string,
+  credentials: string,
+  url: string,
+  extra: string[] = [],
+): Promise<{ status: number; body: string }> {
+  const args = [
+    '-sS',
+    '--max-time',
+    '20',
+    '-w',
+    '\n%{http_code}',
+    '--socks5-hostname',
+    hostPort,
+    '--proxy-user',
+    credentials,
+  ];
+  const { stdout } = await run('curl', [...args, ...extra, url], { env: clientEnv() });
+  const at = stdout.lastIndexOf('\n');
+  return { status: Number(stdout.slice(at + 1)), body: stdout.slice(0, at) };
+}
+
 /**
  * `requests.get` for an http and an https URL through the proxy: `[status, ip, status, ip]`. `ca`
  * verifies the https site; `'false'` turns verification off (an `https://` proxy with a
