@@ -78,6 +78,14 @@ export function stunnelConfig(listener: StunnelListener): string {
 }
 
 /**
+ * The subject name of every listener's certificate. Clients check the certificate by its
+ * fingerprint, not by a name; a client that can only verify a chain and a name (curl before 8.10
+ * ignores `--proxy-pinnedpubkey`) trusts the one certificate as its own CA and dials this name,
+ * resolved to the proxy's address (docs/providers.md "TLS listeners").
+ */
+export const CERTIFICATE_NAME = 'egress-proxy';
+
+/**
  * The `openssl` arguments that make a fresh self-signed certificate (P-256, ten years: its life is
  * the instance's; clients pin it, they never check dates) and its key, unencrypted (the listener
  * starts unattended) and readable by the owner only when run under `umask 077`.
@@ -94,7 +102,7 @@ export function certificateArgs(cert: string, key: string): string[] {
     '-days',
     '3650',
     '-subj',
-    '/CN=egress-proxy',
+    `/CN=${CERTIFICATE_NAME}`,
     '-keyout',
     key,
     '-out',

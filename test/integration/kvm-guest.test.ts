@@ -18,8 +18,9 @@ import { instanceName } from '../../shared/domain/names.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
 import { buildUserData } from '../../shared/providers/gcp/cloud-init.js';
-import { connectPinned } from '../../shared/tls/pinned.js';
+import { fingerprintOf, TlsPinError } from '../../shared/tls/pinned.js';
 import { kvmHostSchema } from '../../relay/config.js';
+import { pinnedCurlArgs, presentedCertificate } from '../support/pinned-proxy.js';
 import { domainXml } from '../../relay/backends/kvm/domain-xml.js';
 import { buildIso9660 } from '../../relay/backends/kvm/iso9660.js';
 import { eventually } from '../support/eventually.js';
@@ -112,26 +113,16 @@ async function curlThrough(address: string, auth: string | undefined, target: st
   return { status: Number(lines.pop()), body: lines.join('\n') };
 }
 
-/** curl through the guest's TLS listener: `https://` proxy URL, the self-signed certificate accepted (the test pins it apart). */
-const curlOverTls = (address: string, auth: string, target: string) =>
-  curlThrough(address, auth, target, [
-    '-sS',
-    '--max-time',
-    '10',
-    '--proxy-insecure',
-    '-x',
-    `https://${auth}@${address}`,
-  ]);
-
-/** The fingerprint of the certificate the TLS listener at `ip:port` presents. */
-const presented = (ip: string, port: number) =>
-  new Promise<string | undefined>((resolve, reject) =>
-    connectPinned({ host: ip, port, timeoutMs: 10_000 }, (err, socket, fingerprint) => {
-      socket.destroy();
-      if (err) reject(err);
-      else resolve(fingerprint);
-    }),
-  );
+/**
+ * curl through the guest's TLS listener at `ip:port` by an `https://` proxy URL, trusting only the
+ * certificate whose fingerprint is `fingerprint` (test/support/pinned-proxy.ts).
+ */
+async function curlPinned(ip: string, port: number, fingerprint: string, auth: string, target: string) {
+  const certificate = await presentedCertificate(ip, port, fingerprint);
+  const pem = path.join(listenerDir, `${ip}-${port}.pem`);
+  const pinned = await pinnedCurlArgs({ host: ip, port, auth }, certificate, pem);
+  return curlThrough(`${ip}:${port}`, auth, target, ['-sS', '--max-time', '10', ...pinned]);
+}
 
 beforeAll(async () => {
   host = await startQemuHost();
@@ -245,12 +236,14 @@ describe("kvm guest: a real cloud-init guest under libvirt's qemu driver", () =>
       expect(tlsFingerprint).toMatch(/^[0-9a-f]{64}$/);
       expect(doc.status.health?.tlsFingerprint).toBe(tlsFingerprint);
       expect(doc.status.conditions.find((c) => c.type === 'TlsPinned')).toMatchObject({ status: 'True' });
-      expect(await presented(ip, tlsPort ?? 0)).toBe(tlsFingerprint);
-      const tlsAddress = `${ip}:${tlsPort}`;
-      const overTls = await curlOverTls(tlsAddress, `${credentials.username}:${credentials.password}`, h.echo.url);
+      const pin = tlsFingerprint ?? '';
+      const secret = `${credentials.username}:${credentials.password}`;
+      const overTls = await curlPinned(ip, tlsPort ?? 0, pin, secret, h.echo.url);
       expect(overTls.status).toBe(200);
       expect(JSON.parse(overTls.body)).toEqual({ ip });
-      expect((await curlOverTls(tlsAddress, `${credentials.username}:wrong`, h.echo.url)).status).toBe(401);
+      expect((await curlPinned(ip, tlsPort ?? 0, pin, `${credentials.username}:wrong`, h.echo.url)).status).toBe(401);
+      // Another pin: the connection is refused before anything is sent on it.
+      await expect(presentedCertificate(ip, tlsPort ?? 0, 'ab'.repeat(32))).rejects.toThrow(TlsPinError);
     },
     BOOT_MS + 60_000,
   );
@@ -361,13 +354,12 @@ describe('kvm guest: the gcp user-data, run by real cloud-init in the same image
         expect(JSON.parse(status.ok.body)).toEqual({ ip: status.ip });
         expect((await curlThrough(`${status.ip}:3128`, undefined, h.echo.url)).status).toBe(407);
         // Its TLS listener on the next port serves the same proxy, behind a certificate of its own.
-        const overTls = await curlOverTls(
-          `${status.ip}:3129`,
-          `${credentials.username}:${credentials.password}`,
-          h.echo.url,
-        );
+        // Learnt on first use here, as the probe does, then pinned.
+        const learnt = fingerprintOf((await presentedCertificate(status.ip, 3129)).raw);
+        const secret = `${credentials.username}:${credentials.password}`;
+        const overTls = await curlPinned(status.ip, 3129, learnt, secret, h.echo.url);
         expect(overTls.status).toBe(200);
-        expect(await presented(status.ip, 3129)).toMatch(/^[0-9a-f]{64}$/);
+        expect(JSON.parse(overTls.body)).toEqual({ ip: status.ip });
         // fence: the same refusals as the kvm seed's guest.
         await expectFenced(`${status.ip}:3128`, `${credentials.username}:${credentials.password}`);
       } finally {
