@@ -11,7 +11,8 @@ import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSignedCert, startTestTarget, startTlsTarget, type TestTarget } from '../../gateway/testing.js';
 import { discoveryListSchema } from '../../shared/api/schema.js';
-import { connectPinned, fingerprintOf } from '../../shared/tls/pinned.js';
+import { fingerprintOf } from '../../shared/tls/pinned.js';
+import { pinnedCurlArgs, presentedCertificate } from '../support/pinned-proxy.js';
 import { eventually } from '../support/eventually.js';
 import {
   curl,
@@ -47,17 +48,6 @@ async function discovery(): Promise<{ name: string; egressIp?: string | null }[]
   });
   return (await res.json()) as { name: string; egressIp?: string | null }[];
 }
-
-/** The certificate a TLS listener presents. */
-const presentedCertificate = (host: string, port: number) =>
-  new Promise<X509Certificate>((resolve, reject) =>
-    connectPinned({ host, port, timeoutMs: 5000 }, (err, socket) => {
-      const raw = err ? undefined : socket.getPeerCertificate().raw;
-      socket.destroy();
-      if (raw) resolve(new X509Certificate(raw));
-      else reject(err ?? new Error('no certificate'));
-    }),
-  );
 
 /** The PID of a proxy's process, from the process backends' instance records (`relay-state/<provider>`). */
 function pidOf(proxy: string): number {
@@ -109,7 +99,7 @@ describe('e2e: fleet proxies through their TLS listeners, https:// proxy URLs', 
     return Promise.all(
       entries.map(async (e) => {
         const url = new URL(e.tlsUrl ?? '');
-        const cert = await presentedCertificate(url.hostname, Number(url.port));
+        const cert = await presentedCertificate(url.hostname, Number(url.port), e.tlsFingerprint ?? undefined);
         return { ...e, tlsUrl: e.tlsUrl ?? '', cert };
       }),
     );
@@ -136,17 +126,19 @@ describe('e2e: fleet proxies through their TLS listeners, https:// proxy URLs', 
       .update(entry.cert.publicKey.export({ type: 'spki', format: 'der' }))
       .digest('base64');
 
-    // curl: the proxy's key pinned (its certificate is self-signed), plain and CONNECT.
-    const pinned = ['--proxy-pinnedpubkey', `sha256//${spki}`, '--proxy-insecure'];
+    // curl: only the pinned certificate trusted (curl 7.88 ignores --proxy-pinnedpubkey), plain and CONNECT.
+    const url = new URL(entry.tlsUrl);
+    const proxy = { host: url.hostname, port: Number(url.port), auth: `${url.username}:${url.password}` };
+    const pinned = await pinnedCurlArgs(proxy, entry.cert, join(dir, 'proxy.pem'));
     const plain = await curl(entry.tlsUrl, site.url + 'page/4', pinned);
     expect(plain.status).toBe(200);
     expect(ipOf(plain.body)).toBe(entry.egressIp);
     const tunnel = await curl(entry.tlsUrl, tlsSite.url, [...pinned, '--cacert', ca]);
     expect(tunnel.status).toBe(200);
-    // Another key pinned: curl refuses before it sends the credentials.
-    await expect(
-      curl(entry.tlsUrl, site.url, ['--proxy-pinnedpubkey', `sha256//${'A'.repeat(43)}=`, '--proxy-insecure']),
-    ).rejects.toThrow();
+    // Another certificate trusted: curl refuses the listener before it sends the credentials.
+    const other = new X509Certificate(readFileSync(ca));
+    const impostor = await pinnedCurlArgs(proxy, other, join(dir, 'other.pem'));
+    await expect(curl(entry.tlsUrl, site.url, impostor)).rejects.toThrow(/SSL certificate problem/);
 
     // Python requests (urllib3's HTTPS proxy support): verification off for the self-signed proxy.
     const [s1, ip1, s2] = (await pythonRequests(entry.tlsUrl, site.url + 'page/5', tlsSite.url, 'false')) as [
@@ -158,7 +150,6 @@ describe('e2e: fleet proxies through their TLS listeners, https:// proxy URLs', 
     expect(ip1).toBe(entry.egressIp);
 
     // Chromium: an https proxy whose key is trusted by its SPKI hash.
-    const url = new URL(entry.tlsUrl);
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
