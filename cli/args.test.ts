@@ -1,4 +1,4 @@
-/** Command-line parsing: every verb of interfaces.md §4, and the mistakes that are usage errors (exit 2). */
+/** Command-line parsing: every verb of README.md "The `egress` CLI", and the mistakes that are usage errors (exit 2). */
 import { describe, expect, it } from 'vitest';
 import { parseCommand } from './args.js';
 import { UsageError } from './command.js';

@@ -1,4 +1,4 @@
-/** The `egress` command line (interfaces.md §4) parsed into a typed command by the verbs' table; mistakes are usage errors (exit 2). */
+/** The `egress` command line (README.md "The `egress` CLI") parsed into a typed command by the verbs' table; mistakes are usage errors (exit 2). */
 import { parseArgs } from 'node:util';
 import { OPTIONS, UsageError, type Command, type CommandLine, type FlagValues, type VerbId } from './command.js';
 import { VERBS } from './verbs.js';

@@ -7,7 +7,7 @@ import { loadCliConfig } from './config.js';
 import { printableIo } from './printable.js';
 import { runCommand } from './verbs.js';
 
-/** Exit codes of interfaces.md §4 (130 after Ctrl-C, as shells report SIGINT). */
+/** Exit codes of README.md "The `egress` CLI" (130 after Ctrl-C, as shells report SIGINT). */
 export const EXIT = { ok: 0, failure: 1, usage: 2, interrupted: 130 } as const;
 
 /**

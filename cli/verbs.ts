@@ -25,6 +25,7 @@ import * as api from './commands.js';
 import type { Io } from './commands.js';
 import type { CliConfig } from './config.js';
 import { runCost } from './cost.js';
+import { COUNTRY_CODE_RULE, countryCode } from '../shared/domain/country.js';
 import { runDoctor } from './doctor/index.js';
 import {
   fleetFlags,
@@ -248,9 +249,9 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
       const limit = positiveInt('limit', values.limit);
       const forDomain = hostName('for', values.for);
       const asn = positiveInt('asn', values.asn);
-      const country = values.country;
-      if (country !== undefined && !/^[A-Za-z]{2}$/.test(country))
-        throw new UsageError(`--country must be an ISO 3166-1 alpha-2 code like DE (got "${country}")`);
+      const country = values.country === undefined ? undefined : countryCode(values.country);
+      if (values.country !== undefined && country === undefined)
+        throw new UsageError(`--country ${COUNTRY_CODE_RULE} (got "${values.country}")`);
       return {
         output: oneOf('output', values.output, DISCOVER_OUTPUTS, 'urls'),
         ...(values.provider !== undefined && { provider: values.provider }),
@@ -258,7 +259,7 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
         ...(forDomain !== undefined && { forDomain }),
         labels: labels(values.label),
         ...(maxLatencyMs !== undefined && { maxLatencyMs }),
-        ...(country !== undefined && { country: country.toUpperCase() }),
+        ...(country !== undefined && { country }),
         ...(asn !== undefined && { asn }),
         distinct: values.distinct ?? false,
         ...(limit !== undefined && { limit }),

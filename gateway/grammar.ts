@@ -3,6 +3,7 @@
  * "Username grammar"). Pure parsing; the credential check (auth.ts) splits USER off first.
  */
 
+import { COUNTRY_CODE_RULE, countryCode } from '../shared/domain/country.js';
 /** What a client asked for in its username. Absent fields ask for nothing. */
 export interface Steering {
   /** Keeps requests and tunnels on one fleet proxy. */
@@ -38,7 +39,6 @@ const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const LABEL_VALUE = /^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
 /** The longest session Oxylabs documents is 30 minutes; the gateway allows a day. */
 const MAX_SESSTIME_MINUTES = 1440;
-const regions = new Intl.DisplayNames(['en'], { type: 'region' });
 
 /** Every key, with how its value is checked and where it goes. */
 const KEYS: Record<string, (value: string, into: Steering) => void> = {
@@ -73,10 +73,8 @@ const KEYS: Record<string, (value: string, into: Steering) => void> = {
     into.zone = value;
   },
   country(value, into) {
-    const code = value.toUpperCase();
-    const name = /^[A-Z]{2}$/.test(code) ? regions.of(code) : undefined;
-    if (name === undefined || name === code || name === 'Unknown Region')
-      throw new GrammarError('country', `must be an ISO 3166-1 alpha-2 code such as DE, got ${JSON.stringify(value)}`);
+    const code = countryCode(value);
+    if (code === undefined) throw new GrammarError('country', `${COUNTRY_CODE_RULE}, got ${JSON.stringify(value)}`);
     into.country = code;
   },
   asn(value, into) {

@@ -313,11 +313,7 @@ export function loadRelayConfig(env: Env = process.env): RelayConfig {
   const offset = Number(env['EGRESS_PORT_OFFSET'] ?? 0);
   if (!Number.isInteger(offset) || offset < 0 || offset > 9000)
     throw new ValidationError('EGRESS_PORT_OFFSET', 'must be an integer from 0 to 9000');
-  const backends = raw.backends.map((b) => ({
-    ...b,
-    egress,
-    portRange: b.portRange.map((port) => port + offset),
-  }));
+  const backends = raw.backends.map((b) => ({ ...b, egress, portRange: b.portRange.map((p) => p + offset) }));
   return parseRelayConfig({ ...raw, backends }, env);
 }
 

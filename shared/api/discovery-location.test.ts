@@ -67,6 +67,7 @@ describe('egress verify: discovery filters', () => {
   it.each([
     ['country=USA', 'country'],
     ['country=1', 'country'],
+    ['country=ZZ', 'country'],
     ['asn=-1', 'asn'],
     ['asn=AS714', 'asn'],
   ])('refuses %s naming %s', (query, field) => {

@@ -1,6 +1,7 @@
 /** Discovery: which Ready proxies a client may use, filtered, de-duplicated by egress IP, ordered. */
 import { ValidationError } from '../errors.js';
 import { dnsLabel, POOL_LABEL } from '../domain/names.js';
+import { COUNTRY_CODE_RULE, countryCode } from '../domain/country.js';
 import { banApplies, excludedFor, normaliseTarget } from '../domain/reports.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { inCountry } from '../egress-location/verify.js';
@@ -47,9 +48,9 @@ export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
       'for',
       'must be a host name like example.com (or an IP address), without scheme, port or path',
     );
-  const country = params.get('country') ?? undefined;
-  if (country !== undefined && !/^[A-Za-z]{2}$/.test(country))
-    throw new ValidationError('country', 'must be an ISO 3166-1 alpha-2 code, like DE');
+  const countryRaw = params.get('country');
+  const country = countryRaw === null ? undefined : countryCode(countryRaw);
+  if (countryRaw !== null && country === undefined) throw new ValidationError('country', COUNTRY_CODE_RULE);
   const asn = number('asn');
   const distinct = params.get('distinct') ?? 'false';
   if (distinct !== 'true' && distinct !== 'false') throw new ValidationError('distinct', 'must be "true" or "false"');
@@ -60,7 +61,7 @@ export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
       ...(pool !== null ? [[POOL_LABEL, pool] as [string, string]] : []),
     ],
     for: forDomain,
-    country: country?.toUpperCase(),
+    country,
     asn,
     maxLatencyMs: number('maxLatencyMs'),
     distinct: distinct === 'true',

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { isLoopbackHost } from '../domain/hosts.js';
 import { dnsLabel } from '../domain/names.js';
+import { COUNTRY_CODE_RULE, countryCode } from '../domain/country.js';
 import { placementSchema } from '../domain/proxy.js';
 import { apiTokenSchema } from '../api/scopes.js';
 import { DEFAULT_EGRESS_POLICY, echoRefusal, egressPolicySchema } from './egress-policy.js';
@@ -30,7 +31,7 @@ export const providerConfigSchema = z
      */
     country: z
       .string()
-      .regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code in upper case, like "DE"')
+      .refine((v) => countryCode(v) === v, `${COUNTRY_CODE_RULE}, in upper case`)
       .optional(),
     /**
      * Where this provider's proxies may connect (shared/config/egress-policy.ts); absent: the safe

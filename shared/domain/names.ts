@@ -14,7 +14,7 @@ export const dnsLabel = z
     'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit',
   );
 
-/** The label a pool puts on its members (interfaces.md §1 "Pools"). */
+/** The label a pool puts on its members (README.md "Pools"). */
 export const POOL_LABEL = 'egress.dev/pool';
 
 /**

@@ -1,4 +1,4 @@
-/** The Proxy request on the wire (interfaces.md §1): zod schemas and the validation that names the field. */
+/** The Proxy request on the wire (README.md "Asking for a proxy"): zod schemas and the validation that names the field. */
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { parseDuration } from './duration.js';

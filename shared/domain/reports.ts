@@ -1,5 +1,5 @@
 /**
- * Feedback from traffic (interfaces.md §1 "reports"): the report a client posts, what it leaves on
+ * Feedback from traffic (docs/api.md "Reports: feedback from traffic"): the report a client posts, what it leaves on
  * the proxy's status (`status.reports`, `status.ban`), and the pure rules that read them.
  */
 import { isIP } from 'node:net';

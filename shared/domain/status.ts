@@ -1,4 +1,4 @@
-/** Proxy state as stored in Firestore `proxies/{name}` (interfaces.md §2): phases, conditions, status. */
+/** Proxy state as stored in Firestore `proxies/{name}` (docs/architecture.md "State in Firestore"): phases, conditions, status. */
 import { z } from 'zod';
 import { tlsFingerprintSchema } from '../tls/pinned.js';
 import { labelsSchema, specSchema } from './proxy.js';

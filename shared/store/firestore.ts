@@ -2,7 +2,7 @@
 import { FieldValue, Firestore, Timestamp } from '@google-cloud/firestore';
 import { updateTimeText } from './clock.js';
 
-/** Collection names: the public state layout (interfaces.md §2, architecture.md §4). */
+/** Collection names: the public state layout (docs/architecture.md "State in Firestore"). */
 export const COLLECTIONS = {
   proxies: 'proxies',
   credentials: 'credentials',

@@ -105,7 +105,7 @@ describe('egress verify: on the local stack', () => {
     expect(all.find((e) => e.name === 'us-2')).toMatchObject({ country: 'US', asn: 714 });
     const bad = await egress('discover', '--country', 'USA');
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('--country must be an ISO 3166-1 alpha-2 code');
+    expect(bad.stderr).toContain('--country must be an ISO 3166-1 alpha-2 country code');
     const api = stack.localEnv();
     const refused = await fetch(`${api['EGRESS_API_URL']}/v1/discovery?asn=x`, {
       headers: { authorization: `Bearer ${api['EGRESS_DISCOVER_TOKEN']}` },

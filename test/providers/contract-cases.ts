@@ -8,7 +8,7 @@ import type { ContractRuleId } from '../../shared/providers/contract-rules.js';
 
 /**
  * Each case's description, in the order the suite runs them: `concurrent-safe` keeps its
- * instances running for `delete-idempotent` and `dead-is-stopped`, which end one each.
+ * instances running for `delete-idempotent`, `report-until-gone` and `dead-is-stopped`, which end one each.
  */
 export const CONTRACT_CASES = {
   'created-at-nonzero': 'create reaches Running with a non-zero createdAt',

@@ -1,0 +1,14 @@
+import { describe, expect, it } from 'vitest';
+import { countryCode } from './country.js';
+
+describe('countryCode', () => {
+  it('upper-cases a code the CLDR data names', () => {
+    expect(countryCode('de')).toBe('DE');
+    expect(countryCode('US')).toBe('US');
+    expect(countryCode('Gb')).toBe('GB');
+  });
+
+  it.each(['ZZ', 'QQ', 'D', 'DEU', 'd3', '', ' DE', 'ÄB'])('refuses %j', (value) => {
+    expect(countryCode(value)).toBeUndefined();
+  });
+});
