@@ -41,14 +41,19 @@ const BUNDLE = {
  */
 export async function prepareArtifacts(root: string): Promise<Artifacts> {
   const dist = join(root, 'dist');
-  if (!existsSync(join(dist, 'functions')) || !existsSync(join(dist, 'relay', 'proxy-server.js')))
-    throw new Error('dist/functions or dist/relay/proxy-server.js is missing: run `npm run build` first');
+  if (!existsSync(join(dist, 'functions'))) throw new Error('dist/functions is missing: run `npm run build` first');
   // Under node_modules/ so that the bundles' external imports resolve; outside dist/ so a rebuild cannot wipe it.
   const dir = join(root, 'node_modules', '.cache', 'egress-bench', `run-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   cpSync(join(dist, 'functions'), join(dir, 'functions'), { recursive: true });
-  cpSync(join(dist, 'relay', 'proxy-server.js'), join(dir, 'proxy-server.js'));
+  // The Node proxy-server, the reference the bench measures tinyproxy and the gateway against.
+  await build({
+    ...BUNDLE,
+    absWorkingDir: root,
+    entryPoints: [join('bench', 'node-proxy', 'server.ts')],
+    outfile: join(dir, 'proxy-server.js'),
+  });
   const functions = new Map<string, string>();
   const sources = new Map<string, string>();
   for (const name of readdirSync(join(dir, 'functions')).sort()) {

@@ -22,6 +22,7 @@ import {
   type ApiReportAccepted,
 } from '../shared/api/schema.js';
 import type { CliConfig } from './config.js';
+import { DISCOVERY_PAGE } from '../shared/api/paging.js';
 
 /** The API answered with an error, or could not be reached, or answered something unexpected. */
 export class ApiError extends Error {
@@ -96,7 +97,25 @@ function query(pairs: [string, string | number | boolean | undefined][]): string
   return text ? `?${text}` : '';
 }
 
-function discoveryQuery(f: DiscoveryFilters, format: 'json' | 'urls'): string {
+/**
+ * Discovery's pages one after another (the next cursor travels in `X-Next-Cursor`), until the last
+ * or until `f.limit` entries: a page reads at most `limit` proxies, so it may hold fewer.
+ */
+async function everyPage<T>(
+  f: DiscoveryFilters,
+  read: (cursor: string | null) => Promise<{ entries: T[]; next: string | null }>,
+): Promise<T[]> {
+  const entries: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await read(cursor);
+    entries.push(...page.entries);
+    cursor = page.next;
+  } while (cursor !== null && (f.limit === undefined || entries.length < f.limit));
+  return f.limit === undefined ? entries : entries.slice(0, f.limit);
+}
+
+function discoveryQuery(f: DiscoveryFilters, format: 'json' | 'urls', cursor: string | null): string {
   return query([
     ['provider', f.provider],
     ['pool', f.pool],
@@ -106,9 +125,11 @@ function discoveryQuery(f: DiscoveryFilters, format: 'json' | 'urls'): string {
     ['country', f.country],
     ['asn', f.asn],
     ['distinct', f.distinct],
-    ['limit', f.limit],
+    // A page reads at most DISCOVERY_PAGE.max proxies; a larger limit is met over several pages.
+    ['limit', f.limit === undefined ? undefined : Math.min(f.limit, DISCOVERY_PAGE.max)],
     ['order', f.random ? 'random' : undefined],
     ['format', format],
+    ['cursor', cursor ?? undefined],
   ]);
 }
 
@@ -213,12 +234,20 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
 
   return {
     async listProxies(f = {}) {
-      const q = query([
-        ['phase', f.phase],
-        ['provider', f.provider],
-        ...(f.labels ?? []).map((l): [string, string] => ['label', l]),
-      ]);
-      return (await answer(proxyListSchema, await call('GET', `/v1/proxies${q}`), 'GET /v1/proxies')).items;
+      const items: ApiProxy[] = [];
+      let cursor: string | null = null;
+      do {
+        const q = query([
+          ['phase', f.phase],
+          ['provider', f.provider],
+          ...(f.labels ?? []).map((l): [string, string] => ['label', l]),
+          ['cursor', cursor ?? undefined],
+        ]);
+        const page = await answer(proxyListSchema, await call('GET', `/v1/proxies${q}`), 'GET /v1/proxies');
+        items.push(...page.items);
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      return items;
     },
     getProxy: (name) =>
       unlessMissing(async () =>
@@ -251,11 +280,15 @@ export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiCli
     async deletePool(name) {
       await answer(acceptedSchema, await call('DELETE', poolPath(name)), 'DELETE');
     },
-    async discover(f) {
-      return answer(discoveryListSchema, await call('GET', `/v1/discovery${discoveryQuery(f, 'json')}`), 'discovery');
-    },
-    async discoverUrls(f) {
-      return urlList(await call('GET', `/v1/discovery${discoveryQuery(f, 'urls')}`));
-    },
+    discover: (f) =>
+      everyPage(f, async (cursor) => {
+        const res = await call('GET', `/v1/discovery${discoveryQuery(f, 'json', cursor)}`);
+        return { entries: await answer(discoveryListSchema, res, 'discovery'), next: res.headers.get('x-next-cursor') };
+      }),
+    discoverUrls: (f) =>
+      everyPage(f, async (cursor) => {
+        const res = await call('GET', `/v1/discovery${discoveryQuery(f, 'urls', cursor)}`);
+        return { entries: await urlList(res), next: res.headers.get('x-next-cursor') };
+      }),
   };
 }

@@ -6,6 +6,8 @@ import { createFleetApi, upstreamOf } from './fleet-api.js';
 
 const seen: { method: string; url: string; auth: string | undefined; body: string }[] = [];
 let answer: { status: number; body: string } = { status: 200, body: '[]' };
+/** Answers by the request's `cursor` when set (discovery's pages), else `answer`. */
+let pages: Map<string, { body: string; next?: string }> | undefined;
 let server: http.Server;
 let base = '';
 
@@ -15,7 +17,12 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       seen.push({ method: req.method ?? '', url: req.url ?? '', auth: req.headers.authorization, body });
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+      const page = pages?.get(new URL(req.url ?? '', 'http://x').searchParams.get('cursor') ?? '');
+      if (page)
+        res
+          .writeHead(200, { 'content-type': 'application/json', ...(page.next ? { 'x-next-cursor': page.next } : {}) })
+          .end(page.body);
+      else res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -53,6 +60,23 @@ describe('fleet API client', () => {
         egressIp: '1.2.3.4',
       },
     ]);
+  });
+
+  it('follows discovery’s pages by X-Next-Cursor, the filters kept, until a page without one', async () => {
+    const entry = (name: string) => ({ name, provider: 'local', url: `http://u:p@10.0.0.1:3128`, egressIp: null });
+    pages = new Map([
+      ['', { body: JSON.stringify([entry('a')]), next: 'c1' }],
+      ['c1', { body: '[]', next: 'c2' }],
+      ['c2', { body: JSON.stringify([entry('b')]) }],
+    ]);
+    const before = seen.length;
+    const list = await createFleetApi({ apiUrl: base })
+      .discover({ pool: 'crawl' })
+      .finally(() => (pages = undefined));
+    expect(list.map((u) => u.name)).toEqual(['a', 'b']);
+    const asked = seen.slice(before).map((r) => new URL(r.url, 'http://x').searchParams);
+    expect(asked.map((q) => q.get('cursor'))).toEqual([null, 'c1', 'c2']);
+    expect(asked.every((q) => q.get('pool') === 'crawl')).toBe(true);
   });
 
   it('posts a report to /v1/proxies/{name}/reports', async () => {

@@ -129,15 +129,23 @@ export function createFleetApi(options: {
       if (filters.provider) params.set('provider', filters.provider);
       for (const l of filters.labels ?? []) params.append('label', l);
       if (forDomain) params.set('for', forDomain);
-      const res = await call('GET', `/v1/discovery?${params.toString()}`);
-      const parsed = z.array(discoveredSchema).safeParse(await res.json().catch(() => undefined));
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new FleetApiError(
-          `unexpected discovery answer at ${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''}`,
-        );
-      }
-      return parsed.data.map(upstreamOf);
+      // Every page: each reads at most `limit` proxies, the next cursor travels in X-Next-Cursor.
+      const upstreams: Upstream[] = [];
+      let cursor: string | null = null;
+      do {
+        if (cursor !== null) params.set('cursor', cursor);
+        const res = await call('GET', `/v1/discovery?${params.toString()}`);
+        const parsed = z.array(discoveredSchema).safeParse(await res.json().catch(() => undefined));
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0];
+          throw new FleetApiError(
+            `unexpected discovery answer at ${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''}`,
+          );
+        }
+        upstreams.push(...parsed.data.map(upstreamOf));
+        cursor = res.headers.get('x-next-cursor');
+      } while (cursor !== null);
+      return upstreams;
     },
     async report(name, report) {
       const res = await call('POST', `/v1/proxies/${encodeURIComponent(name)}/reports`, report);

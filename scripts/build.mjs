@@ -151,7 +151,6 @@ function entries() {
   }
   const fixed = [
     ['relay/main.ts', 'relay/main.js'],
-    ['relay/backends/process/proxy-server.ts', 'relay/proxy-server.js'],
     // Run by install.sh before any `npm ci`: its dependencies are bundled, so node alone runs it.
     ['relay/host-groups-main.ts', 'relay/host-groups.js', { standalone: true }],
     ['infra/local/start.ts', 'local/start.js'],
@@ -295,6 +294,63 @@ async function buildDashboard() {
   return ['functions/api/dashboard.html'];
 }
 
+/**
+ * The relay's own manifest and lockfile (dist/relay/package.json, package-lock.json): only the
+ * packages its bundle imports, at the versions the root lock resolves, with what those need; so
+ * install.sh's `npm ci --omit=dev` on a relay host installs what the relay runs and nothing of the
+ * functions' SDKs.
+ */
+function writeRelayPackage(metafile, outfile) {
+  const dependencies = dependenciesOf(metafile, outfile);
+  const rootLock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'));
+  const packages = rootLock.packages;
+  const kept = new Set();
+  /** Resolves `name` from the package at `from` as Node does: its node_modules, then each parent's. */
+  const resolve = (from, name) => {
+    for (let dir = from; ; dir = dir.slice(0, Math.max(0, dir.lastIndexOf('/node_modules/')))) {
+      const path = `${dir ? `${dir}/` : ''}node_modules/${name}`;
+      if (packages[path]) return path;
+      if (!dir) return undefined;
+    }
+  };
+  const visit = (from, names) => {
+    for (const name of names) {
+      const path = resolve(from, name);
+      if (!path) throw new Error(`${outfile}: ${name} (needed by ${from || 'the relay'}) is not in package-lock.json`);
+      if (kept.has(path)) continue;
+      kept.add(path);
+      const entry = packages[path];
+      visit(path, Object.keys({ ...entry.dependencies, ...entry.optionalDependencies }));
+    }
+  };
+  visit('', Object.keys(dependencies));
+  const pkg = {
+    name: `${rootPackage.name}-relay`,
+    version: rootPackage.version,
+    private: true,
+    type: 'module',
+    main: 'main.js',
+    engines: rootPackage.engines,
+    dependencies,
+  };
+  const { devDependencies: _dev, bin: _bin, ...rootEntry } = packages[''];
+  const lock = {
+    ...rootLock,
+    name: pkg.name,
+    packages: {
+      '': { ...rootEntry, name: pkg.name, dependencies },
+      ...Object.fromEntries(
+        [...kept].sort().map((path) => {
+          const { dev: _devOnly, devOptional: _devOptional, peer: _peer, ...entry } = packages[path];
+          return [path, entry];
+        }),
+      ),
+    },
+  };
+  writeFileSync(join(dist, 'relay', 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+  writeFileSync(join(dist, 'relay', 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);
+}
+
 const started = Date.now();
 const targets = entries();
 rmSync(dist, { recursive: true, force: true });
@@ -304,6 +360,7 @@ await Promise.all(
     const result = await build(buildOptions(target));
     if (fn) checkChunks(result.metafile, fn);
     if (fn) writeFunctionPackage(fn, result.metafile, outfile);
+    if (outfile === join('relay', 'main.js')) writeRelayPackage(result.metafile, outfile);
     // The CLI is the package's `bin`: esbuild keeps the entry's `#!/usr/bin/env node` first; make it runnable.
     if (outfile === join('cli', 'main.js')) chmodSync(join(dist, outfile), 0o755);
   }),

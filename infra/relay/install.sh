@@ -41,7 +41,7 @@ done
 
 [ "$(id -u)" -eq 0 ] || die "run as root (it creates a user and writes /etc)"
 [ -d "$root" ] || die "--root $root is not a directory"
-for f in main.js proxy-server.js host-groups.js; do
+for f in main.js host-groups.js; do
   [ -f "$dist/relay/$f" ] || die "$dist/relay/$f is missing: run \`npm run build\` first"
 done
 [ -n "$node" ] && [ -x "$node" ] || die "no node found: pass --node /path/to/node (Node.js 20 or newer)"
@@ -85,10 +85,11 @@ gid=$(awk -F: '$1 == "egress-relay" { print $3 }' "$prefix/etc/group")
 # The program: replaced as a whole, owned by root, read-only to the relay.
 rm -rf "$opt"
 install -d -m 0755 "$opt"
-for f in main.js main.js.map proxy-server.js proxy-server.js.map; do
+for f in main.js main.js.map; do
   if [ -f "$dist/relay/$f" ]; then install -m 0644 "$dist/relay/$f" "$opt/$f"; fi
 done
-install -m 0644 "$repo/package.json" "$repo/package-lock.json" "$opt/"
+# The relay's own manifest and lock (scripts/build.mjs#writeRelayPackage): only what main.js imports.
+install -m 0644 "$dist/relay/package.json" "$dist/relay/package-lock.json" "$opt/"
 if [ "$skip_npm" = no ]; then
   (cd "$opt" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund)
 fi

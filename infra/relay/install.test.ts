@@ -21,6 +21,7 @@ import {
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseRelayConfig } from '../../relay/config.js';
@@ -70,11 +71,48 @@ describe('install.sh --root', { timeout: 30_000 }, () => {
   });
 
   it('lays out the program, root-owned and read-only to the relay', () => {
-    for (const f of ['main.js', 'proxy-server.js', 'package.json', 'package-lock.json']) {
+    for (const f of ['main.js', 'package.json', 'package-lock.json']) {
       const path = join(root, 'opt', 'egress-relay', f);
       expect(statSync(path).uid, f).toBe(0);
       expect(mode(path), f).toBe('644');
     }
+  });
+
+  it('ships only what the relay runs: no Node proxy-server, and its install leaves out the proxy package', () => {
+    const opt = join(root, 'opt', 'egress-relay');
+    expect(
+      readdirSync(opt)
+        .filter((f) => !f.endsWith('.map'))
+        .sort(),
+    ).toEqual(['main.js', 'package-lock.json', 'package.json']);
+    // Its own manifest and lock: the packages main.js imports and what they need, never the
+    // functions' SDKs (Firestore, Compute, the functions framework, the location databases) nor a
+    // bench tool (the proxy package).
+    const manifest: unknown = JSON.parse(readFileSync(join(opt, 'package.json'), 'utf8'));
+    expect(manifest).not.toHaveProperty('devDependencies');
+    const pkg = z.object({ dependencies: z.record(z.string(), z.string()) }).parse(manifest);
+    const imported = readFileSync(join(opt, 'main.js'), 'utf8').match(/(?<=from "|import\(")[^".][^"]*(?=")/g) ?? [];
+    const packageOf = (s: string) =>
+      s
+        .split('/')
+        .slice(0, s.startsWith('@') ? 2 : 1)
+        .join('/');
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(
+      [...new Set(imported.filter((s) => !s.startsWith('node:')).map(packageOf))].sort(),
+    );
+    const lock = z
+      .object({
+        packages: z.record(z.string(), z.object({ dependencies: z.record(z.string(), z.string()).optional() })),
+      })
+      .parse(JSON.parse(readFileSync(join(opt, 'package-lock.json'), 'utf8')));
+    expect(lock.packages['']?.dependencies).toEqual(pkg.dependencies);
+    for (const sdk of [
+      '@google-cloud/firestore',
+      '@google-cloud/compute',
+      '@google-cloud/functions-framework',
+      'proxy',
+    ])
+      expect(Object.keys(lock.packages), sdk).not.toContain(`node_modules/${sdk}`);
   });
 
   it('installs a config the relay accepts, readable by its group only', () => {

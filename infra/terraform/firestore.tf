@@ -1,6 +1,7 @@
 # Firestore: the (default) database the functions use (shared/store/firestore.ts), the one composite
-# index the store's queries use, and TTL policies on the `expireAt` field that ProxyStore.addEvent and
-# ProxyStore.reject write (shared/store/proxies.ts). Every other query is served by the automatic
+# index the store's queries use, and TTL policies on the `expireAt` field that ProxyStore.addEvent,
+# ProxyStore.reject (shared/store/proxies.ts) and ReportStore's ban budgets (shared/store/reports.ts)
+# write. Every other query is served by the automatic
 # single-field indexes; infra/terraform/firestore-indexes.ts holds the rules and
 # test/integration/store-contract.test.ts checks them against the queries the store issues.
 
@@ -58,6 +59,23 @@ resource "google_firestore_field" "rejections_ttl" {
   project    = var.project
   database   = google_firestore_database.default.name
   collection = "rejections"
+  field      = "expireAt"
+
+  ttl_config {}
+
+  index_config {}
+}
+
+# banBudgets/{caller}-{hour}: a token's bans in one hour (shared/store/reports.ts), each written with
+# expireAt two hours after its hour began (report-rules.ts#banBudgetExpiry); without this policy one
+# document per reporting token and hour stays for ever. A TTL policy deletes a document some time
+# (typically within a day) after the timestamp in its field; the field is set per collection group
+# (https://registry.terraform.io/providers/hashicorp/google/latest/docs/resources/firestore_field,
+# `ttl_config`; https://firebase.google.com/docs/firestore/ttl).
+resource "google_firestore_field" "ban_budgets_ttl" {
+  project    = var.project
+  database   = google_firestore_database.default.name
+  collection = "banBudgets"
   field      = "expireAt"
 
   ttl_config {}

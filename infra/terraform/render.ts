@@ -113,7 +113,11 @@ export function renderTopology(topology: Topology): Record<string, Json> {
   const { subscriptions, deadLetterSubscribers } = renderSubscriptions(topology);
   const { jobs, schedules } = renderSchedules(topology);
   const gcpDefaults = parseGcpOptions({ project: 'defaults', zone: 'us-central1-a' }, 'defaults');
-  const kubernetesDefaults = parseKubernetesOptions({ server: 'https://defaults', token: 'defaults' }, 'defaults');
+  // Only the defaults are read here (the port), so the default (tag) image is allowed for the parse.
+  const kubernetesDefaults = parseKubernetesOptions(
+    { server: 'https://defaults', token: 'defaults', allowUnpinnedImage: true },
+    'defaults',
+  );
   return {
     '//': 'GENERATED from infra/topology.yaml by `npm run terraform:render` (infra/terraform/render.ts). Do not edit.',
     locals: {

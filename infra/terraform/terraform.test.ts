@@ -154,7 +154,7 @@ describe('the .tf files', () => {
     ]);
   });
 
-  it('expire events and rejections on the field the store writes (test/integration/retention.test.ts)', () => {
+  it('expire events, rejections and ban budgets on the field the store writes (test/integration/retention.test.ts)', () => {
     expect(tf.resources.get('google_firestore_field.events_ttl')).toMatchObject({
       collection: 'events',
       field: 'expireAt',
@@ -163,6 +163,11 @@ describe('the .tf files', () => {
       collection: COLLECTIONS.rejections,
       field: 'expireAt',
     });
+    expect(tf.resources.get('google_firestore_field.ban_budgets_ttl')).toMatchObject({
+      collection: COLLECTIONS.banBudgets,
+      field: 'expireAt',
+    });
+    expect(tf.resources.get('google_firestore_field.ban_budgets_ttl')).toHaveProperty('ttl_config');
   });
 
   it('let each function publish only to topology topics its own code names', async () => {

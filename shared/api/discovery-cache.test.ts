@@ -7,11 +7,11 @@ import { handleApi } from './handler.js';
 const TOKEN = 'discover-token-0123456789';
 
 describe('discovery cache', () => {
-  it('fifty per-domain discoveries within the window list the store once; the next window reads again', async () => {
+  it('fifty per-domain discoveries within the window read the page once; the next window reads again', async () => {
     const fleet = await startMemoryFleet({ apiTokens: [`discover:${TOKEN}`] });
     let listings = 0;
     const proxies = Object.assign(Object.create(fleet.proxies) as typeof fleet.proxies, {
-      list: () => (listings++, fleet.proxies.list()),
+      page: (after: string | null, limit: number) => (listings++, fleet.proxies.page(after, limit)),
     });
     let now = 1_000_000;
     const deps = { ...fleet, proxies, now: () => now, discoveryCache: new DiscoveryCache() };

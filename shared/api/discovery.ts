@@ -5,6 +5,7 @@ import { COUNTRY_CODE_RULE, countryCode } from '../domain/country.js';
 import { banApplies, excludedFor, normaliseTarget } from '../domain/reports.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { inCountry } from '../egress-location/verify.js';
+import { DISCOVERY_PAGE, parseCursor, parseLimit } from './paging.js';
 
 export interface DiscoveryQuery {
   provider?: string | undefined;
@@ -13,8 +14,11 @@ export interface DiscoveryQuery {
   maxLatencyMs?: number | undefined;
   /** One proxy per egress IP. */
   distinct: boolean;
-  limit?: number | undefined;
-  /** Random order (spreads load across clients); otherwise by name. */
+  /** How many proxies this call reads from the store (and so answers at most), after `cursor`. */
+  limit: number;
+  /** The name the previous page read up to (shared/api/paging.ts), or null for the first page. */
+  cursor: string | null;
+  /** Random order within the page (spreads load across clients); otherwise by name. */
   random: boolean;
   format: 'json' | 'urls';
   /** Skip proxies a targeted report excludes for this domain (normalised). */
@@ -65,7 +69,8 @@ export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
     asn,
     maxLatencyMs: number('maxLatencyMs'),
     distinct: distinct === 'true',
-    limit: number('limit'),
+    limit: parseLimit(params.get('limit'), DISCOVERY_PAGE),
+    cursor: parseCursor(params.get('cursor')),
     random: order === 'random',
     format,
   };
@@ -132,7 +137,7 @@ export function selectForDiscovery(
       return true;
     });
   }
-  return q.limit === undefined ? picked : picked.slice(0, q.limit);
+  return picked.slice(0, q.limit);
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   tlsEndpoint,
 } from './discovery.js';
 import { documentView } from './views.js';
+import { encodeCursor, nextPageHeaders, parseCursor, parseLimit, PROXY_PAGE } from './paging.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
 import { ApiError, callerId, errorResponse, tokenScope, type ApiRequest, type ApiResponse } from './http.js';
 import { grants, type ApiScope } from './scopes.js';
@@ -42,15 +43,23 @@ function nameFrom(raw: string): string {
   return name;
 }
 
+/** One page of proxies in name order: at most `limit` read, the filters applied to those (so a page may hold fewer). */
 async function listProxies(deps: ApiDeps, q: URLSearchParams): Promise<ApiResponse> {
   const labels = parseLabelFilters(q.getAll('label'));
   const phase = q.get('phase');
   const provider = q.get('provider');
-  const items = (await deps.proxies.list()).filter(
-    (d) =>
-      (!phase || d.status.phase === phase) && (!provider || d.spec.provider === provider) && matchesLabels(d, labels),
-  );
-  return { status: 200, body: { items: items.map(proxyView) } };
+  const page = await deps.proxies.page(parseCursor(q.get('cursor')), parseLimit(q.get('limit'), PROXY_PAGE));
+  const items = page.items
+    .map((item) => item.doc)
+    .filter(
+      (d) =>
+        (!phase || d.status.phase === phase) && (!provider || d.spec.provider === provider) && matchesLabels(d, labels),
+    );
+  return {
+    status: 200,
+    headers: nextPageHeaders('/v1/proxies', q, page.next),
+    body: { items: items.map(proxyView), nextCursor: page.next === null ? null : encodeCursor(page.next) },
+  };
 }
 
 async function getProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
@@ -86,9 +95,18 @@ async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
 async function discovery(deps: ApiDeps, params: URLSearchParams, signal?: AbortSignal): Promise<ApiResponse> {
   const q = parseDiscoveryQuery(params);
   const now = (deps.now ?? Date.now)();
-  const docs = await (deps.discoveryCache ? deps.discoveryCache.proxies(deps.proxies, now) : deps.proxies.list());
+  const page = await (deps.discoveryCache
+    ? deps.discoveryCache.page(deps.proxies, q.cursor, q.limit, now)
+    : deps.proxies.page(q.cursor, q.limit));
   if (signal?.aborted) throw new CallerGone();
-  const picked = selectForDiscovery(docs, q, Math.random, now);
+  const picked = selectForDiscovery(
+    page.items.map((item) => item.doc),
+    q,
+    Math.random,
+    now,
+  );
+  // The body stays a JSON array (clients parse it as one); the next page is in the headers.
+  const headers = nextPageHeaders('/v1/discovery', params, page.next);
   // The credentials are read at once, not one round trip after another (a gateway asks every 2 s
   // with a 5 s timeout, and a slow answer leaves it on a stale list), and remembered per instance.
   const credentials = await Promise.all(
@@ -117,10 +135,10 @@ async function discovery(deps: ApiDeps, params: URLSearchParams, signal?: AbortS
   if (q.format === 'urls')
     return {
       status: 200,
-      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      headers: { ...headers, 'content-type': 'text/plain; charset=utf-8' },
       body: entries.map((e) => `${e.url}\n`).join(''),
     };
-  return { status: 200, body: entries };
+  return { status: 200, headers, body: entries };
 }
 
 async function providers(deps: ApiDeps): Promise<ApiResponse> {

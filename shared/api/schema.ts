@@ -87,7 +87,11 @@ export const proxyWithEventsSchema = proxySchema.extend({ events: z.array(eventS
 export type ApiProxyWithEvents = z.infer<typeof proxyWithEventsSchema>;
 
 /** `GET /v1/proxies`. */
-export const proxyListSchema = z.object({ items: z.array(proxySchema) });
+export const proxyListSchema = z.object({
+  items: z.array(proxySchema),
+  /** The next page's cursor (`?cursor=`), null after the last page (shared/api/paging.ts). */
+  nextCursor: z.string().nullable().default(null),
+});
 
 /** `202` from PUT and DELETE. */
 export const acceptedSchema = z.object({ accepted: z.literal(true), name: z.string(), messageId: z.string() });

@@ -136,7 +136,8 @@ export const configSchema = z
   })
   .superRefine((c, ctx) => {
     // A fence that refuses the echo endpoint fails every probe: each proxy would be replaced forever.
-    // An echo on loopback is a local stand-in (the wire fakes' tests), which no guest's fence sees.
+    // An echo on loopback is a local stand-in (the wire fakes' tests, whose configs give their
+    // providers a policy that admits it).
     if (loopbackUrl(c.echoUrl)) return;
     c.providers.forEach((p, i) => {
       if (RELAY_TYPES.includes(p.type)) return;

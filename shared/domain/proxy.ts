@@ -8,12 +8,17 @@ import { clip, showKey } from './text.js';
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
+/** A label key as Kubernetes spells it: up to 63 characters, plus an optional DNS prefix. */
+export const labelKey = z.string().max(253, 'label key is too long').regex(LABEL_KEY, 'invalid label key');
+/** A label value: up to 63 characters, possibly empty. */
+export const labelValue = z
+  .string()
+  .max(63, 'label value must be at most 63 characters')
+  .regex(LABEL_VALUE, 'invalid label value');
+
 /** Labels as Kubernetes spells them: keys up to 63 (plus an optional prefix), values up to 63. */
 export const labelsSchema = z
-  .record(
-    z.string().max(253, 'label key is too long').regex(LABEL_KEY, 'invalid label key'),
-    z.string().max(63, 'label value must be at most 63 characters').regex(LABEL_VALUE, 'invalid label value'),
-  )
+  .record(labelKey, labelValue)
   .refine((labels) => Object.keys(labels).length <= 64, 'at most 64 labels');
 
 /** Provider-specific placement; validated by the provider. `catalogue` names a catalogue entry. */

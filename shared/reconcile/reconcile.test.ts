@@ -101,7 +101,14 @@ describe('reconcile on the in-memory ports', () => {
       expect((await f.proxies.events(name)).some((e) => e.reason === 'EgressIpShared')).toBe(true);
     }
     const docs = await f.proxies.list();
-    const picked = selectForDiscovery(docs, { labels: [], distinct: true, random: false, format: 'json' });
+    const picked = selectForDiscovery(docs, {
+      labels: [],
+      distinct: true,
+      random: false,
+      format: 'json',
+      limit: 100,
+      cursor: null,
+    });
     expect(picked.filter((d) => d.status.health?.egressIp === '127.0.0.1')).toHaveLength(1);
   });
 

@@ -1,4 +1,5 @@
 /** What the provider end-to-end tests share: a sample config made local, and a user's view of one proxy. */
+import { localEgressPolicy } from '../../shared/config/egress-policy.js';
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,7 +30,9 @@ export function localConfigFrom(
   options: (sampleOptions: Record<string, unknown>) => Record<string, unknown>,
 ): string {
   const parsed = sampleConfigSchema.parse(parseYaml(readFileSync(sample, 'utf8')));
-  const providers = parsed.providers.map((p) => ({ ...p, options: options(p.options) }));
+  // The stack's echo server is on loopback (port 8088): the fakes' tinyproxy (its ConnectPort
+  // lines) admits it only with a policy that allows it.
+  const providers = parsed.providers.map((p) => ({ ...p, egress: localEgressPolicy([]), options: options(p.options) }));
   const file = join(dir, 'egress.yaml');
   writeFileSync(
     file,

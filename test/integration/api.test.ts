@@ -166,6 +166,64 @@ describe('api', () => {
     });
   });
 
+  it('list and discovery answer pages of at most `limit` proxies read, the cursor leads on; a bad cursor is 400 naming it', async () => {
+    // Every store read the two routes make, counted: one bounded page a call, never the whole collection.
+    const reads: { limit: number; got: number }[] = [];
+    let listings = 0;
+    const counted = Object.assign(Object.create(proxies) as ProxyStore, {
+      page: async (after: string | null, limit: number) => {
+        const page = await proxies.page(after, limit);
+        reads.push({ limit, got: page.items.length });
+        return page;
+      },
+      list: () => (listings++, proxies.list()),
+    });
+    const paged = (target: string) => callApi({ ...deps, proxies: counted }, 'GET', target, undefined, TOKEN);
+
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await paged(`/v1/proxies?limit=1${cursor === null ? '' : `&cursor=${cursor}`}`);
+      const body = res.body as { items: { metadata: { name: string } }[]; nextCursor: string | null };
+      listed.push(...body.items.map((i) => i.metadata.name));
+      cursor = body.nextCursor ?? null;
+    } while (cursor !== null);
+    expect(listed).toEqual(['d-1', 'd-2', 'd-3']);
+
+    // Discovery's body stays an array; the next page is the RFC 8288 Link (relative) and X-Next-Cursor.
+    const discovered: string[] = [];
+    let target: string | undefined = '/v1/discovery?limit=2&format=json';
+    while (target !== undefined) {
+      const res = await paged(target);
+      expect(Array.isArray(res.body)).toBe(true);
+      discovered.push(...(res.body as { name: string }[]).map((e) => e.name));
+      const link = /^<([^>]+)>; rel="next"$/.exec(res.headers?.['link'] ?? '');
+      expect(link?.[1]?.includes(`cursor=${res.headers?.['x-next-cursor'] ?? 'none'}`) ?? true).toBe(true);
+      target = link?.[1];
+    }
+    expect(discovered).toEqual(['d-1', 'd-2', 'd-3']);
+    expect(listings).toBe(0);
+    expect(reads.length).toBeGreaterThanOrEqual(5);
+    expect(reads.every((r) => r.got <= r.limit && r.limit <= 2)).toBe(true);
+    // The defaults, when no limit is given: 100 for the list, 500 for discovery.
+    await paged('/v1/proxies');
+    await paged('/v1/discovery');
+    expect(reads.slice(-2).map((r) => r.limit)).toEqual([100, 500]);
+
+    for (const bad of ['garbage', Buffer.from('egress-page:Bad_Name').toString('base64url'), 'a%2Fb'])
+      for (const route of ['/v1/proxies', '/v1/discovery'])
+        expect(await paged(`${route}?cursor=${bad}`)).toMatchObject({
+          status: 400,
+          body: { error: { code: 'Validation', field: 'cursor' } },
+        });
+    for (const limit of ['0', '501'])
+      expect(await paged(`/v1/proxies?limit=${limit}`)).toMatchObject({
+        status: 400,
+        body: { error: { field: 'limit' } },
+      });
+    expect(await paged('/v1/discovery?limit=1001')).toMatchObject({ status: 400, body: { error: { field: 'limit' } } });
+  });
+
   it('providers show Unknown until the monitor has checked them', async () => {
     expect(await call('GET', '/v1/providers')).toMatchObject({
       status: 200,

@@ -15,6 +15,13 @@ import { rejectionOf } from '../support/rejection.js';
 const logger = createLogger({ write: () => undefined, level: 'ERROR' });
 const PROJECT = 'vpc-project';
 let fake: FakeGce;
+/** The subnetworks these tests place on, allowed by the provider's options. */
+const SUBNETWORKS = [
+  'proxies',
+  'projects/host-project/regions/us-central1/subnetworks/shared-proxies',
+  'regions/europe-west1/subnetworks/proxies',
+  'nope',
+];
 
 const provider = (over: Record<string, unknown> = {}): Provider =>
   createGcpProvider({
@@ -23,7 +30,14 @@ const provider = (over: Record<string, unknown> = {}): Provider =>
       type: 'gcp',
       catalogue: {},
       rolloutBudget: 2,
-      options: { project: PROJECT, zone: 'us-central1-a', operationWaitSeconds: 3, ...fake.endpoint, ...over },
+      options: {
+        project: PROJECT,
+        zone: 'us-central1-a',
+        operationWaitSeconds: 3,
+        placement: { subnetworks: SUBNETWORKS },
+        ...fake.endpoint,
+        ...over,
+      },
     },
     path: 'config.providers.0',
     config: { installationId: 'it' },
@@ -95,6 +109,27 @@ describe('gcp provider: networks other than default', () => {
     expect(JSON.stringify(await res.json())).toContain(
       "Invalid value for field 'resource.networkInterfaces[0].subnetwork'",
     );
+  });
+
+  it('a subnetwork, network or tag the provider does not list is refused naming the field, before any insert', async () => {
+    const inserts = fake.count('instances.insert');
+    for (const [placement, field] of [
+      [{ subnetwork: 'projects/host-project/regions/us-central1/subnetworks/other' }, 'spec.placement.subnetwork'],
+      [{ network: 'egress-vpc' }, 'spec.placement.network'],
+      [{ tags: ['egress-proxy', 'allow-ssh'] }, 'spec.placement.tags'],
+    ] as const) {
+      expect(() => provider().resolvePlacement(placement)).toThrow(
+        expect.objectContaining({ code: 'Validation', field }),
+      );
+      const err = await rejectionOf(provider().create(instanceSpec('vpc', placement)), EgressError);
+      expect(err.toInfo()).toMatchObject({ code: 'Permanent', field });
+    }
+    expect(fake.count('instances.insert')).toBe(inserts);
+    // Listed, the same network resolves (own-project and short forms are one network).
+    const network = `projects/${PROJECT}/global/networks/egress-vpc`;
+    expect(provider({ placement: { networks: ['egress-vpc'] } }).resolvePlacement({ network })).toMatchObject({
+      network,
+    });
   });
 
   it('a subnetwork the project does not have: Permanent on spec.placement.subnetwork', async () => {

@@ -3,6 +3,7 @@
  * instrumented), with `@google-cloud/compute` talking REST to the wire-level fake in
  * `test/fakes/gce/`. The fake's VMs run real proxy processes on their own loopback addresses.
  */
+import { localEgressPolicy } from '../../shared/config/egress-policy.js';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { parseConfig } from '../../shared/config/load.js';
 import { createLogger } from '../../shared/logger.js';
@@ -33,6 +34,9 @@ runProviderContract({
         {
           name: 'gce',
           type: 'gcp',
+          // The echo endpoint is on loopback, on a port of its own: the guests' tinyproxy (its
+          // ConnectPort lines) admits it only with a policy that allows it.
+          egress: localEgressPolicy([]),
           options: { project: 'contract-project', zone: 'us-central1-a', operationWaitSeconds: 5, ...fake.endpoint },
         },
       ],

@@ -38,7 +38,13 @@ beforeAll(async () => {
       name: 'k8s',
       type: 'kubernetes',
       catalogue: {},
-      options: { ...fake.access(), namespace: 'default', namespaces: NAMESPACES.slice(1) },
+      options: {
+        ...fake.access(),
+        namespace: 'default',
+        namespaces: NAMESPACES.slice(1),
+        // hostNetwork is allowed here so that the cluster's own admission is what refuses it.
+        placement: { allowHostNetwork: true },
+      },
       rolloutBudget: 2,
     },
     path: 'config.providers.0',
@@ -107,7 +113,12 @@ describe('kubernetes provider: an Unschedulable Pod', () => {
         name: 'k8s',
         type: 'kubernetes',
         catalogue: {},
-        options: { ...fake.access(), namespace: 'default', unschedulableSeconds },
+        options: {
+          ...fake.access(),
+          namespace: 'default',
+          unschedulableSeconds,
+          placement: { nodeSelectors: { pool: ['later'] } },
+        },
         rolloutBudget: 2,
       },
       path: 'config.providers.0',

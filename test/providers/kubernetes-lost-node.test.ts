@@ -26,6 +26,7 @@ const provider = () =>
         notReadySeconds: 2,
         terminationGracePeriodSeconds: 1,
         forceDeleteAfterSeconds: 1,
+        placement: { tolerations: ['*'], nodeSelectors: { 'kubernetes.io/hostname': ['n-1', 'n-2', 'n-3'] } },
       },
       rolloutBudget: 2,
     },

@@ -2,6 +2,7 @@
  * The `kubernetes` provider's own behaviour against the fake API: error mapping, placement on real
  * scheduling rules, cluster access (kubeconfig, GKE token, several clusters), and tracing.
  */
+import { localEgressPolicy } from '../../shared/config/egress-policy.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -30,7 +31,16 @@ let n = 0;
 const build = (options: Record<string, unknown>, name = 'k8s', installationId = 'it'): Provider =>
   instrument(
     createKubernetesProvider({
-      provider: { name, type: 'kubernetes', catalogue: {}, options, rolloutBudget: 2 },
+      // The fake pulls no image: the default (tag) image runs, as on a development cluster. The echo
+      // endpoint is on loopback: the Pods' tinyproxy (ConnectPort) admits it only by policy.
+      provider: {
+        name,
+        type: 'kubernetes',
+        catalogue: {},
+        options: { allowUnpinnedImage: true, ...options },
+        rolloutBudget: 2,
+        egress: localEgressPolicy([]),
+      },
       path: 'config.providers.0',
       config: { installationId },
       logger,
@@ -98,6 +108,21 @@ describe('kubernetes provider: errors by status and reason', () => {
     expect(fake.requests.length).toBe(before);
   });
 
+  it('a placement beyond options.placement (hostNetwork, every taint, a node selector) is refused before any API call', async () => {
+    const p = build(fake.access());
+    const before = fake.requests.length;
+    for (const [placement, field] of [
+      [{ hostNetwork: true }, 'spec.placement.hostNetwork'],
+      [{ tolerations: ['*'] }, 'spec.placement.tolerations'],
+      [{ nodeSelector: { pool: 'egress' } }, 'spec.placement.nodeSelector'],
+    ] as const) {
+      expect(() => p.resolvePlacement(placement)).toThrow(expect.objectContaining({ code: 'Validation', field }));
+      // create resolves again (a spec written before the bounds were narrowed): Permanent, nothing created.
+      expect((await failure(p.create(spec(placement)))).toInfo()).toMatchObject({ code: 'Permanent', field });
+    }
+    expect(fake.requests.length).toBe(before);
+  });
+
   it('5xx, 503 and a slow server are Retryable; NotFound is only said after a 404', async () => {
     const p = build({ ...fake.access(), requestTimeoutSeconds: 0.5 });
     let remove = fake.inject({ kind: 'serverError', verb: 'get', resource: 'pods', times: 1 });
@@ -115,8 +140,15 @@ describe('kubernetes provider: errors by status and reason', () => {
 });
 
 describe('kubernetes provider: placement on the scheduler’s rules', () => {
+  /** What these tests place, allowed by the provider's options. */
+  const placement = {
+    allowHostNetwork: true,
+    tolerations: ['dedicated=egress:NoSchedule'],
+    nodeSelectors: { pool: ['egress', 'gpu'] },
+  };
+
   it('hostNetwork: the instance IP is the node’s own, and the proxy answers there with its credentials', async () => {
-    const p = build(fake.access());
+    const p = build({ ...fake.access(), placement });
     const s = spec({ hostNetwork: true }, { port: 18_888 });
     await p.create(s);
     const i = await eventually(async () => {
@@ -138,7 +170,7 @@ describe('kubernetes provider: placement on the scheduler’s rules', () => {
   });
 
   it('past unschedulableSeconds, a node selector no node matches is Failed, Permanent on the selector', async () => {
-    const p = build({ ...fake.access(), unschedulableSeconds: 0 });
+    const p = build({ ...fake.access(), unschedulableSeconds: 0, placement });
     const s = spec({ nodeSelector: { pool: 'gpu' } });
     await p.create(s);
     const i = await eventually(async () => {
@@ -152,7 +184,7 @@ describe('kubernetes provider: placement on the scheduler’s rules', () => {
   });
 
   it('tolerations let a Pod onto a tainted node; without them it cannot schedule there', async () => {
-    const p = build({ ...fake.access(), unschedulableSeconds: 0 });
+    const p = build({ ...fake.access(), unschedulableSeconds: 0, placement });
     const without = spec({ nodeSelector: { pool: 'egress' } });
     const tolerated = spec({ nodeSelector: { pool: 'egress' }, tolerations: ['dedicated=egress:NoSchedule'] });
     await Promise.all([p.create(without), p.create(tolerated)]);

@@ -25,7 +25,7 @@ const providerAs = (account: string, namespace = NAMESPACE): Provider =>
       name: 'k8s',
       type: 'kubernetes',
       catalogue: {},
-      options: { server: fake.url, token: fake.addUser(account), namespace },
+      options: { server: fake.url, token: fake.addUser(account), namespace, allowUnpinnedImage: true },
       rolloutBudget: 2,
     },
     path: 'config.providers.0',

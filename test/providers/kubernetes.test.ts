@@ -17,7 +17,12 @@ runProviderContract({
       'contract-kubernetes',
       {},
       // A Pod no node can take is Failed at once (failLater), not after the default ten minutes.
-      { namespace: 'egress', namespaces: ['egress-b'], unschedulableSeconds: 0 },
+      {
+        namespace: 'egress',
+        namespaces: ['egress-b'],
+        unschedulableSeconds: 0,
+        placement: { nodeSelectors: { pool: ['none'] } },
+      },
       { namespaces: ['egress', 'egress-b'] },
     );
     return {

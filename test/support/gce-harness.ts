@@ -2,6 +2,7 @@
  * The `gcp` provider as the functions build it (config → registry), against the wire-level fake
  * Compute API, with the Firestore and Pub/Sub emulators for reconcile and GC tests.
  */
+import { localEgressPolicy } from '../../shared/config/egress-policy.js';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { PubSub } from '@google-cloud/pubsub';
 import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
@@ -60,6 +61,9 @@ export async function startGceHarness(
       {
         name: 'gce',
         type: 'gcp',
+        // The echo endpoint is on loopback, on a port of its own: the guests' tinyproxy (its
+        // ConnectPort lines) admits it only with a policy that allows it.
+        egress: localEgressPolicy([]),
         options: {
           project: 'shared-project',
           zone: 'us-central1-a',

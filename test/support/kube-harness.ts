@@ -2,6 +2,7 @@
  * The `kubernetes` provider as the functions build it (config → registry), against the wire-level
  * fake Kubernetes API, with the Firestore and Pub/Sub emulators for reconcile and GC tests.
  */
+import { localEgressPolicy } from '../../shared/config/egress-policy.js';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { PubSub } from '@google-cloud/pubsub';
 import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
@@ -59,7 +60,11 @@ export async function startKubeHarness(
     backoffBaseSeconds: 1,
     backoffMaxSeconds: 4,
     probeTimeoutSeconds: 2,
-    providers: [{ name: 'k8s', type: 'kubernetes', options: { ...fake.access(), ...options } }],
+    // The echo endpoint is on loopback, on a port of its own: the Pods' tinyproxy (its ConnectPort
+    // lines) admits it only with a policy that allows it.
+    providers: [
+      { name: 'k8s', type: 'kubernetes', egress: localEgressPolicy([]), options: { ...fake.access(), ...options } },
+    ],
     ...overrides,
   });
   const db = createFirestore(emu.projectId);

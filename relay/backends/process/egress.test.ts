@@ -11,7 +11,6 @@ import { probeThroughProxy } from '../../../shared/probe/probe.js';
 import type { InstanceSpec } from '../../../shared/providers/contract.js';
 import { parseIpv4Range } from './egress.js';
 import { createProcessBackend, stopAllInstances } from './index.js';
-import { destinationOf, sourceFor } from './proxy-config.js';
 import { StateStore } from './state.js';
 import { eventually } from '../../../test/support/eventually.js';
 
@@ -89,24 +88,6 @@ describe('egress address rules', () => {
     const got = parseIpv4Range(cidr);
     if (typeof want === 'string') expect(got).toMatch(want);
     else expect(got).toEqual(want);
-  });
-
-  it.each([
-    ['127.0.0.1', '127.1.0.5', '127.1.0.5'],
-    ['localhost', '127.1.0.5', '127.1.0.5'],
-    ['example.com', '127.1.0.5', undefined],
-    ['10.1.2.3', '127.1.0.5', undefined],
-    ['example.com', '203.0.113.7', '203.0.113.7'],
-    ['127.0.0.1', undefined, undefined],
-  ])('towards %s, local address %s leaves from %s', (destination, local, want) => {
-    expect(sourceFor(destination, local)).toBe(want);
-  });
-
-  it('reads the destination of a CONNECT and of an absolute URI', () => {
-    expect(destinationOf('CONNECT', 'example.com:443')).toBe('example.com');
-    expect(destinationOf('CONNECT', '[::1]:443')).toBe('::1');
-    expect(destinationOf('GET', 'http://127.0.0.1:8088/x')).toBe('127.0.0.1');
-    expect(destinationOf('GET', '/relative')).toBeUndefined();
   });
 });
 

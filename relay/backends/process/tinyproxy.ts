@@ -122,6 +122,21 @@ export interface SpawnOptions {
  * @throws PortInUseError when the port is taken; RetryableError for other start failures
  */
 export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number) => Promise<void>): Promise<number> {
+  return (await startTinyproxy(opts, onSpawned)).pid;
+}
+
+/** A tinyproxy that listens. */
+export interface TinyproxyProcess {
+  pid: number;
+  /** Resolves when it exits, while this process still runs (the wire fakes restart or report it). */
+  exited: Promise<void>;
+}
+
+/** {@link spawnTinyproxy}, with a promise of the process's exit beside its pid. */
+export async function startTinyproxy(
+  opts: SpawnOptions,
+  onSpawned: (pid: number) => Promise<void>,
+): Promise<TinyproxyProcess> {
   await writeFileAtomic(opts.configPath, opts.config);
   // A proxy of its own user cannot walk the state directory (0700): it gets the file, still 0600
   // and now its own, as descriptor 3, which /proc/self/fd/3 opens without walking a directory.
@@ -131,6 +146,10 @@ export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number
   let exited: string | undefined;
   let portTaken = false;
   let child: ReturnType<typeof spawn>;
+  const onExit = (code: number | null, sig: NodeJS.Signals | null) => {
+    portTaken = code === EXIT_NO_LISTENER;
+    exited = `exited (${sig ?? `code ${code ?? '?'}`}) before it was ready`;
+  };
   try {
     const configArg = config ? '/proc/self/fd/3' : opts.configPath;
     const argv = opts.argv ?? ((path, markers) => ['-d', '-c', path, '--', ...markers]);
@@ -142,10 +161,7 @@ export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number
     });
     // Listen at once: a spawn error is emitted on the next tick.
     child.on('error', (e) => (exited ??= `cannot start: ${e.message}`));
-    child.once('exit', (code, sig) => {
-      portTaken = code === EXIT_NO_LISTENER;
-      exited = `exited (${sig ?? `code ${code ?? '?'}`}) before it was ready`;
-    });
+    child.once('exit', onExit);
     child.unref();
   } finally {
     await log.close();
@@ -159,9 +175,13 @@ export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number
       throw new RetryableError(`proxy process failed to start: ${reason} (log: ${opts.logPath})`);
     }
     await onSpawned(pid);
+    const gone = new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve();
+      else child.once('exit', () => resolve());
+    });
     const deadline = Date.now() + opts.timeoutMs;
     while (exited === undefined && Date.now() < deadline) {
-      if (await listens(pid, opts.listen.host, opts.listen.port)) return pid;
+      if (await listens(pid, opts.listen.host, opts.listen.port)) return { pid, exited: gone };
       await sleep(5);
     }
     // ChildProcess.kill is a no-op once the child has exited, so a recycled pid is never hit.
@@ -173,7 +193,7 @@ export async function spawnTinyproxy(opts: SpawnOptions, onSpawned: (pid: number
     child.kill('SIGKILL');
     throw err;
   } finally {
-    child.removeAllListeners('exit');
+    child.removeListener('exit', onExit);
   }
 }
 

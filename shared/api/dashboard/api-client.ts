@@ -69,6 +69,15 @@ export class Api {
 
   /** One call; anything but 2xx becomes an ApiFailure. The answer is typed by its schema, not parsed (that would put zod in the page). */
   private async request<S extends z.ZodType>(method: string, path: string, body?: unknown): Promise<z.infer<S>> {
+    return (await this.exchange<S>(method, path, body)).value;
+  }
+
+  /** As `request`, with the answer's headers (discovery's next page is in `X-Next-Cursor`). */
+  private async exchange<S extends z.ZodType>(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ value: z.infer<S>; headers: Headers }> {
     let res: Response;
     try {
       res = await fetch(new URL(path, this.base), {
@@ -100,11 +109,20 @@ export class Api {
         error?.field,
       );
     }
-    return parsed as z.infer<S>;
+    return { value: parsed as z.infer<S>, headers: res.headers };
   }
 
+  /** Every proxy, page after page (shared/api/paging.ts). */
   async proxies(): Promise<ApiProxy[]> {
-    return (await this.request<typeof proxyListSchema>('GET', 'v1/proxies')).items;
+    const items: ApiProxy[] = [];
+    let cursor: string | null = null;
+    do {
+      const path: string = cursor === null ? 'v1/proxies' : `v1/proxies?cursor=${encodeURIComponent(cursor)}`;
+      const page = await this.request<typeof proxyListSchema>('GET', path);
+      items.push(...page.items);
+      cursor = page.nextCursor ?? null;
+    } while (cursor !== null);
+    return items;
   }
 
   proxy(name: string): Promise<ApiProxyWithEvents> {
@@ -119,8 +137,17 @@ export class Api {
     return (await this.request<typeof relayListSchema>('GET', 'v1/relays')).items;
   }
 
-  discovery(): Promise<ApiDiscovered[]> {
-    return this.request<typeof discoveryListSchema>('GET', 'v1/discovery?format=json');
+  /** Every proxy discovery hands out, page after page (the next cursor travels in `X-Next-Cursor`). */
+  async discovery(): Promise<ApiDiscovered[]> {
+    const entries: ApiDiscovered[] = [];
+    let cursor: string | null = null;
+    do {
+      const path: string = `v1/discovery?format=json${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
+      const page = await this.exchange<typeof discoveryListSchema>('GET', path);
+      entries.push(...page.value);
+      cursor = page.headers.get('x-next-cursor');
+    } while (cursor !== null);
+    return entries;
   }
 
   /** `PUT /v1/pools/{name}` for a `kind: ProxyPool` document, `PUT /v1/proxies/{name}` otherwise. */

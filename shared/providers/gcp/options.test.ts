@@ -49,7 +49,8 @@ describe('parseGcpOptions', () => {
 
 describe('resolveGcpPlacement', () => {
   it('completes a placement with the defaults, deterministically (tags sorted) and fully qualified', () => {
-    const a = resolveGcpPlacement({ zone: 'europe-west1-b', tags: ['b', 'a'], subnetwork: 'proxies' }, options);
+    const allowing = { ...options, placement: { networks: [], subnetworks: ['proxies'], tags: ['a', 'b'] } };
+    const a = resolveGcpPlacement({ zone: 'europe-west1-b', tags: ['b', 'a'], subnetwork: 'proxies' }, allowing);
     expect(a).toEqual({
       zone: 'europe-west1-b',
       machineType: 'e2-micro',
@@ -60,7 +61,7 @@ describe('resolveGcpPlacement', () => {
       spot: false,
       diskSizeGb: 10,
     });
-    expect(resolveGcpPlacement({ tags: ['a', 'b'], zone: 'europe-west1-b', subnetwork: 'proxies' }, options)).toEqual(
+    expect(resolveGcpPlacement({ tags: ['a', 'b'], zone: 'europe-west1-b', subnetwork: 'proxies' }, allowing)).toEqual(
       a,
     );
   });
@@ -91,6 +92,55 @@ describe('resolveGcpPlacement', () => {
     );
     expect(resolveGcpPlacement(custom, widened).image).toBe(custom.image);
     expect(resolveGcpPlacement({ image: 'projects/ubuntu-os-pro-cloud/global/images/family/x' }, options)).toBeTruthy();
+  });
+
+  it.each([
+    [
+      { network: 'internal-vpc' },
+      'spec.placement.network',
+      /neither the provider's network nor in its options\.placement\.networks \(allowed: default\)/,
+    ],
+    [{ subnetwork: 'proxies' }, 'spec.placement.subnetwork', /options\.placement\.subnetworks \(allowed: none\)/],
+    [{ tags: ['allow-ssh'] }, 'spec.placement.tags', /tag allow-ssh .*\(allowed: egress-proxy\)/],
+  ])('%j beyond the provider’s network, subnetwork and tags is refused naming %s', (placement, field, reason) => {
+    expect(() => resolveGcpPlacement(placement, options)).toThrow(
+      expect.objectContaining({ code: 'Validation', field }),
+    );
+    expect(() => resolveGcpPlacement(placement, options)).toThrow(reason);
+  });
+
+  it('options.placement lists what a placement may name besides the defaults, in any spelling of the same resource', () => {
+    const bounded = parseGcpOptions(
+      {
+        project: 'my-project',
+        zone: 'us-central1-a',
+        placement: {
+          networks: ['internal-vpc'],
+          subnetworks: ['regions/us-central1/subnetworks/proxies'],
+          tags: ['t'],
+        },
+      },
+      'config.providers.0',
+    );
+    expect(resolveGcpPlacement({ network: 'projects/my-project/global/networks/internal-vpc' }, bounded).network).toBe(
+      'projects/my-project/global/networks/internal-vpc',
+    );
+    expect(resolveGcpPlacement({ network: 'default', tags: ['t', 'egress-proxy'] }, bounded).tags).toEqual([
+      'egress-proxy',
+      't',
+    ]);
+    expect(resolveGcpPlacement({ subnetwork: 'proxies' }, bounded).subnetwork).toBe(
+      'regions/us-central1/subnetworks/proxies',
+    );
+    // The same short name in another region is another subnetwork.
+    expect(fieldOf(() => resolveGcpPlacement({ zone: 'europe-west1-b', subnetwork: 'proxies' }, bounded))).toBe(
+      'spec.placement.subnetwork',
+    );
+    expect(
+      fieldOf(() =>
+        parseGcpOptions({ project: 'my-project', zone: 'us-central1-a', placement: { tags: ['A B'] } }, 'c'),
+      ),
+    ).toBe('c.options.placement.tags.0');
   });
 
   it('an unknown key names itself and lists the known ones', () => {

@@ -41,6 +41,22 @@ const subnetwork = z
 const tags = z.array(z.string().regex(RESOURCE_NAME, 'network tags are RFC 1035 names')).max(64);
 const diskSizeGb = z.number().int().min(10).max(65536);
 
+/**
+ * What a request's `spec.placement` may name besides the provider's own `network`, `subnetwork`
+ * and `tags` (an allow-list; the default adds nothing). A network or subnetwork decides which
+ * internal addresses a VM sits among, and a tag which firewall rules open to it, so a request must
+ * not pick them from everything in the project.
+ */
+const placementBoundsSchema = z.strictObject({
+  /** Further networks (a name or `[projects/P/]global/networks/N`). */
+  networks: z.array(network).max(50).default([]),
+  /** Further subnetworks (a name in the zone's region, or `[projects/P/]regions/R/subnetworks/S`). */
+  subnetworks: z.array(subnetwork).max(50).default([]),
+  /** Further network tags. */
+  tags: tags.default([]),
+});
+export type GcpPlacementBounds = z.infer<typeof placementBoundsSchema>;
+
 /** The provider's `options` (config.providers.N.options). */
 export const gcpOptionsSchema = z
   .strictObject({
@@ -60,6 +76,8 @@ export const gcpOptionsSchema = z
     subnetwork: subnetwork.optional(),
     /** Network tags: the firewall rule that opens the proxy port targets them. */
     tags: tags.default(['egress-proxy']),
+    /** What placements may name besides `network`, `subnetwork` and `tags` above; nothing unless listed. */
+    placement: placementBoundsSchema.default({ networks: [], subnetworks: [], tags: [] }),
     /**
      * Which address of a VM the check and requests functions probe: `internal` (its `networkIP`,
      * over the Serverless VPC Access connector of infra/terraform/network.tf) or `external` (its
@@ -159,6 +177,7 @@ export function resolveGcpPlacement(placement: Record<string, unknown>, defaults
   const p = parsed.data;
   const refusal = p.image === undefined ? undefined : imageRefusal(p.image, defaults.cloudInitImageProjects);
   if (refusal) throw new ValidationError('spec.placement.image', refusal);
+  checkBounds(p, defaults);
   const resolved: GcpPlacement = {
     zone: p.zone ?? defaults.zone,
     machineType: p.machineType ?? defaults.machineType,
@@ -170,7 +189,7 @@ export function resolveGcpPlacement(placement: Record<string, unknown>, defaults
   };
   const sub = p.subnetwork ?? defaults.subnetwork;
   if (sub) {
-    const qualified = sub.includes('/') ? sub : `regions/${regionOf(resolved.zone)}/subnetworks/${sub}`;
+    const qualified = qualifySubnetwork(sub, regionOf(resolved.zone));
     const region = SUBNETWORK.exec(qualified)?.[2];
     if (region !== regionOf(resolved.zone)) {
       const field = p.subnetwork ? 'spec.placement.subnetwork' : 'spec.placement.zone';
@@ -178,7 +197,48 @@ export function resolveGcpPlacement(placement: Record<string, unknown>, defaults
     }
     resolved.subnetwork = qualified;
   }
+  if (p.subnetwork !== undefined) {
+    const region = regionOf(resolved.zone);
+    const own = (name: string) => ownProjectForm(qualifySubnetwork(name, region), defaults.project);
+    const allowed = [...(defaults.subnetwork ? [defaults.subnetwork] : []), ...defaults.placement.subnetworks];
+    if (!allowed.map(own).includes(own(p.subnetwork)))
+      throw new ValidationError(
+        'spec.placement.subnetwork',
+        `${p.subnetwork} is neither the provider's subnetwork nor in its options.placement.subnetworks (allowed: ${listed(allowed)})`,
+      );
+  }
   return resolved;
+}
+
+/** Refuses a network or tag the provider's options neither set nor list in `placement`. */
+function checkBounds(p: z.infer<typeof placementSchema>, o: GcpOptions): void {
+  const own = (name: string) => ownProjectForm(qualifyNetwork(name), o.project);
+  const networks = [o.network, ...o.placement.networks];
+  if (p.network !== undefined && !networks.map(own).includes(own(p.network)))
+    throw new ValidationError(
+      'spec.placement.network',
+      `${p.network} is neither the provider's network nor in its options.placement.networks (allowed: ${listed(networks)})`,
+    );
+  const tagsAllowed = [...o.tags, ...o.placement.tags];
+  const tag = p.tags?.find((t) => !tagsAllowed.includes(t));
+  if (tag !== undefined)
+    throw new ValidationError(
+      'spec.placement.tags',
+      `tag ${tag} is neither one of the provider's tags nor in its options.placement.tags (allowed: ${listed(tagsAllowed)}): a tag decides which firewall rules open to the VM`,
+    );
+}
+
+function listed(items: string[]): string {
+  return items.length > 0 ? items.join(', ') : 'none';
+}
+
+/** `projects/<own project>/global/networks/n` and `global/networks/n` are one network. */
+function ownProjectForm(path: string, project: string): string {
+  return path.startsWith(`projects/${project}/`) ? path.slice(`projects/${project}/`.length) : path;
+}
+
+function qualifySubnetwork(name: string, region: string): string {
+  return name.includes('/') ? name : `regions/${region}/subnetworks/${name}`;
 }
 
 function qualifyNetwork(name: string): string {

@@ -60,7 +60,7 @@ class KubernetesProvider implements Provider {
   }
 
   resolvePlacement(placement: Record<string, unknown>): Record<string, unknown> {
-    return { ...resolveKubernetesPlacement(placement, this.namespaces) };
+    return { ...resolveKubernetesPlacement(placement, this.namespaces, this.options.placement) };
   }
 
   /** The cluster's country as configured (`providers[].country`). */
@@ -71,7 +71,7 @@ class KubernetesProvider implements Provider {
   async create(spec: InstanceSpec): Promise<Instance> {
     let placement: KubernetesPlacement;
     try {
-      placement = resolveKubernetesPlacement(spec.placement, this.namespaces);
+      placement = resolveKubernetesPlacement(spec.placement, this.namespaces, this.options.placement);
     } catch (err) {
       if (err instanceof ValidationError) throw new PermanentError(err.reason, err.field);
       throw err;

@@ -5,7 +5,10 @@ import type { InstanceSpec } from '../contract.js';
 import { ownerSelector, podManifest, secretManifest, tinyproxyConfig } from './manifests.js';
 import { parseKubernetesOptions } from './options.js';
 
-const options = parseKubernetesOptions({ server: 'https://k', token: 't' }, 'config.providers.0');
+const options = parseKubernetesOptions(
+  { server: 'https://k', token: 't', allowUnpinnedImage: true },
+  'config.providers.0',
+);
 const spec: InstanceSpec = {
   name: 'ep-p1-12345678',
   proxy: 'p1',

@@ -10,7 +10,8 @@ import { DEFAULT_IMAGE, managedNamespaces, parseKubernetesOptions } from './opti
 import { resolveKubernetesPlacement } from './placement.js';
 
 const PATH = 'config.providers.3';
-const access = { server: 'https://10.0.0.1', token: 't' };
+const access = { server: 'https://10.0.0.1', token: 't', allowUnpinnedImage: true };
+const DIGEST = `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`;
 
 describe('kubernetes options', () => {
   it('applies defaults: namespace default, tinyproxy image, port 8888, small resources', () => {
@@ -20,12 +21,29 @@ describe('kubernetes options', () => {
     expect(managedNamespaces({ ...o, namespaces: ['b', 'default'] })).toEqual(['default', 'b']);
   });
 
-  it.each([
-    `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`,
-    `registry.example:5000/egress/tinyproxy:1.11@sha256:${'0123456789abcdef'.repeat(4)}`,
-  ])('accepts an image pinned by digest (%s)', (image) => {
-    expect(parseKubernetesOptions({ ...access, image }, PATH).image).toBe(image);
+  it('refuses an image by tag unless allowUnpinnedImage says this is development, naming the image', () => {
+    const production = { server: 'https://10.0.0.1', token: 't' };
+    for (const options of [production, { ...production, image: 'docker.io/vimagick/tinyproxy:1.11' }]) {
+      let error: unknown;
+      try {
+        parseKubernetesOptions(options, PATH);
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(ValidationError);
+      expect(error).toMatchObject({ field: `${PATH}.options.image` });
+      expect(String(error)).toMatch(/pinned by digest/);
+    }
+    expect(parseKubernetesOptions({ ...production, image: DIGEST }, PATH).image).toBe(DIGEST);
+    expect(parseKubernetesOptions({ ...production, allowUnpinnedImage: true }, PATH).image).toBe(DEFAULT_IMAGE);
   });
+
+  it.each([DIGEST, `registry.example:5000/egress/tinyproxy:1.11@sha256:${'0123456789abcdef'.repeat(4)}`])(
+    'accepts an image pinned by digest (%s)',
+    (image) => {
+      expect(parseKubernetesOptions({ ...access, image }, PATH).image).toBe(image);
+    },
+  );
 
   it.each([
     [{}, 'kubeconfig', /exactly one way/],
@@ -64,6 +82,28 @@ describe('kubernetes options', () => {
     ).toThrow(`${PATH}.options.token`);
   });
 
+  it('placement bounds: nothing allowed by default; tolerations and selectors refused when malformed', () => {
+    expect(parseKubernetesOptions(access, PATH).placement).toEqual({
+      allowHostNetwork: false,
+      tolerations: [],
+      nodeSelectors: {},
+    });
+    const fieldOf = (placement: unknown) => {
+      try {
+        parseKubernetesOptions({ ...access, placement }, PATH);
+      } catch (err) {
+        if (err instanceof ValidationError) return err.field;
+        throw err;
+      }
+      return undefined;
+    };
+    expect(fieldOf({ tolerations: ['a=b:Sometimes'] })).toBe(`${PATH}.options.placement.tolerations.0`);
+    expect(fieldOf({ nodeSelectors: { pool: ['not a value'] } })).toBe(
+      `${PATH}.options.placement.nodeSelectors.pool.0`,
+    );
+    expect(fieldOf({ hostNetwork: true })).toBe(`${PATH}.options.placement.hostNetwork`);
+  });
+
   it('the config sample is a valid config whose catalogue entries are valid placements', () => {
     const config = parseConfig(parseYaml(readFileSync('docs/samples/config/kubernetes.yaml', 'utf8')));
     const providers = config.providers.filter((p) => p.type === 'kubernetes');
@@ -71,7 +111,9 @@ describe('kubernetes options', () => {
     providers.forEach((p, i) => {
       const options = parseKubernetesOptions(p.options, `config.providers.${i}`);
       for (const entry of Object.values(p.catalogue))
-        expect(resolveKubernetesPlacement(entry, managedNamespaces(options)).namespace).toBe(options.namespace);
+        expect(resolveKubernetesPlacement(entry, managedNamespaces(options), options.placement).namespace).toBe(
+          options.namespace,
+        );
     });
   });
 });

@@ -1,11 +1,14 @@
 /** The `kubernetes` provider's options (`config.providers.N.options`): cluster access, namespaces, image, resources. */
 import { z } from 'zod';
 import { dnsLabel } from '../../domain/names.js';
+import { labelKey, labelValue } from '../../domain/proxy.js';
 import { ValidationError } from '../../errors.js';
+import { parseToleration } from './placement.js';
 
 /**
  * A small image with tinyproxy (which supports `BasicAuth`) on its PATH. A tag, not a digest: no
- * registry is reachable where this was written, so no digest of it could be verified.
+ * registry is reachable where this was written, so no digest of it could be verified; it runs only
+ * with `allowUnpinnedImage` (development).
  */
 export const DEFAULT_IMAGE = 'docker.io/vimagick/tinyproxy:latest';
 /** `name[:tag]@sha256:<64 lowercase hex>`: one name, one `@`, the digest OCI image references use. */
@@ -15,6 +18,29 @@ const quantity = z
   .string()
   .regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|k|M|G)?$/, 'must be a Kubernetes quantity like "50m" or "64Mi"');
 const resourceList = z.strictObject({ cpu: quantity.optional(), memory: quantity.optional() });
+
+/**
+ * What a request's `spec.placement` may ask for beyond a managed namespace (an allow-list; the
+ * default allows nothing). A Pod on the node's network (`hostNetwork`) is outside the namespace's
+ * NetworkPolicy, the egress fence, and sees the node's own services; a toleration or node selector
+ * puts Pods on nodes the cluster keeps apart (control-plane, GPU, other tenants' pools).
+ */
+const placementBoundsSchema = z.strictObject({
+  /** Whether a placement may say `hostNetwork: true`. */
+  allowHostNetwork: z.boolean().default(false),
+  /** The toleration strings a placement may list, verbatim (`*`, every taint, only if listed). */
+  tolerations: z
+    .array(
+      z
+        .string()
+        .refine((t) => parseToleration(t) !== undefined, 'must be key, key=value, key:Effect, key=value:Effect or *'),
+    )
+    .max(50)
+    .default([]),
+  /** Per node label key, the values a placement's `nodeSelector` may ask for. */
+  nodeSelectors: z.record(labelKey, z.array(labelValue).max(50)).default({}),
+});
+export type KubernetesPlacementBounds = z.infer<typeof placementBoundsSchema>;
 
 const httpUrl = z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
 
@@ -50,8 +76,9 @@ export const kubernetesOptionsSchema = accessSchema
     /** Further namespaces placements may name; `get`, `delete`, `list` and `check` cover all of them. */
     namespaces: z.array(dnsLabel).max(20).default([]),
     /**
-     * The proxy image. Pin it by digest (`name@sha256:<64 hex>`) to run one known build: with
-     * `imagePullPolicy: IfNotPresent` a tag is pulled once per node and may differ between nodes.
+     * The proxy image, pinned by digest (`name@sha256:<64 hex>`) to run one known build: a tag can be
+     * moved to other code by whoever controls the registry, and with `imagePullPolicy:
+     * IfNotPresent` it is pulled once per node and may differ between nodes.
      */
     image: z
       .string()
@@ -62,6 +89,10 @@ export const kubernetesOptionsSchema = accessSchema
         'a digest must be "name@sha256:" and 64 lowercase hex digits',
       )
       .default(DEFAULT_IMAGE),
+    /** Development only: accept an image referenced by tag (the default image is one). */
+    allowUnpinnedImage: z.boolean().default(false),
+    /** What placements may ask for beyond a managed namespace; nothing unless listed here. */
+    placement: placementBoundsSchema.default({ allowHostNetwork: false, tolerations: [], nodeSelectors: {} }),
     /** The proxy port when a proxy asks for port 0 (each Pod has its own IP, so one port fits all). */
     port: z.number().int().min(1).max(65535).default(8888),
     resources: z
@@ -100,6 +131,12 @@ export const kubernetesOptionsSchema = accessSchema
       ctx.addIssue({ code: 'custom', path: ['context'], message: 'a context needs a kubeconfig file' });
     if (o.server !== undefined && o.token === undefined)
       ctx.addIssue({ code: 'custom', path: ['token'], message: 'an explicit server needs a bearer token' });
+    if (!o.allowUnpinnedImage && !DIGEST_REFERENCE.test(o.image))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['image'],
+        message: `must be pinned by digest ("name@sha256:" and 64 lowercase hex digits), not "${o.image}": a tag can change under the fleet (allowUnpinnedImage: true accepts one, for development only)`,
+      });
     if (o.token !== undefined && o.server === undefined)
       ctx.addIssue({ code: 'custom', path: ['token'], message: 'a token is only used with an explicit server' });
   });

@@ -1,8 +1,16 @@
 /** Kubernetes placement: known keys, defaults, tolerations syntax, and errors naming `spec.placement.<key>`. */
 import { describe, expect, it } from 'vitest';
+import type { KubernetesPlacementBounds } from './options.js';
 import { parseToleration, resolveKubernetesPlacement } from './placement.js';
 
 const NS = ['egress', 'egress-b'];
+/** What the cases below ask for, allowed. */
+const ALLOWED: KubernetesPlacementBounds = {
+  allowHostNetwork: true,
+  tolerations: ['dedicated=egress:NoSchedule', '*'],
+  nodeSelectors: { pool: ['egress'] },
+};
+const NOTHING: KubernetesPlacementBounds = { allowHostNetwork: false, tolerations: [], nodeSelectors: {} };
 
 describe('resolveKubernetesPlacement', () => {
   it.each([
@@ -19,9 +27,11 @@ describe('resolveKubernetesPlacement', () => {
       { namespace: 'egress', hostNetwork: true },
     ],
   ])('%j → %j', (placement, resolved) => {
-    expect(resolveKubernetesPlacement(placement, NS)).toEqual(resolved);
+    expect(resolveKubernetesPlacement(placement, NS, ALLOWED)).toEqual(resolved);
     // Deterministic, and its own output resolves to itself (create resolves again).
-    expect(resolveKubernetesPlacement(resolveKubernetesPlacement(placement, NS), NS)).toEqual(resolved);
+    expect(resolveKubernetesPlacement(resolveKubernetesPlacement(placement, NS, ALLOWED), NS, ALLOWED)).toEqual(
+      resolved,
+    );
   });
 
   it.each([
@@ -35,9 +45,41 @@ describe('resolveKubernetesPlacement', () => {
     [{ hostNetwork: 'yes' }, 'hostNetwork'],
     [{ hostPort: 1 }, 'hostPort'],
   ])('%j is refused naming spec.placement.%s', (placement, key) => {
-    expect(() => resolveKubernetesPlacement(placement, NS)).toThrow(
+    expect(() => resolveKubernetesPlacement(placement, NS, ALLOWED)).toThrow(
       expect.objectContaining({ code: 'Validation', field: `spec.placement.${key}` }),
     );
+  });
+
+  it.each([
+    [{ hostNetwork: true }, NOTHING, 'hostNetwork', /allowHostNetwork/],
+    [
+      { tolerations: ['*'] },
+      NOTHING,
+      'tolerations',
+      /"\*" is not in .*options\.placement\.tolerations \(allowed: none\)/,
+    ],
+    [{ tolerations: ['*'] }, { ...NOTHING, tolerations: ['dedicated=egress:NoSchedule'] }, 'tolerations', /"\*"/],
+    [
+      { tolerations: ['dedicated'] },
+      { ...NOTHING, tolerations: ['dedicated=egress:NoSchedule'] },
+      'tolerations',
+      /"dedicated"/,
+    ],
+    [{ nodeSelector: { pool: 'egress' } }, NOTHING, 'nodeSelector', /pool=egress is not in/],
+    [{ nodeSelector: { pool: 'gpu' } }, ALLOWED, 'nodeSelector', /allowed: pool=egress/],
+    [{ nodeSelector: { pool: 'egress', zone: 'a' } }, ALLOWED, 'nodeSelector', /zone=a/],
+  ])('%j beyond the provider’s bounds %j is refused naming spec.placement.%s', (placement, bounds, key, reason) => {
+    expect(() => resolveKubernetesPlacement(placement, NS, bounds)).toThrow(
+      expect.objectContaining({ code: 'Validation', field: `spec.placement.${key}` }),
+    );
+    expect(() => resolveKubernetesPlacement(placement, NS, bounds)).toThrow(reason);
+  });
+
+  it('within the bounds, the same placement resolves; hostPort keeps the Pod in its own network namespace and needs no bound', () => {
+    expect(resolveKubernetesPlacement({ hostPort: true, namespace: 'egress-b' }, NS, NOTHING)).toEqual({
+      namespace: 'egress-b',
+      hostPort: true,
+    });
   });
 });
 

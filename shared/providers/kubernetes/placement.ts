@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { labelsSchema } from '../../domain/proxy.js';
 import { ValidationError } from '../../errors.js';
+import type { KubernetesPlacementBounds } from './options.js';
 
 /** A placement after validation, with the default namespace filled in (it feeds the spec hash). */
 export type KubernetesPlacement = {
@@ -80,16 +81,55 @@ export function parseToleration(text: string): Toleration | undefined {
 }
 
 /**
- * Validates and completes a placement. Deterministic and free of side effects (rule placement-deterministic).
+ * Validates and completes a placement, within the provider's bounds. Deterministic and free of side
+ * effects (rule placement-deterministic).
  *
  * @param placement - after catalogue resolution
  * @param namespaces - the namespaces this provider manages; the first is the default
+ * @param bounds - the provider's `options.placement`: what a placement may ask for
  * @throws ValidationError naming `spec.placement.<key>`
  */
 export function resolveKubernetesPlacement(
   placement: Record<string, unknown>,
   namespaces: string[],
+  bounds: KubernetesPlacementBounds,
 ): KubernetesPlacement {
+  const resolved = parsePlacement(placement, namespaces);
+  checkBounds(resolved, bounds);
+  return resolved;
+}
+
+/** Refuses what the provider's `options.placement` does not list (the default lists nothing). */
+function checkBounds(p: KubernetesPlacement, bounds: KubernetesPlacementBounds): void {
+  if (p.hostNetwork && !bounds.allowHostNetwork)
+    fail(
+      'hostNetwork',
+      "not allowed by this provider's options.placement.allowHostNetwork: a Pod on the node's network is outside the NetworkPolicy that fences the proxies' egress",
+    );
+  for (const t of p.tolerations ?? []) {
+    if (!bounds.tolerations.includes(t))
+      fail(
+        'tolerations',
+        `${JSON.stringify(t)} is not in this provider's options.placement.tolerations (allowed: ${listed(bounds.tolerations)})`,
+      );
+  }
+  for (const [key, value] of Object.entries(p.nodeSelector ?? {})) {
+    const values = bounds.nodeSelectors[key];
+    if (!values?.includes(value))
+      fail(
+        'nodeSelector',
+        `${key}=${value} is not in this provider's options.placement.nodeSelectors (allowed: ${listed(
+          Object.entries(bounds.nodeSelectors).flatMap(([k, vs]) => vs.map((v) => `${k}=${v}`)),
+        )})`,
+      );
+  }
+}
+
+function listed(items: string[]): string {
+  return items.length > 0 ? items.join(', ') : 'none';
+}
+
+function parsePlacement(placement: Record<string, unknown>, namespaces: string[]): KubernetesPlacement {
   for (const key of Object.keys(placement)) {
     if (!(KNOWN_KEYS as readonly string[]).includes(key))
       fail(key, `unknown placement key for a kubernetes provider (known: ${KNOWN_KEYS.join(', ')})`);

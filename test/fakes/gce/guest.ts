@@ -1,29 +1,27 @@
 /**
- * The guest side of a fake VM: what cloud-init and tinyproxy would do with the instance's
- * `user-data`, done for real with the project's own proxy process bound to the VM's loopback
- * address, so "reachable through the proxy with its credentials" is a fact and not a stub.
+ * The guest side of a fake VM: what cloud-init would do with the instance's `user-data`, done for
+ * real: the tinyproxy.conf it writes, run by Debian's tinyproxy on the VM's loopback address
+ * (`../guest-proxy.ts`), so "reachable through the proxy with its credentials" is a fact and not a stub.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { certificateArgs, GUEST_STUNNEL, stunnelConfig } from '../../../shared/providers/stunnel.js';
+import { configuredPort, startGuestProxy, type GuestProxy } from '../guest-proxy.js';
 import { startNat, type Nat } from './nat.js';
 
-/** What the tinyproxy configuration in a user-data says about serving. */
+/** What a user-data makes the guest serve. */
 export interface GuestProxyConfig {
+  /** The tinyproxy.conf cloud-init writes, as the product generated it. */
+  tinyproxyConf: string;
+  /** Its `Port`: where the NAT forwards. */
   port: number;
-  username: string;
-  password: string;
-  /** `Listen` address, when the config pins one. */
-  listen?: string | undefined;
-  /** `Allow` lines: without any, every client may connect (it must still authenticate). */
-  allow: string[];
   /** The guest attribute the guest sets once the proxy serves (`curl -X PUT … guest-attributes/<key>`). */
   readyAttribute?: ReadyAttribute | undefined;
   /** The TLS listener's port, when the user-data writes and starts one in front of the proxy. */
@@ -67,9 +65,13 @@ export function parseUserData(userData: string): GuestProxyConfig {
   const commands = (doc.runcmd ?? []).map((c) => [c].flat().join(' '));
   const restart = commands.find((c) => c.includes('restart tinyproxy'));
   if (!restart) throw new Error('cloud-config never restarts tinyproxy with the written configuration');
-  const proxy = parseTinyproxyConfig(file.content);
-  const tlsPort = tlsListenerOf(commands, doc.write_files ?? [], proxy.port);
-  return { ...proxy, readyAttribute: readinessOf(commands, doc.write_files ?? []), tlsPort };
+  const port = configuredPort(file.content);
+  return {
+    tinyproxyConf: file.content,
+    port,
+    readyAttribute: readinessOf(commands, doc.write_files ?? []),
+    tlsPort: tlsListenerOf(commands, doc.write_files ?? [], port),
+  };
 }
 
 /**
@@ -116,40 +118,6 @@ function readinessOf(commands: string[], files: { path: string; content?: string
   return undefined;
 }
 
-/** Parses the directives this fake honours: Port, Listen, Allow and BasicAuth (tinyproxy's grammar). */
-export function parseTinyproxyConfig(text: string): GuestProxyConfig {
-  let port: number | undefined;
-  let auth: [string, string] | undefined;
-  let listen: string | undefined;
-  const allow: string[] = [];
-  for (const line of text.split('\n')) {
-    const [keyword, ...args] = line.trim().split(/\s+/);
-    switch (keyword?.toLowerCase()) {
-      case 'port':
-        port = Number(args[0]);
-        break;
-      case 'listen':
-        listen = args[0];
-        break;
-      case 'allow':
-        if (args[0]) allow.push(args[0]);
-        break;
-      case 'basicauth': {
-        const [user, pass] = args;
-        // tinyproxy's ALNUM token: anything else fails to parse and the directive is lost.
-        if (!user || !pass || !/^[-A-Za-z0-9._]+$/.test(user) || !/^[-A-Za-z0-9._]+$/.test(pass))
-          throw new Error('BasicAuth needs a user and a password of [-A-Za-z0-9._]');
-        auth = [user, pass];
-        break;
-      }
-    }
-  }
-  if (!port || !Number.isInteger(port) || port < 1 || port > 65535)
-    throw new Error('tinyproxy.conf sets no valid Port');
-  if (!auth) throw new Error('tinyproxy.conf has no BasicAuth: the proxy would be open');
-  return { port, username: auth[0], password: auth[1], listen, allow };
-}
-
 /** A running guest proxy. */
 export interface GuestProcess {
   pid: number | undefined;
@@ -167,12 +135,11 @@ export interface GuestAddresses {
 }
 
 /**
- * Starts and stops guest proxies: `relay/backends/process/proxy-server.ts`, bundled once, one
- * process per running VM, marked with `--gce-fake=<id>` so a test can find them.
+ * Starts and stops guest proxies: one tinyproxy per running VM, marked with `--gce-fake=<id>` so a
+ * test can find them.
  */
 export class GuestRunner {
-  private bundle: Promise<string> | undefined;
-  private readonly dir = mkdtempSync(join(cacheDir(), 'egress-gce-fake-'));
+  private readonly dir = mkdtempSync(join(tmpdir(), 'egress-gce-fake-'));
   /** Every guest started and not yet stopped (one being stopped stays until its process is gone). */
   private readonly running = new Set<GuestProcess>();
   private closed = false;
@@ -185,39 +152,30 @@ export class GuestRunner {
    * fake closed) nothing starts: the guest's `ready` rejects.
    */
   start(instance: string, addresses: GuestAddresses, config: GuestProxyConfig): GuestProcess {
-    let child: ChildProcess | undefined;
+    let proxy: GuestProxy | undefined;
     let nat: Nat | undefined;
     let tls: { child: ChildProcess; nat: Nat } | undefined;
     const { internal, external } = addresses;
-    const bundle = this.closed
+    const started = this.closed
       ? Promise.reject(new Error(`guest proxy of ${instance} not started: the fake is closed`))
-      : (this.bundle ??= this.build());
-    const ready = bundle
-      .then(
-        (path) =>
-          new Promise<void>((resolve, reject) => {
-            child = spawn(process.execPath, [path, `--egress-proxy=${instance}`, `--gce-fake=${this.marker}`], {
-              stdio: ['pipe', 'pipe', 'ignore'],
-            });
-            child.stdout?.once('data', (b: Buffer) =>
-              b.toString().includes('"ready":true') ? resolve() : reject(new Error(b.toString())),
-            );
-            child.once('exit', () => reject(new Error(`guest proxy of ${instance} exited`)));
-            const { port, username, password } = config;
-            // The external address as the source of outgoing connections: the NAT's outbound side,
-            // so each VM egresses from its external IP.
-            child.stdin?.end(
-              JSON.stringify({ name: instance, host: internal, port, username, password, localAddress: external }),
-            );
-          }),
-      )
-      .then(async () => {
-        nat = await startNat(external, internal, config.port);
-        const { tlsPort } = config;
-        if (tlsPort === undefined) return;
-        const listener = await this.startTls(instance, internal, config.port, tlsPort);
-        tls = { child: listener, nat: await startNat(external, internal, tlsPort) };
-      });
+      : startGuestProxy({
+          name: instance,
+          config: config.tinyproxyConf,
+          listen: internal,
+          // The external address as the source of outgoing connections: the NAT's outbound side,
+          // so each VM egresses from its external IP.
+          bind: external,
+          markers: [`--gce-fake=${this.marker}`],
+          dir: this.dir,
+        });
+    const ready = started.then(async (p) => {
+      proxy = p;
+      nat = await startNat(external, internal, config.port);
+      const { tlsPort } = config;
+      if (tlsPort === undefined) return;
+      const listener = await this.startTls(instance, internal, config.port, tlsPort);
+      tls = { child: listener, nat: await startNat(external, internal, tlsPort) };
+    });
     let stopped: Promise<void> | undefined;
     const stop = async () => {
       await ready.catch(() => undefined);
@@ -228,18 +186,18 @@ export class GuestRunner {
         tls.child.kill('SIGTERM');
         await exited;
       }
-      if (child && child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise<void>((resolve) => child?.once('exit', () => resolve()));
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child?.kill('SIGKILL'), 2000);
-        await exited;
+      if (proxy) {
+        const running = proxy;
+        running.kill('SIGTERM');
+        const timer = setTimeout(() => running.kill('SIGKILL'), 2000);
+        await running.exited;
         clearTimeout(timer);
       }
       this.running.delete(guest);
     };
     const guest: GuestProcess = {
       get pid() {
-        return child?.pid;
+        return proxy?.pid;
       },
       ready,
       get externalConnections() {
@@ -280,31 +238,10 @@ export class GuestRunner {
     }
   }
 
-  /** Stops every guest (waiting for those already stopping) and removes the bundle. */
+  /** Stops every guest (waiting for those already stopping) and removes their files. */
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.running].map((g) => g.stop()));
     rmSync(this.dir, { recursive: true, force: true });
   }
-
-  private async build(): Promise<string> {
-    const outfile = join(this.dir, 'proxy-server.js');
-    await build({
-      entryPoints: [join(process.cwd(), 'relay/backends/process/proxy-server.ts')],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      packages: 'external',
-      outfile,
-      logLevel: 'warning',
-    });
-    return outfile;
-  }
-}
-
-/** Under node_modules/ (so the bundle's imports resolve) but outside dist/ (a build wipes it). */
-function cacheDir(): string {
-  const dir = join(process.cwd(), 'node_modules', '.cache');
-  mkdirSync(dir, { recursive: true });
-  return dir;
 }

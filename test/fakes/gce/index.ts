@@ -18,7 +18,7 @@ import { World } from './world.js';
 export type { Fault, Method } from './errors.js';
 export type { FakeNetwork } from './networks.js';
 export type { FakeFirewall, FakeQuotas } from './project.js';
-export { parseTinyproxyConfig, parseUserData } from './guest.js';
+export { parseUserData } from './guest.js';
 
 export interface FakeGceOptions {
   timing?: Partial<Timing>;

@@ -1,20 +1,11 @@
 /**
- * The fake kubelet's "container runtime": reads tinyproxy's config from the Pod's mounted Secret
- * and runs the project's real proxy process with that port and those credentials on the Pod's IP.
+ * The fake kubelet's "container runtime": takes tinyproxy's config from the Pod's mounted Secret
+ * and runs it in Debian's tinyproxy on the Pod's IP (`../guest-proxy.ts`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { posix } from 'node:path';
-import { createInterface } from 'node:readline';
-import { readyLineSchema } from '../../../relay/backends/process/proxy-config.js';
+import { configuredPort, startGuestProxy, type GuestProxy } from '../guest-proxy.js';
 import type { StoredPod, StoredSecret } from './store.js';
-
-/** What the container's config file says (tinyproxy syntax: `Port`, `BasicAuth`). */
-export interface ProxyConfig {
-  port: number;
-  username: string;
-  password: string;
-}
 
 /** Where the container's config file lives: the `-c <path>` argument inside a Secret volume mount. */
 export function configSource(pod: StoredPod): { secretName: string; key: string } | undefined {
@@ -31,72 +22,61 @@ export function configSource(pod: StoredPod): { secretName: string; key: string 
 }
 
 /**
- * Parses the tinyproxy config stored under `key` of the Secret.
+ * The tinyproxy config stored under `key` of the Secret, as the product wrote it.
  *
  * @returns the config, or why the container would exit
  */
-export function readConfig(secret: StoredSecret, key: string): ProxyConfig | string {
+export function readConfig(secret: StoredSecret, key: string): { config: string } | { error: string } {
   const data = secret.data?.[key];
-  if (data === undefined) return `open ${key}: no such file in the mounted secret`;
-  const text = Buffer.from(data, 'base64').toString('utf8');
-  let port: number | undefined;
-  let auth: [string, string] | undefined;
-  for (const line of text.split('\n')) {
-    const [directive, ...args] = line.trim().split(/\s+/);
-    if (directive === 'Port') port = Number(args[0]);
-    if (directive === 'BasicAuth' && args.length === 2 && args[0] && args[1]) auth = [args[0], args[1]];
+  if (data === undefined) return { error: `open ${key}: no such file in the mounted secret` };
+  const config = Buffer.from(data, 'base64').toString('utf8');
+  try {
+    configuredPort(config);
+  } catch (err) {
+    return { error: `config: ${err instanceof Error ? err.message : String(err)}` };
   }
-  if (!port || !Number.isInteger(port)) return 'config: missing or invalid Port';
-  if (!auth) return 'config: no BasicAuth line (the fake refuses to run an open proxy)';
-  return { port, username: auth[0], password: auth[1] };
+  return { config };
 }
 
 /** A running proxy process. */
 export interface ProxyProcess {
-  child: ChildProcess;
   /** Resolves once it listens; rejects with its error if it cannot. */
   ready: Promise<void>;
-  /** Resolves when it exited, for whatever reason. */
+  /** Resolves when it exited, for whatever reason (or never started). */
   exited: Promise<void>;
+  /** Signals the process once it runs; a process that never started has nothing to signal. */
+  kill(signal: NodeJS.Signals): void;
 }
 
 /**
- * Starts the real proxy (`relay/backends/process/proxy-server.ts`, bundled) on `host:port`.
+ * Starts the Pod's tinyproxy with `config` on `host`.
  *
  * @param markers - extra argv entries that identify the process as this fake's
+ * @param dir - where its config and log files go
  */
-export function startProxy(
-  serverPath: string,
-  name: string,
-  host: string,
-  config: ProxyConfig,
-  markers: string[],
-): ProxyProcess {
-  const child = spawn(process.execPath, [serverPath, `--egress-proxy=${name}`, ...markers], {
-    stdio: ['pipe', 'pipe', 'ignore'],
+export function startProxy(name: string, host: string, config: string, markers: string[], dir: string): ProxyProcess {
+  let proxy: GuestProxy | undefined;
+  let killed: NodeJS.Signals | undefined;
+  const started = startGuestProxy({ name, config, listen: host, markers, dir }).then((p) => {
+    proxy = p;
+    // Killed while it started: the signal is sent once there is a process to receive it.
+    if (killed) p.kill(killed);
+    return p;
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stdout = child.stdout;
-  const ready = new Promise<void>((resolve, reject) => {
-    if (!stdout) return reject(new Error('no stdout'));
-    const lines = createInterface({ input: stdout });
-    lines.once('line', (line) => {
-      let json: unknown;
-      try {
-        json = JSON.parse(line);
-      } catch {
-        json = undefined;
-      }
-      const parsed = readyLineSchema.safeParse(json);
-      if (parsed.success && parsed.data.ready) resolve();
-      else reject(new Error(parsed.success && !parsed.data.ready ? parsed.data.error : `unexpected output: ${line}`));
-    });
-    child.once('exit', (code) => reject(new Error(`proxy exited with ${code}`)));
-  });
+  const ready = started.then(() => undefined);
   // Only the first of ready/exit matters; the other outcome is expected to be ignored.
   ready.catch(() => undefined);
-  child.stdin?.end(JSON.stringify({ name, host, ...config }));
-  return { child, ready, exited };
+  return {
+    ready,
+    exited: started.then(
+      (p) => p.exited,
+      () => undefined,
+    ),
+    kill(signal) {
+      killed = signal;
+      proxy?.kill(signal);
+    },
+  };
 }
 
 /** A TCP readiness probe: does anything accept connections on `host:port`? */

@@ -1,11 +1,13 @@
 /**
  * A wire-level fake Kubernetes API server for tests (see README.md): the real `@kubernetes/client-node`
- * talks to it over HTTP, and its Pods run real proxy processes on loopback IPs of their own.
+ * talks to it over HTTP, and its Pods run Debian's tinyproxy with the product's configuration on loopback IPs of their own.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
-import { buildProxyServer, type ProxyServerBundle } from '../../support/proxy-server-bundle.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { NamespaceRules } from './admission.js';
 import { Kubelet } from './kubelet.js';
 import { loseNode, NOT_READY, UNREACHABLE } from './node-lifecycle.js';
@@ -45,7 +47,11 @@ export interface FakeKube {
   token: string;
   user: string;
   /** Provider options that reach this fake (`server` and `token`). */
-  access(): { server: string; token: string };
+  /**
+   * How a provider reaches this fake, with `allowUnpinnedImage`: the fake pulls no image, and its
+   * tests run the default (tag) image as a development cluster would.
+   */
+  access(): { server: string; token: string; allowUnpinnedImage: true };
   /** Switches read by the kubelet: Pods never finish terminating; images fail to pull. */
   faults: { stuckTerminating: boolean; imagePullFails: boolean };
   /** Adds a fault; returns its removal. */
@@ -106,13 +112,13 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
   const store = new ObjectStore(options.namespaces ?? ['default']);
   const faults = { stuckTerminating: false, imagePullFails: false };
   const id = randomBytes(4).toString('hex');
-  let bundle: Promise<ProxyServerBundle> | undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'egress-kube-fake-'));
   const kubelet = new Kubelet({
     store,
     nodes,
     ipPrefix,
     timing: { scheduleMs: 50, startMs: 100, probeMs: 150, terminateMs: 200, ...(options.timing ?? {}) },
-    proxyServer: async () => (await (bundle ??= buildProxyServer())).path,
+    dir,
     faults,
     markers: [`--egress-fake-kube=${id}`],
   });
@@ -160,7 +166,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     url,
     token,
     user,
-    access: () => ({ server: url, token }),
+    access: () => ({ server: url, token, allowUnpinnedImage: true }),
     faults,
     inject(fault) {
       state.faults.push(fault);
@@ -224,7 +230,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
       await kubelet.close();
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      if (bundle) (await bundle).remove();
+      rmSync(dir, { recursive: true, force: true });
       block.release();
     },
   };

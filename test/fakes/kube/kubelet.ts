@@ -15,8 +15,8 @@ export interface KubeletOptions {
   ipPrefix: string;
   /** Delays of each step (ms): scheduling, container start, readiness probe period, termination. */
   timing: { scheduleMs: number; startMs: number; probeMs: number; terminateMs: number };
-  /** Path of the bundled proxy server (built on first need). */
-  proxyServer: () => Promise<string>;
+  /** Where the Pods' tinyproxy config and log files go. */
+  dir: string;
   /** Fault switches read at each step. */
   faults: { stuckTerminating: boolean; imagePullFails: boolean };
   /** argv markers of this fake's processes. */
@@ -64,8 +64,8 @@ export class Kubelet {
     const finish = () => this.later(run, this.o.timing.terminateMs, () => this.remove(pod, run));
     const proxy = run.proxy;
     if (!proxy) return void finish();
-    proxy.child.kill('SIGTERM');
-    const kill = setTimeout(() => proxy.child.kill('SIGKILL'), graceSeconds * 1000);
+    proxy.kill('SIGTERM');
+    const kill = setTimeout(() => proxy.kill('SIGKILL'), graceSeconds * 1000);
     void proxy.exited.then(() => {
       clearTimeout(kill);
       run.proxy = undefined;
@@ -79,7 +79,7 @@ export class Kubelet {
     if (run) {
       run.stopping = true;
       this.clear(run);
-      run.proxy?.child.kill('SIGKILL');
+      run.proxy?.kill('SIGKILL');
       this.runs.delete(pod);
     }
     this.o.store.removePod(pod);
@@ -91,7 +91,7 @@ export class Kubelet {
     if (run) {
       run.stopping = true;
       this.clear(run);
-      run.proxy?.child.kill('SIGKILL');
+      run.proxy?.kill('SIGKILL');
     }
     pod.status = {
       ...pod.status,
@@ -119,7 +119,7 @@ export class Kubelet {
     run.lost = true;
     run.stopping = true;
     this.clear(run);
-    run.proxy?.child.kill('SIGKILL');
+    run.proxy?.kill('SIGKILL');
     pod.status.conditions = withConditions(pod, { Ready: false, ContainersReady: false });
     const status = pod.status.containerStatuses?.[0];
     if (status) status.ready = false;
@@ -129,7 +129,7 @@ export class Kubelet {
   /** The proxy process crashes (SIGKILL): restartPolicy Always brings it back. */
   crash(pod: StoredPod): boolean {
     const proxy = this.runs.get(pod)?.proxy;
-    proxy?.child.kill('SIGKILL');
+    proxy?.kill('SIGKILL');
     return proxy !== undefined;
   }
 
@@ -141,7 +141,7 @@ export class Kubelet {
       run.stopping = true;
       this.clear(run);
       if (run.proxy) {
-        run.proxy.child.kill('SIGKILL');
+        run.proxy.kill('SIGKILL');
         exits.push(run.proxy.exited);
       }
     }
@@ -204,18 +204,18 @@ export class Kubelet {
         conditions: withConditions(pod, { Initialized: true, Ready: false, ContainersReady: false }),
       };
     }
-    const config = source && secret ? readConfig(secret, source.key) : 'the container has no config file to run';
-    if (typeof config === 'string') return this.restartLater(pod, run, node, config);
-    const serverPath = await this.o.proxyServer();
+    const read =
+      source && secret ? readConfig(secret, source.key) : { error: 'the container has no config file to run' };
+    if ('error' in read) return this.restartLater(pod, run, node, read.error);
     if (this.closed || run.stopping) return;
-    const proxy = startProxy(serverPath, pod.metadata.name, run.host, config, this.o.markers);
+    const proxy = startProxy(pod.metadata.name, run.host, read.config, this.o.markers, this.o.dir);
     run.proxy = proxy;
     try {
       await proxy.ready;
     } catch (err) {
       return this.restartLater(pod, run, node, err instanceof Error ? err.message : String(err));
     }
-    if (run.stopping) return void proxy.child.kill('SIGKILL');
+    if (run.stopping) return void proxy.kill('SIGKILL');
     pod.status.containerStatuses = [containerStatus(pod, { running: { startedAt: stamp() } }, run.restarts)];
     this.o.store.touch(pod);
     void proxy.exited.then(() => {

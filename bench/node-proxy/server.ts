@@ -1,11 +1,14 @@
-/** Entry of one proxy process: reads its config from stdin, serves an authenticating HTTP proxy. */
+/**
+ * Entry of one Node proxy process: reads its config from stdin, serves an authenticating HTTP proxy.
+ * What the process backend ran before tinyproxy; the bench measures it as the reference.
+ */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxy } from 'proxy';
-import { createLogger } from '../../../shared/logger.js';
+import { createLogger } from '../../shared/logger.js';
 import { basicAuthMatches } from './basic-auth.js';
-import { destinationOf, proxyProcessConfigSchema, sourceFor, type ProxyProcessConfig } from './proxy-config.js';
+import { destinationOf, proxyProcessConfigSchema, sourceFor, type ProxyProcessConfig } from './config.js';
 
 const logger = createLogger({ write: (line) => process.stderr.write(`${line}\n`) });
 
