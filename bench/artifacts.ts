@@ -17,6 +17,8 @@ export interface Artifacts {
   proxyServer: string;
   importProbe: string;
   echoPool: string;
+  /** Apify's proxy-chain, round-robin over upstreams, as its own process (bench/fixtures/proxy-chain-process.ts). */
+  proxyChainProcess: string;
   /** The gateway as its own process (bench/fixtures/gateway-process.ts). */
   gatewayProcess: string;
   close(): void;
@@ -90,6 +92,7 @@ export async function prepareArtifacts(root: string): Promise<Artifacts> {
     importProbe: await script('import-probe'),
     echoPool: await script('echo-proxy-pool'),
     gatewayProcess: await script('gateway-process'),
+    proxyChainProcess: await script('proxy-chain-process'),
     close: () => rmSync(dir, { recursive: true, force: true }),
   };
 }

@@ -68,13 +68,18 @@ async function startFleetProxy(script: string): Promise<{ child: BenchChild; hop
   return { child, hop: { port, authorization: basic(config.username, config.password) } };
 }
 
-/** A gateway process in front of one fleet proxy; its own credentials come from the URL it prints. */
-async function startGatewayProcess(
+/** A gateway process in front of fleet proxies on loopback; its own credentials come from the URL it prints. */
+export async function startGatewayProcess(
   artifacts: Artifacts,
-  fleet: ProxyHop,
+  fleet: readonly ProxyHop[],
 ): Promise<{ child: BenchChild; gateway: ProxyHop }> {
-  const upstream = { name: 'bench-gateway', host: '127.0.0.1', port: fleet.port, authorization: fleet.authorization };
-  const { child, line } = await startNode([artifacts.gatewayProcess, JSON.stringify(upstream)], process.env, true);
+  const upstreams = fleet.map((hop, i) => ({
+    name: i === 0 ? 'bench-gateway' : `bench-gateway-${i}`,
+    host: '127.0.0.1',
+    port: hop.port,
+    authorization: hop.authorization,
+  }));
+  const { child, line } = await startNode([artifacts.gatewayProcess, JSON.stringify(upstreams)], process.env, true);
   try {
     const started = z.object({ url: z.string(), port: z.number() }).parse(JSON.parse(line));
     const creds = new URL(started.url);
@@ -90,7 +95,7 @@ async function startGatewayProcess(
 async function againstTinyproxy(artifacts: Artifacts, url: string, pairs: number, cleanup: Cleanup) {
   const fleet = await startTinyproxyFleet();
   const stopFleet = cleanup.add(() => fleet.stop());
-  const { child, gateway } = await startGatewayProcess(artifacts, fleet.hop);
+  const { child, gateway } = await startGatewayProcess(artifacts, [fleet.hop]);
   const stopGateway = cleanup.add(() => child.stop());
   try {
     // tinyproxy closes each connection after its answer: straight to it, every request connects anew.
@@ -173,7 +178,7 @@ export async function runGatewayBench(
   const url = `http://${authority}/`;
   const fleet = await startFleetProxy(artifacts.proxyServer);
   const stopFleet = cleanup.add(() => fleet.child.stop());
-  const { child, gateway } = await startGatewayProcess(artifacts, fleet.hop);
+  const { child, gateway } = await startGatewayProcess(artifacts, [fleet.hop]);
   const stopGateway = cleanup.add(() => child.stop());
   try {
     const pid = child.process.pid ?? 0;

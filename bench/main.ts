@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: starts its own emulators on free ports, measures cold start, orchestration
  * overhead and the fleet's steady-state cost and scale, prints the tables, stops what it started.
- * Options: `--quick` (small sizes, few repeats), `--sizes=100,1000,10000`, `--only=cold,orch,fleet,libvirt,gateway,learning,local`,
+ * Options: `--quick` (small sizes, few repeats, short peer rounds), `--sizes=100,1000,10000`,
+ * `--only=cold,orch,fleet,libvirt,gateway,learning,peers,local`, `--tunnels=N` (CONNECT tunnels the
+ * peer section holds for its RSS row; default 10,000, 200 with `--quick`),
  * `--soak[=SECONDS]` (the gateway's RSS soak, default 600 s: the issue's 10 minutes; left out
  * of the default run so it stays short),
  * `--out=DIR` (default test-results/bench).
@@ -20,6 +22,7 @@ import { runGatewayBench } from './gateway-bench.js';
 import { runLearningBench } from './learning-bench.js';
 import { runLocalProxiesBench } from './local-proxies.js';
 import { runOrchestration } from './orchestration.js';
+import { runPeerBench } from './peer-bench.js';
 import { benchLibvirt } from './libvirt.js';
 import { coldTable, importTable } from './report-cold.js';
 import type { LibvirtRatio } from './report-gateway.js';
@@ -38,7 +41,8 @@ function repoRoot(): string {
 const optionsSchema = z.object({
   quick: z.boolean(),
   sizes: z.array(z.number().int().min(1).max(20_000)).min(1),
-  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'learning', 'local'])).min(1),
+  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'learning', 'peers', 'local'])).min(1),
+  tunnels: z.number().int().min(1).max(20_000),
   soak: z.number().int().min(60).max(86_400).optional(),
   out: z.string().min(1).optional(),
 });
@@ -47,9 +51,19 @@ function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
   const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
   const quick = argv.includes('--quick');
   const sizes = value('sizes')?.split(',').map(Number) ?? (quick ? [100, 1000] : [100, 1000, 10_000]);
-  const only = value('only')?.split(',') ?? ['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'learning', 'local'];
+  const only = value('only')?.split(',') ?? [
+    'cold',
+    'orch',
+    'fleet',
+    'libvirt',
+    'gateway',
+    'learning',
+    'peers',
+    'local',
+  ];
+  const tunnels = Number(value('tunnels') ?? (quick ? 200 : 10_000));
   const soak = argv.includes('--soak') ? 600 : value('soak') === undefined ? undefined : Number(value('soak'));
-  return optionsSchema.parse({ quick, sizes, only, soak, out: value('out') });
+  return optionsSchema.parse({ quick, sizes, only, tunnels, soak, out: value('out') });
 }
 
 function machine(): string {
@@ -197,6 +211,14 @@ async function main(): Promise<void> {
       } catch (err) {
         results.errors.push(`learning: ${err instanceof Error ? err.message : String(err)}`);
         log(`learning failed: ${results.errors.at(-1) ?? ''}`);
+      }
+    }
+    if (opts.only.includes('peers')) {
+      try {
+        results.peers = await runPeerBench(artifacts, { quick: opts.quick, tunnels: opts.tunnels, log }, cleanup);
+      } catch (err) {
+        results.errors.push(`peers: ${err instanceof Error ? err.message : String(err)}`);
+        log(`peers failed: ${results.errors.at(-1) ?? ''}`);
       }
     }
     if (opts.only.includes('local')) {

@@ -4,6 +4,8 @@ import { backgroundRows, KIND_LABEL } from './report-background.js';
 import { coldRows } from './report-cold.js';
 import { gatewayRows, libvirtRow, type LibvirtRatio } from './report-gateway.js';
 import { learningRows } from './report-learning.js';
+import { peerRows } from './report-peers.js';
+import type { PeerResults } from './peer-bench.js';
 import type { LearningResults } from './learning-bench.js';
 import { monthlyCost, PRICE_SOURCES, PRICES_RECORDED_ON } from './cost-model.js';
 import type { Counts } from './counting.js';
@@ -34,6 +36,8 @@ export interface BenchResults {
   gateway?: GatewayResults;
   /** The gateway that learns (bench/learning-bench.ts), unless left out with `--only`. */
   learning?: LearningResults;
+  /** The gateway against proxy-chain and Squid (bench/peer-bench.ts), unless left out with `--only`. */
+  peers?: PeerResults;
   /** The process backend's proxies at scale (bench/local-proxies.ts), unless left out with `--only`. */
   localProxies?: LocalProxiesResults;
   /** Sections that failed (their targets show as not run). */
@@ -202,6 +206,7 @@ export function targetsTable(r: BenchResults): string {
     libvirtRow(r.libvirt),
     ...gatewayRows(r.gateway),
     ...learningRows(r.learning),
+    ...peerRows(r.peers),
     ...localProxyRows(r.localProxies),
   ];
   return markdownTable(['measure', 'target', 'result', 'met'], rows);

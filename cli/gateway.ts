@@ -67,7 +67,7 @@ export async function runGateway(cmd: Extract<Command, { verb: 'gateway' }>, io:
     io.signal?.addEventListener('abort', () => resolve(), { once: true });
   });
   await gateway.close();
-  const summary = gateway.router.metrics.summary();
+  const summary = await gateway.metrics.summary();
   io.stderr.write(
     `[gateway] stopped; usage per fleet proxy:\n${summary.map((l) => `  ${l}\n`).join('') || '  (no traffic)\n'}`,
   );

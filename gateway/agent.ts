@@ -29,7 +29,6 @@ function tunnelTo(
   callback: (err: Error | null, socket?: import('node:net').Socket) => void,
 ): void {
   const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const startedAt = performance.now();
   router
     .route({ session: options.session, domain: host }, (u) =>
       connectThrough(u, authority, options.connectTimeoutMs ?? 5000),
@@ -38,9 +37,8 @@ function tunnelTo(
       if (!routed.ok)
         return callback(new Error(`no fleet proxy could open a tunnel to ${authority}: ${routed.reasons.join('; ')}`));
       const { socket, head } = routed.value;
-      router.metrics.request(routed.upstream.name, options.session, performance.now() - startedAt);
-      const proxy = routed.upstream.name;
-      socket.once('close', () => router.metrics.bytes(proxy, options.session, socket.bytesRead, socket.bytesWritten));
+      const use = { proxy: routed.upstream.name, domain: host, session: options.session };
+      socket.once('close', () => router.metrics.bytes(use, socket.bytesRead, socket.bytesWritten));
       if (head.length > 0) socket.unshift(head);
       socket.resume();
       callback(null, socket);

@@ -140,7 +140,7 @@ describe('gateway (in process)', () => {
       report: expect.objectContaining({ reason: 'error' }) as unknown,
     });
     // Its port refuses connections: skipped after the first (not after failuresToSkip).
-    expect(gw.router.metrics.proxy('dead').errors).toBe(1);
+    expect((await gw.metrics.totals()).get('dead')?.failed).toBe(1);
   });
 
   it('answers 502 with the reasons when no proxy can serve', async () => {
@@ -210,19 +210,35 @@ describe('gateway (in process)', () => {
     expect(ports.size).toBe(1);
   });
 
-  it('serves Prometheus metrics per proxy and per session', async () => {
-    await gateway();
+  it('serves Prometheus metrics per proxy, per domain and per pool of sessions, with no session label', async () => {
+    await gateway({ banOn: [403], learning: false });
+    const host = new URL(target.url).hostname;
     await through(target.url, `${gw.credentials.username}-session-m1`);
-    await through(target.url, undefined, ['-p']);
+    await through(target.url, `${gw.credentials.username}-session-m2`, ['-p']);
+    await through(target.url);
+    target.banned.add('127.0.0.2');
+    for (let i = 0; i < 3; i++) await through(target.url);
+    expect((await through(target.url, 'wrong')).status).toBe(407);
     const text = await (await fetch(gw.metricsUrl ?? '')).text();
-    expect(text).toMatch(/# TYPE egress_gateway_requests_total counter/);
-    expect(text).toMatch(/egress_gateway_session_requests_total\{session="m1"\} 1/);
-    expect(text).toMatch(/egress_gateway_latency_seconds_count\{proxy="p\d"\} 1/);
-    const sum = [...text.matchAll(/^egress_gateway_requests_total\{proxy="p\d"\} (\d+)$/gm)].reduce(
-      (a, m) => a + Number(m[1]),
-      0,
-    );
-    expect(sum).toBe(2);
+    const samples = [...text.matchAll(/^(\w+)(?:\{([^}]*)\})? (\S+)$/gm)].map(([, name, labels, value]) => ({
+      name,
+      labels: new Map([...(labels ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] ?? '', m[2] ?? ''])),
+      value: Number(value),
+    }));
+    const sum = (name: string, labels: Record<string, string>) =>
+      samples
+        .filter((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels.get(k) === v))
+        .reduce((a, x) => a + x.value, 0);
+    expect(text).toMatch(/# TYPE egress_gateway_proxy_attempts_total counter/);
+    expect(sum('egress_gateway_proxy_attempts_total', { gateway_outcome: 'ok' })).toBe(6);
+    expect(sum('egress_gateway_proxy_attempts_total', { gateway_outcome: 'banned', proxy_name: 'p1' })).toBe(1);
+    expect(sum('egress_gateway_domain_attempts_total', { gateway_outcome: 'ok', target_domain: host })).toBe(6);
+    expect(sum('egress_gateway_session_attempts_total', { gateway_outcome: 'ok', pool_name: '*' })).toBe(2);
+    expect(sum('egress_gateway_proxy_duration_count', {})).toBe(6);
+    expect(sum('egress_gateway_proxy_io_total', { network_io_direction: 'receive' })).toBeGreaterThan(0);
+    expect(sum('egress_gateway_failures_total', {})).toBe(1);
+    expect(samples.flatMap((x) => [...x.labels.keys()]).filter((k) => /session/.test(k))).toEqual([]);
+    expect(text).not.toMatch(/m1|m2|session_id|session=/);
   });
 
   it('refreshes with one discovery request per refresh; a target domain in use has its list, not asked for on every refresh', async () => {
@@ -257,7 +273,7 @@ describe('gateway in front of a real tinyproxy', () => {
       gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
       expect((await through(target.url)).status).toBe(502);
       await expect(through(target.url, undefined, ['-p'])).rejects.toThrow(/CONNECT tunnel failed, response 502/);
-      expect(gw.router.metrics.proxy('a-tls')?.requests ?? 0).toBe(0);
+      expect((await gw.metrics.totals()).get('a-tls')?.ok ?? 0).toBe(0);
     } finally {
       await secure.close();
       rmSync(dir, { recursive: true, force: true });
@@ -280,7 +296,7 @@ describe('gateway in front of a real tinyproxy', () => {
       const discoveries = listed();
       for (let i = 0; i < 6; i++) expect((await through(target.url, undefined, i % 2 ? ['-p'] : [])).status).toBe(200);
       // Met once: skipped from then on, and the list asked for again at once (not after refreshMs).
-      expect(gw.router.metrics.proxy('stale')?.errors).toBe(1);
+      expect((await gw.metrics.totals()).get('stale')?.failed).toBe(1);
       expect(listed()).toBeGreaterThan(discoveries);
     } finally {
       await tiny.close();
@@ -318,7 +334,7 @@ describe('gateway in front of a real tinyproxy', () => {
       expect(gw.router.selector.sessionProxy('t')).toBe('a-tiny');
       // Whether a round meets sockets tinyproxy closed depends on when its FIN lands; that the gateway
       // then learns to connect anew is checked deterministically in upstream-agents.test.ts.
-      expect(gw.router.metrics.proxy('a-tiny')).toMatchObject({ requests: 50, errors: 0 });
+      expect((await gw.metrics.totals()).get('a-tiny')).toMatchObject({ ok: 50, failed: 0 });
     } finally {
       await tiny.close();
       rmSync(dir, { recursive: true, force: true });

@@ -196,17 +196,17 @@ export async function forwardHttp(
   try {
     target = new URL(req.url ?? '');
   } catch {
-    router.metrics.gatewayError();
+    router.metrics.failure();
     return gatewayError(res, 400, 'send absolute-URI requests (http://host/path) or CONNECT, as to any HTTP proxy');
   }
   if (target.protocol !== 'http:') {
-    router.metrics.gatewayError();
+    router.metrics.failure();
     return gatewayError(res, 400, `only http: URLs are forwarded as requests; use CONNECT for ${target.protocol}`);
   }
   const body = hasBody(req.headers) ? await readBody(req) : undefined;
   if (body === null) return;
   if (hasBody(req.headers) && body === undefined) {
-    router.metrics.gatewayError();
+    router.metrics.failure();
     return gatewayError(res, 413, `request bodies above ${MAX_BODY_BYTES} bytes are not forwarded`);
   }
   const headers = endToEndHeaders(req.rawHeaders, REFRAMED);
@@ -225,18 +225,18 @@ export async function forwardHttp(
   const answer = routed.ok ? routed.value : routed.fallback;
   const upstream = routed.upstream;
   if (!answer || !upstream) {
-    router.metrics.gatewayError();
+    router.metrics.failure();
     return gatewayError(
       res,
       502,
       `no fleet proxy could forward this request: ${routed.ok ? '' : routed.reasons.join('; ')}`,
     );
   }
-  const { response, startedAt } = answer;
-  router.metrics.request(upstream.name, session, performance.now() - startedAt);
+  const { response } = answer;
+  const use = { proxy: upstream.name, domain: target.hostname, session };
   let received = 0;
   response.on('data', (c: Buffer) => (received += c.length));
-  response.once('end', () => router.metrics.bytes(upstream.name, session, received, body?.length ?? 0));
+  response.once('end', () => router.metrics.bytes(use, received, body?.length ?? 0));
   res.writeHead(response.statusCode ?? 502, response.statusMessage, endToEndHeaders(response.rawHeaders));
   response.pipe(res);
   res.once('close', () => {

@@ -1,167 +1,226 @@
-/** Usage per fleet proxy and per session (requests, errors, bytes, latency), as Prometheus text and as a summary. */
+/**
+ * The gateway's usage as OpenTelemetry instruments — per fleet proxy, per target domain (bounded),
+ * and session traffic summed per pool — read by a Prometheus exporter the gateway serves.
+ */
+import type { Attributes, Counter, Histogram } from '@opentelemetry/api';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { DataPointType, MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 
+/** Every instrument's name, in one place (docs/gateway.md, "Usage and metrics", lists them). */
+export const GATEWAY_METRIC_NAMES = {
+  proxyAttempts: 'egress.gateway.proxy.attempts',
+  proxyDuration: 'egress.gateway.proxy.duration',
+  proxyIo: 'egress.gateway.proxy.io',
+  domainAttempts: 'egress.gateway.domain.attempts',
+  domainDuration: 'egress.gateway.domain.duration',
+  domainIo: 'egress.gateway.domain.io',
+  sessionAttempts: 'egress.gateway.session.attempts',
+  sessionIo: 'egress.gateway.session.io',
+  failures: 'egress.gateway.failures',
+} as const;
+
+/** Seconds to the response head or the established tunnel. */
 const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** One proxy's or one session's figures. */
-export interface Usage {
-  requests: number;
-  errors: number;
-  /** Bytes received from upstream (towards the client). */
-  bytesIn: number;
-  /** Bytes sent upstream (from the client). */
-  bytesOut: number;
-  latencySum: number;
-  /** Cumulative counts per bucket of {@link BUCKETS}, then +Inf. */
-  latencyBuckets: number[];
+/** The domain label of every domain past the cap: not a host name, so it names no real domain. */
+export const OTHER_DOMAINS = '(other)';
+/** The pool label of session traffic through a router that asked for no pool. */
+export const ANY_POOL = '*';
+/** Distinct domains with a series of their own, by default; later ones count under {@link OTHER_DOMAINS}. */
+export const DEFAULT_MAX_DOMAINS = 100;
+
+/** What one attempt through a fleet proxy came to: answered (a response head or a tunnel), banned by the target, or failed. */
+export type Outcome = 'ok' | 'banned' | 'failed';
+
+/** Whose traffic a figure is: the fleet proxy, the target host, and the client's session (summed per pool, never labelled). */
+export interface Use {
+  proxy: string;
+  domain: string;
+  session: string | undefined;
 }
 
-const zero = (): Usage => ({
-  requests: 0,
-  errors: 0,
-  bytesIn: 0,
-  bytesOut: 0,
-  latencySum: 0,
-  latencyBuckets: new Array<number>(BUCKETS.length + 1).fill(0),
-});
+/** One proxy's totals, for the exit summary and tests. */
+export interface ProxyTotals {
+  ok: number;
+  banned: number;
+  failed: number;
+  received: number;
+  sent: number;
+  /** Mean seconds of the answered attempts. */
+  meanSeconds: number;
+}
 
-/** Label values escaped as the text format wants (backslash, quote, newline). */
-const label = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+interface Instruments {
+  proxyAttempts: Counter;
+  proxyDuration: Histogram;
+  proxyIo: Counter;
+  domainAttempts: Counter;
+  domainDuration: Histogram;
+  domainIo: Counter;
+  sessionAttempts: Counter;
+  sessionIo: Counter;
+  failures: Counter;
+}
 
+/** The counters of one gateway process, shared by all its routers; each router records through {@link recorder}. */
 export class GatewayMetrics {
-  private readonly proxies = new Map<string, Usage>();
-  /** Least recently used first; bounded like the sessions themselves. */
-  private readonly sessions = new Map<string, Usage>();
-  /** Requests answered by the gateway itself with an error (no proxy, all tries failed, 407). */
-  private gatewayErrors = 0;
+  /** A reader only: the gateway serves the text itself, on its own listener. */
+  private readonly exporter = new PrometheusExporter({ preventServerStart: true });
+  private readonly serializer = new PrometheusSerializer('', false, undefined, false, true);
+  private readonly provider: MeterProvider;
+  private readonly instruments: Instruments;
+  private readonly domains = new Set<string>();
 
-  constructor(private readonly maxSessions = 10_000) {}
-
-  private of(map: Map<string, Usage>, key: string): Usage {
-    let u = map.get(key);
-    if (!u) {
-      u = zero();
-      map.set(key, u);
-    }
-    return u;
-  }
-
-  private session(id: string): Usage {
-    const u = this.of(this.sessions, id);
-    this.sessions.delete(id);
-    this.sessions.set(id, u);
-    while (this.sessions.size > this.maxSessions) {
-      const oldest = this.sessions.keys().next();
-      if (oldest.done) break;
-      this.sessions.delete(oldest.value);
-    }
-    return u;
-  }
-
-  /** One request or tunnel through `proxy` that got an answer (latency: to the response head or the tunnel). */
-  request(proxy: string, session: string | undefined, latencyMs: number): void {
-    const seconds = latencyMs / 1000;
-    const i = BUCKETS.findIndex((b) => seconds <= b);
-    for (const u of this.targets(proxy, session)) {
-      u.requests += 1;
-      u.latencySum += seconds;
-      for (let j = i < 0 ? BUCKETS.length : i; j <= BUCKETS.length; j++)
-        u.latencyBuckets[j] = (u.latencyBuckets[j] ?? 0) + 1;
-    }
-  }
-
-  /** One failed attempt through `proxy` (refused, timed out, 5xx at the hop, banned). */
-  error(proxy: string, session: string | undefined): void {
-    for (const u of this.targets(proxy, session)) u.errors += 1;
-  }
-
-  bytes(proxy: string, session: string | undefined, bytesIn: number, bytesOut: number): void {
-    for (const u of this.targets(proxy, session)) {
-      u.bytesIn += bytesIn;
-      u.bytesOut += bytesOut;
-    }
-  }
-
-  gatewayError(): void {
-    this.gatewayErrors += 1;
-  }
-
-  /** A copy of one proxy's usage (tests, the exit summary). */
-  proxy(name: string): Usage {
-    return { ...(this.proxies.get(name) ?? zero()) };
-  }
-
-  private targets(proxy: string, session: string | undefined): Usage[] {
-    return session === undefined
-      ? [this.of(this.proxies, proxy)]
-      : [this.of(this.proxies, proxy), this.session(session)];
-  }
-
-  /** The Prometheus text exposition format (version 0.0.4). */
-  render(): string {
-    const lines: string[] = [];
-    const family = (
-      name: string,
-      type: string,
-      help: string,
-      rows: readonly [string, Usage][],
-      pick: (u: Usage) => number,
-      key: string,
-    ) => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-      for (const [k, u] of rows) lines.push(`${name}{${key}="${label(k)}"} ${pick(u)}`);
+  /**
+   * @param maxDomains - distinct target domains that get their own series (the first seen); the
+   *   rest are summed under `(other)`, so a crawl over millions of hosts stays a bounded scrape
+   */
+  constructor(private readonly maxDomains = DEFAULT_MAX_DOMAINS) {
+    // Its own provider, not the process-wide one: the gateway runs beside its client, and this
+    // pull endpoint is its only reader.
+    this.provider = new MeterProvider({
+      resource: resourceFromAttributes({ 'service.name': 'egress-gateway', 'service.namespace': 'egress' }),
+      readers: [this.exporter],
+    });
+    const meter = this.provider.getMeter('egress-gateway');
+    const n = GATEWAY_METRIC_NAMES;
+    const duration = (name: string, of: string) =>
+      meter.createHistogram(name, {
+        description: `Time to the response head or the established tunnel, ${of}`,
+        unit: 's',
+        advice: { explicitBucketBoundaries: BUCKETS },
+      });
+    const attempts = (name: string, of: string) =>
+      meter.createCounter(name, {
+        description: `Attempts through a fleet proxy by outcome (ok, banned, failed), ${of}`,
+        unit: '{attempt}',
+      });
+    const io = (name: string, of: string) =>
+      meter.createCounter(name, {
+        description: `Bytes received from (receive) and sent (transmit) upstream, ${of}`,
+        unit: 'By',
+      });
+    this.instruments = {
+      proxyAttempts: attempts(n.proxyAttempts, 'per fleet proxy'),
+      proxyDuration: duration(n.proxyDuration, 'per fleet proxy'),
+      proxyIo: io(n.proxyIo, 'per fleet proxy'),
+      domainAttempts: attempts(n.domainAttempts, 'per target domain'),
+      domainDuration: duration(n.domainDuration, 'per target domain'),
+      domainIo: io(n.domainIo, 'per target domain'),
+      sessionAttempts: attempts(n.sessionAttempts, 'of clients in a session, summed per pool'),
+      sessionIo: io(n.sessionIo, 'of clients in a session, summed per pool'),
+      failures: meter.createCounter(n.failures, {
+        description: 'Requests and tunnels the gateway refused or answered itself with an error',
+        unit: '{request}',
+      }),
     };
-    for (const [prefix, key, rows] of [
-      ['egress_gateway', 'proxy', [...this.proxies]],
-      ['egress_gateway_session', 'session', [...this.sessions]],
-    ] as const) {
-      const what = key === 'proxy' ? 'per fleet proxy' : 'per session';
-      family(
-        `${prefix}_requests_total`,
-        'counter',
-        `Requests and tunnels answered, ${what}.`,
-        rows,
-        (u) => u.requests,
-        key,
-      );
-      family(
-        `${prefix}_errors_total`,
-        'counter',
-        `Failed attempts (refused, timed out, 407/502/503/504 at the hop, banned), ${what}.`,
-        rows,
-        (u) => u.errors,
-        key,
-      );
-      family(
-        `${prefix}_received_bytes_total`,
-        'counter',
-        `Bytes received from upstream, ${what}.`,
-        rows,
-        (u) => u.bytesIn,
-        key,
-      );
-      family(`${prefix}_sent_bytes_total`, 'counter', `Bytes sent upstream, ${what}.`, rows, (u) => u.bytesOut, key);
-      const h = `${prefix}_latency_seconds`;
-      lines.push(`# HELP ${h} Time to the response head or the established tunnel, ${what}.`, `# TYPE ${h} histogram`);
-      for (const [k, u] of rows) {
-        const l = `${key}="${label(k)}"`;
-        BUCKETS.forEach((b, i) => lines.push(`${h}_bucket{${l},le="${b}"} ${u.latencyBuckets[i] ?? 0}`));
-        lines.push(`${h}_bucket{${l},le="+Inf"} ${u.latencyBuckets[BUCKETS.length] ?? 0}`);
-        lines.push(`${h}_sum{${l}} ${u.latencySum}`, `${h}_count{${l}} ${u.requests}`);
+  }
+
+  /**
+   * The recorder of one router.
+   *
+   * @param pool - the pool the router serves (`--pool` or the username's `pool-`); session
+   *   traffic is summed under it, or under `*` when none was asked for
+   */
+  recorder(pool: string | undefined): UsageRecorder {
+    return new UsageRecorder(this, this.instruments, pool ?? ANY_POOL);
+  }
+
+  /** The domain's label: itself while fewer than the cap are known, else `(other)`. */
+  domainLabel(domain: string): string {
+    if (this.domains.has(domain)) return domain;
+    if (this.domains.size >= this.maxDomains) return OTHER_DOMAINS;
+    this.domains.add(domain);
+    return domain;
+  }
+
+  /** Everything recorded so far in the Prometheus text exposition format (0.0.4). */
+  async text(): Promise<string> {
+    return this.serializer.serialize(await this.collect());
+  }
+
+  /** Everything recorded so far, as the SDK holds it. */
+  async collect(): Promise<ResourceMetrics> {
+    return (await this.exporter.collect()).resourceMetrics;
+  }
+
+  /** Totals per fleet proxy, read back from the instruments. */
+  async totals(): Promise<Map<string, ProxyTotals>> {
+    const totals = new Map<string, ProxyTotals>();
+    const of = (attributes: Attributes) => {
+      const name = String(attributes['proxy.name']);
+      let t = totals.get(name);
+      if (!t) totals.set(name, (t = { ok: 0, banned: 0, failed: 0, received: 0, sent: 0, meanSeconds: 0 }));
+      return t;
+    };
+    const n = GATEWAY_METRIC_NAMES;
+    for (const scope of (await this.collect()).scopeMetrics)
+      for (const metric of scope.metrics) {
+        const name = metric.descriptor.name;
+        if (metric.dataPointType === DataPointType.HISTOGRAM && name === n.proxyDuration)
+          for (const p of metric.dataPoints)
+            of(p.attributes).meanSeconds = p.value.count ? (p.value.sum ?? 0) / p.value.count : 0;
+        if (metric.dataPointType !== DataPointType.SUM) continue;
+        for (const p of metric.dataPoints) {
+          if (name === n.proxyAttempts) {
+            const outcome = String(p.attributes['gateway.outcome']);
+            if (outcome === 'ok' || outcome === 'banned' || outcome === 'failed') of(p.attributes)[outcome] += p.value;
+          }
+          if (name === n.proxyIo)
+            of(p.attributes)[p.attributes['network.io.direction'] === 'receive' ? 'received' : 'sent'] += p.value;
+        }
       }
-    }
-    lines.push(
-      '# HELP egress_gateway_failed_requests_total Requests the gateway answered itself with an error (407, 502).',
-      '# TYPE egress_gateway_failed_requests_total counter',
-      `egress_gateway_failed_requests_total ${this.gatewayErrors}`,
-    );
-    return `${lines.join('\n')}\n`;
+    return totals;
   }
 
   /** One line per proxy, for the exit summary. */
-  summary(): string[] {
-    return [...this.proxies].map(
-      ([name, u]) =>
-        `${name}: ${u.requests} requests, ${u.errors} errors, ${u.bytesIn} bytes in, ${u.bytesOut} bytes out, mean ${u.requests ? ((u.latencySum / u.requests) * 1000).toFixed(1) : '0'} ms`,
+  async summary(): Promise<string[]> {
+    return [...(await this.totals())].map(
+      ([name, t]) =>
+        `${name}: ${t.ok} answered, ${t.banned} banned, ${t.failed} failed, ${t.received} bytes in, ${t.sent} bytes out, mean ${(t.meanSeconds * 1000).toFixed(1)} ms`,
     );
+  }
+}
+
+/** Records one router's traffic: every figure per proxy and per domain, and, for a session's traffic, per pool. */
+export class UsageRecorder {
+  constructor(
+    /** The gateway's metrics this recorder adds to. */
+    readonly all: GatewayMetrics,
+    private readonly instruments: Instruments,
+    private readonly pool: string,
+  ) {}
+
+  /** One attempt through `use.proxy`; `seconds` (to the answer) is recorded for answered attempts. */
+  attempt(use: Use, outcome: Outcome, seconds: number): void {
+    const i = this.instruments;
+    const proxy = { 'proxy.name': use.proxy };
+    const domain = { 'target.domain': this.all.domainLabel(use.domain) };
+    i.proxyAttempts.add(1, { ...proxy, 'gateway.outcome': outcome });
+    i.domainAttempts.add(1, { ...domain, 'gateway.outcome': outcome });
+    if (use.session !== undefined) i.sessionAttempts.add(1, { 'pool.name': this.pool, 'gateway.outcome': outcome });
+    if (outcome !== 'ok') return;
+    i.proxyDuration.record(seconds, proxy);
+    i.domainDuration.record(seconds, domain);
+  }
+
+  /** The bytes of one answered request or closed tunnel. */
+  bytes(use: Use, received: number, sent: number): void {
+    const i = this.instruments;
+    const series: [Counter, Attributes][] = [
+      [i.proxyIo, { 'proxy.name': use.proxy }],
+      [i.domainIo, { 'target.domain': this.all.domainLabel(use.domain) }],
+      ...(use.session !== undefined ? [[i.sessionIo, { 'pool.name': this.pool }] as [Counter, Attributes]] : []),
+    ];
+    for (const [counter, attributes] of series) {
+      counter.add(received, { ...attributes, 'network.io.direction': 'receive' });
+      counter.add(sent, { ...attributes, 'network.io.direction': 'transmit' });
+    }
+  }
+
+  /** A request or tunnel the gateway refused or answered itself with an error (400, 407, 413, 502, 505, a SOCKS5 refusal). */
+  failure(): void {
+    this.instruments.failures.add(1);
   }
 }

@@ -7,7 +7,7 @@
 import type { Logger } from '../shared/logger.js';
 import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
 import { DEFAULT_LEARNING, Learning } from './learning.js';
-import { GatewayMetrics } from './metrics.js';
+import { GatewayMetrics, type UsageRecorder } from './metrics.js';
 import { DEFAULT_SELECTION, Selector, type PickRequest, type SelectionOptions, type Upstream } from './selection.js';
 
 export interface RouterOptions {
@@ -67,7 +67,8 @@ const MAX_DOMAIN_LOADS = 4;
 const REPORT_WINDOW_MS = 30_000;
 
 export class FleetRouter {
-  readonly metrics: GatewayMetrics;
+  /** Records this router's traffic (its session traffic under its pool). */
+  readonly metrics: UsageRecorder;
   readonly selector: Selector;
   private readonly maxTries: number;
   private readonly now: () => number;
@@ -93,7 +94,7 @@ export class FleetRouter {
     const selection = { ...DEFAULT_SELECTION, ...options.selection, now: this.now };
     const learning = options.learning ?? new Learning(DEFAULT_LEARNING, this.now);
     this.selector = new Selector(selection, learning || undefined);
-    this.metrics = options.counters ?? new GatewayMetrics(selection.maxSessions);
+    this.metrics = (options.counters ?? new GatewayMetrics()).recorder(options.filters?.pool);
   }
 
   /** Loads the Ready list once (throws when the API cannot be reached), then keeps refreshing it. */
@@ -278,14 +279,17 @@ export class FleetRouter {
         break;
       }
       tried.add(upstream.name);
+      const startedAt = performance.now();
       const result = await attempt(upstream);
+      const use = { proxy: upstream.name, domain: ctx.domain, session: ctx.session };
+      const outcome = result.ok ? 'ok' : result.banned ? 'banned' : 'failed';
+      this.metrics.attempt(use, outcome, (performance.now() - startedAt) / 1000);
       if (result.ok) {
         fallback?.discard();
         this.selector.recordSuccess(upstream.name, ctx.domain);
         return { ok: true, value: result.value, upstream };
       }
       reasons.push(`${upstream.name}: ${result.reason}`);
-      this.metrics.error(upstream.name, ctx.session);
       if (result.banned) {
         this.selector.recordBan(upstream.name, ctx.domain);
         this.report(upstream, {

@@ -17,7 +17,6 @@ import { GatewayMetrics } from './metrics.js';
 import { answerParseError, type ParseError } from './parse-errors.js';
 import { FleetRouter, type RouterOptions } from './router.js';
 import { ScopedRouters } from './scopes.js';
-import { DEFAULT_SELECTION } from './selection.js';
 import { serveSocks5 } from './socks5.js';
 import { parseAuthority, routeTunnel, splice } from './tunnel.js';
 import { UpstreamAgents } from './upstream-agents.js';
@@ -35,7 +34,10 @@ export interface GatewayOptions extends RouterOptions {
   credentials?: GatewayCredentials;
   /** Target statuses that mean "this egress is banned here" (plain HTTP only). */
   banOn?: readonly number[];
-  /** Serve `GET /metrics` (Prometheus text) here. */
+  /**
+   * Serve `GET /metrics` (Prometheus text) on this separate listener: a scraper sends no proxy
+   * credentials, and the proxy port may face the network while this stays on loopback.
+   */
   metrics?: ListenAddress;
   /** Dial and CONNECT answer of a fleet proxy (default 5 s). */
   connectTimeoutMs?: number;
@@ -55,6 +57,8 @@ export interface Gateway {
   credentials: GatewayCredentials;
   /** `http://host:port/metrics`, when `metrics` was given. */
   metricsUrl: string | undefined;
+  /** The usage counters of every router of this gateway. */
+  metrics: GatewayMetrics;
   router: FleetRouter;
   /** What the gateway learnt of each fleet proxy's connections (`keepsAlive`). */
   upstreams: UpstreamAgents;
@@ -103,7 +107,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const shared = {
     ...options,
     learning: options.learning ?? new Learning(DEFAULT_LEARNING, now),
-    counters: options.counters ?? new GatewayMetrics(options.selection?.maxSessions ?? DEFAULT_SELECTION.maxSessions),
+    counters: options.counters ?? new GatewayMetrics(),
   };
   const router = new FleetRouter(shared);
   await router.start();
@@ -119,12 +123,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     responding.set(req.socket, res);
     res.once('finish', () => responding.delete(req.socket));
     if (req.httpVersionMajor !== 1) {
-      router.metrics.gatewayError();
+      router.metrics.failure();
       return gatewayError(res, 505, `HTTP/${req.httpVersion} is not forwarded; send HTTP/1.1 (or 1.0)`);
     }
     const auth = check(req.headers['proxy-authorization']);
     if (!auth.ok) {
-      router.metrics.gatewayError();
+      router.metrics.failure();
       res.setHeader('Proxy-Authenticate', CHALLENGE);
       return gatewayError(res, 407, refusal(auth));
     }
@@ -133,7 +137,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       .then(
         (scoped) => forwardHttp(scoped, agents, req, res, auth.steering, forward),
         (err: unknown) => {
-          router.metrics.gatewayError();
+          router.metrics.failure();
           res.setHeader('Proxy-Authenticate', CHALLENGE);
           gatewayError(res, 407, err instanceof Error ? err.message : String(err));
         },
@@ -146,7 +150,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const tunnels = new Set<Socket>();
   server.on('connect', connectHandler(router, scopes, check, forward.connectTimeoutMs, tunnels));
   server.on('clientError', (err: ParseError, socket: Socket) => {
-    router.metrics.gatewayError();
+    router.metrics.failure();
     answerParseError(err, socket, responding.get(socket));
   });
   const socks = {
@@ -154,7 +158,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     noAuth: (remote: string | undefined) => noAuthFrom.has(plainAddress(remote)),
     routerFor: (steering: Steering) => scopes.get(steering),
     connectTimeoutMs: forward.connectTimeoutMs,
-    onRefused: () => router.metrics.gatewayError(),
+    onRefused: () => router.metrics.failure(),
   };
   // One listener for both protocols: a SOCKS5 client's first byte is its version, 5; an HTTP
   // request's first byte is a method's first letter.
@@ -175,12 +179,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // header and request timeouts, closeAllConnections) for the sockets handed to it.
   server.emit('listening');
 
-  const metrics = options.metrics ? await startMetrics(router, options.metrics) : undefined;
+  const metrics = options.metrics ? await startMetrics(shared.counters, options.metrics) : undefined;
   return {
     url: gatewayUrl(credentials, address.host, address.port),
     address,
     credentials,
     metricsUrl: metrics?.url,
+    metrics: shared.counters,
     router,
     upstreams: agents,
     async close() {
@@ -220,7 +225,7 @@ function connectHandler(
     client.once('close', () => tunnels.delete(client));
     client.on('error', () => client.destroy());
     const refuse = (status: string, message: string, extra = '') => {
-      router.metrics.gatewayError();
+      router.metrics.failure();
       const body = `egress gateway: ${message}\n`;
       client.end(
         `HTTP/1.1 ${status}\r\n${extra}Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -232,7 +237,6 @@ function connectHandler(
     const target = parseAuthority(req.url ?? '');
     if (!target) return refuse('400 Bad Request', `CONNECT needs host:port, got ${JSON.stringify(req.url ?? '')}`);
     const authority = req.url ?? '';
-    const startedAt = performance.now();
     void scopes.get(auth.steering).then(
       async (scoped) => {
         const { routed } = await routeTunnel(scoped, auth.steering, target, client, connectTimeoutMs);
@@ -241,10 +245,9 @@ function connectHandler(
             '502 Bad Gateway',
             `no fleet proxy could open a tunnel to ${authority}: ${routed.reasons.join('; ')}`,
           );
-        const session = auth.steering.session;
-        scoped.metrics.request(routed.upstream.name, session, performance.now() - startedAt);
         if (client.destroyed) return routed.value.socket.destroy();
-        splice(scoped.metrics, client, head, routed.value, routed.upstream.name, session, ESTABLISHED);
+        const use = { proxy: routed.upstream.name, domain: target.host, session: auth.steering.session };
+        splice(scoped.metrics, client, head, routed.value, use, ESTABLISHED);
       },
       (err: unknown) =>
         refuse('407 Proxy Authentication Required', err instanceof Error ? err.message : String(err), challenge),
@@ -252,12 +255,19 @@ function connectHandler(
   };
 }
 
-/** Serves `GET /metrics` (the router's Prometheus text) at `at`. */
-async function startMetrics(router: FleetRouter, at: ListenAddress): Promise<{ server: http.Server; url: string }> {
+/** Serves `GET /metrics` (the gateway's Prometheus text) at `at`. */
+async function startMetrics(
+  counters: GatewayMetrics,
+  at: ListenAddress,
+): Promise<{ server: http.Server; url: string }> {
   const server = http.createServer((req, res) => {
-    if (req.url !== '/metrics') return gatewayError(res, 404, 'metrics are at /metrics');
-    const text = router.metrics.render();
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(text);
+    if (new URL(req.url ?? '/', 'http://metrics').pathname !== '/metrics')
+      return gatewayError(res, 404, 'metrics are at /metrics');
+    if (req.method !== 'GET' && req.method !== 'HEAD') return gatewayError(res, 405, 'GET /metrics');
+    counters.text().then(
+      (text) => res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(text),
+      (err: unknown) => gatewayError(res, 500, `metrics collection failed: ${String(err)}`),
+    );
   });
   const bound = await listen(server, at);
   return { server, url: `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}/metrics` };

@@ -220,12 +220,11 @@ export function serveSocks5(client: net.Socket, deps: SocksDeps): void {
       const refusal = err instanceof GrammarError ? REPLY.notAllowed : REPLY.generalFailure;
       return close(err instanceof Error ? err.message : String(err), reply(refusal));
     }
-    const startedAt = performance.now();
     const { routed, cause } = await routeTunnel(router, steering, request, client, deps.connectTimeoutMs);
     if (!routed.ok) return close(routed.reasons.join('; '), reply(replyFor(cause)));
-    router.metrics.request(routed.upstream.name, steering.session, performance.now() - startedAt);
     if (client.destroyed) return routed.value.socket.destroy();
-    splice(router.metrics, client, head, routed.value, routed.upstream.name, steering.session, reply(REPLY.succeeded));
+    const use = { proxy: routed.upstream.name, domain: request.host, session: steering.session };
+    splice(router.metrics, client, head, routed.value, use, reply(REPLY.succeeded));
     client.resume();
   };
 

@@ -7,7 +7,7 @@
 import net from 'node:net';
 import { connectPinned } from '../shared/tls/pinned.js';
 import type { Steering } from './grammar.js';
-import type { GatewayMetrics } from './metrics.js';
+import type { UsageRecorder, Use } from './metrics.js';
 import type { Attempt, FleetRouter, Routed } from './router.js';
 import type { Upstream } from './selection.js';
 
@@ -158,12 +158,11 @@ export async function routeTunnel(
  * the SOCKS5 success reply), and counts its bytes when it ends.
  */
 export function splice(
-  metrics: GatewayMetrics,
+  metrics: UsageRecorder,
   client: net.Socket,
   head: Buffer,
   tunnel: Tunnel,
-  proxy: string,
-  session: string | undefined,
+  use: Use,
   established: string | Buffer,
 ): void {
   const upstream = tunnel.socket;
@@ -174,7 +173,7 @@ export function splice(
   upstream.on('error', end);
   client.on('error', end);
   upstream.once('close', () => {
-    metrics.bytes(proxy, session, upstream.bytesRead, upstream.bytesWritten);
+    metrics.bytes(use, upstream.bytesRead, upstream.bytesWritten);
     client.destroy();
   });
   client.once('close', () => upstream.destroy());

@@ -105,7 +105,7 @@ describe('upstream agents behind a gateway', () => {
       const before = proxy.connections.length;
       for (let i = 0; i < 4; i++) statuses.push(await one());
       expect(statuses).toEqual(new Array(10).fill(200));
-      expect(gw.router.metrics.proxy('closing')).toMatchObject({ requests: 10, errors: 0 });
+      expect((await gw.metrics.totals()).get('closing')).toMatchObject({ ok: 10, failed: 0 });
       // Three resends on a closed socket, then four requests on four connections of their own.
       expect(proxy.connections.slice(before)).toEqual([1, 1, 1, 1]);
       expect(proxy.connections.filter((n) => n === 2)).toHaveLength(3);

@@ -23,6 +23,9 @@
 # nodejs22 runtime's major version (test/integration/deployable-node22.test.ts).
 # `test-deps.sh start` (run by `npm start`) installs only what the local stack needs: tinyproxy,
 # stunnel4 and openssl (its proxies' TLS listeners and their certificates).
+# `test-deps.sh bench` (run by `npm run bench`) installs what the bench runs besides Node: tinyproxy
+# (the fleet proxies), squid and apache2-utils (the peer section: Squid as a peer, ab as the load
+# generator and htpasswd for Squid's password file; bench/peer-bench.ts).
 set -euo pipefail
 
 declare -A package_of=(
@@ -53,8 +56,12 @@ if [ "${1:-}" = start ]; then
   who="npm start"
   package_of=([/usr/bin/tinyproxy]=tinyproxy-bin [/usr/bin/stunnel4]=stunnel4 [/usr/bin/openssl]=openssl)
 fi
+if [ "${1:-}" = bench ]; then
+  who="npm run bench"
+  package_of=([/usr/bin/tinyproxy]=tinyproxy-bin [/usr/sbin/squid]=squid [/usr/bin/ab]=apache2-utils [/usr/bin/htpasswd]=apache2-utils)
+fi
 guest_image() {
-  [ "$who" = "npm start" ] && return
+  [ "$who" = "npm test" ] || return 0
   bash "$(dirname "$0")/guest-image.sh" >/dev/null
 }
 # Node.js of the functions' runtime (infra/terraform/functions.tf: nodejs22), linked as node22/bin/node.
@@ -77,7 +84,7 @@ if [ "$who" = "npm test" ]; then node22; fi
 # libvirt-daemon-system creates them, but it also installs and starts system services: create the
 # two as system accounts instead, once.
 qemu_account() {
-  [ "$who" = "npm start" ] && return
+  [ "$who" = "npm test" ] || return 0
   getent group libvirt-qemu >/dev/null || $sudo groupadd --system libvirt-qemu
   getent passwd libvirt-qemu >/dev/null ||
     $sudo useradd --system --no-create-home --home-dir /var/lib/libvirt --shell /usr/sbin/nologin -g libvirt-qemu libvirt-qemu
@@ -105,6 +112,6 @@ command -v apt-get >/dev/null || {
 }
 echo "installing what $who needs: ${missing[*]}"
 $sudo apt-get update -q
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u)
 qemu_account
 guest_image

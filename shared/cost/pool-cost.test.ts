@@ -7,7 +7,7 @@ import { memberPrice, poolCost } from './pool-cost.js';
 const providers = [
   { name: 'gce', type: 'gcp', options: { project: 'my-project', zone: 'us-central1-a' } },
   { name: 'own', type: 'process', relay: 'r1' },
-  { name: 'k8s', type: 'kubernetes', options: { gke: { server: 'https://203.0.113.1' } } },
+  { name: 'k8s', type: 'kubernetes', options: { gke: { server: 'https://203.0.113.1' }, allowUnpinnedImage: true } },
   {
     name: 'vendor',
     type: 'static',

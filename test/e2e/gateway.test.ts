@@ -352,6 +352,6 @@ describe('e2e: the gateway with real clients', () => {
     expect([...counts.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(60);
     expect(counts.size).toBeGreaterThanOrEqual(3);
     expect(await cli.stop()).toBe(0);
-    expect(cli.output()).toMatch(/stopped; usage per fleet proxy:\n {2}\S+: \d+ requests, \d+ errors/);
+    expect(cli.output()).toMatch(/stopped; usage per fleet proxy:\n {2}\S+: \d+ answered, \d+ banned, \d+ failed/);
   });
 });

@@ -159,13 +159,14 @@ export async function startCliGateway(home: string, args: string[]): Promise<Cli
   };
 }
 
-/** Requests per fleet proxy from the gateway's Prometheus endpoint. */
+/** Answered attempts per fleet proxy from the gateway's Prometheus endpoint. */
 export async function requestsPerProxy(metricsUrl: string): Promise<Map<string, number>> {
   const text = await (await fetch(metricsUrl)).text();
-  return new Map(
-    [...text.matchAll(/^egress_gateway_requests_total\{proxy="([^"]+)"\} (\d+)$/gm)].map((m) => [
-      m[1] ?? '',
-      Number(m[2]),
-    ]),
-  );
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^egress_gateway_proxy_attempts_total\{([^}]*)\} (\d+)$/gm)) {
+    const proxy = /proxy_name="([^"]+)"/.exec(m[1] ?? '')?.[1];
+    if (proxy && (m[1] ?? '').includes('gateway_outcome="ok"'))
+      counts.set(proxy, (counts.get(proxy) ?? 0) + Number(m[2]));
+  }
+  return counts;
 }
