@@ -61,6 +61,27 @@ function condition(
   };
 }
 
+/** The `Progressing` condition's status, reason and message after `plan`. */
+function progress(pool: PoolDoc, plan: Plan): ['True' | 'False', string, string] {
+  const spec = pool.spec;
+  if (plan.settled) return ['False', 'Settled', `${spec.replicas} members, all current`];
+  const placed = `${plan.placed} of ${spec.replicas} members placed`;
+  if (plan.placed < spec.replicas && !pool.deletionRequestedAt)
+    return plan.overBudget
+      ? [
+          'True',
+          'CostLimited',
+          `${placed}: ${spec.replicas} would cost $${plan.overBudget.wantedPerHourUsd.toFixed(4)}/h, above maxCostPerHour $${spec.maxCostPerHour ?? 0}/h`,
+        ]
+      : ['True', 'CapReached', `${placed}: every available spread entry is at its maxReplicas`];
+  const replacing = plan.waiting.length + plan.drains.length;
+  return [
+    'True',
+    replacing > 0 ? 'Replacing' : 'Scaling',
+    `${plan.live} live of ${spec.replicas}; ${replacing} to replace or remove`,
+  ];
+}
+
 /** The pool's status after `plan`, with its conditions. */
 function statusOf(
   pool: PoolDoc,
@@ -72,34 +93,7 @@ function statusOf(
   const min = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
   const prev = pool.status.conditions;
   const out = plan.entries.filter((e) => !e.available);
-  const progressing = plan.settled
-    ? condition(prev, 'Progressing', 'False', 'Settled', `${spec.replicas} members, all current`, now)
-    : plan.placed < spec.replicas && !pool.deletionRequestedAt
-      ? plan.overBudget
-        ? condition(
-            prev,
-            'Progressing',
-            'True',
-            'CostLimited',
-            `${plan.placed} of ${spec.replicas} members placed: ${spec.replicas} would cost $${plan.overBudget.wantedPerHourUsd.toFixed(4)}/h, above maxCostPerHour $${spec.maxCostPerHour ?? 0}/h`,
-            now,
-          )
-        : condition(
-            prev,
-            'Progressing',
-            'True',
-            'CapReached',
-            `${plan.placed} of ${spec.replicas} members placed: every available spread entry is at its maxReplicas`,
-            now,
-          )
-      : condition(
-          prev,
-          'Progressing',
-          'True',
-          plan.waiting.length + plan.drains.length > 0 ? 'Replacing' : 'Scaling',
-          `${plan.live} live of ${spec.replicas}; ${plan.waiting.length + plan.drains.length} to replace or remove`,
-          now,
-        );
+  const progressing = condition(prev, 'Progressing', ...progress(pool, plan), now);
   return {
     observedGeneration: pool.generation,
     replicas: plan.live,
