@@ -354,8 +354,13 @@ describe('kvm guest: the gcp user-data, run by real cloud-init in the same image
         expect(JSON.parse(status.ok.body)).toEqual({ ip: status.ip });
         expect((await curlThrough(`${status.ip}:3128`, undefined, h.echo.url)).status).toBe(407);
         // Its TLS listener on the next port serves the same proxy, behind a certificate of its own.
-        // Learnt on first use here, as the probe does, then pinned.
-        const learnt = fingerprintOf((await presentedCertificate(status.ip, 3129)).raw);
+        // Learnt on first use here, as the probe does, then pinned. The user-data starts it after
+        // tinyproxy (its certificate is made first), as the VM's readiness unit knows: wait for it.
+        const learnt = await eventually(
+          async () => fingerprintOf((await presentedCertificate(status.ip, 3129)).raw),
+          60_000,
+          1000,
+        );
         const secret = `${credentials.username}:${credentials.password}`;
         const overTls = await curlPinned(status.ip, 3129, learnt, secret, h.echo.url);
         expect(overTls.status).toBe(200);
