@@ -31,7 +31,7 @@ export async function startTinyproxyFleet(): Promise<TinyproxyFleet> {
   };
   try {
     const options = {
-      tinyproxyPath: TINYPROXY_PATH,
+      program: TINYPROXY_PATH,
       markers,
       config: tinyproxyConfig({ ...listen, credentials, egress: localEgressPolicy([]) }),
       listen,

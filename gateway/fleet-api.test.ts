@@ -134,4 +134,15 @@ describe('fleet API client', () => {
       port: 8080,
     });
   });
+
+  it('dials the TLS listener, pinned, when the entry has one, and the plain one otherwise', () => {
+    const fingerprint = 'c'.repeat(64);
+    const entry = { name: 's', provider: 'p', url: 'http://a:b@10.0.0.5:3128' };
+    const secure = { ...entry, tlsUrl: 'https://a:b@203.0.113.9:3129', tlsFingerprint: fingerprint };
+    expect(upstreamOf(secure)).toMatchObject({ host: '203.0.113.9', port: 3129, tls: { fingerprint } });
+    expect(upstreamOf(secure).authorization).toBe(`Basic ${Buffer.from('a:b').toString('base64')}`);
+    // A URL without the fingerprint to pin is not trusted: the plain listener it is.
+    expect(upstreamOf({ ...secure, tlsFingerprint: null })).toMatchObject({ host: '10.0.0.5', port: 3128 });
+    expect(upstreamOf({ ...secure, tlsFingerprint: null }).tls).toBeUndefined();
+  });
 });

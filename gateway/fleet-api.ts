@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import { IdTokenError } from '../shared/api/id-token.js';
 import type { ReportReason } from '../shared/domain/reports.js';
+import { tlsFingerprintSchema } from '../shared/tls/pinned.js';
 import type { Upstream } from './selection.js';
 
 /** Which proxies the gateway may use (interfaces.md §3, `GET /v1/discovery`). */
@@ -33,25 +34,35 @@ const discoveredSchema = z.looseObject({
   name: z.string().min(1),
   provider: z.string(),
   url: z.url({ protocol: /^http$/ }),
+  tlsUrl: z.url({ protocol: /^https$/ }).nullish(),
+  tlsFingerprint: tlsFingerprintSchema.nullish(),
   egressIp: z.string().nullish(),
   country: z.string().nullish(),
   asn: z.number().int().nullish(),
 });
+type DiscoveredEntry = z.infer<typeof discoveredSchema>;
 
-/** A discovery entry's `http://user:pass@ip:port` as the pieces the gateway dials with. */
-export function upstreamOf(entry: z.infer<typeof discoveredSchema>): Upstream {
-  const url = new URL(entry.url);
+/**
+ * A discovery entry as the pieces the gateway dials with: its TLS listener (`tlsUrl`, pinned to
+ * `tlsFingerprint`) when it has one, so the proxy's credentials never cross the network in clear;
+ * else `http://user:pass@ip:port`.
+ */
+export function upstreamOf(entry: DiscoveredEntry): Upstream {
+  const secure =
+    entry.tlsUrl && entry.tlsFingerprint ? { url: entry.tlsUrl, fingerprint: entry.tlsFingerprint } : undefined;
+  const url = new URL(secure?.url ?? entry.url);
   const user = decodeURIComponent(url.username);
   const pass = decodeURIComponent(url.password);
   return {
     name: entry.name,
     provider: entry.provider,
     host: url.hostname.replace(/^\[|\]$/g, ''),
-    port: Number(url.port || 80),
+    port: Number(url.port || (secure ? 443 : 80)),
     authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`,
     egressIp: entry.egressIp ?? undefined,
     country: entry.country ?? undefined,
     asn: entry.asn ?? undefined,
+    ...(secure && { tls: { fingerprint: secure.fingerprint } }),
   };
 }
 

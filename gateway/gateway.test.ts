@@ -13,6 +13,7 @@ import {
   startTestProxy,
   startTestTarget,
   startTinyproxy,
+  startTlsFront,
   type MemoryFleet,
   type TestProxy,
   type TestTarget,
@@ -255,6 +256,30 @@ describe('gateway (in process)', () => {
 });
 
 describe('gateway in front of a real tinyproxy', () => {
+  it("reaches a fleet proxy through its TLS listener (stunnel), pinning the certificate's fingerprint", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gateway-tls-'));
+    const secure = await startTlsFront(await startTinyproxy('a-tls', dir), dir);
+    try {
+      fleet = createMemoryFleet([secure.upstream]);
+      gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
+      // Plain requests and CONNECT tunnels, the proxy's credentials inside TLS.
+      expect((await through(target.url)).status).toBe(200);
+      expect((await through(target.url, undefined, ['-p'])).status).toBe(200);
+      await gw.close();
+
+      // Another certificate at the address: nothing is sent to it, the client gets 502.
+      const impostor = { ...secure.upstream, tls: { fingerprint: 'ab'.repeat(32) } };
+      fleet = createMemoryFleet([impostor]);
+      gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
+      expect((await through(target.url)).status).toBe(502);
+      await expect(through(target.url, undefined, ['-p'])).rejects.toThrow(/CONNECT tunnel failed, response 502/);
+      expect((await gw.metrics.totals()).get('a-tls')?.ok ?? 0).toBe(0);
+    } finally {
+      await secure.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('retries elsewhere when a listed address now answers with a tinyproxy that refuses the credentials (401)', async () => {
     // A stale list: the address is another fleet proxy's now, so the credentials sent are wrong.
     const dir = mkdtempSync(join(tmpdir(), 'gateway-tinyproxy-'));

@@ -136,7 +136,7 @@ function attemptOnce(
       method: req.method,
       path: req.url,
       headers: [...headers, 'Proxy-Authorization', upstream.authorization],
-      ...(agent ? { agent } : { createConnection: connectAnew }),
+      ...(agent ? { agent } : { createConnection: connectAnew(upstream) }),
     });
     let connected = false;
     const onConnected = () => {

@@ -14,6 +14,11 @@ export interface Upstream {
   /** `Basic …` for this proxy's own credentials (sent upstream only). */
   authorization: string;
   egressIp: string | undefined;
+  /**
+   * `host:port` is the proxy's TLS listener, whose certificate must have this fingerprint
+   * (discovery's `tlsFingerprint`); absent: the plain listener.
+   */
+  tls?: { fingerprint: string } | undefined;
   /** The egress's country (ISO 3166-1 alpha-2) and AS number, when discovery knows them. */
   country?: string | undefined;
   asn?: number | undefined;

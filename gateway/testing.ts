@@ -7,6 +7,9 @@ import { createConnection, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createProxy } from 'proxy';
+import { X509Certificate } from 'node:crypto';
+import { certificateArgs, stunnelConfig } from '../shared/providers/stunnel.js';
+import { fingerprintOf } from '../shared/tls/pinned.js';
 import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
 import type { Upstream } from './selection.js';
 
@@ -196,15 +199,36 @@ export async function startTlsTarget(tls: { key: string; cert: string }): Promis
   };
 }
 
+/** A loopback port nothing listens on now. */
+async function freePort(): Promise<number> {
+  const probe = http.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/** Waits (up to 5 s) until `host:port` accepts connections. */
+async function listening(host: string, port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = createConnection({ host, port }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (up) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /**
  * A real tinyproxy (the proxy of the gcp, kubernetes and kvm guests) on loopback with Basic auth:
  * it answers HTTP/1.1 without `Connection: close` and then closes, which keep-alive clients trip on.
  */
 export async function startTinyproxy(name: string, dir: string): Promise<TestProxy> {
-  const probe = http.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const port = await freePort();
   const conf = join(dir, `${name}.conf`);
   await writeFile(
     conf,
@@ -219,17 +243,7 @@ export async function startTinyproxy(name: string, dir: string): Promise<TestPro
     ].join('\n'),
   );
   const child = spawn('/usr/bin/tinyproxy', ['-d', '-c', conf], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const s = createConnection({ host: '127.0.0.1', port }, () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await listening('127.0.0.1', port);
   const authorization = `Basic ${Buffer.from(`u-${name}:p-${name}`).toString('base64')}`;
   return {
     upstream: { name, provider: 'tinyproxy', host: '127.0.0.1', port, authorization, egressIp: '127.0.0.1' },
@@ -240,5 +254,35 @@ export async function startTinyproxy(name: string, dir: string): Promise<TestPro
         child.once('exit', () => resolve());
         if (child.pid) process.kill(child.pid, 'SIGTERM');
       }),
+  };
+}
+
+/**
+ * Debian's stunnel in front of a test proxy, as every fleet proxy has (shared/providers/stunnel.ts):
+ * a fresh self-signed certificate in `dir`; the proxy's entry as discovery gives it with
+ * `tlsUrl` and `tlsFingerprint`.
+ */
+export async function startTlsFront(proxy: TestProxy, dir: string): Promise<TestProxy> {
+  const { host, port } = proxy.upstream;
+  const cert = join(dir, `${proxy.upstream.name}.pem`);
+  const key = join(dir, `${proxy.upstream.name}.key`);
+  await promisify(execFile)('openssl', certificateArgs(cert, key));
+  const tlsPort = await freePort();
+  const conf = join(dir, `${proxy.upstream.name}-stunnel.conf`);
+  await writeFile(conf, stunnelConfig({ accept: `${host}:${tlsPort}`, connect: `${host}:${port}`, cert, key }));
+  const child = spawn('/usr/bin/stunnel4', [conf], { stdio: 'ignore' });
+  await listening(host, tlsPort);
+  const fingerprint = fingerprintOf(new X509Certificate(await readFile(cert)).raw);
+  return {
+    upstream: { ...proxy.upstream, port: tlsPort, tls: { fingerprint } },
+    authorizations: proxy.authorizations,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      });
+      await proxy.close();
+    },
   };
 }

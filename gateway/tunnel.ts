@@ -1,9 +1,11 @@
 /**
- * Tunnels through the fleet: one CONNECT through one fleet proxy (dial, send CONNECT with the
- * proxy's credentials, read its answer), routed with failover, and spliced to the client. HTTP
- * CONNECT and SOCKS5 clients both come through here.
+ * Tunnels through the fleet: one CONNECT through one fleet proxy (dial, over TLS pinned to its
+ * fingerprint when it has a TLS listener; send CONNECT with the proxy's credentials; read its
+ * answer), routed with failover, and spliced to the client. HTTP CONNECT and SOCKS5 clients both
+ * come through here.
  */
 import net from 'node:net';
+import { connectPinned } from '../shared/tls/pinned.js';
 import type { Steering } from './grammar.js';
 import type { UsageRecorder, Use } from './metrics.js';
 import type { Attempt, FleetRouter, Routed } from './router.js';
@@ -52,7 +54,15 @@ export function parseAuthority(authority: string): { host: string; port: number 
  */
 export function connectThrough(upstream: Upstream, authority: string, timeoutMs: number): Promise<TunnelAttempt> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: upstream.host, port: upstream.port });
+    const sendConnect = () =>
+      socket.write(
+        `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${upstream.authorization}\r\n\r\n`,
+      );
+    const { host, port, tls } = upstream;
+    // Over TLS the credentials go out once the certificate matched the pinned fingerprint.
+    const socket: net.Socket = tls
+      ? connectPinned({ host, port, fingerprint: tls.fingerprint }, (err) => (err ? onError(err) : sendConnect()))
+      : net.connect({ host, port }).once('connect', sendConnect);
     socket.setNoDelay(true);
     let buffered: Buffer = Buffer.alloc(0);
     let settled = false;
@@ -67,11 +77,6 @@ export function connectThrough(upstream: Upstream, authority: string, timeoutMs:
       () => fail(`no tunnel within ${timeoutMs} ms`, true, true, false, { kind: 'timeout' }),
       timeoutMs,
     );
-    socket.once('connect', () => {
-      socket.write(
-        `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${upstream.authorization}\r\n\r\n`,
-      );
-    });
     const onData = (chunk: Buffer) => {
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
       const end = buffered.indexOf('\r\n\r\n');

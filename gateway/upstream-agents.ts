@@ -1,7 +1,11 @@
-/** Connections to the fleet proxies: a keep-alive agent per proxy, or a new connection per request to one that closes each. */
+/** Connections to the fleet proxies (TCP, or TLS pinned to the proxy's fingerprint): a keep-alive agent per proxy, or a new connection per request to one that closes each. */
 import http from 'node:http';
 import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import { connectPinned } from '../shared/tls/pinned.js';
 import type { Upstream } from './selection.js';
+
+type Ready = (err: Error | null, socket: Duplex) => void;
 
 /**
  * The connection of a request to a proxy that closes every connection (tinyproxy): a plain socket
@@ -12,11 +16,17 @@ import type { Upstream } from './selection.js';
  * after its response either way, and Node destroys the socket once the response ends. `noDelay`,
  * as Node's Agent sets it: a body written after the head is not held back.
  */
-export function connectAnew(options: http.ClientRequestArgs): net.Socket {
-  return net.connect({ host: options.host ?? undefined, port: Number(options.port), noDelay: true });
+export function connectAnew(upstream: Upstream) {
+  return (_options: http.ClientRequestArgs, ready?: Ready): net.Socket | undefined => {
+    if (!upstream.tls) return net.connect({ host: upstream.host, port: upstream.port, noDelay: true });
+    // The request gets its socket once the certificate matched: nothing is written before.
+    const pinned = { host: upstream.host, port: upstream.port, fingerprint: upstream.tls.fingerprint };
+    connectPinned(pinned, (err, socket) => ready?.(err, socket));
+    return undefined;
+  };
 }
 
-const keyOf = (u: Upstream) => `${u.name}@${u.host}:${u.port}`;
+const keyOf = (u: Upstream) => `${u.name}@${u.host}:${u.port}${u.tls ? `#${u.tls.fingerprint}` : ''}`;
 
 /** Kept-alive sockets found closed in a row, with no reuse that worked between, that mark a proxy as closing every connection. */
 const STALE_IN_A_ROW = 3;
@@ -38,6 +48,7 @@ export class UpstreamAgents {
     let agent = this.agents.get(key);
     if (!agent) {
       agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', timeout: 30_000 });
+      if (upstream.tls) agent.createConnection = connectAnew(upstream);
       this.agents.set(key, agent);
     }
     return agent;

@@ -81,6 +81,11 @@ async function probeInstance(
       ...credentials,
       echoUrl: deps.echoUrl,
       timeoutMs: deps.timeoutMs,
+      // Pinned to what this incarnation presented first; the functions keep their own pin too
+      // (shared/reconcile/tls-pin.ts), which outlives a restart of this relay.
+      ...(instance.tlsPort !== undefined && {
+        tls: { port: instance.tlsPort, fingerprint: deps.book.get(provider, instance)?.tlsFingerprint },
+      }),
     }),
   );
   // A guest still installing its proxy (never answered, within the backend's startup grace) is

@@ -91,6 +91,7 @@ function inventoryItem(provider: string, instance: Instance, input: ReportInput)
     createdAt: instance.createdAt,
     provider,
   };
+  if (instance.tlsPort !== undefined) item.tlsPort = instance.tlsPort;
   if (instance.error) item.error = instance.error;
   const health = input.health.get(provider, instance);
   if (health && instance.state === 'Running') item.health = health;

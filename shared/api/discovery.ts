@@ -140,7 +140,25 @@ export function selectForDiscovery(
   return picked.slice(0, q.limit);
 }
 
-/** The URL a client uses as-is: `http://user:pass@ip:port` (user and password percent-encoded). */
-export function proxyUrl(address: string, username: string, password: string): string {
-  return `http://${encodeURIComponent(username)}:${encodeURIComponent(password)}@${address}`;
+/**
+ * The URL a client uses as-is: `http://user:pass@ip:port`, or `https://…@ip:tlsPort` for the TLS
+ * listener (user and password percent-encoded).
+ */
+export function proxyUrl(
+  address: string,
+  username: string,
+  password: string,
+  scheme: 'http' | 'https' = 'http',
+): string {
+  return `${scheme}://${encodeURIComponent(username)}:${encodeURIComponent(password)}@${address}`;
+}
+
+/**
+ * The TLS listener of a Ready proxy as discovery hands it out: `ip:tlsPort` and the pinned
+ * fingerprint, once a probe through it learnt one (before that, and without a listener, none).
+ */
+export function tlsEndpoint(doc: ProxyDoc): { address: string; fingerprint: string } | undefined {
+  const instance = doc.status.instance;
+  if (!instance?.tlsPort || !instance.tlsFingerprint || !doc.status.address) return undefined;
+  return { address: `${instance.ip}:${instance.tlsPort}`, fingerprint: instance.tlsFingerprint };
 }

@@ -5,7 +5,14 @@ import { EgressError, ValidationError } from '../errors.js';
 import type { ApiDeps } from './deps.js';
 import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
 import { CallerGone } from '../store/transaction.js';
-import { matchesLabels, parseDiscoveryQuery, parseLabelFilters, proxyUrl, selectForDiscovery } from './discovery.js';
+import {
+  matchesLabels,
+  parseDiscoveryQuery,
+  parseLabelFilters,
+  proxyUrl,
+  selectForDiscovery,
+  tlsEndpoint,
+} from './discovery.js';
 import { documentView } from './views.js';
 import { encodeCursor, nextPageHeaders, parseCursor, parseLimit, PROXY_PAGE } from './paging.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
@@ -110,11 +117,14 @@ async function discovery(deps: ApiDeps, params: URLSearchParams, signal?: AbortS
   const entries = picked.flatMap((d, i) => {
     const creds = credentials[i];
     if (!creds || !d.status.address) return [];
+    const tls = tlsEndpoint(d);
     return [
       {
         name: d.metadata.name,
         provider: d.spec.provider,
         url: proxyUrl(d.status.address, creds.username, creds.password),
+        tlsUrl: tls ? proxyUrl(tls.address, creds.username, creds.password, 'https') : null,
+        tlsFingerprint: tls?.fingerprint ?? null,
         egressIp: d.status.health?.egressIp ?? null,
         country: d.status.health?.country ?? null,
         asn: d.status.health?.asn ?? null,

@@ -151,6 +151,10 @@ export const discoveredSchema = z.looseObject({
   name: z.string(),
   provider: z.string(),
   url: z.string(),
+  /** `https://user:pass@ip:tlsPort`: the proxy behind its TLS listener; null until a probe pinned its certificate. */
+  tlsUrl: z.string().nullish(),
+  /** Lowercase hex SHA-256 of the TLS listener's DER certificate, to pin. */
+  tlsFingerprint: z.string().nullish(),
   egressIp: z.string().nullish(),
   /** ISO 3166-1 alpha-2, upper case; null when the database does not place the egress IP. */
   country: z.string().nullish(),

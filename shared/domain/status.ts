@@ -1,12 +1,13 @@
 /** Proxy state as stored in Firestore `proxies/{name}` (docs/architecture.md "State in Firestore"): phases, conditions, status. */
 import { z } from 'zod';
+import { tlsFingerprintSchema } from '../tls/pinned.js';
 import { labelsSchema, specSchema } from './proxy.js';
 import { banSchema, reportTallySchema } from './reports.js';
 
 export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
 export type Phase = (typeof PHASES)[number];
 
-export const CONDITION_TYPES = ['Provisioned', 'Healthy', 'Ready', 'EgressIp', 'EgressVerified'] as const;
+export const CONDITION_TYPES = ['Provisioned', 'Healthy', 'Ready', 'EgressIp', 'EgressVerified', 'TlsPinned'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 export const conditionSchema = z.object({
@@ -25,6 +26,10 @@ export const statusInstanceSchema = z.object({
   name: z.string(),
   ip: z.string(),
   port: z.number(),
+  /** The TLS listener's port (`Instance.tlsPort`). */
+  tlsPort: z.number().optional(),
+  /** The TLS certificate this instance presented to its first TLS probe, pinned for its life. */
+  tlsFingerprint: tlsFingerprintSchema.optional(),
   state: z.enum(INSTANCE_STATES),
   createdAt: z.string(),
   specHash: z.string(),
@@ -42,6 +47,8 @@ export const healthSchema = z.object({
   /** The egress IP's autonomous system and its organisation. */
   asn: z.number().int().optional(),
   asnOrg: z.string().optional(),
+  /** The certificate the TLS listener presented to this probe (absent: probed without TLS, or failed). */
+  tlsFingerprint: tlsFingerprintSchema.optional(),
   error: z.string().optional(),
   consecutiveFailures: z.number().int(),
 });

@@ -1,4 +1,4 @@
-/** Probes a proxy from the outside: a CONNECT tunnel with its credentials to an echo endpoint. */
+/** Probes a proxy from the outside: a CONNECT tunnel with its credentials to an echo endpoint, over TLS when it has a TLS listener. */
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -8,6 +8,7 @@ import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { Health } from '../domain/status.js';
 import { recordProbe } from '../telemetry/metrics.js';
 import { inSpan } from '../telemetry/spans.js';
+import { connectPinned, TlsPinError } from '../tls/pinned.js';
 
 /** What one probe observed. `error` never contains credentials. */
 export interface ProbeResult {
@@ -19,6 +20,8 @@ export interface ProbeResult {
   error?: string;
   /** The HTTP status of the step that failed (CONNECT or GET), or 200 on success. */
   status?: number;
+  /** Probed over TLS: the certificate the listener presented (it matched the pin, if one was given). */
+  tlsFingerprint?: string;
 }
 
 /** Where to probe and how long to wait. */
@@ -30,6 +33,12 @@ export interface ProbeOptions {
   /** `http://` or `https://` URL answering `{"ip": "..."}` with the caller's address. */
   echoUrl: string;
   timeoutMs: number;
+  /**
+   * Probe through the instance's TLS listener on `port` instead of the plain one: the credentials
+   * go only over a session whose certificate matches `fingerprint` (absent: the first probe of the
+   * instance, which learns it).
+   */
+  tls?: { port: number; fingerprint?: string | undefined } | undefined;
 }
 
 const echoBody = z.object({ ip: z.string().min(1).max(64) });
@@ -78,12 +87,14 @@ function probeOnce(opts: ProbeOptions): Promise<ProbeResult> {
   return new Promise<ProbeResult>((resolve) => {
     const sockets: Array<{ destroy(): unknown }> = [];
     let settled = false;
+    // Over TLS: the certificate presented, also when it did not match the pin.
+    let tlsFingerprint: string | undefined;
     const finish = (result: Omit<ProbeResult, 'latencyMs'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       for (const s of sockets) s.destroy();
-      resolve({ ...result, latencyMs: elapsed() });
+      resolve({ ...result, ...(tlsFingerprint !== undefined && { tlsFingerprint }), latencyMs: elapsed() });
     };
     const fail = (error: string, status?: number) =>
       finish(status === undefined ? { ok: false, error } : { ok: false, error, status });
@@ -96,7 +107,7 @@ function probeOnce(opts: ProbeOptions): Promise<ProbeResult> {
           fail(
             connected
               ? `timed out after ${opts.timeoutMs} ms`
-              : `${NOT_REACHED} ${opts.host}:${opts.port}: no connection within ${opts.timeoutMs} ms`,
+              : `${NOT_REACHED} ${opts.host}:${port}: no connection within ${opts.timeoutMs} ms`,
           ),
         ),
       opts.timeoutMs,
@@ -115,14 +126,31 @@ function probeOnce(opts: ProbeOptions): Promise<ProbeResult> {
     // URL.hostname keeps IPv6 brackets, which is what a CONNECT authority needs.
     const authority = `${target.hostname}:${targetPort}`;
     const token = Buffer.from(`${opts.username}:${opts.password}`).toString('base64');
+    const { tls: overTls } = opts;
+    const port = overTls?.port ?? opts.port;
 
     const connect = http.request({
       host: opts.host,
-      port: opts.port,
+      port,
       method: 'CONNECT',
       path: authority,
       headers: { host: authority, 'proxy-authorization': `Basic ${token}` },
-      agent: false,
+      // Over TLS the request gets its socket once the certificate matched: the credentials never
+      // go to a listener that presents another one.
+      ...(overTls
+        ? {
+            createConnection: (_: unknown, ready: (err: Error | null, socket: Socket) => void) => {
+              const pinned = { host: opts.host, port, fingerprint: overTls.fingerprint };
+              const socket = connectPinned(pinned, (err, secure, seen) => {
+                tlsFingerprint = err instanceof TlsPinError ? err.presented : seen;
+                ready(err, secure);
+              });
+              sockets.push(socket);
+              socket.once('connect', () => (connected = true));
+              return undefined;
+            },
+          }
+        : { agent: false }),
     });
     sockets.push(connect);
     connect.on('socket', (socket) => {
@@ -131,9 +159,7 @@ function probeOnce(opts: ProbeOptions): Promise<ProbeResult> {
     });
     connect.on('error', (err) =>
       fail(
-        connected
-          ? `proxy connection failed: ${err.message}`
-          : `${NOT_REACHED} ${opts.host}:${opts.port}: ${err.message}`,
+        connected ? `proxy connection failed: ${err.message}` : `${NOT_REACHED} ${opts.host}:${port}: ${err.message}`,
       ),
     );
     // Node reports every answer to CONNECT as 'connect'; 'response' is handled for safety.
@@ -217,6 +243,7 @@ export function nextHealth(previous: Health | undefined, result: ProbeResult, no
   };
   // Only keys with values: Firestore rejects `undefined`.
   if (result.egressIp !== undefined) health.egressIp = result.egressIp;
+  if (result.tlsFingerprint !== undefined) health.tlsFingerprint = result.tlsFingerprint;
   if (!result.ok) health.error = result.error ?? 'probe failed';
   return health;
 }

@@ -45,6 +45,11 @@ export interface Instance {
    */
   probeIp?: string | undefined;
   port: number;
+  /**
+   * The TLS listener in front of the proxy (stunnel), on `ip` (and `probeIp`): the same proxy
+   * behind a self-signed certificate, whose fingerprint the first probe learns. Absent: none.
+   */
+  tlsPort?: number | undefined;
   /** Epoch milliseconds; MUST be non-zero (rule created-at-nonzero). */
   createdAt: number;
   /** Set with state `Failed`: why an asynchronous create failed (quota, permanent, transient). */

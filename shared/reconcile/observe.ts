@@ -10,6 +10,7 @@ import { providerHealth, type CheckBatch } from './batch.js';
 import type { ReconcileDeps, Subject } from './context.js';
 import type { Observation } from './decision.js';
 import { storedObservation } from './stored-observation.js';
+import { judgeAgainstPin, pinnedFingerprint } from './tls-pin.js';
 
 /** An observation, and whether it is the stored one (good only to confirm that nothing is to be done). */
 export interface Observed {
@@ -53,8 +54,17 @@ async function observeNow(
   provider: Provider,
   health: ProviderHealth | undefined,
 ): Promise<Observed> {
-  const observation = await getInstance(provider, subject.instanceName, health);
-  return { observation: await withOwnProbe(deps, subject, provider, observation), reused: false };
+  const observation = await withOwnProbe(
+    deps,
+    subject,
+    provider,
+    await getInstance(provider, subject.instanceName, health),
+  );
+  if (observation.kind !== 'found') return { observation, reused: false };
+  const { status } = subject.doc;
+  const pinned = pinnedFingerprint(status.instance, observation.instance);
+  const instance = judgeAgainstPin(observation.instance, pinned, status.health?.consecutiveFailures ?? 0);
+  return { observation: { kind: 'found', instance }, reused: false };
 }
 
 async function getInstance(provider: Provider, name: string, health: ProviderHealth | undefined): Promise<Observation> {
@@ -85,12 +95,17 @@ async function withOwnProbe(
 
 /**
  * Probes through the proxy with its credentials: remembered per instance (told apart by `createdAt`,
- * each created with its own credentials), forgotten when a probe fails.
+ * each created with its own credentials), forgotten when a probe fails. Through its TLS listener,
+ * pinned (`pinnedFingerprint`), when the instance has one.
  */
 async function probeOwn(deps: ReconcileDeps, subject: Subject, instance: Instance): Promise<ProbeResult> {
   const { name } = subject;
-  const { port } = instance;
+  const { port, tlsPort } = instance;
   const host = instance.probeIp || instance.ip;
+  const tls =
+    tlsPort === undefined
+      ? undefined
+      : { port: tlsPort, fingerprint: pinnedFingerprint(subject.doc.status.instance, instance) };
   const credentials = await deps.proxies.credentials(name, { incarnation: String(instance.createdAt) });
   if (!credentials) return { ok: false, latencyMs: 0, error: 'no credentials stored for this proxy' };
   const probe = deps.probe ?? probeThroughProxy;
@@ -100,6 +115,7 @@ async function probeOwn(deps: ReconcileDeps, subject: Subject, instance: Instanc
     ...credentials,
     echoUrl: deps.config.echoUrl,
     timeoutMs: deps.config.probeTimeoutSeconds * 1000,
+    tls,
   });
   if (!result.ok) deps.proxies.forgetCredentials(name);
   return result;

@@ -5,6 +5,7 @@ import type { ErrorInfo } from '../errors.js';
 import { backoffMs, failedConditions, type Decision, type Observation, type Policy } from './decision.js';
 import { classifyFailure } from './failure.js';
 import { countNeverReady, passedProbe } from './never-ready.js';
+import { fingerprintToKeep, pinnedFingerprint, tlsCondition } from './tls-pin.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -41,10 +42,14 @@ export function nextStatus(
   };
   if (observation.kind === 'found') {
     const i = observation.instance;
+    const pinned = pinnedFingerprint(previous.instance, i);
+    const tlsFingerprint = fingerprintToKeep(i, pinned);
     next.instance = {
       name: i.name,
       ip: i.ip,
       port: i.port,
+      ...(i.tlsPort !== undefined && { tlsPort: i.tlsPort }),
+      ...(tlsFingerprint !== undefined && { tlsFingerprint }),
       state: i.state,
       createdAt: iso(i.createdAt),
       specHash: i.specHash,
@@ -53,6 +58,9 @@ export function nextStatus(
     if (i.state === 'Running' && i.ip) next.address = `${i.ip}:${i.port}`;
     else delete next.address;
     if (i.health) next.health = i.health;
+    const tls = tlsCondition(i, pinned);
+    if (tls) next.conditions = mergeConditions(next.conditions, { TlsPinned: tls }, now);
+    else next.conditions = next.conditions.filter((c) => c.type !== 'TlsPinned');
   } else if (observation.kind === 'notFound') {
     delete next.instance;
     delete next.address;

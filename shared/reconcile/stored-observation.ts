@@ -53,6 +53,7 @@ export async function storedObservation(
       state: instance.state,
       ip: instance.ip,
       port: instance.port,
+      ...(instance.tlsPort !== undefined && { tlsPort: instance.tlsPort }),
       createdAt: Date.parse(instance.createdAt),
       health: probed,
     },

@@ -30,6 +30,7 @@ export const instanceSchema = z.object({
   state: z.enum(INSTANCE_STATES),
   ip: z.string().max(64),
   port: z.number().int().min(0).max(65535),
+  tlsPort: z.number().int().min(1).max(65535).optional(),
   createdAt: z.number(),
   error: errorInfoSchema.optional(),
   health: healthSchema.optional(),

@@ -4,12 +4,16 @@
  * a killed proxy process, ban → report → retry, and no gateway credential reaching the target.
  */
 import { execFile } from 'node:child_process';
+import { createHash, X509Certificate } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSignedCert, startTestTarget, startTlsTarget, type TestTarget } from '../../gateway/testing.js';
+import { discoveryListSchema } from '../../shared/api/schema.js';
+import { fingerprintOf } from '../../shared/tls/pinned.js';
+import { pinnedCurlArgs, presentedCertificate } from '../support/pinned-proxy.js';
 import { eventually } from '../support/eventually.js';
 import {
   clientEnv,
@@ -84,6 +88,92 @@ afterAll(async () => {
   await Promise.all([site?.close(), tlsSite?.close()]);
   if (stack && stack.process.exitCode === null) await stack.interrupt();
   rmSync(dir, { recursive: true, force: true });
+});
+
+describe('e2e: fleet proxies through their TLS listeners, https:// proxy URLs', () => {
+  /** Ready entries with a pinned TLS listener, and the SPKI hash curl and Chromium pin. */
+  const secureEntries = async () => {
+    const env = stack.localEnv();
+    const res = await fetch(`${env['EGRESS_API_URL']}/v1/discovery`, {
+      headers: { authorization: `Bearer ${env['EGRESS_DISCOVER_TOKEN']}` },
+    });
+    const entries = discoveryListSchema.parse(await res.json()).filter((e) => e.tlsUrl && e.tlsFingerprint);
+    return Promise.all(
+      entries.map(async (e) => {
+        const url = new URL(e.tlsUrl ?? '');
+        const cert = await presentedCertificate(url.hostname, Number(url.port), e.tlsFingerprint ?? undefined);
+        return { ...e, tlsUrl: e.tlsUrl ?? '', cert };
+      }),
+    );
+  };
+
+  it('discovery gives every local proxy a tlsUrl whose certificate is the fingerprint it publishes', async () => {
+    const entries = await eventually(async () => {
+      const all = await discovery();
+      const secure = await secureEntries();
+      expect(all.length).toBeGreaterThan(0);
+      expect(secure.length).toBe(all.length);
+      return secure;
+    }, 60_000);
+    for (const e of entries) {
+      expect(e.tlsUrl).toMatch(/^https:\/\/[^:]+:[^@]+@127\.0\.0\.1:\d+$/);
+      expect(fingerprintOf(e.cert.raw)).toBe(e.tlsFingerprint);
+    }
+  });
+
+  it('curl, Python requests and Chromium reach http and https sites through an https:// proxy URL', async () => {
+    const [entry] = await secureEntries();
+    if (!entry) throw new Error('no proxy with a TLS listener');
+    const spki = createHash('sha256')
+      .update(entry.cert.publicKey.export({ type: 'spki', format: 'der' }))
+      .digest('base64');
+
+    // curl: only the pinned certificate trusted (curl 7.88 ignores --proxy-pinnedpubkey), plain and CONNECT.
+    const url = new URL(entry.tlsUrl);
+    const proxy = { host: url.hostname, port: Number(url.port), auth: `${url.username}:${url.password}` };
+    const pinned = await pinnedCurlArgs(proxy, entry.cert, join(dir, 'proxy.pem'));
+    const plain = await curl(entry.tlsUrl, site.url + 'page/4', pinned);
+    expect(plain.status).toBe(200);
+    expect(ipOf(plain.body)).toBe(entry.egressIp);
+    const tunnel = await curl(entry.tlsUrl, tlsSite.url, [...pinned, '--cacert', ca]);
+    expect(tunnel.status).toBe(200);
+    // Another certificate trusted: curl refuses the listener before it sends the credentials.
+    const other = new X509Certificate(readFileSync(ca));
+    const impostor = await pinnedCurlArgs(proxy, other, join(dir, 'other.pem'));
+    await expect(curl(entry.tlsUrl, site.url, impostor)).rejects.toThrow(/SSL certificate problem/);
+
+    // Python requests (urllib3's HTTPS proxy support): verification off for the self-signed proxy.
+    const [s1, ip1, s2] = (await pythonRequests(entry.tlsUrl, site.url + 'page/5', tlsSite.url, 'false')) as [
+      number,
+      string,
+      number,
+    ];
+    expect([s1, s2]).toEqual([200, 200]);
+    expect(ip1).toBe(entry.egressIp);
+
+    // Chromium: an https proxy whose key is trusted by its SPKI hash.
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [...CHROMIUM_ARGS, `--ignore-certificate-errors-spki-list=${spki}`],
+      proxy: {
+        server: `https://${url.host}`,
+        username: decodeURIComponent(url.username),
+        password: decodeURIComponent(url.password),
+        bypass: '<-loopback>',
+      },
+    });
+    try {
+      const page = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+      for (const target of [site.url + 'page/6', tlsSite.url]) {
+        const res = await page.goto(target);
+        expect(res?.status()).toBe(200);
+        expect(ipOf((await page.locator('body').textContent()) ?? '')).toBe(entry.egressIp);
+      }
+    } finally {
+      await browser.close();
+    }
+  });
 });
 
 describe('e2e: the gateway with real clients', () => {

@@ -1,7 +1,8 @@
 /**
  * The `kubernetes` provider through the functions on the emulators, as a user drives it: `npm start`
  * with the sample config pointed at the fake Kubernetes API, the sample proxies published to the
- * request topic, Ready (probed through each Pod's real proxy), then deleted.
+ * request topic, Ready (probed through each Pod's stunnel sidecar in front of its real proxy, the
+ * certificate pinned), reachable by https:// proxy URLs, then deleted.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import { eventually } from '../support/eventually.js';
 import {
   expectLoadedLazily,
   expectServesOnlyWithCredentials,
+  expectServesOverPinnedTls,
   localConfigFrom,
   proxyOf,
   publishRequest,
@@ -82,6 +84,8 @@ describe('e2e: kubernetes provider through the functions', () => {
       expect(status?.address).toBe(`${ip}:${doc.spec.port || 8888}`);
       expect(pod?.metadata.labels).toMatchObject({ 'egress.dev/installation': 'prod', 'egress.dev/proxy': name });
       await expectServesOnlyWithCredentials(stack, name, String(status?.address), 8088 + OFFSET);
+      // The Pod's stunnel sidecar, with the certificate its init container made, pinned by the probe.
+      await expectServesOverPinnedTls(stack, name, ip ?? '', 8088 + OFFSET, join(dir, `${name}.pem`));
     }
     const health = (await stack.db.collection('providers').doc('k8s').get()).data();
     expect(health?.['status']).toBe('Healthy');

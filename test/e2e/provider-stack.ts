@@ -11,6 +11,8 @@ import { proxyDocSchema, type ProxyDoc } from '../../shared/domain/status.js';
 import type { RunningStack } from './stack.js';
 import { eventually } from '../support/eventually.js';
 import type { ApplyRequest } from '../../shared/domain/proxy.js';
+import { TlsPinError } from '../../shared/tls/pinned.js';
+import { pinnedCurlArgs, presentedCertificate } from '../support/pinned-proxy.js';
 
 const run = promisify(execFile);
 
@@ -81,6 +83,36 @@ export async function expectServesOnlyWithCredentials(
   expect(JSON.parse(stdout)).toHaveProperty('ip');
   const refused = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-x', `http://${address}`, target]);
   expect(refused.stdout).toBe('407');
+}
+
+/**
+ * A user's view of the proxy's TLS listener: its document names the TLS port and the pinned
+ * fingerprint; curl reaches the echo through the `https://` proxy URL trusting that certificate
+ * alone (`--proxy-cacert`), and a client pinning another fingerprint is refused before it sends
+ * anything.
+ *
+ * @param host - where clients reach the proxy (its address's host)
+ * @param pemFile - where the pinned certificate is written for curl
+ */
+export async function expectServesOverPinnedTls(
+  stack: RunningStack,
+  name: string,
+  host: string,
+  echoPort: number,
+  pemFile: string,
+): Promise<void> {
+  const status = (await proxyOf(stack, name))?.status;
+  const { port, tlsPort, tlsFingerprint } = status?.instance ?? {};
+  expect(tlsPort).toBe((port ?? 0) + 1);
+  expect(tlsFingerprint).toMatch(/^[0-9a-f]{64}$/);
+  expect(status?.conditions.find((c) => c.type === 'TlsPinned')?.status).toBe('True');
+  const creds = (await stack.db.collection('credentials').doc(name).get()).data();
+  const auth = `${encodeURIComponent(String(creds?.['username']))}:${encodeURIComponent(String(creds?.['password']))}`;
+  const certificate = await presentedCertificate(host, tlsPort ?? 0, tlsFingerprint);
+  const pinned = await pinnedCurlArgs({ host, port: tlsPort ?? 0, auth }, certificate, pemFile);
+  const { stdout } = await run('curl', ['-sS', '--max-time', '10', ...pinned, `http://127.0.0.1:${echoPort}/`]);
+  expect(JSON.parse(stdout)).toHaveProperty('ip');
+  await expect(presentedCertificate(host, tlsPort ?? 0, 'ab'.repeat(32))).rejects.toThrow(TlsPinError);
 }
 
 /** The check function's bundle imports `pkg` only dynamically: functions without that provider never load it. */

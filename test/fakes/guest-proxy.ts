@@ -5,7 +5,9 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTinyproxy, TINYPROXY_PATH } from '../../relay/backends/process/tinyproxy.js';
+import { startTinyproxy, TINYPROXY_PATH, type TinyproxyProcess } from '../../relay/backends/process/tinyproxy.js';
+import { STUNNEL_PATH } from '../../relay/backends/process/tls-listener.js';
+import { stunnelConfig } from '../../shared/providers/stunnel.js';
 
 /** Where a fake's guests keep their config and log files. */
 export interface GuestProxyStart {
@@ -73,7 +75,7 @@ export async function startGuestProxy(start: GuestProxyStart): Promise<GuestProx
   const port = configuredPort(start.config);
   const running = await startTinyproxy(
     {
-      tinyproxyPath: TINYPROXY_PATH,
+      program: TINYPROXY_PATH,
       markers: [`--egress-proxy=${start.name}`, ...start.markers],
       config: fakeMachineConfig(start),
       listen: { host: start.listen, port },
@@ -83,6 +85,63 @@ export async function startGuestProxy(start: GuestProxyStart): Promise<GuestProx
     },
     () => Promise.resolve(),
   );
+  return guestProcess(running);
+}
+
+/** A fake machine's TLS listener: where the product's stunnel.conf said, on the machine's address. */
+export interface GuestTlsStart {
+  /** The instance (VM or Pod) name: its files and its `--egress-tls=` marker. */
+  name: string;
+  /** The machine's address: stunnel accepts there and forwards to the proxy there. */
+  listen: string;
+  /** stunnel's `accept` port and the proxy port its `connect` names. */
+  tlsPort: number;
+  proxyPort: number;
+  /** The certificate and key the machine made, as files on this host. */
+  cert: string;
+  key: string;
+  markers: readonly string[];
+  dir: string;
+}
+
+/**
+ * Starts Debian's stunnel (`relay/backends/process/tls-listener.ts#STUNNEL_PATH`) as the machine's
+ * TLS listener and waits until it listens. The configuration is the product's
+ * (`shared/providers/stunnel.ts#stunnelConfig`) with the machine's address for its loopback and
+ * wildcard: a fake machine is one loopback address of the test host.
+ *
+ * @throws Error (PortInUseError, RetryableError) when it exits or does not listen within 10 s
+ */
+export async function startGuestTls(start: GuestTlsStart): Promise<GuestProxy> {
+  mkdirSync(start.dir, { recursive: true });
+  const running = await startTinyproxy(
+    {
+      program: STUNNEL_PATH,
+      // stunnel reads its config file and ignores what follows: the markers.
+      argv: (path, markers) => [path, ...markers],
+      markers: [`--egress-tls=${start.name}`, ...start.markers],
+      config: stunnelConfig({
+        accept: `${start.listen}:${start.tlsPort}`,
+        connect: `${start.listen}:${start.proxyPort}`,
+        cert: start.cert,
+        key: start.key,
+      }),
+      listen: { host: start.listen, port: start.tlsPort },
+      configPath: join(start.dir, `${start.name}-stunnel.conf`),
+      logPath: join(start.dir, `${start.name}-stunnel.log`),
+      timeoutMs: 10_000,
+    },
+    () => Promise.resolve(),
+  );
+  return guestProcess(running);
+}
+
+/** One `key = value` setting of a stunnel configuration; undefined when it is not set. */
+export function stunnelSetting(config: string, key: string): string | undefined {
+  return new RegExp(`^${key}\\s*=\\s*(\\S+)\\s*$`, 'm').exec(config)?.[1];
+}
+
+function guestProcess(running: TinyproxyProcess): GuestProxy {
   let alive = true;
   const exited = running.exited.then(() => void (alive = false));
   return {

@@ -16,6 +16,7 @@ import { expectationOf, publishTimes, requestBody } from './support/scenarios.js
 import { settle } from './support/settle.js';
 import { eventually } from '../support/eventually.js';
 import { iname, startWorld, type World } from './support/world.js';
+import { proxyPorts } from '../support/relay-harness.js';
 import { providersUnderTest, type ProviderKind } from './support/grounds.js';
 
 const FILE = 'test/guarantees/concurrency.test.ts';
@@ -28,7 +29,7 @@ const ROUNDS: Record<ProviderKind, number> = {
   kubernetes: scenarioCount(1, 10),
 };
 /** Proxy ports of the process backend. */
-const PORTS: [number, number] = [25300, 25399];
+const PORTS = proxyPorts(25300, 50);
 const CHECKS = 40;
 function concurrencySuite(kind: ProviderKind): void {
   const rounds = ROUNDS[kind];

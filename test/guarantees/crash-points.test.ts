@@ -22,6 +22,7 @@ import { replayHint, suiteSeed } from './support/prng.js';
 import { expectationOf, publishTimes, requestBody } from './support/scenarios.js';
 import { settle } from './support/settle.js';
 import { iname, INSTALLATION, startWorld, type Expected, type World } from './support/world.js';
+import { proxyPorts } from '../support/relay-harness.js';
 import { providersUnderTest, type ProviderKind } from './support/grounds.js';
 
 const FILE = 'test/guarantees/crash-points.test.ts';
@@ -54,7 +55,7 @@ const casesOf = (points: FaultPoint[]): CrashCase[] => [
 ];
 const relayed = (kind: ProviderKind) => kind === 'process' || kind === 'kvm';
 /** Process ports of the process backend. */
-const PORTS: [number, number] = [25200, 25299];
+const PORTS = proxyPorts(25200, 50);
 
 /** The relay's backend acts, then the relay dies before recording, acknowledging or reporting it. */
 const RELAY_CASES: CrashCase[] = [

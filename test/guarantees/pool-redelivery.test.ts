@@ -17,7 +17,7 @@ import { handleRequest, type RequestDeps } from '../../shared/requests.js';
 import type { PoolStore } from '../../shared/store/pools.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, poolCheckDeps, readyMembers, type PoolDriver } from '../support/pool-driver.js';
-import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { mulberry32, replayHint, scenarioCount, suiteSeed, type Rng } from './support/prng.js';
 
 const FILE = 'test/guarantees/pool-redelivery.test.ts';
@@ -100,7 +100,7 @@ async function leaked(pool: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  h = await startRelayHarness('pool-redelivery', [24460, 24489], { unhealthyAfter: 3 });
+  h = await startRelayHarness('pool-redelivery', proxyPorts(24460, 15), { unhealthyAfter: 3 });
   deps = poolCheckDeps(h);
   requests = { proxies: h.proxies, bus: h.bus, logger: h.logger, maxEvents: 50, pools: deps.pools, config: h.config };
 }, 60_000);

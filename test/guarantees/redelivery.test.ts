@@ -21,6 +21,7 @@ import { describeOps, expectAfter, generateOps, publishTimes, requestBody } from
 import { onTheWire } from './support/deliveries.js';
 import { allProblems, settle } from './support/settle.js';
 import { iname, startWorld, type Expected, type World } from './support/world.js';
+import { proxyPorts } from '../support/relay-harness.js';
 import { providersUnderTest, type ProviderKind } from './support/grounds.js';
 import { TOPICS } from '../../shared/bus/topics.js';
 
@@ -34,7 +35,7 @@ const SCENARIOS: Record<ProviderKind, number> = {
   kubernetes: scenarioCount(8, 100),
 };
 /** Proxy ports of the process backend; relay ids per provider. */
-const PORTS: [number, number] = [25000, 25199];
+const PORTS = proxyPorts(25000, 100);
 /** Scenarios run this many at once, each lane on its own names (more lanes: more load on the 2 cores). */
 const LANES = Number(process.env['GUARANTEE_LANES'] ?? 4);
 const POOL = 3;

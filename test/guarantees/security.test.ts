@@ -19,7 +19,7 @@ import { ProviderStore } from '../../shared/store/providers.js';
 import { ReportStore } from '../../shared/store/reports.js';
 import { eventually } from '../support/eventually.js';
 import { startKubeHarness } from '../support/kube-harness.js';
-import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { Figures } from './support/figures.js';
 import { orphanSpec } from './support/orphans.js';
 import { proxyProcesses } from './support/processes.js';
@@ -74,7 +74,7 @@ async function everythingStoredButCredentials(): Promise<string> {
 beforeAll(async () => {
   h = await startRelayHarness(
     'security',
-    [25600, 25602],
+    proxyPorts(25600, 4),
     { apiTokens: [TOKEN] },
     { onLog: (line) => lines.push(line) },
   );

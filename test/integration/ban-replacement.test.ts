@@ -13,7 +13,7 @@ import { ReportStore } from '../../shared/store/reports.js';
 import { callApi } from '../support/api-call.js';
 import { eventually } from '../support/eventually.js';
 import { applyRequest, settle } from '../support/reconcile-steps.js';
-import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { markPoolMember } from '../support/pool-member.js';
 
 const TOKEN = 'ban-test-token-0123456789';
@@ -46,10 +46,13 @@ async function measuredEgress(name: string): Promise<string | undefined> {
 }
 const createdAt = async (name: string) => (await doc(name)).status.instance?.createdAt;
 
+/** b-1, p-1 and b-1's replacements, with room to spare. */
+const PORTS = proxyPorts(24500, 6);
+
 beforeAll(async () => {
   h = await startRelayHarness(
     'ban',
-    [24500, 24505],
+    PORTS,
     { apiTokens: [TOKEN] },
     {
       backends: (stateDir) => [
@@ -58,7 +61,7 @@ beforeAll(async () => {
           type: 'process',
           stateDir,
           bindAddresses: ['127.0.0.1'],
-          portRange: [24500, 24505],
+          portRange: PORTS,
           egressAddresses: '127.5.0.0/24',
         },
       ],

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { eventually } from '../support/eventually.js';
+import { proxyPorts } from '../support/relay-harness.js';
 import { orphanSpec } from '../guarantees/support/orphans.js';
 import { INSTALLATION, PROVIDER, startWorld, type World } from '../guarantees/support/world.js';
 
@@ -12,7 +13,7 @@ let world: World;
 beforeAll(async () => {
   world = await startWorld({
     relay: 'gc-zero',
-    ports: [25700, 25702],
+    ports: proxyPorts(25700, 2),
     config: { gcGraceSeconds: 3600 },
     hooks: { list: (real) => real.map((i) => (zeroed.has(i.name) ? { ...i, createdAt: 0 } : i)) },
   });

@@ -3,7 +3,8 @@
  * own (test/support/qemu-host.ts) boots the Debian test image (scripts/guest-image.sh) with the
  * NoCloud seed the backend uploads; cloud-init configures tinyproxy with the proxy's credentials;
  * the relay finds the address, reads the guest's ready marker through the guest agent, probes
- * through the guest, replaces it when its qemu process is killed, and deletes every part of it.
+ * through the guest's TLS listener (stunnel, pinning the certificate the guest made), replaces it
+ * when its qemu process is killed, and deletes every part of it.
  */
 import { egressPolicySchema } from '../../shared/config/egress-policy.js';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -17,7 +18,9 @@ import { instanceName } from '../../shared/domain/names.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
 import { buildUserData } from '../../shared/providers/gcp/cloud-init.js';
+import { fingerprintOf, TlsPinError } from '../../shared/tls/pinned.js';
 import { kvmHostSchema } from '../../relay/config.js';
+import { pinnedCurlArgs, presentedCertificate } from '../support/pinned-proxy.js';
 import { domainXml } from '../../relay/backends/kvm/domain-xml.js';
 import { buildIso9660 } from '../../relay/backends/kvm/iso9660.js';
 import { eventually } from '../support/eventually.js';
@@ -108,6 +111,17 @@ async function curlThrough(address: string, auth: string | undefined, target: st
   );
   const lines = stdout.trimEnd().split('\n');
   return { status: Number(lines.pop()), body: lines.join('\n') };
+}
+
+/**
+ * curl through the guest's TLS listener at `ip:port` by an `https://` proxy URL, trusting only the
+ * certificate whose fingerprint is `fingerprint` (test/support/pinned-proxy.ts).
+ */
+async function curlPinned(ip: string, port: number, fingerprint: string, auth: string, target: string) {
+  const certificate = await presentedCertificate(ip, port, fingerprint);
+  const pem = path.join(listenerDir, `${ip}-${port}.pem`);
+  const pinned = await pinnedCurlArgs({ host: ip, port, auth }, certificate, pem);
+  return curlThrough(`${ip}:${port}`, auth, target, ['-sS', '--max-time', '10', ...pinned]);
 }
 
 beforeAll(async () => {
@@ -214,6 +228,22 @@ describe("kvm guest: a real cloud-init guest under libvirt's qemu driver", () =>
       expect((await curlThrough(address, undefined, h.echo.url)).status).toBe(407);
       // tinyproxy answers wrong credentials with 401, not 407 (RFC 9110 §15.5.8 wants 407): refused either way.
       expect((await curlThrough(address, `${credentials.username}:wrong`, h.echo.url)).status).toBe(401);
+
+      // The TLS listener: its certificate, made in the guest, pinned by the relay's first probe
+      // through it; the proxy's credentials travel inside TLS only.
+      const { tlsPort, tlsFingerprint } = doc.status.instance ?? {};
+      expect(tlsPort).toBe(Number(address.split(':')[1]) + 1);
+      expect(tlsFingerprint).toMatch(/^[0-9a-f]{64}$/);
+      expect(doc.status.health?.tlsFingerprint).toBe(tlsFingerprint);
+      expect(doc.status.conditions.find((c) => c.type === 'TlsPinned')).toMatchObject({ status: 'True' });
+      const pin = tlsFingerprint ?? '';
+      const secret = `${credentials.username}:${credentials.password}`;
+      const overTls = await curlPinned(ip, tlsPort ?? 0, pin, secret, h.echo.url);
+      expect(overTls.status).toBe(200);
+      expect(JSON.parse(overTls.body)).toEqual({ ip });
+      expect((await curlPinned(ip, tlsPort ?? 0, pin, `${credentials.username}:wrong`, h.echo.url)).status).toBe(401);
+      // Another pin: the connection is refused before anything is sent on it.
+      await expect(presentedCertificate(ip, tlsPort ?? 0, 'ab'.repeat(32))).rejects.toThrow(TlsPinError);
     },
     BOOT_MS + 60_000,
   );
@@ -323,6 +353,18 @@ describe('kvm guest: the gcp user-data, run by real cloud-init in the same image
         // The echo endpoint saw the guest as the caller: the request left through the guest's proxy.
         expect(JSON.parse(status.ok.body)).toEqual({ ip: status.ip });
         expect((await curlThrough(`${status.ip}:3128`, undefined, h.echo.url)).status).toBe(407);
+        // Its TLS listener on the next port serves the same proxy, behind a certificate of its own.
+        // Learnt on first use here, as the probe does, then pinned. The user-data starts it after
+        // tinyproxy (its certificate is made first), as the VM's readiness unit knows: wait for it.
+        const learnt = await eventually(
+          async () => fingerprintOf((await presentedCertificate(status.ip, 3129)).raw),
+          60_000,
+          1000,
+        );
+        const secret = `${credentials.username}:${credentials.password}`;
+        const overTls = await curlPinned(status.ip, 3129, learnt, secret, h.echo.url);
+        expect(overTls.status).toBe(200);
+        expect(JSON.parse(overTls.body)).toEqual({ ip: status.ip });
         // fence: the same refusals as the kvm seed's guest.
         await expectFenced(`${status.ip}:3128`, `${credentials.username}:${credentials.password}`);
       } finally {

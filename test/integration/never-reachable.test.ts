@@ -14,7 +14,7 @@ import type { RelayBackend } from '../../relay/backends/backend.js';
 import { callApi } from '../support/api-call.js';
 import { eventually } from '../support/eventually.js';
 import { applyRequest } from '../support/reconcile-steps.js';
-import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
 const TOKEN = 'never-reachable-token-0123456789';
 const LIMIT = 3;
@@ -68,10 +68,13 @@ const untilStopped = (name: string) =>
     300,
   );
 
+/** The LIMIT instances of u-1, one after another, with room to spare. */
+const PORTS = proxyPorts(24520, 2 * LIMIT);
+
 beforeAll(async () => {
   h = await startRelayHarness(
     'never-reachable',
-    [24520, 24525],
+    PORTS,
     { apiTokens: [TOKEN], unhealthyAfter: 2, neverReadyLimit: LIMIT },
     {
       backends: (stateDir) => [
@@ -80,7 +83,7 @@ beforeAll(async () => {
           type: 'process',
           stateDir,
           bindAddresses: ['127.0.0.1'],
-          portRange: [24520, 24525],
+          portRange: PORTS,
           advertiseHost: '192.0.2.1',
         },
       ],

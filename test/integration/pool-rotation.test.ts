@@ -13,7 +13,7 @@ import type { CheckDeps } from '../../shared/reconcile/check.js';
 import type { PoolStore } from '../../shared/store/pools.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, poolCheckDeps, readyMembers, samplePool, type PoolDriver } from '../support/pool-driver.js';
-import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
 let h: RelayHarness;
 let deps: CheckDeps & { pools: PoolStore };
@@ -57,7 +57,8 @@ async function settled(labels: Record<string, string>, ms: number, born?: number
 }
 
 beforeAll(async () => {
-  h = await startRelayHarness('pool-rotation', [24400, 24429], { unhealthyAfter: 3 });
+  // replicas + maxSurge = 22 members at most, drained ones included; room for 30.
+  h = await startRelayHarness('pool-rotation', proxyPorts(25800, 30), { unhealthyAfter: 3 });
   deps = poolCheckDeps(h);
   driver = drivePool(deps, 'rot', () => Date.now() + shift);
 }, 60_000);

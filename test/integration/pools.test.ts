@@ -13,7 +13,7 @@ import { handleRequest, type RequestDeps } from '../../shared/requests.js';
 import type { PoolStore } from '../../shared/store/pools.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, poolCheckDeps, readyMembers, type PoolDriver } from '../support/pool-driver.js';
-import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { applyRequest } from '../support/reconcile-steps.js';
 
 let h: RelayHarness;
@@ -70,7 +70,7 @@ const converge = (want: Awaited<ReturnType<typeof spread>>, ms = 60_000) =>
 beforeAll(async () => {
   h = await startRelayHarness(
     'pools',
-    [24440, 24459],
+    proxyPorts(24400, 20),
     {
       poolRecoverSeconds: 3,
       healthIntervalSeconds: 60,
@@ -86,14 +86,14 @@ beforeAll(async () => {
           type: 'process',
           stateDir: join(stateDir, 'a'),
           bindAddresses: ['127.0.0.1'],
-          portRange: [24440, 24449],
+          portRange: proxyPorts(24400, 10),
         },
         {
           provider: 'proc-b',
           type: 'process',
           stateDir: join(stateDir, 'b'),
           bindAddresses: ['127.0.0.1'],
-          portRange: [24450, 24459],
+          portRange: proxyPorts(24420, 10),
         },
       ],
     },

@@ -13,7 +13,7 @@ import type { CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { eventually } from '../support/eventually.js';
 import { applyRequest, settle as settleWith } from '../support/reconcile-steps.js';
-import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
+import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
 let h: RelayHarness;
 let deps: CheckDeps;
@@ -42,7 +42,8 @@ const settle = (name: string, until: (phase: string | undefined) => boolean, ms 
   settleWith(deps, name, until, ms, 300);
 
 beforeAll(async () => {
-  h = await startRelayHarness('reconcile', [24200, 24202], {
+  // At most three proxies at once: r-1, g-1 and gc's orphan (d-1 is gone before them).
+  h = await startRelayHarness('reconcile', proxyPorts(24200, 3), {
     gcGraceSeconds: 60,
     backoffBaseSeconds: 30,
     unhealthyAfter: 2,
@@ -69,6 +70,7 @@ describe('reconcile', () => {
       'Healthy=True',
       'Provisioned=True',
       'Ready=True',
+      'TlsPinned=True',
     ]);
     expect(doc?.status.health?.egressIp).toBe('127.0.0.1');
     expect(await h.proxies.credentials('r-1')).toMatchObject({ username: 'u-r-1' });

@@ -11,6 +11,8 @@ import { runCheck } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
 import { eventually } from '../support/eventually.js';
+import { presentedCertificate } from '../support/pinned-proxy.js';
+import { fingerprintOf } from '../../shared/tls/pinned.js';
 import { applyRequest, settle } from '../support/reconcile-steps.js';
 import { startGceHarness, type GceHarness } from '../support/gce-harness.js';
 
@@ -53,6 +55,21 @@ describe('gcp provider through the reconciler', () => {
       'egress-proxy': 'g-1',
       'egress-spec': doc?.status.instance?.specHash,
     });
+  });
+
+  it("reports the VM's TLS listener on the next port; the check's probe goes through it and pins its certificate", async () => {
+    await h.proxies.apply(apply('g-tls'), Date.now(), Date.now());
+    await settle(h.deps, 'g-tls', (p) => p === 'Ready');
+    const doc = (await h.proxies.get('g-tls'))?.doc;
+    const vm = vmOf('g-tls');
+    const { tlsPort, tlsFingerprint } = doc?.status.instance ?? {};
+    expect(tlsPort).toBe(3129);
+    expect(tlsFingerprint).toMatch(/^[0-9a-f]{64}$/);
+    expect(doc?.status.health?.tlsFingerprint).toBe(tlsFingerprint);
+    expect(doc?.status.conditions.find((c) => c.type === 'TlsPinned')).toMatchObject({ status: 'True' });
+    // A client at the external address meets the certificate that was pinned.
+    const certificate = await presentedCertificate(vm?.natIP ?? '', 3129, tlsFingerprint);
+    expect(fingerprintOf(certificate.raw)).toBe(tlsFingerprint);
   });
 
   it('the probe reaches the VM at its internal address (over the VPC); clients reach it at the external one', async () => {

@@ -12,7 +12,10 @@ import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { RelayStore } from '../../shared/store/relays.js';
+import { probeThroughProxy } from '../../shared/probe/probe.js';
+import { fingerprintOf, TlsPinError } from '../../shared/tls/pinned.js';
 import { emulatorEnv } from '../support/emulator-env.js';
+import { presentedCertificate } from '../support/pinned-proxy.js';
 import { eventually } from '../support/eventually.js';
 import { applyRequest, settle } from '../support/reconcile-steps.js';
 import { startKubeHarness, type KubeHarness } from '../support/kube-harness.js';
@@ -43,6 +46,41 @@ describe('kubernetes provider through the reconciler', () => {
       'egress.dev/proxy': 'k-1',
       'egress.dev/spec-hash': doc?.status.instance?.specHash,
     });
+  });
+
+  it("reports the Pod's TLS sidecar on the next port; the probe goes through it and pins the certificate made in the Pod", async () => {
+    await h.proxies.apply(apply('k-tls'), Date.now(), Date.now());
+    await settle(h.deps, 'k-tls', (p) => p === 'Ready');
+    const doc = (await h.proxies.get('k-tls'))?.doc;
+    const ip = podOf('k-tls')?.status.podIP ?? '';
+    const { tlsPort, tlsFingerprint } = doc?.status.instance ?? {};
+    expect(tlsPort).toBe(8889);
+    expect(tlsFingerprint).toMatch(/^[0-9a-f]{64}$/);
+    expect(doc?.status.health?.tlsFingerprint).toBe(tlsFingerprint);
+    expect(doc?.status.conditions.find((c) => c.type === 'TlsPinned')).toMatchObject({ status: 'True' });
+    // A client meets the pinned certificate at the Pod, and its credentials work inside TLS.
+    const certificate = await presentedCertificate(ip, 8889, tlsFingerprint);
+    expect(fingerprintOf(certificate.raw)).toBe(tlsFingerprint);
+    const credentials = await h.proxies.credentials('k-tls', { incarnation: doc?.createdAt ?? '' });
+    const through = (fingerprint: string | undefined) =>
+      probeThroughProxy({
+        host: ip,
+        port: 8888,
+        username: credentials?.username ?? '',
+        password: credentials?.password ?? '',
+        echoUrl: h.echo.url,
+        timeoutMs: 5000,
+        tls: { port: 8889, fingerprint },
+      });
+    expect(await through(tlsFingerprint)).toMatchObject({ ok: true, tlsFingerprint });
+    // A wrong pin: no credentials are sent, the listener is refused.
+    const wrong = await through('ab'.repeat(32));
+    expect(wrong.ok).toBe(false);
+    expect(wrong.tlsFingerprint).toBe(tlsFingerprint);
+    await expect(presentedCertificate(ip, 8889, 'ab'.repeat(32))).rejects.toThrow(TlsPinError);
+    // Gone again: the later cases count this installation's Pods.
+    await h.proxies.requestDelete('k-tls', Date.now(), Date.now());
+    await settle(h.deps, 'k-tls', (p) => p === undefined);
   });
 
   it('a Pod deleted behind our back is recreated', async () => {

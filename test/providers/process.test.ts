@@ -4,14 +4,14 @@
  * real proxy processes, and its reports are applied to the real Firestore emulator.
  */
 import { findByMarkers } from '../../relay/backends/process/processes.js';
-import { startRelayHarness } from '../support/relay-harness.js';
+import { proxyPorts, startRelayHarness } from '../support/relay-harness.js';
 import { runProviderContract } from './contract.case.js';
 
 runProviderContract({
   type: 'process',
   timeoutMs: 20_000,
   async setup() {
-    const h = await startRelayHarness('contract-process', [24000, 24099]);
+    const h = await startRelayHarness('contract-process', proxyPorts(24000, 50));
     const provider = h.registry.get('proc');
     if (!provider) throw new Error('registry built no provider');
     return {

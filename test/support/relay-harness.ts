@@ -27,6 +27,7 @@ import { createRelayAgent, type RelayAgent, type RelayAgentDeps } from '../../re
 import type { RelayBackend } from '../../relay/backends/backend.js';
 import { createBackends } from '../../relay/backends/create-backends.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
+import { PORTS_PER_INSTANCE } from '../../relay/backends/process/ports.js';
 import { parseRelayConfig } from '../../relay/config.js';
 import { createStreamingSubscription } from '../../relay/streaming-subscription.js';
 import { emulatorEnv } from './emulator-env.js';
@@ -72,8 +73,17 @@ export interface RelayHarnessOptions {
 }
 
 /**
+ * The `portRange` of a process backend that holds `proxies` instances at once from port `first`
+ * (each takes its proxy's port and its TLS listener's).
+ */
+export function proxyPorts(first: number, proxies: number): [number, number] {
+  return [first, first + proxies * PORTS_PER_INSTANCE - 1];
+}
+
+/**
  * @param name - test name: the relay id, the log file, and the project id prefix
- * @param portRange - proxy ports for this harness (keep ranges of parallel files apart)
+ * @param portRange - the default `proc` backend's ports, from {@link proxyPorts} (keep ranges of parallel
+ *   files apart; unused when `options.backends` is given)
  * @param overrides - config fields (intervals, grace periods) for the functions' side
  */
 export async function startRelayHarness(

@@ -49,7 +49,7 @@ export async function startVendor(count: number): Promise<Vendor> {
   const spawnAt = (port: number, credentials: { username: string; password: string }) =>
     spawnTinyproxy(
       {
-        tinyproxyPath: TINYPROXY_PATH,
+        program: TINYPROXY_PATH,
         markers: ['static-vendor'],
         config: tinyproxyConfig({ host, port, credentials, egress: ANY_PORT }),
         listen: { host, port },

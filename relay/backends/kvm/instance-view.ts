@@ -4,6 +4,7 @@ import type { Instance } from '../../../shared/providers/contract.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
 import { attrs, type Found, type KvmHosts } from './hosts.js';
 import { firstAddress, instanceState, isActive } from './observe.js';
+import { guestTlsPort } from '../../../shared/providers/stunnel.js';
 import { guestSaysReady } from './readiness.js';
 
 /** Observes domains; remembers which incarnations said they were ready. */
@@ -37,6 +38,8 @@ export class InstanceViewer {
       state: booting ? 'Pending' : instanceState(state, address !== undefined),
       ip: address?.ip ?? '',
       port: metadata.port,
+      // The seed's stunnel listens on the next port (its create refused a port without one).
+      tlsPort: guestTlsPort(metadata.port),
       createdAt: metadata.createdAt,
     };
   }

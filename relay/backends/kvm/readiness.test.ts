@@ -41,7 +41,7 @@ describe('guest readiness', () => {
   it('the seed step writes the marker the backend accepts, for its instance and port only', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'egress-ready-'));
     try {
-      const [, , script] = readyMarkerCommand('ep-1', 3128);
+      const [, , script] = readyMarkerCommand('ep-1', 3128, 3129);
       // Run the step's shell against a scratch directory instead of /var/lib (nothing listens: it gives up waiting fast).
       const local = (script ?? '')
         .replaceAll(READY_MARKER, path.join(dir, 'ready'))

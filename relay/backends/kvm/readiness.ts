@@ -20,13 +20,17 @@ const agentReply = <T extends z.ZodType>(value: T) => z.object({ return: value }
 const openReply = agentReply(z.number().int());
 const readReply = agentReply(z.object({ 'buf-b64': z.string(), eof: z.boolean().optional() }));
 
-/** The shell step of the seed that writes the marker once `port` listens (at most 120 s of waiting). */
-export function readyMarkerCommand(instance: string, port: number): string[] {
+/**
+ * The shell step of the seed that writes the marker once `port` and the TLS listener's `tlsPort`
+ * listen (at most 120 s of waiting).
+ */
+export function readyMarkerCommand(instance: string, port: number, tlsPort: number): string[] {
   const line = JSON.stringify({ instance, port });
+  const listening = `ss -Htln "sport = :${port}" | grep -q . && ss -Htln "sport = :${tlsPort}" | grep -q .`;
   return [
     'sh',
     '-c',
-    `for i in $(seq 120); do ss -Htln "sport = :${port}" | grep -q . && break; sleep 1; done; ` +
+    `for i in $(seq 120); do ${listening} && break; sleep 1; done; ` +
       `mkdir -p ${posix.dirname(READY_MARKER)} && printf '%s\\n' '${line}' > ${READY_MARKER}.tmp && mv ${READY_MARKER}.tmp ${READY_MARKER}`,
   ];
 }

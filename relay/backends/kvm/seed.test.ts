@@ -64,7 +64,7 @@ describe('buildSeed', () => {
       write_files: Array<{ path: string; content: string; defer: boolean }>;
       runcmd: string[][];
     };
-    expect(doc.packages).toEqual(['tinyproxy', 'qemu-guest-agent', 'nftables']);
+    expect(doc.packages).toEqual(['tinyproxy', 'qemu-guest-agent', 'nftables', 'stunnel4', 'openssl']);
     const conf = doc.write_files.find((f) => f.path === '/etc/tinyproxy/tinyproxy.conf');
     expect(conf?.defer).toBe(true);
     expect(conf?.content).toMatch(/^Port 3128$/m);

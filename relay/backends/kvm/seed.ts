@@ -1,6 +1,7 @@
 /**
  * The NoCloud seed of a kvm guest: `user-data` installs tinyproxy (configured with the proxy's
- * port and credentials, fenced by the backend's egress policy) and the QEMU guest agent; `meta-data` names the instance. Both go into an
+ * port and credentials, fenced by the backend's egress policy, behind a stunnel TLS listener on the
+ * next port) and the QEMU guest agent; `meta-data` names the instance. Both go into an
  * ISO 9660 image labelled `cidata`, which cloud-init's NoCloud datasource finds by its label.
  */
 import { stringify } from 'yaml';
@@ -11,6 +12,7 @@ import {
   fenceFile,
   tinyproxyConfigFile,
 } from '../../../shared/providers/tinyproxy.js';
+import { guestStunnelCommands, guestStunnelFiles, guestTlsPort } from '../../../shared/providers/stunnel.js';
 import { buildIso9660 } from './iso9660.js';
 import { readyMarkerCommand } from './readiness.js';
 
@@ -36,7 +38,8 @@ export interface Seed {
 }
 
 /**
- * @throws PermanentError on `credentials` tinyproxy's config grammar cannot carry
+ * @throws PermanentError on `credentials` tinyproxy's config grammar cannot carry, or a `port`
+ *   that leaves no TLS port
  */
 export function buildSeed(input: SeedInput): Seed {
   const userData = buildUserData(input);
@@ -53,22 +56,24 @@ export function buildSeed(input: SeedInput): Seed {
 }
 
 /**
- * The `#cloud-config` document: tinyproxy and the guest agent (the third source of the guest's
- * address) installed, the proxy configuration and the fence written after the package (`defer`,
- * when the `tinyproxy` user exists), the fence loaded, then both services enabled and restarted, and last the marker that
- * tells the backend the proxy serves (`readiness.ts`).
+ * The `#cloud-config` document: tinyproxy, stunnel and the guest agent (the third source of the
+ * guest's address) installed, the proxy configuration, the fence and the TLS listener written after
+ * the packages (`defer`, when their users exist), the fence loaded, then the services enabled and
+ * restarted (the listener with a certificate made on the guest), and last the marker that tells the
+ * backend the proxy and its TLS listener serve (`readiness.ts`).
  */
 function buildUserData(input: SeedInput): string {
   const doc = {
     package_update: true,
-    packages: ['tinyproxy', 'qemu-guest-agent', 'nftables'],
-    write_files: [tinyproxyConfigFile(input), fenceFile(input.egress)],
+    packages: ['tinyproxy', 'qemu-guest-agent', 'nftables', 'stunnel4', 'openssl'],
+    write_files: [tinyproxyConfigFile(input), fenceFile(input.egress), ...guestStunnelFiles(input.port)],
     runcmd: [
       enableUnitCommand('qemu-guest-agent', { now: true }),
       ...fenceCommands(),
       enableUnitCommand('tinyproxy'),
       ['systemctl', 'restart', 'tinyproxy'],
-      readyMarkerCommand(input.instance, input.port),
+      ...guestStunnelCommands(),
+      readyMarkerCommand(input.instance, input.port, guestTlsPort(input.port)),
     ],
   };
   return `#cloud-config\n# egress proxy ${input.proxy} (instance ${input.instance}), written by the kvm relay backend\n${stringify(doc)}`;

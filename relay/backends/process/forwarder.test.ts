@@ -129,7 +129,8 @@ describe('a proxy with a loopback egress address', { timeout: 30_000 }, () => {
     const pid = await forwarderPid();
     const markers = forwarderMarkers('pf', await realpath(stateDir));
     expect(await isOurs(pid, markers)).toBe(true);
-    expect(await stopAllInstances(stateDir)).toBe(3);
+    // The forwarder, and two instances of a proxy and its TLS listener.
+    expect(await stopAllInstances(stateDir)).toBe(5);
     expect(await isOurs(pid, markers)).toBe(false);
   });
 });

@@ -68,7 +68,7 @@ export class Forwarder {
       try {
         const pid = await spawnTinyproxy(
           {
-            tinyproxyPath: this.opts.tinyproxyPath,
+            program: this.opts.tinyproxyPath,
             markers,
             config: forwarderConfig(listen, this.opts.egress),
             runAs: this.opts.runAs,

@@ -1,4 +1,4 @@
-/** The `process` backend: each proxy instance is a detached tinyproxy process on the relay's own host. */
+/** The `process` backend: each proxy instance is a detached tinyproxy process on the relay's own host, behind a stunnel TLS listener. */
 import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { NotFoundError, PermanentError, RetryableError, ValidationError } from '../../../shared/errors.js';
@@ -16,6 +16,7 @@ import { awaitExit, findByMarkers, isOurs, LeftoverProcesses, terminate } from '
 import { egressAddress, markerArgs } from './proxy-config.js';
 import { newInstanceRecord, StateStore, type InstanceRecord, type ReadResult } from './state.js';
 import { PortInUseError, spawnTinyproxy, TINYPROXY_PATH, tinyproxyConfig } from './tinyproxy.js';
+import { startTlsListener, STUNNEL_PATH, tlsMarkers } from './tls-listener.js';
 
 export type { ProcessBackendOptions } from './options.js';
 export { stopAllInstances } from './stop-all.js';
@@ -86,7 +87,7 @@ class ProcessBackend implements RelayBackend {
         'spec.name',
       );
     }
-    if (existing.kind === 'ok' && (await isOurs(existing.record.pid, markers))) {
+    if (existing.kind === 'ok' && (await this.alive(existing.record, store))) {
       this.log.info('adopting running instance', { instance: spec.name, pid: existing.record.pid });
       return this.toInstance(existing.record, 'Running');
     }
@@ -108,11 +109,19 @@ class ProcessBackend implements RelayBackend {
     // No live process on record: make sure no unrecorded one of this name is left behind (a
     // corrupt record's process, or one of an earlier run whose state file was lost).
     this.leftovers ??= new LeftoverProcesses(markers[1]);
-    const unrecorded = existing.kind === 'corrupt' ? findByMarkers(markers) : this.leftovers.take(markers[0]);
-    for (const pid of await unrecorded) await terminate(pid, markers);
-    // A process killed out of band may still be exiting, holding the port it is restarted on.
-    if (existing.kind === 'ok') await awaitExit(existing.record.pid, markers);
-    const preferred = existing.kind === 'ok' ? existing.record.port : undefined;
+    const tls = tlsMarkers(spec.name, store.root);
+    for (const marks of [markers, tls]) {
+      const unrecorded = existing.kind === 'corrupt' ? findByMarkers(marks) : this.leftovers.take(marks[0]);
+      for (const pid of await unrecorded) await terminate(pid, marks);
+    }
+    if (existing.kind === 'ok') {
+      // The half of an instance still running (its proxy or its TLS listener) goes: both start again.
+      await terminate(existing.record.pid, markers);
+      if (existing.record.tlsPid !== undefined) await terminate(existing.record.tlsPid, tls);
+      // A process killed out of band may still be exiting, holding the port it is restarted on.
+      await awaitExit(existing.record.pid, markers);
+    }
+    const preferred = existing.kind === 'ok' ? { port: existing.record.port, tls: existing.record.tlsPort } : {};
     const exclude = new Set<number>();
     // Its own source address: kept by a restarted instance, fresh for a new one.
     const source = await this.egress?.reserve(
@@ -131,7 +140,7 @@ class ProcessBackend implements RelayBackend {
     host: string,
     store: StateStore,
     markers: [string, string],
-    preferred: number | undefined,
+    preferred: { port?: number | undefined; tls?: number | undefined },
     exclude: Set<number>,
     source: string | undefined,
   ): Promise<Instance> {
@@ -139,11 +148,12 @@ class ProcessBackend implements RelayBackend {
       const port = await this.ports.reserve({
         host,
         requested: spec.port,
-        preferred,
+        preferred: preferred.port,
         exclude,
         taken: async () => (await store.takenBy(spec.name)).ports,
       });
       const record = newInstanceRecord(spec, this.name, { host, port, source });
+      let pid: number | undefined;
       try {
         const config = tinyproxyConfig({
           host,
@@ -153,13 +163,13 @@ class ProcessBackend implements RelayBackend {
           upstream: this.forwarder?.address,
           egress: this.opts.egress,
         });
-        const pid = await backendCall(
+        pid = await backendCall(
           'process.spawn',
           { 'process.instance': spec.name, 'server.address': host, 'server.port': port },
           () =>
             spawnTinyproxy(
               {
-                tinyproxyPath: this.opts.tinyproxyPath ?? TINYPROXY_PATH,
+                program: this.opts.tinyproxyPath ?? TINYPROXY_PATH,
                 markers,
                 config,
                 listen: { host, port },
@@ -168,12 +178,15 @@ class ProcessBackend implements RelayBackend {
                 timeoutMs: this.opts.startTimeoutMs ?? 10_000,
                 runAs: this.opts.runAs,
               },
-              (pid) => store.write({ ...record, pid }),
+              (spawned) => store.write({ ...record, pid: spawned }),
             ),
         );
         this.log.info('started proxy process', { instance: spec.name, pid, host, port, egressAddress: source });
-        return this.toInstance({ ...record, pid }, 'Running');
+        const started = await this.startTls({ ...record, pid }, store, preferred.tls, new Set([...exclude, port]));
+        return this.toInstance(started, 'Running');
       } catch (err) {
+        // No proxy without its TLS listener: one whose listener failed is stopped.
+        if (pid !== undefined) await terminate(pid, markers);
         await store.removeRecord(spec.name);
         if (err instanceof PortInUseError && spec.port === 0 && attempt < MAX_START_ATTEMPTS) {
           exclude.add(port);
@@ -186,6 +199,58 @@ class ProcessBackend implements RelayBackend {
         this.ports.release(port);
       }
     }
+  }
+
+  /**
+   * Starts the TLS listener of a started proxy on a port of its own (the one it had, for a
+   * restarted instance) and records it.
+   *
+   * @returns the record with the listener
+   */
+  private async startTls(
+    record: InstanceRecord,
+    store: StateStore,
+    preferred: number | undefined,
+    exclude: Set<number>,
+  ): Promise<InstanceRecord> {
+    const { name, host } = record;
+    const tlsPort = await this.ports.reserve({
+      host,
+      requested: 0,
+      preferred,
+      exclude,
+      taken: async () => (await store.takenBy(name)).ports,
+    });
+    try {
+      const withPort = { ...record, tlsPort };
+      const tlsPid = await backendCall(
+        'process.spawn',
+        { 'process.instance': name, 'server.address': host, 'server.port': tlsPort },
+        () =>
+          startTlsListener(
+            {
+              name,
+              store,
+              listen: { host, port: tlsPort },
+              proxy: { host, port: record.port },
+              stunnelPath: this.opts.stunnelPath ?? STUNNEL_PATH,
+              timeoutMs: this.opts.startTimeoutMs ?? 10_000,
+              runAs: this.opts.runAs,
+            },
+            (spawned) => store.write({ ...withPort, tlsPid: spawned }),
+          ),
+      );
+      this.log.info('started TLS listener', { instance: name, pid: tlsPid, host, port: tlsPort });
+      return { ...withPort, tlsPid };
+    } finally {
+      this.ports.release(tlsPort);
+    }
+  }
+
+  /** Whether the instance's processes run: its proxy, and its TLS listener when it has one. */
+  private async alive(record: InstanceRecord, store: StateStore): Promise<boolean> {
+    if (!(await isOurs(record.pid, markerArgs(record.name, store.root)))) return false;
+    return record.tlsPid === undefined || isOurs(record.tlsPid, tlsMarkers(record.name, store.root));
   }
 
   async get(name: string): Promise<Instance> {
@@ -205,12 +270,14 @@ class ProcessBackend implements RelayBackend {
       const markers = markerArgs(name, store.root);
       const result = await store.read(name);
       if (result.kind === 'ok' && result.record.provider !== this.name) return;
+      const tls = tlsMarkers(name, store.root);
       await backendCall('process.terminate', { 'process.instance': name }, async () => {
         if (result.kind === 'ok' && (await terminate(result.record.pid, markers))) {
           this.log.info('stopped proxy process', { instance: name, pid: result.record.pid });
         }
+        if (result.kind === 'ok' && result.record.tlsPid !== undefined) await terminate(result.record.tlsPid, tls);
         // A process whose state was lost or corrupted still carries the markers.
-        for (const pid of await findByMarkers(markers)) await terminate(pid, markers);
+        for (const marks of [markers, tls]) for (const pid of await findByMarkers(marks)) await terminate(pid, marks);
       });
       await store.remove(name);
     });
@@ -294,8 +361,7 @@ class ProcessBackend implements RelayBackend {
   private async observe(store: StateStore, record: InstanceRecord): Promise<Instance> {
     // A process that does not listen yet may still fail to start.
     if (this.starting.has(record.name)) return this.toInstance(record, 'Pending');
-    const alive = await isOurs(record.pid, markerArgs(record.name, store.root));
-    return this.toInstance(record, alive ? 'Running' : 'Terminated');
+    return this.toInstance(record, (await this.alive(record, store)) ? 'Running' : 'Terminated');
   }
 
   private toInstance(record: InstanceRecord, state: InstanceState): Instance {
@@ -307,6 +373,7 @@ class ProcessBackend implements RelayBackend {
       state,
       ip: this.opts.advertiseHost ?? record.host,
       port: record.port,
+      ...(record.tlsPort !== undefined && { tlsPort: record.tlsPort }),
       createdAt: record.createdAt,
     };
   }

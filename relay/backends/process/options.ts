@@ -10,6 +10,7 @@ import type { RunAs } from './fence.js';
 import type { Forwarder } from './forwarder.js';
 import type { StateStore } from './state.js';
 import { TINYPROXY_PATH } from './tinyproxy.js';
+import { STUNNEL_PATH } from './tls-listener.js';
 
 /** How a process backend is set up (one per configured `process` provider on a relay). */
 export interface ProcessBackendOptions {
@@ -29,6 +30,8 @@ export interface ProcessBackendOptions {
   portRange: readonly [number, number];
   /** The tinyproxy executable (default `/usr/bin/tinyproxy`, Debian package `tinyproxy-bin`). */
   tinyproxyPath?: string | undefined;
+  /** The stunnel executable of the proxies' TLS listeners (default `/usr/bin/stunnel4`, Debian package `stunnel4`). */
+  stunnelPath?: string | undefined;
   /** The IP reported to clients and the prober; defaults to the bind address. */
   advertiseHost?: string | undefined;
   /**
@@ -75,7 +78,7 @@ export function resolveBindAddress(
 }
 
 /**
- * Healthy when the port range is valid, the state directory writable, tinyproxy executable, the
+ * Healthy when the port range is valid, the state directory writable, tinyproxy and stunnel executable, the
  * kernel fence loaded (with `runAs`) and the forwarder (when the backend has one) running: a dead
  * one is started again here.
  */
@@ -96,21 +99,24 @@ export async function checkHealth(
     return health(false, `port range ${lo}-${hi} is not a valid range`);
   }
   const tinyproxy = opts.tinyproxyPath ?? TINYPROXY_PATH;
+  const stunnel = opts.stunnelPath ?? STUNNEL_PATH;
   try {
     const store = await state();
     const probe = path.join(store.root, `.check-${process.pid}`);
     await writeFile(probe, 'ok');
     await rm(probe, { force: true });
     await access(tinyproxy, constants.X_OK);
+    await access(stunnel, constants.X_OK);
     // Before the forwarder: no process of this backend runs unfenced.
     await fence();
-    const message = `state in ${store.root}, ports ${lo}-${hi}, ${tinyproxy}`;
+    const message = `state in ${store.root}, ports ${lo}-${hi}, ${tinyproxy}, ${stunnel}`;
     if (forwarder === undefined) return health(true, message);
     const pid = await forwarder.ensure(store);
     const { host, port } = forwarder.address;
     return health(true, `${message}, forwarder ${host}:${port} (pid ${pid})`);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
-    return health(false, reason.includes(tinyproxy) ? `${reason} (Debian package tinyproxy-bin)` : reason);
+    if (reason.includes(tinyproxy)) return health(false, `${reason} (Debian package tinyproxy-bin)`);
+    return health(false, reason.includes(stunnel) ? `${reason} (Debian package stunnel4)` : reason);
   }
 }

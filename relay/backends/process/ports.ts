@@ -3,6 +3,12 @@ import net from 'node:net';
 import { PermanentError, QuotaExceededError } from '../../../shared/errors.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 
+/**
+ * Ports of `portRange` one instance takes: its proxy's and its TLS listener's. A range of N ports
+ * holds N / 2 instances.
+ */
+export const PORTS_PER_INSTANCE = 2;
+
 /** True when nothing listens on `host:port` right now (we bind it briefly and let go). */
 export function canBind(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -73,7 +79,9 @@ export class PortAllocator {
         this.reserved.add(port);
         return port;
       }
-      throw new QuotaExceededError(`no free port in ${lo}-${hi} on ${req.host}`);
+      throw new QuotaExceededError(
+        `no free port in ${lo}-${hi} on ${req.host} (each instance takes ${PORTS_PER_INSTANCE}: its proxy's and its TLS listener's)`,
+      );
     });
   }
 

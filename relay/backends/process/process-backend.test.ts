@@ -1,6 +1,7 @@
 /** The process backend end to end: real tinyproxy processes in a temporary state directory. */
 import { localEgressPolicy } from '../../../shared/config/egress-policy.js';
 import { mkdtemp, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -17,6 +18,7 @@ import {
 import { createLogger } from '../../../shared/logger.js';
 import { startEchoServer, type EchoServer } from '../../../shared/probe/echo-server.js';
 import { probeThroughProxy } from '../../../shared/probe/probe.js';
+import { fingerprintOf } from '../../../shared/tls/pinned.js';
 import type { InstanceSpec } from '../../../shared/providers/contract.js';
 import type { RelayBackend } from '../backend.js';
 import { createProcessBackend, stopAllInstances, type ProcessBackendOptions } from './index.js';
@@ -163,6 +165,43 @@ describe('process backend', { timeout: 30_000 }, () => {
     expect(await backend.credentials('ep-alpha')).toEqual({ username: 'user', password: PASSWORD });
   });
 
+  it('serves the proxy through a TLS listener of its own, whose key stays on the host and whose certificate is pinned', async () => {
+    const instance = await backend.create(spec('ep-tls'));
+    expect(instance.tlsPort).toBeGreaterThanOrEqual(21000);
+    expect(instance.tlsPort).not.toBe(instance.port);
+    const files = new StateStore(await realpath(stateDir)).tlsPaths('ep-tls');
+    expect((await stat(files.key)).mode & 0o777).toBe(0o600);
+    const fingerprint = fingerprintOf(new X509Certificate(await readFile(files.cert)).raw);
+
+    const base = { host: instance.ip, port: instance.port, echoUrl: echo.url, timeoutMs: 3000, username: 'user' };
+    const tls = { port: instance.tlsPort ?? 0 };
+    // First use learns the certificate; the pinned one is accepted; another is refused.
+    const learnt = await probeThroughProxy({ ...base, password: PASSWORD, tls });
+    expect(learnt).toMatchObject({ ok: true, egressIp: '127.0.0.1', tlsFingerprint: fingerprint });
+    expect(await probeThroughProxy({ ...base, password: PASSWORD, tls: { ...tls, fingerprint } })).toMatchObject({
+      ok: true,
+    });
+    const other = 'ab'.repeat(32);
+    const refused = await probeThroughProxy({ ...base, password: PASSWORD, tls: { ...tls, fingerprint: other } });
+    expect(refused).toMatchObject({ ok: false, tlsFingerprint: fingerprint });
+    expect(refused.error).toContain(`pinned sha256 ${other}, presented ${fingerprint}`);
+    // tinyproxy behind the listener still wants the credentials.
+    expect(await probeThroughProxy({ ...base, password: 'nope', tls })).toMatchObject({ ok: false, status: 401 });
+
+    // A listener that died takes its instance with it; the restart keeps the certificate clients pinned.
+    const record = await recordOf(stateDir, 'ep-tls');
+    process.kill(record.tlsPid ?? 0, 'SIGKILL');
+    await eventually(async () => expect((await backend.get('ep-tls')).state).toBe('Terminated'), 5000, 50);
+    const restarted = await backend.create(spec('ep-tls'));
+    expect(restarted).toMatchObject({ state: 'Running', tlsPort: instance.tlsPort });
+    expect(
+      await probeThroughProxy({ ...base, port: restarted.port, password: PASSWORD, tls: { ...tls, fingerprint } }),
+    ).toMatchObject({ ok: true });
+    // Gone with the instance: the next one of the name makes its own.
+    await backend.delete('ep-tls');
+    await expect(stat(files.key)).rejects.toThrow();
+  });
+
   it('adopts on a duplicate create, also from a fresh backend over the same state (relay restart)', async () => {
     const before = await recordOf(stateDir, 'ep-alpha');
     const again = await backend.create(spec('ep-alpha'));
@@ -256,7 +295,8 @@ describe('process backend', { timeout: 30_000 }, () => {
     const pids = await Promise.all(
       ['ep-c1', 'ep-fixed', 'ep-foreign'].map(async (n) => (await recordOf(stateDir, n)).pid),
     );
-    expect(await stopAllInstances(stateDir)).toBe(7);
+    // Seven instances: a proxy and its TLS listener each.
+    expect(await stopAllInstances(stateDir)).toBe(14);
     expect(await readdir(path.join(stateDir, 'instances'))).toEqual([]);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
   });
@@ -265,10 +305,11 @@ describe('process backend', { timeout: 30_000 }, () => {
 describe('process backend limits', { timeout: 30_000 }, () => {
   it('reports QuotaExceeded when no port in the range is free (a foreign listener counts)', async () => {
     const foreign = net.createServer();
-    await new Promise<void>((resolve) => foreign.listen(21051, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => foreign.listen(21052, '127.0.0.1', resolve));
     try {
-      const backend = backendFor(await newStateDir(), { portRange: [21050, 21051] });
-      expect((await backend.create(spec('ep-q1'))).port).toBe(21050);
+      // An instance takes two ports: its proxy's and its TLS listener's.
+      const backend = backendFor(await newStateDir(), { portRange: [21050, 21052] });
+      expect(await backend.create(spec('ep-q1'))).toMatchObject({ port: 21050, tlsPort: 21051 });
       expect(await errorOf(backend.create(spec('ep-q2')))).toBeInstanceOf(QuotaExceededError);
       expect(await errorOf(backend.get('ep-q2'))).toBeInstanceOf(NotFoundError);
     } finally {

@@ -1,7 +1,7 @@
 /**
  * Per-instance files of the process backend: state `<stateDir>/instances/<name>.json` (written
- * atomically), tinyproxy config `conf/<name>.conf` and log `logs/<name>.log`; a provider's
- * forwarder has `forwarders/<provider>.{json,conf,log}`.
+ * atomically), tinyproxy config `conf/<name>.conf` and log `logs/<name>.log`, its TLS listener's
+ * `tls/<name>.{conf,pem,key,log}`; a provider's forwarder has `forwarders/<provider>.{json,conf,log}`.
  */
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -27,6 +27,9 @@ export const instanceRecordSchema = z.object({
   credentials: z.object({ username: z.string().min(1), password: z.string().min(1) }),
   /** The source address of its outgoing connections (its egress IP), when the provider has a range. */
   egressAddress: z.string().min(1).optional(),
+  /** Its TLS listener (stunnel) on `host`: the port, and the pid once it runs. */
+  tlsPort: z.number().int().min(1).max(65535).optional(),
+  tlsPid: z.number().int().positive().optional(),
 });
 /** What the backend remembers about one instance. The file is mode 0600: it holds credentials. */
 export type InstanceRecord = z.infer<typeof instanceRecordSchema>;
@@ -69,6 +72,7 @@ export class StateStore {
   readonly logsDir: string;
   readonly confDir: string;
   readonly forwardersDir: string;
+  readonly tlsDir: string;
   /** Records this store has read or written, by name: {@link StateStore.takenBy} reads only the others. */
   private readonly known = new Map<string, InstanceRecord>();
 
@@ -77,11 +81,12 @@ export class StateStore {
     this.logsDir = path.join(root, 'logs');
     this.confDir = path.join(root, 'conf');
     this.forwardersDir = path.join(root, 'forwarders');
+    this.tlsDir = path.join(root, 'tls');
   }
 
   /** Creates the directories (mode 0700). */
   async init(): Promise<void> {
-    for (const dir of [this.instancesDir, this.logsDir, this.confDir, this.forwardersDir])
+    for (const dir of [this.instancesDir, this.logsDir, this.confDir, this.forwardersDir, this.tlsDir])
       await mkdir(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -93,6 +98,12 @@ export class StateStore {
   /** Where an instance's process writes its stderr. */
   logPath(name: string): string {
     return path.join(this.logsDir, `${name}.log`);
+  }
+
+  /** The files of an instance's TLS listener: config, certificate, key (mode 0600, never leaves this host), log. */
+  tlsPaths(name: string): { conf: string; cert: string; key: string; log: string } {
+    const base = path.join(this.tlsDir, name);
+    return { conf: `${base}.conf`, cert: `${base}.pem`, key: `${base}.key`, log: `${base}.log` };
   }
 
   /** The files of a provider's forwarder: its pid record, its config and its log. */
@@ -147,10 +158,15 @@ export class StateStore {
     await rm(this.confPath(name), { force: true });
   }
 
-  /** Removes an instance's state, config and log files; missing files are fine. */
+  /**
+   * Removes an instance's state, config and log files, and its TLS listener's files: the next
+   * instance of the name makes a certificate of its own. Missing files are fine.
+   */
   async remove(name: string): Promise<void> {
     await this.removeRecord(name);
-    if (dnsLabel.safeParse(name).success) await rm(this.logPath(name), { force: true });
+    if (!dnsLabel.safeParse(name).success) return;
+    await rm(this.logPath(name), { force: true });
+    for (const file of Object.values(this.tlsPaths(name))) await rm(file, { force: true });
   }
 
   /** Every state file, read; a missing directory means none. */
@@ -176,6 +192,7 @@ export class StateStore {
       const record = known ?? (result?.kind === 'ok' ? result.record : undefined);
       if (!record) continue;
       ports.set(record.port, name);
+      if (record.tlsPort !== undefined) ports.set(record.tlsPort, name);
       if (record.egressAddress) egress.add(record.egressAddress);
     }
     return { ports, egress };

@@ -90,11 +90,14 @@ export function forwarderConfig(listen: HostPort, egress: EgressPolicy): string 
   ].join('\n');
 }
 
-/** How to start one tinyproxy process. */
+/** How to start one tinyproxy process (or the stunnel in front of one: `argv`). */
 export interface SpawnOptions {
-  tinyproxyPath: string;
+  /** The executable: tinyproxy, or stunnel with `argv`. */
+  program: string;
+  /** Its arguments around the config file's path (default tinyproxy's: `-d -c <config> -- <markers>`). */
+  argv?: ((config: string, markers: readonly string[]) => string[]) | undefined;
   markers: readonly string[];
-  /** Its configuration file (`tinyproxyConfig` or `forwarderConfig`). */
+  /** Its configuration file (`tinyproxyConfig`, `forwarderConfig`, or stunnel's). */
   config: string;
   /** Where that configuration makes it listen: it is ready once it does. */
   listen: HostPort;
@@ -149,7 +152,8 @@ export async function startTinyproxy(
   };
   try {
     const configArg = config ? '/proc/self/fd/3' : opts.configPath;
-    child = spawn(opts.tinyproxyPath, ['-d', '-c', configArg, '--', ...opts.markers], {
+    const argv = opts.argv ?? ((path, markers) => ['-d', '-c', path, '--', ...markers]);
+    child = spawn(opts.program, argv(configArg, opts.markers), {
       detached: true,
       stdio: ['ignore', log.fd, log.fd, ...(config ? [config.fd] : [])],
       cwd: '/',
@@ -166,7 +170,7 @@ export async function startTinyproxy(
   const { pid } = child;
   try {
     if (pid === undefined) {
-      const reason = `${opts.tinyproxyPath}: ${await exitReason(() => exited)}`;
+      const reason = `${opts.program}: ${await exitReason(() => exited)}`;
       await appendFile(opts.logPath, `${reason}\n`);
       throw new RetryableError(`proxy process failed to start: ${reason} (log: ${opts.logPath})`);
     }

@@ -5,6 +5,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { PermanentError } from '../../errors.js';
 import { buildUserData, READY_ATTEMPTS, READY_ATTRIBUTE, READY_SCRIPT, READY_UNIT } from './cloud-init.js';
+import { GUEST_STUNNEL } from '../stunnel.js';
 import { NFTABLES_CONF, TINYPROXY_CONF } from '../tinyproxy.js';
 import { instanceResource } from './resources.js';
 import { parseGcpOptions, resolveGcpPlacement } from './options.js';
@@ -41,7 +42,7 @@ describe('buildUserData', () => {
 
   it('is a #cloud-config YAML document that installs tinyproxy and nftables and writes its config after them', () => {
     expect(text.startsWith('#cloud-config\n')).toBe(true);
-    expect(doc.packages).toEqual(['tinyproxy', 'nftables']);
+    expect(doc.packages).toEqual(['tinyproxy', 'nftables', 'stunnel4', 'openssl']);
     expect(conf).toMatchObject({ owner: 'root:tinyproxy', permissions: '0640', defer: true });
   });
 
@@ -58,12 +59,19 @@ describe('buildUserData', () => {
     const commands = doc.runcmd.map((c) => c.join(' '));
     expect(commands.slice(3)).toEqual([
       'systemctl restart tinyproxy',
+      // The TLS listener: its certificate made on the VM once, its unit enabled and started.
+      expect.stringMatching(/^sh -c test -s \/etc\/egress-tls\/key\.pem \|\| \(umask 077 && openssl req -x509 /),
       'systemctl daemon-reload',
+      `systemctl enable ${GUEST_STUNNEL.unit}`,
+      `systemctl restart ${GUEST_STUNNEL.unit}`,
       `systemctl enable ${READY_UNIT}`,
       `systemctl start --no-block ${READY_UNIT}`,
     ]);
     const unit = doc.write_files.find((f) => f.path === `/etc/systemd/system/${READY_UNIT}`)?.content ?? '';
-    expect(unit).toMatch(/^After=network-online\.target tinyproxy\.service$/m);
+    expect(unit).toMatch(/^After=network-online\.target tinyproxy\.service egress-tls\.service$/m);
+    const tls = doc.write_files.find((f) => f.path === GUEST_STUNNEL.conf)?.content ?? '';
+    expect(tls).toContain('accept = 0.0.0.0:8444');
+    expect(tls).toContain('connect = 127.0.0.1:8443');
     expect(unit).toMatch(new RegExp(`^ExecStart=${READY_SCRIPT}$`, 'm'));
     expect(unit).toMatch(/^WantedBy=multi-user\.target$/m);
   });
@@ -84,12 +92,14 @@ describe('buildUserData', () => {
     ]);
   });
 
-  it('the readiness script retries the PUT, and only once tinyproxy is active', () => {
+  it('the readiness script retries the PUT, and only once tinyproxy and its TLS listener are active', () => {
     const script = doc.write_files.find((f) => f.path === READY_SCRIPT);
     expect(script).toMatchObject({ permissions: '0755', owner: 'root:root' });
     expect(script?.content).toContain(`for attempt in $(seq 1 ${READY_ATTEMPTS}); do`);
     expect(script?.content).toMatch(
-      new RegExp(`systemctl is-active --quiet tinyproxy && curl .*--data 8443 .*guest-attributes/${READY_ATTRIBUTE}`),
+      new RegExp(
+        `systemctl is-active --quiet tinyproxy egress-tls.service && curl .*--data 8443 .*guest-attributes/${READY_ATTRIBUTE}`,
+      ),
     );
   });
 

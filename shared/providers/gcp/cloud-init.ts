@@ -1,6 +1,7 @@
-/** The cloud-init user-data that turns a fresh VM into an authenticating tinyproxy on the proxy port. */
+/** The cloud-init user-data that turns a fresh VM into an authenticating tinyproxy on the proxy port, behind a TLS listener on the next. */
 import { stringify } from 'yaml';
 import type { EgressPolicy } from '../../config/egress-policy.js';
+import { GUEST_STUNNEL, guestStunnelCommands, guestStunnelFiles } from '../stunnel.js';
 import { enableUnitCommand, fenceCommands, fenceFile, tinyproxyConfigFile } from '../tinyproxy.js';
 
 /**
@@ -34,9 +35,9 @@ function readyScript(port: number): string {
   const put = `curl -sf -m 5 -X PUT --data ${port} -H 'Metadata-Flavor: Google' ${METADATA_URL}/${READY_ATTRIBUTE}`;
   return [
     '#!/bin/sh',
-    `# Sets the guest attribute ${READY_ATTRIBUTE} once tinyproxy serves; run on every boot by ${READY_UNIT}.`,
+    `# Sets the guest attribute ${READY_ATTRIBUTE} once tinyproxy and its TLS listener serve; run on every boot by ${READY_UNIT}.`,
     `for attempt in $(seq 1 ${READY_ATTEMPTS}); do`,
-    `  if systemctl is-active --quiet tinyproxy && ${put}; then exit 0; fi`,
+    `  if systemctl is-active --quiet tinyproxy ${GUEST_STUNNEL.unit} && ${put}; then exit 0; fi`,
     `  sleep ${READY_RETRY_SECONDS}`,
     'done',
     `echo "egress-ready: could not set ${READY_ATTRIBUTE}" >&2`,
@@ -49,7 +50,7 @@ const READY_UNIT_TEXT = [
   '[Unit]',
   `Description=Report the egress proxy ready (guest attribute ${READY_ATTRIBUTE})`,
   'Wants=network-online.target',
-  'After=network-online.target tinyproxy.service',
+  `After=network-online.target tinyproxy.service ${GUEST_STUNNEL.unit}`,
   '',
   '[Service]',
   'Type=oneshot',
@@ -63,18 +64,22 @@ const READY_UNIT_TEXT = [
 /**
  * The `user-data` metadata value (cloud-init reads it on GCE). The packages are installed first; the
  * configuration and the egress fence are written after them (`defer`), when the `tinyproxy` user
- * exists; the fence is loaded, then the proxy is restarted with its configuration, and the readiness unit enabled and started without waiting for it (it
- * reports the VM ready through a guest attribute, retried, on this and every later boot).
+ * exists; the fence is loaded, then the proxy is restarted with its configuration, the TLS listener
+ * gets its certificate (made on the VM) and starts, and the readiness unit is enabled and started
+ * without waiting for it (it reports the VM ready through a guest attribute, retried, on this and
+ * every later boot).
  *
- * @throws PermanentError on `credentials` the proxy's config grammar cannot carry
+ * @throws PermanentError on `credentials` the proxy's config grammar cannot carry, or a `port` that
+ *   leaves no TLS port
  */
 export function buildUserData(input: UserDataInput): string {
   const doc = {
     package_update: true,
-    packages: ['tinyproxy', 'nftables'],
+    packages: ['tinyproxy', 'nftables', 'stunnel4', 'openssl'],
     write_files: [
       tinyproxyConfigFile(input),
       fenceFile(input.egress),
+      ...guestStunnelFiles(input.port),
       { path: READY_SCRIPT, content: readyScript(input.port), owner: 'root:root', permissions: '0755' },
       { path: `/etc/systemd/system/${READY_UNIT}`, content: READY_UNIT_TEXT, owner: 'root:root', permissions: '0644' },
     ],
@@ -82,7 +87,7 @@ export function buildUserData(input: UserDataInput): string {
       ...fenceCommands(),
       enableUnitCommand('tinyproxy'),
       ['systemctl', 'restart', 'tinyproxy'],
-      ['systemctl', 'daemon-reload'],
+      ...guestStunnelCommands(),
       ['systemctl', 'enable', READY_UNIT],
       ['systemctl', 'start', '--no-block', READY_UNIT],
     ],

@@ -42,7 +42,7 @@ describe('stateOf', () => {
 });
 
 describe('toInstance', () => {
-  it('gives clients the external IP and the prober the internal one, createdAt from creationTimestamp, the rest from the labels', () => {
+  it('gives clients the external IP and the prober the internal one, createdAt from creationTimestamp, the rest from the labels (the TLS listener on the next port)', () => {
     expect(toInstance(vm(), 'internal')).toEqual({
       name: 'ep-eu-1-3f2a9c1b',
       proxy: 'eu-1',
@@ -52,6 +52,7 @@ describe('toInstance', () => {
       ip: '203.0.113.7',
       probeIp: '10.128.0.5',
       port: 3128,
+      tlsPort: 3129,
       createdAt: Date.parse('2025-07-01T17:00:00.000Z'),
     });
   });

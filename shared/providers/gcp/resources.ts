@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { PermanentError, RetryableError } from '../../errors.js';
 import type { Instance, InstanceSpec, InstanceState } from '../contract.js';
 import type { EgressPolicy } from '../../config/egress-policy.js';
+import { guestTlsPort } from '../stunnel.js';
 import { buildUserData } from './cloud-init.js';
 import type { GcpOptions, GcpPlacement } from './options.js';
 
@@ -88,6 +89,10 @@ export function toInstance(gce: GceInstance, probeVia: GcpOptions['probeVia']): 
   // (rule reachable-with-credentials).
   if (state === 'Running' && (!natIP || probeIp === '')) state = 'Pending';
   const running = state === 'Running';
+  // Compute knows no ports: the proxy's is the instance's own `egress-port` label (Instance.labels,
+  // https://cloud.google.com/compute/docs/reference/rest/v1/instances), and its user-data puts
+  // the TLS listener on the next one (guestTlsPort, the kvm guests' convention too).
+  const port = Number(labels[LABELS.port] ?? 0) || 0;
   return {
     name: gce.name,
     proxy: labels[LABELS.proxy] ?? '',
@@ -96,7 +101,8 @@ export function toInstance(gce: GceInstance, probeVia: GcpOptions['probeVia']): 
     state,
     ip: running ? natIP : '',
     ...(probeIp !== undefined && { probeIp: running ? probeIp : '' }),
-    port: Number(labels[LABELS.port] ?? 0) || 0,
+    port,
+    ...(port > 0 && port < 65535 && { tlsPort: guestTlsPort(port) }),
     createdAt,
   };
 }

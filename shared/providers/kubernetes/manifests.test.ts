@@ -2,7 +2,14 @@
 import { DEFAULT_EGRESS_POLICY } from '../../config/egress-policy.js';
 import { describe, expect, it } from 'vitest';
 import type { InstanceSpec } from '../contract.js';
-import { ownerSelector, podManifest, secretManifest, tinyproxyConfig } from './manifests.js';
+import {
+  networkPolicyManifest,
+  ownerSelector,
+  podManifest,
+  podStunnelConfig,
+  secretManifest,
+  tinyproxyConfig,
+} from './manifests.js';
 import { parseKubernetesOptions } from './options.js';
 
 const options = parseKubernetesOptions(
@@ -82,10 +89,60 @@ describe('manifests', () => {
     expect(tolerations).toContainEqual({ operator: 'Exists', effect: 'NoSchedule' });
   });
 
-  it('hostNetwork publishes the port on the node and resolves cluster DNS', () => {
+  it('hostNetwork publishes the port and the TLS port on the node and resolves cluster DNS', () => {
     const pod = podManifest(spec, 'k8s', { namespace: 'egress', hostNetwork: true }, options, 3128);
     expect(pod.spec).toMatchObject({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' });
     expect(pod.spec?.containers[0]?.ports?.[0]).toMatchObject({ containerPort: 3128, hostPort: 3128 });
+    expect(pod.spec?.containers[1]?.ports?.[0]).toMatchObject({ name: 'tls', containerPort: 3129, hostPort: 3129 });
+  });
+
+  it('the TLS listener: the certificate made in the Pod by an init container, stunnel beside tinyproxy on the next port', () => {
+    const pod = podManifest(spec, 'k8s', { namespace: 'egress' }, options, 8888);
+    const [init] = pod.spec?.initContainers ?? [];
+    const tls = pod.spec?.containers[1];
+    // The key is made once, owner-only, in an in-memory emptyDir no other Pod sees.
+    expect(init?.image).toBe(options.tlsImage);
+    expect(init?.command?.join(' ')).toMatch(
+      /^sh -c test -s \/run\/egress-tls\/key.pem \|\| \(umask 077 && openssl req -x509 .*-keyout \/run\/egress-tls\/key.pem -out \/run\/egress-tls\/cert.pem/,
+    );
+    expect(pod.spec?.volumes?.find((v) => v.name === 'tls')).toEqual({
+      name: 'tls',
+      emptyDir: { medium: 'Memory', sizeLimit: '1Mi' },
+    });
+    expect(tls).toMatchObject({
+      name: 'tls',
+      image: options.tlsImage,
+      command: ['stunnel', '/etc/egress-proxy/stunnel.conf'],
+      ports: [{ name: 'tls', containerPort: 8889, protocol: 'TCP' }],
+      readinessProbe: { tcpSocket: { port: 8889 } },
+      securityContext: {
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      },
+    });
+    expect(tls?.volumeMounts).toEqual([
+      { name: 'proxy-config', mountPath: '/etc/egress-proxy', readOnly: true },
+      { name: 'tls', mountPath: '/run/egress-tls', readOnly: true },
+    ]);
+    // stunnel forwards to tinyproxy over the Pod's loopback only.
+    expect(podStunnelConfig(8888)).toMatch(
+      /^accept = 8889\nconnect = 127\.0\.0\.1:8888\ncert = \/run\/egress-tls\/cert\.pem\nkey = \/run\/egress-tls\/key\.pem$/m,
+    );
+    const secret = secretManifest(spec, 'k8s', 'egress', 8888, DEFAULT_EGRESS_POLICY);
+    expect(Buffer.from(secret.data?.['stunnel.conf'] ?? '', 'base64').toString()).toBe(podStunnelConfig(8888));
+  });
+
+  it('the egress fence still selects the Pod: both containers share its network and its NetworkPolicy', () => {
+    const pod = podManifest(spec, 'k8s', { namespace: 'egress' }, options, 8888);
+    const selector = networkPolicyManifest(DEFAULT_EGRESS_POLICY).spec?.podSelector?.matchLabels ?? {};
+    expect(pod.metadata?.labels).toMatchObject(selector);
+  });
+
+  it('refuses port 65535: its TLS listener would have no next port', () => {
+    expect(() => podManifest(spec, 'k8s', { namespace: 'egress' }, options, 65535)).toThrow(
+      expect.objectContaining({ code: 'Permanent', field: 'spec.port' }),
+    );
   });
 
   it('the list selector includes the installation id and the provider', () => {

@@ -1,10 +1,11 @@
 /**
- * The Pod and Secret of one proxy instance, the ownership labels that find them again, and the
- * NetworkPolicy that fences the proxies' egress.
+ * The Pod and Secret of one proxy instance (tinyproxy, and stunnel beside it as its TLS listener),
+ * the ownership labels that find them again, and the NetworkPolicy that fences the proxies' egress.
  */
 import type { V1NetworkPolicy, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { connectPortLines, networkPolicyEgress, type EgressPolicy } from '../../config/egress-policy.js';
 import type { InstanceSpec } from '../contract.js';
+import { certificateArgs, guestTlsPort, stunnelConfig } from '../stunnel.js';
 import { basicAuthDirective } from '../tinyproxy.js';
 import type { KubernetesOptions } from './options.js';
 import { podTolerations, type KubernetesPlacement } from './placement.js';
@@ -25,6 +26,16 @@ export const CONTAINER = 'proxy';
 const VOLUME = 'proxy-config';
 const CONFIG_DIR = '/etc/egress-proxy';
 export const CONFIG_KEY = 'tinyproxy.conf';
+/** The TLS listener's container and port name (the observer reads the TLS port back from the Pod). */
+export const TLS_CONTAINER = 'tls';
+/** The init container that makes the Pod's certificate. */
+export const CERTIFICATE_CONTAINER = 'tls-certificate';
+export const STUNNEL_KEY = 'stunnel.conf';
+/** The Pod's certificate and key: an emptyDir in memory, made in the Pod, never leaving it. */
+const TLS_VOLUME = 'tls';
+const TLS_DIR = '/run/egress-tls';
+const TLS_CERT = `${TLS_DIR}/cert.pem`;
+const TLS_KEY = `${TLS_DIR}/key.pem`;
 /** `nobody`: the proxy needs no privileges (its port is above 1024). */
 const RUN_AS = 65534;
 
@@ -66,7 +77,20 @@ export function tinyproxyConfig(port: number, credentials: InstanceSpec['credent
   ].join('\n');
 }
 
-/** The Secret the Pod mounts. Its data never reaches a log line or a span. */
+/**
+ * stunnel's configuration in the Pod: TLS on `tlsPort` (every IPv4 address of the Pod), forwarded
+ * to tinyproxy over the Pod's loopback, with the certificate the init container made.
+ */
+export function podStunnelConfig(port: number): string {
+  return stunnelConfig({
+    accept: String(guestTlsPort(port)),
+    connect: `127.0.0.1:${port}`,
+    cert: TLS_CERT,
+    key: TLS_KEY,
+  });
+}
+
+/** The Secret the Pod mounts (tinyproxy's and stunnel's configuration). Its data never reaches a log line or a span. */
 export function secretManifest(
   spec: InstanceSpec,
   provider: string,
@@ -79,13 +103,34 @@ export function secretManifest(
     kind: 'Secret',
     metadata: { name: secretName(spec.name), namespace, labels: labelsOf(spec, provider) },
     type: 'Opaque',
-    data: { [CONFIG_KEY]: Buffer.from(tinyproxyConfig(port, spec.credentials, egress)).toString('base64') },
+    data: {
+      [CONFIG_KEY]: Buffer.from(tinyproxyConfig(port, spec.credentials, egress)).toString('base64'),
+      [STUNNEL_KEY]: Buffer.from(podStunnelConfig(port)).toString('base64'),
+    },
   };
 }
 
+/** What every container of the Pod runs with: no privilege, nothing written but its volumes. */
+const CONTAINER_SECURITY = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
+
 /**
- * The proxy Pod: tinyproxy reading its config from the mounted Secret, a TCP readiness probe on the
- * proxy port, the placement, and ownership labels.
+ * The proxy Pod: tinyproxy reading its config from the mounted Secret, and its TLS listener beside
+ * it: an init container makes the Pod's self-signed certificate into an in-memory emptyDir (once
+ * per Pod: init containers run to completion before the app containers start, and again only when
+ * the Pod is re-initialised, which the key's `test -s` keeps from making a second one while the
+ * volume lives: https://kubernetes.io/docs/concepts/workloads/pods/init-containers/,
+ * https://kubernetes.io/docs/concepts/storage/volumes/#emptydir), then stunnel runs as a second
+ * app container (the sidecar pattern; a Pod is Ready only when every container is:
+ * https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-conditions). TCP readiness
+ * probes on both ports, the placement, and ownership labels. The Pod's NetworkPolicy
+ * ({@link networkPolicyManifest}) selects the Pod, so it fences both containers' egress; stunnel
+ * connects only to tinyproxy over the Pod's loopback.
+ *
+ * @throws PermanentError naming `spec.port` when the TLS port (`port + 1`) would not exist
  */
 export function podManifest(
   spec: InstanceSpec,
@@ -95,6 +140,7 @@ export function podManifest(
   port: number,
 ): V1Pod {
   const onHost = placement.hostNetwork === true || placement.hostPort === true;
+  const tlsPort = guestTlsPort(port);
   const tolerations = podTolerations(placement.tolerations, options.notReadySeconds);
   return {
     apiVersion: 'v1',
@@ -124,6 +170,21 @@ export function podManifest(
       ...(placement.hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
       ...(placement.nodeSelector ? { nodeSelector: placement.nodeSelector } : {}),
       tolerations,
+      initContainers: [
+        {
+          name: CERTIFICATE_CONTAINER,
+          image: options.tlsImage,
+          imagePullPolicy: 'IfNotPresent',
+          command: [
+            'sh',
+            '-c',
+            `test -s ${TLS_KEY} || (umask 077 && openssl ${certificateArgs(TLS_CERT, TLS_KEY).join(' ')} 2>/dev/null)`,
+          ],
+          resources: options.resources,
+          securityContext: CONTAINER_SECURITY,
+          volumeMounts: [{ name: TLS_VOLUME, mountPath: TLS_DIR }],
+        },
+      ],
       containers: [
         {
           name: CONTAINER,
@@ -134,15 +195,35 @@ export function podManifest(
           ports: [{ name: CONTAINER, containerPort: port, protocol: 'TCP', ...(onHost ? { hostPort: port } : {}) }],
           readinessProbe: { tcpSocket: { port }, initialDelaySeconds: 1, periodSeconds: 5, failureThreshold: 3 },
           resources: options.resources,
-          securityContext: {
-            allowPrivilegeEscalation: false,
-            readOnlyRootFilesystem: true,
-            capabilities: { drop: ['ALL'] },
-          },
+          securityContext: CONTAINER_SECURITY,
           volumeMounts: [{ name: VOLUME, mountPath: CONFIG_DIR, readOnly: true }],
         },
+        {
+          name: TLS_CONTAINER,
+          image: options.tlsImage,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['stunnel', `${CONFIG_DIR}/${STUNNEL_KEY}`],
+          ports: [
+            { name: TLS_CONTAINER, containerPort: tlsPort, protocol: 'TCP', ...(onHost ? { hostPort: tlsPort } : {}) },
+          ],
+          readinessProbe: {
+            tcpSocket: { port: tlsPort },
+            initialDelaySeconds: 1,
+            periodSeconds: 5,
+            failureThreshold: 3,
+          },
+          resources: options.resources,
+          securityContext: CONTAINER_SECURITY,
+          volumeMounts: [
+            { name: VOLUME, mountPath: CONFIG_DIR, readOnly: true },
+            { name: TLS_VOLUME, mountPath: TLS_DIR, readOnly: true },
+          ],
+        },
       ],
-      volumes: [{ name: VOLUME, secret: { secretName: secretName(spec.name), defaultMode: 0o440 } }],
+      volumes: [
+        { name: VOLUME, secret: { secretName: secretName(spec.name), defaultMode: 0o440 } },
+        { name: TLS_VOLUME, emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+      ],
     },
   };
 }

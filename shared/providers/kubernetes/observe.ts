@@ -1,8 +1,8 @@
-/** From a Pod as the API returns it (validated, never cast) to an `Instance`: state, IP, port, createdAt. */
+/** From a Pod as the API returns it (validated, never cast) to an `Instance`: state, IP, ports, createdAt. */
 import { z } from 'zod';
 import type { ErrorInfo } from '../../errors.js';
 import type { Instance, InstanceState } from '../contract.js';
-import { CONTAINER, LABELS, MANAGED_BY } from './manifests.js';
+import { CONTAINER, LABELS, MANAGED_BY, TLS_CONTAINER } from './manifests.js';
 
 /** The SDK turns timestamps into Dates; a raw response has strings. */
 const timestamp = z.union([z.date(), z.string()]).transform((t) => (t instanceof Date ? t.getTime() : Date.parse(t)));
@@ -102,6 +102,8 @@ export function podToInstance(
   const container = pod.spec?.containers.find((c) => c.name === CONTAINER) ?? pod.spec?.containers[0];
   const port = container?.ports?.find((p) => p.name === CONTAINER) ?? container?.ports?.[0];
   const onHost = pod.spec?.hostNetwork === true || port?.hostPort !== undefined;
+  const tls = pod.spec?.containers.find((c) => c.name === TLS_CONTAINER)?.ports?.find((p) => p.name === TLS_CONTAINER);
+  const tlsPort = tls?.hostPort ?? tls?.containerPort;
   const instance: Instance = {
     name: pod.metadata.name,
     proxy: labels[LABELS.proxy] ?? '',
@@ -110,6 +112,8 @@ export function podToInstance(
     state: 'Pending',
     ip: (onHost ? status?.hostIP : status?.podIP) ?? '',
     port: port?.hostPort ?? port?.containerPort ?? 0,
+    // The TLS listener's port, from its sidecar (a Pod made before it had one reports none).
+    ...(tlsPort !== undefined && { tlsPort }),
     createdAt: pod.metadata.creationTimestamp,
   };
   const { state, error } = stateOf(pod, imageField, unschedulable);

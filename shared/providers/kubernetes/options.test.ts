@@ -6,24 +6,37 @@ import { parseConfig } from '../../config/load.js';
 import { ValidationError } from '../../errors.js';
 import { createLogger } from '../../logger.js';
 import { createKubernetesProvider } from './index.js';
-import { DEFAULT_IMAGE, managedNamespaces, parseKubernetesOptions } from './options.js';
+import { DEFAULT_IMAGE, DEFAULT_TLS_IMAGE, managedNamespaces, parseKubernetesOptions } from './options.js';
 import { resolveKubernetesPlacement } from './placement.js';
 
 const PATH = 'config.providers.3';
 const access = { server: 'https://10.0.0.1', token: 't', allowUnpinnedImage: true };
 const DIGEST = `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`;
+const TLS_DIGEST = `docker.io/dweomer/stunnel@sha256:${'fedcba9876543210'.repeat(4)}`;
 
 describe('kubernetes options', () => {
   it('applies defaults: namespace default, tinyproxy image, port 8888, small resources', () => {
     const o = parseKubernetesOptions(access, PATH);
-    expect(o).toMatchObject({ namespace: 'default', image: DEFAULT_IMAGE, port: 8888, requestTimeoutSeconds: 10 });
+    expect(o).toMatchObject({
+      namespace: 'default',
+      image: DEFAULT_IMAGE,
+      tlsImage: DEFAULT_TLS_IMAGE,
+      port: 8888,
+      requestTimeoutSeconds: 10,
+    });
     expect(o.resources.limits).toEqual({ cpu: '500m', memory: '64Mi' });
     expect(managedNamespaces({ ...o, namespaces: ['b', 'default'] })).toEqual(['default', 'b']);
   });
 
-  it('refuses an image by tag unless allowUnpinnedImage says this is development, naming the image', () => {
+  it('refuses an image or TLS image by tag unless allowUnpinnedImage says this is development, naming it', () => {
     const production = { server: 'https://10.0.0.1', token: 't' };
-    for (const options of [production, { ...production, image: 'docker.io/vimagick/tinyproxy:1.11' }]) {
+    const refusals: [Record<string, unknown>, string][] = [
+      [production, 'image'],
+      [{ ...production, image: 'docker.io/vimagick/tinyproxy:1.11', tlsImage: TLS_DIGEST }, 'image'],
+      [{ ...production, image: DIGEST }, 'tlsImage'],
+      [{ ...production, image: DIGEST, tlsImage: 'docker.io/dweomer/stunnel:latest' }, 'tlsImage'],
+    ];
+    for (const [options, field] of refusals) {
       let error: unknown;
       try {
         parseKubernetesOptions(options, PATH);
@@ -31,11 +44,17 @@ describe('kubernetes options', () => {
         error = err;
       }
       expect(error).toBeInstanceOf(ValidationError);
-      expect(error).toMatchObject({ field: `${PATH}.options.image` });
+      expect(error).toMatchObject({ field: `${PATH}.options.${field}` });
       expect(String(error)).toMatch(/pinned by digest/);
     }
-    expect(parseKubernetesOptions({ ...production, image: DIGEST }, PATH).image).toBe(DIGEST);
-    expect(parseKubernetesOptions({ ...production, allowUnpinnedImage: true }, PATH).image).toBe(DEFAULT_IMAGE);
+    expect(parseKubernetesOptions({ ...production, image: DIGEST, tlsImage: TLS_DIGEST }, PATH)).toMatchObject({
+      image: DIGEST,
+      tlsImage: TLS_DIGEST,
+    });
+    expect(parseKubernetesOptions({ ...production, allowUnpinnedImage: true }, PATH)).toMatchObject({
+      image: DEFAULT_IMAGE,
+      tlsImage: DEFAULT_TLS_IMAGE,
+    });
   });
 
   it.each([DIGEST, `registry.example:5000/egress/tinyproxy:1.11@sha256:${'0123456789abcdef'.repeat(4)}`])(

@@ -10,6 +10,13 @@ import { placementBoundsSchema } from './placement.js';
  * with `allowUnpinnedImage` (development).
  */
 export const DEFAULT_IMAGE = 'docker.io/vimagick/tinyproxy:latest';
+/**
+ * A small image with stunnel and openssl on its PATH (Alpine's packages, and `sh`: the Pods' TLS
+ * listener and the init container that makes its certificate;
+ * https://github.com/dweomer/dockerfiles-stunnel). A tag, not a digest, for the same reason as
+ * {@link DEFAULT_IMAGE}: development only.
+ */
+export const DEFAULT_TLS_IMAGE = 'docker.io/dweomer/stunnel:latest';
 /** `name[:tag]@sha256:<64 lowercase hex>`: one name, one `@`, the digest OCI image references use. */
 const DIGEST_REFERENCE = /^[^@\s]+@sha256:[0-9a-f]{64}$/;
 
@@ -17,6 +24,15 @@ const quantity = z
   .string()
   .regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|k|M|G)?$/, 'must be a Kubernetes quantity like "50m" or "64Mi"');
 const resourceList = z.strictObject({ cpu: quantity.optional(), memory: quantity.optional() });
+
+const imageReference = z
+  .string()
+  .min(1)
+  .max(512)
+  .refine(
+    (i) => !i.includes('@') || DIGEST_REFERENCE.test(i),
+    'a digest must be "name@sha256:" and 64 lowercase hex digits',
+  );
 
 const httpUrl = z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
 
@@ -56,16 +72,13 @@ export const kubernetesOptionsSchema = accessSchema
      * moved to other code by whoever controls the registry, and with `imagePullPolicy:
      * IfNotPresent` it is pulled once per node and may differ between nodes.
      */
-    image: z
-      .string()
-      .min(1)
-      .max(512)
-      .refine(
-        (i) => !i.includes('@') || DIGEST_REFERENCE.test(i),
-        'a digest must be "name@sha256:" and 64 lowercase hex digits',
-      )
-      .default(DEFAULT_IMAGE),
-    /** Development only: accept an image referenced by tag (the default image is one). */
+    image: imageReference.default(DEFAULT_IMAGE),
+    /**
+     * The TLS listener's image (stunnel, openssl and `sh`: its init container makes the Pod's
+     * certificate with them), pinned by digest as `image` is.
+     */
+    tlsImage: imageReference.default(DEFAULT_TLS_IMAGE),
+    /** Development only: accept images referenced by tag (the default images are). */
     allowUnpinnedImage: z.boolean().default(false),
     /** What placements may ask for beyond a managed namespace; nothing unless listed here. */
     placement: placementBoundsSchema.default({ allowHostNetwork: false, tolerations: [], nodeSelectors: {} }),
@@ -107,12 +120,13 @@ export const kubernetesOptionsSchema = accessSchema
       ctx.addIssue({ code: 'custom', path: ['context'], message: 'a context needs a kubeconfig file' });
     if (o.server !== undefined && o.token === undefined)
       ctx.addIssue({ code: 'custom', path: ['token'], message: 'an explicit server needs a bearer token' });
-    if (!o.allowUnpinnedImage && !DIGEST_REFERENCE.test(o.image))
-      ctx.addIssue({
-        code: 'custom',
-        path: ['image'],
-        message: `must be pinned by digest ("name@sha256:" and 64 lowercase hex digits), not "${o.image}": a tag can change under the fleet (allowUnpinnedImage: true accepts one, for development only)`,
-      });
+    for (const field of ['image', 'tlsImage'] as const)
+      if (!o.allowUnpinnedImage && !DIGEST_REFERENCE.test(o[field]))
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `must be pinned by digest ("name@sha256:" and 64 lowercase hex digits), not "${o[field]}": a tag can change under the fleet (allowUnpinnedImage: true accepts one, for development only)`,
+        });
     if (o.token !== undefined && o.server === undefined)
       ctx.addIssue({ code: 'custom', path: ['token'], message: 'a token is only used with an explicit server' });
   });

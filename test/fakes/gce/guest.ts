@@ -3,11 +3,16 @@
  * real: the tinyproxy.conf it writes, run by Debian's tinyproxy on the VM's loopback address
  * (`../guest-proxy.ts`), so "reachable through the proxy with its credentials" is a fact and not a stub.
  */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { certificateArgs, GUEST_STUNNEL, stunnelConfig } from '../../../shared/providers/stunnel.js';
 import { configuredPort, startGuestProxy, type GuestProxy } from '../guest-proxy.js';
 import { startNat, type Nat } from './nat.js';
 
@@ -19,6 +24,8 @@ export interface GuestProxyConfig {
   port: number;
   /** The guest attribute the guest sets once the proxy serves (`curl -X PUT … guest-attributes/<key>`). */
   readyAttribute?: ReadyAttribute | undefined;
+  /** The TLS listener's port, when the user-data writes and starts one in front of the proxy. */
+  tlsPort?: number | undefined;
 }
 
 /** How the guest sets its readiness attribute. */
@@ -58,11 +65,31 @@ export function parseUserData(userData: string): GuestProxyConfig {
   const commands = (doc.runcmd ?? []).map((c) => [c].flat().join(' '));
   const restart = commands.find((c) => c.includes('restart tinyproxy'));
   if (!restart) throw new Error('cloud-config never restarts tinyproxy with the written configuration');
+  const port = configuredPort(file.content);
   return {
     tinyproxyConf: file.content,
-    port: configuredPort(file.content),
+    port,
     readyAttribute: readinessOf(commands, doc.write_files ?? []),
+    tlsPort: tlsListenerOf(commands, doc.write_files ?? [], port),
   };
+}
+
+/**
+ * The port of the TLS listener (stunnel) the user-data sets up, when it writes its configuration
+ * and (re)starts its unit: stunnel's `accept` (its `connect` must be the proxy's port on loopback).
+ *
+ * @throws Error when the listener would forward somewhere other than the proxy
+ */
+function tlsListenerOf(commands: string[], files: { path: string; content?: string | undefined }[], port: number) {
+  const conf = files.find((f) => f.path === GUEST_STUNNEL.conf)?.content;
+  if (!conf || !commands.some((c) => c === `systemctl restart ${GUEST_STUNNEL.unit}`)) return undefined;
+  const accept = Number(/^accept = [\d.]+:(\d+)$/m.exec(conf)?.[1]);
+  const forward = /^connect = (\S+)$/m.exec(conf)?.[1];
+  if (forward !== `127.0.0.1:${port}`)
+    throw new Error(`stunnel forwards to ${forward}, not the proxy's 127.0.0.1:${port}`);
+  if (!Number.isInteger(accept) || accept < 1 || accept > 65535)
+    throw new Error('stunnel.conf accepts on no valid port');
+  return accept;
 }
 
 const PUT = /--data (\S+).*guest-attributes\/([\w/-]+)/;
@@ -127,6 +154,7 @@ export class GuestRunner {
   start(instance: string, addresses: GuestAddresses, config: GuestProxyConfig): GuestProcess {
     let proxy: GuestProxy | undefined;
     let nat: Nat | undefined;
+    let tls: { child: ChildProcess; nat: Nat } | undefined;
     const { internal, external } = addresses;
     const started = this.closed
       ? Promise.reject(new Error(`guest proxy of ${instance} not started: the fake is closed`))
@@ -143,11 +171,21 @@ export class GuestRunner {
     const ready = started.then(async (p) => {
       proxy = p;
       nat = await startNat(external, internal, config.port);
+      const { tlsPort } = config;
+      if (tlsPort === undefined) return;
+      const listener = await this.startTls(instance, internal, config.port, tlsPort);
+      tls = { child: listener, nat: await startNat(external, internal, tlsPort) };
     });
     let stopped: Promise<void> | undefined;
     const stop = async () => {
       await ready.catch(() => undefined);
       await nat?.close();
+      await tls?.nat.close();
+      if (tls && tls.child.exitCode === null) {
+        const exited = new Promise<void>((resolve) => tls?.child.once('exit', () => resolve()));
+        tls.child.kill('SIGTERM');
+        await exited;
+      }
       if (proxy) {
         const running = proxy;
         running.kill('SIGTERM');
@@ -171,6 +209,33 @@ export class GuestRunner {
     ready.catch(() => undefined);
     this.running.add(guest);
     return guest;
+  }
+
+  /**
+   * What the user-data's stunnel does on a guest, for real (Debian's stunnel4): a certificate made
+   * on this "guest" (kept across its reboots: the first boot's `test -s key ||`), listening on the
+   * internal address and forwarding to the proxy there.
+   */
+  private async startTls(instance: string, internal: string, port: number, tlsPort: number): Promise<ChildProcess> {
+    const cert = join(this.dir, `${instance}.pem`);
+    const key = join(this.dir, `${instance}.key`);
+    const conf = join(this.dir, `${instance}-stunnel.conf`);
+    await promisify(execFile)('sh', ['-c', `test -s ${key} || openssl ${certificateArgs(cert, key).join(' ')}`]);
+    await writeFile(
+      conf,
+      stunnelConfig({ accept: `${internal}:${tlsPort}`, connect: `${internal}:${port}`, cert, key }),
+    );
+    const child = spawn('/usr/bin/stunnel4', [conf, `--gce-fake=${this.marker}`], { stdio: 'ignore' });
+    for (let i = 0; ; i++) {
+      if (child.exitCode !== null) throw new Error(`stunnel of ${instance} exited with ${child.exitCode}`);
+      const up = await new Promise<boolean>((resolve) => {
+        const s = connect({ host: internal, port: tlsPort }, () => resolve(s.destroy() !== undefined));
+        s.once('error', () => resolve(false));
+      });
+      if (up) return child;
+      if (i >= 100) throw new Error(`stunnel of ${instance} does not listen on ${internal}:${tlsPort}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /** Stops every guest (waiting for those already stopping) and removes their files. */

@@ -97,7 +97,7 @@ export function admitPodSecurity(rules: NamespaceRules | undefined, pod: PodBody
     for (const p of c.ports ?? [])
       if (p.hostPort) found.push(`hostPort (container "${c.name}" uses hostPort ${p.hostPort})`);
   if (level === 'restricted') {
-    for (const c of spec.containers) {
+    for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
       const sc = (Reflect.get(c, 'securityContext') ?? {}) as Record<string, unknown>;
       if (sc['allowPrivilegeEscalation'] !== false)
         found.push(

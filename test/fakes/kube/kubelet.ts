@@ -1,10 +1,25 @@
 /**
  * The fake's scheduler and kubelet: Pods advance Pending → scheduled → Running → Ready over time,
- * run a real proxy process on their own loopback IP, restart it if it dies, and on graceful
- * deletion stop it before the object disappears.
+ * run their init containers once, then a real proxy process (and its stunnel sidecar) on their own
+ * loopback IP, restart them if one dies, and on graceful deletion stop them before the object
+ * disappears.
  */
-import { configSource, readConfig, startProxy, tcpProbe, type ProxyProcess } from './container.js';
-import { containerStatus, withConditions } from './pod-status.js';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import {
+  configSource,
+  emptyDirOf,
+  readConfig,
+  runInitContainer,
+  startProxy,
+  startTlsSidecar,
+  tcpProbe,
+  tlsSidecarSettings,
+  together,
+  type ProxyProcess,
+} from './container.js';
+import { configuredPort } from '../guest-proxy.js';
+import { containerStatuses, withConditions } from './pod-status.js';
 import { schedule, type FakeNode } from './scheduling.js';
 import { stamp, type ObjectStore, type StoredPod } from './store.js';
 
@@ -30,6 +45,8 @@ interface Run {
   podIp?: string;
   host?: string;
   restarts: number;
+  /** Its init containers ran to completion (they run again only for a new Pod). */
+  initialized?: boolean;
   /** Set once the Pod is terminating, evicted or gone: no more restarts. */
   stopping: boolean;
   terminating?: boolean;
@@ -82,6 +99,7 @@ export class Kubelet {
       run.proxy?.kill('SIGKILL');
       this.runs.delete(pod);
     }
+    this.removeVolumes(pod);
     this.o.store.removePod(pod);
   }
 
@@ -121,8 +139,7 @@ export class Kubelet {
     this.clear(run);
     run.proxy?.kill('SIGKILL');
     pod.status.conditions = withConditions(pod, { Ready: false, ContainersReady: false });
-    const status = pod.status.containerStatuses?.[0];
-    if (status) status.ready = false;
+    for (const status of pod.status.containerStatuses ?? []) status.ready = false;
     this.o.store.touch(pod);
   }
 
@@ -168,7 +185,7 @@ export class Kubelet {
   private waiting(pod: StoredPod, reason: string, message: string): void {
     const prior = pod.status.containerStatuses?.[0];
     if (prior?.state.waiting?.reason === reason) return;
-    pod.status.containerStatuses = [containerStatus(pod, { waiting: { reason, message } }, prior?.restartCount ?? 0)];
+    pod.status.containerStatuses = containerStatuses(pod, { waiting: { reason, message } }, prior?.restartCount ?? 0);
     pod.status.conditions = withConditions(pod, { Ready: false, ContainersReady: false });
     this.o.store.touch(pod);
   }
@@ -176,7 +193,7 @@ export class Kubelet {
   private async start(pod: StoredPod, run: Run, node: FakeNode): Promise<void> {
     if (run.stopping || pod.metadata.deletionTimestamp) return;
     const retry = (ms: number) => this.later(run, ms, () => void this.start(pod, run, node));
-    const source = configSource(pod);
+    const source = configSource(pod, this.o.dir);
     const secret = source && this.o.store.findSecret(pod.metadata.namespace, source.secretName);
     if (source && !secret) {
       this.waiting(pod, 'ContainerCreating', `MountVolume.SetUp failed: secret "${source.secretName}" not found`);
@@ -207,8 +224,23 @@ export class Kubelet {
     const read =
       source && secret ? readConfig(secret, source.key) : { error: 'the container has no config file to run' };
     if ('error' in read) return this.restartLater(pod, run, node, read.error);
+    const initFailed = await this.initialize(pod, run);
+    if (initFailed) return this.restartLater(pod, run, node, initFailed);
+    const sidecars = pod.spec.containers
+      .slice(1)
+      .map((c) => tlsSidecarSettings(pod, c, this.secretOf(pod), this.o.dir));
+    for (const sidecar of sidecars) {
+      if ('error' in sidecar) return this.restartLater(pod, run, node, sidecar.error);
+      if (sidecar.proxyPort !== configuredPort(read.config))
+        return this.restartLater(pod, run, node, `stunnel forwards to port ${sidecar.proxyPort}, not the proxy's`);
+    }
     if (this.closed || run.stopping) return;
-    const proxy = startProxy(pod.metadata.name, run.host, read.config, this.o.markers, this.o.dir);
+    const host = run.host;
+    const name = pod.metadata.name;
+    const proxy = together([
+      startProxy(name, host, read.config, this.o.markers, this.o.dir),
+      ...sidecars.flatMap((s) => ('error' in s ? [] : [startTlsSidecar(name, host, s, this.o.markers, this.o.dir)])),
+    ]);
     run.proxy = proxy;
     try {
       await proxy.ready;
@@ -216,7 +248,7 @@ export class Kubelet {
       return this.restartLater(pod, run, node, err instanceof Error ? err.message : String(err));
     }
     if (run.stopping) return void proxy.kill('SIGKILL');
-    pod.status.containerStatuses = [containerStatus(pod, { running: { startedAt: stamp() } }, run.restarts)];
+    pod.status.containerStatuses = containerStatuses(pod, { running: { startedAt: stamp() } }, run.restarts);
     this.o.store.touch(pod);
     void proxy.exited.then(() => {
       if (run.proxy === proxy) run.proxy = undefined;
@@ -230,24 +262,28 @@ export class Kubelet {
     if (run.stopping) return;
     run.restarts++;
     this.waiting(pod, 'CrashLoopBackOff', `back-off restarting failed container: ${message}`);
-    const status = pod.status.containerStatuses?.[0];
-    if (status) status.restartCount = run.restarts;
+    for (const status of pod.status.containerStatuses ?? []) status.restartCount = run.restarts;
     this.later(run, Math.min(5000, 200 * 2 ** Math.min(run.restarts, 5)), () => void this.start(pod, run, node));
   }
 
-  /** The readiness probe: a TCP connect to the probe port every `probeMs`. */
+  /**
+   * The readiness probes: a TCP connect to each container's probe port every `probeMs`; the Pod is
+   * Ready when every container is (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-conditions).
+   */
   private probe(pod: StoredPod, run: Run): void {
-    const container = pod.spec.containers[0];
-    const target = container?.readinessProbe?.tcpSocket?.port;
-    const port = typeof target === 'string' ? container?.ports?.find((p) => p.name === target)?.containerPort : target;
+    const ports = pod.spec.containers.flatMap((container) => {
+      const target = container.readinessProbe?.tcpSocket?.port;
+      const port = typeof target === 'string' ? container.ports?.find((p) => p.name === target)?.containerPort : target;
+      return port === undefined ? [] : [port];
+    });
     const tick = async () => {
-      if (run.stopping || !run.proxy || !run.host) return;
-      const ok = port === undefined ? true : await tcpProbe(run.host, port);
+      const host = run.host;
+      if (run.stopping || !run.proxy || !host) return;
+      const ok = (await Promise.all(ports.map((port) => tcpProbe(host, port)))).every(Boolean);
       const ready = pod.status.conditions.find((c) => c.type === 'Ready')?.status === 'True';
       if (ok !== ready && !run.stopping) {
         pod.status.conditions = withConditions(pod, { Ready: ok, ContainersReady: ok });
-        const status = pod.status.containerStatuses?.[0];
-        if (status) status.ready = ok;
+        for (const status of pod.status.containerStatuses ?? []) status.ready = ok;
         this.o.store.touch(pod);
       }
       this.later(run, this.o.timing.probeMs, () => void tick());
@@ -255,10 +291,36 @@ export class Kubelet {
     this.later(run, this.o.timing.probeMs, () => void tick());
   }
 
+  /**
+   * Runs the Pod's init containers in order, once per Pod (again after a container restart they do
+   * not: https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#pod-restart-reasons).
+   *
+   * @returns why one failed, or undefined
+   */
+  private async initialize(pod: StoredPod, run: Run): Promise<string | undefined> {
+    if (run.initialized) return undefined;
+    for (const container of pod.spec.initContainers ?? []) {
+      const failed = await runInitContainer(pod, container, this.o.dir);
+      if (failed) return failed;
+    }
+    run.initialized = true;
+    return undefined;
+  }
+
+  private secretOf(pod: StoredPod) {
+    return (name: string) => this.o.store.findSecret(pod.metadata.namespace, name);
+  }
+
+  /** The Pod's emptyDir volumes go with it. */
+  private removeVolumes(pod: StoredPod): void {
+    rmSync(dirname(emptyDirOf(this.o.dir, pod, 'any')), { recursive: true, force: true });
+  }
+
   private remove(pod: StoredPod, run: Run): void {
     if (this.o.faults.stuckTerminating) return void this.later(run, 200, () => this.remove(pod, run));
     this.clear(run);
     this.runs.delete(pod);
+    this.removeVolumes(pod);
     this.o.store.removePod(pod);
   }
 

@@ -1,4 +1,4 @@
-/** A Pod's status as the kubelet writes it: its conditions and its container's status. */
+/** A Pod's status as the kubelet writes it: its conditions and its containers' statuses. */
 import { stamp, type Condition, type ContainerStatus, type StoredPod } from './store.js';
 
 /**
@@ -27,19 +27,18 @@ export function withConditions(
   return [...byType.values()];
 }
 
-/** The status of the Pod's (only) container, not ready, in `state`. */
-export function containerStatus(
+/** The statuses of the Pod's app containers, not ready, in `state` (the fake runs them together). */
+export function containerStatuses(
   pod: StoredPod,
   state: ContainerStatus['state'],
   restartCount: number,
-): ContainerStatus {
-  const container = pod.spec.containers[0];
-  return {
-    name: container?.name ?? 'container',
-    image: container?.image ?? '',
+): ContainerStatus[] {
+  return pod.spec.containers.map((container) => ({
+    name: container.name,
+    image: container.image,
     ready: false,
     started: state.running !== undefined,
     restartCount,
     state,
-  };
+  }));
 }

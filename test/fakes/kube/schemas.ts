@@ -48,6 +48,7 @@ const toleration = z.object({
 export const podSpecSchema = z
   .object({
     containers: z.array(container).min(1),
+    initContainers: z.array(container).optional(),
     restartPolicy: z.enum(['Always', 'OnFailure', 'Never']).default('Always'),
     nodeSelector: z.record(z.string(), z.string()).optional(),
     tolerations: z.array(toleration).optional(),
@@ -149,8 +150,11 @@ export function validatePod(pod: PodBody): void {
   checkMeta(pod.metadata, causes);
   const spec = pod.spec;
   const volumes = new Set((spec.volumes ?? []).map((v) => v.name));
-  spec.containers.forEach((c, i) => {
-    const at = `spec.containers[${i}]`;
+  const all = [
+    ...spec.containers.map((c, i) => ({ c, at: `spec.containers[${i}]` })),
+    ...(spec.initContainers ?? []).map((c, i) => ({ c, at: `spec.initContainers[${i}]` })),
+  ];
+  all.forEach(({ c, at }) => {
     if (!DNS_LABEL.test(c.name)) causes.push({ field: `${at}.name`, message: 'must be a DNS-1123 label' });
     if (!c.image.trim() || /\s/.test(c.image)) causes.push({ field: `${at}.image`, message: 'Required value' });
     (c.ports ?? []).forEach((p, j) => {
