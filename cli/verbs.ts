@@ -171,7 +171,7 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
   }),
   'get-pools': verb({
     synopsis: 'get pools [-o table|json|yaml]',
-    help: ['list pools: members, Ready, spread'],
+    help: ['list pools: members (live/desired), Ready, the demand an autoscaled pool sees, spread'],
     flags: ['output'],
     operands: 'none',
     build: (_, values) => ({ output: oneOf('output', values.output, GET_OUTPUTS, 'table') }),

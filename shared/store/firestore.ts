@@ -13,6 +13,8 @@ export const COLLECTIONS = {
   pools: 'pools',
   /** One document per API caller (a token digest) and hour: the bans its reports caused (`report-rules.ts#banBudgetId`). */
   banBudgets: 'banBudgets',
+  /** One document per pool and gateway: its latest demand report (`demand-rules.ts#demandId`). */
+  poolDemand: 'poolDemand',
 } as const;
 
 /** What the REST transport asks of an auth client, answered for the emulator: the owner, plain fetch. */
