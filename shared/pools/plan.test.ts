@@ -133,6 +133,23 @@ describe('planPool', () => {
     expect(plan.creates).toEqual([]);
   });
 
+  it('autoscale: scaling down by the decided replicas never drains a member a session holds', () => {
+    const p = pool({ replicas: 4, minAvailable: 0, spread: undefined });
+    const members = [0, 1, 2, 3].map((i) => member(p, 'a', 'Ready', T0 + i));
+    const held = new Set([members[3]!.metadata.name, members[2]!.metadata.name]);
+    const plan = planPool(input(p, members, { replicas: 1, held }));
+    // Newest go first, but the two newest are held: the free ones go, the held ones stay over the one wanted.
+    expect(plan.drains.map((d) => d.name).sort()).toEqual([members[0]!.metadata.name, members[1]!.metadata.name]);
+    expect(plan.settled).toBe(false);
+    const after = planPool(input(p, [members[2]!, members[3]!], { replicas: 1, held }));
+    expect(after.drains).toEqual([]);
+    // Over by held members only: at rest until the sessions let them go.
+    expect(after.settled).toBe(true);
+    expect(planPool(input(p, [members[2]!, members[3]!], { replicas: 1 })).drains).toEqual([
+      { name: members[3]!.metadata.name, reason: 'surplus' },
+    ]);
+  });
+
   it('maxSurge 0 replaces in place, one Ready member at a time within minAvailable', () => {
     const p = pool({ maxSurge: 0 });
     const old = ['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x));
