@@ -472,3 +472,45 @@ function simulate(
   }
   return { members, minReady, maxMembers, settled };
 }
+
+describe('autoscaled pools: the wanted replicas are placed by tier, within the caps and the budget', () => {
+  const price = (entry: { provider: string }) => (entry.provider === 'a' ? 0.01 : 0.05);
+  const autoscaled = (extra: Partial<PoolSpec> = {}) => {
+    const { replicas: _r, ...spec } = tiered(0, extra).spec;
+    const autoscale = {
+      minReplicas: 0,
+      maxReplicas: 20,
+      target: { inFlightPerMember: 4 },
+      scaleUpStabilization: '0s',
+      scaleDownAfter: '5m',
+      scaleToZeroAfter: '10m',
+    };
+    return { ...tiered(0), spec: { ...spec, minAvailable: 0, autoscale } };
+  };
+
+  it('the decided replicas fill tier 0 up to its cap, then tier 1; maxCostPerHour holds tier 1 back first', () => {
+    expect(desiredOf(planPool(input(autoscaled(), [], { replicas: 5 })))).toEqual([2, 3]);
+    const limited = planPool(input(autoscaled({ maxCostPerHour: 0.1 }), [], { replicas: 5, memberHourly: price }));
+    expect(desiredOf(limited)).toEqual([2, 1]);
+    expect(limited.placed).toBe(3);
+    expect(limited.overBudget?.wantedPerHourUsd).toBeCloseTo(0.17, 10);
+  });
+
+  it('at the budget with every placed member in: halted, not settled, nothing drained', () => {
+    const p = autoscaled({ maxCostPerHour: 0.1 });
+    const members = ['a', 'a', 'b'].map((x) => member(p, x));
+    const plan = planPool(input(p, members, { replicas: 5, memberHourly: price }));
+    expect(plan).toMatchObject({ creates: [], drains: [], settled: false, halted: true, placed: 3 });
+  });
+
+  it('scaling down to tier 0: a held tier-1 member stays and counts as settled, the free ones drain', () => {
+    const p = autoscaled();
+    const members = ['a', 'a', 'b', 'b'].map((x) => member(p, x));
+    const held = new Set([members[2]!.metadata.name]);
+    const plan = planPool(input(p, members, { replicas: 2, held }));
+    expect(desiredOf(plan)).toEqual([2, 0]);
+    expect(plan.drains).toEqual([{ name: members[3]!.metadata.name, reason: 'surplus' }]);
+    const after = planPool(input(p, members.slice(0, 3), { replicas: 2, held }));
+    expect(after).toMatchObject({ drains: [], creates: [], settled: true, halted: false });
+  });
+});
