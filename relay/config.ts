@@ -294,8 +294,9 @@ export function parseStackPorts(value: string): number[] {
 
 /**
  * Loads the relay configuration once. The embedded default's proxies get the local stack's egress
- * policy: every loopback port but `EGRESS_STACK_PORTS`; its port ranges move by `EGRESS_PORT_OFFSET`. Environment overrides: `EGRESS_PROJECT` (or
- * `GOOGLE_CLOUD_PROJECT`), `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the relay's stateDir;
+ * policy (every loopback port but `EGRESS_STACK_PORTS`), and its port ranges move by
+ * `EGRESS_PORT_OFFSET`. Environment overrides: `EGRESS_PROJECT` (or `GOOGLE_CLOUD_PROJECT`),
+ * `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the relay's stateDir;
  * each backend's becomes `<dir>/<provider>`, so no two backends share one and one backend's broken
  * state directory fails only that backend's health check).
  *

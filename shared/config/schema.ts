@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { isLoopbackHost } from '../domain/hosts.js';
 import { dnsLabel } from '../domain/names.js';
-import { COUNTRY_CODE_RULE, countryCode } from '../domain/country.js';
+import { countryCodeSchema } from '../domain/country.js';
 import { placementSchema } from '../domain/proxy.js';
 import { apiTokenSchema } from '../api/scopes.js';
 import { DEFAULT_EGRESS_POLICY, echoRefusal, egressPolicySchema } from './egress-policy.js';
@@ -29,10 +29,7 @@ export const providerConfigSchema = z
      * egress located elsewhere is flagged (`EgressVerified=False`). A gcp provider's comes from each
      * placement's region instead.
      */
-    country: z
-      .string()
-      .refine((v) => countryCode(v) === v, `${COUNTRY_CODE_RULE}, in upper case`)
-      .optional(),
+    country: countryCodeSchema.optional(),
     /**
      * Where this provider's proxies may connect (shared/config/egress-policy.ts); absent: the safe
      * default. Relay-backed providers take theirs from the relay's backend entry, where it is enforced.

@@ -1,5 +1,6 @@
 /** The dated price catalogue (`prices-2026-12.json`): its schema, and look-ups that name the field a price is missing for. */
 import { z } from 'zod';
+import type { VmFootprint } from '../domain/footprint.js';
 import { ValidationError } from '../errors.js';
 import raw from './prices-2026-12.json' with { type: 'json' };
 
@@ -86,6 +87,21 @@ export function diskGibMonth(catalogue: Catalogue, region: string, diskType: str
       `no price for disk type ${diskType} in ${region} in the catalogue of ${catalogue.recordedOn}`,
     );
   return price;
+}
+
+/**
+ * The rates one VM of `vm` is billed at: its machine an hour, each in-use external IPv4 an hour (at
+ * the Spot rate for a Spot VM), and its boot disk's type per GiB-month. The monthly estimate and a
+ * pool's running cost both price VMs from these.
+ *
+ * @throws ValidationError naming the zone or machine type field the catalogue has no price for
+ */
+export function vmRates(catalogue: Catalogue, vm: VmFootprint) {
+  return {
+    machineHourly: machineHourly(catalogue, vm.region, vm.machineType, vm.spot, vm.fields),
+    ipv4Hourly: vm.spot ? catalogue.externalIpv4.hourlySpot : catalogue.externalIpv4.hourlyStandard,
+    diskGibMonth: diskGibMonth(catalogue, vm.region, vm.bootDisk.type, vm.fields.zone),
+  };
 }
 
 /** Internet egress of `gib` GiB in one month, through the volume tiers. */

@@ -1,6 +1,6 @@
 /** The monthly estimate of a fleet: its VMs, addresses, disks and Internet egress at catalogue prices, and the control plane. */
 import type { Footprint } from '../domain/footprint.js';
-import { diskGibMonth, egressMonthly, machineHourly, type Catalogue } from './catalogue.js';
+import { egressMonthly, vmRates, type Catalogue } from './catalogue.js';
 import { CONTROL_PLANE, controlPlaneMonthly, type ControlPlaneFigures } from './control-plane.js';
 import { deploymentLines } from './deployment.js';
 
@@ -71,19 +71,23 @@ export function estimate(input: EstimateInput): Estimate {
     }
     if (footprint.kind !== 'vm') continue;
     const { region, machineType, spot } = footprint;
-    const hourly = machineHourly(catalogue, region, machineType, spot, footprint.fields);
-    tally(lines, `VM ${machineType} ${spot ? 'Spot' : 'on-demand'}, ${region}`, count, 'VMs', count * hours * hourly);
-    const ip = spot ? catalogue.externalIpv4.hourlySpot : catalogue.externalIpv4.hourlyStandard;
+    const rates = vmRates(catalogue, footprint);
+    tally(
+      lines,
+      `VM ${machineType} ${spot ? 'Spot' : 'on-demand'}, ${region}`,
+      count,
+      'VMs',
+      count * hours * rates.machineHourly,
+    );
     tally(
       lines,
       `external IPv4 in use${spot ? ' (Spot VM)' : ''}`,
       count * footprint.externalIpv4,
       'addresses',
-      count * footprint.externalIpv4 * hours * ip,
+      count * footprint.externalIpv4 * hours * rates.ipv4Hourly,
     );
     const gib = count * footprint.bootDisk.gib;
-    const perGib = diskGibMonth(catalogue, region, footprint.bootDisk.type, footprint.fields.zone);
-    tally(lines, `boot disk ${footprint.bootDisk.type}, ${region}`, gib, 'GiB', gib * perGib);
+    tally(lines, `boot disk ${footprint.bootDisk.type}, ${region}`, gib, 'GiB', gib * rates.diskGibMonth);
     vmEgressGib += count * egressPerProxy;
   }
   if (vmEgressGib > 0)

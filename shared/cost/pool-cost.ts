@@ -8,7 +8,7 @@ import { RELAY_TYPES } from '../config/schema.js';
 import type { PoolCost } from '../domain/pool-status.js';
 import { asEgressError } from '../errors.js';
 import { footprintOf } from '../providers/footprint.js';
-import { diskGibMonth, machineHourly, type Catalogue, CATALOGUE } from './catalogue.js';
+import { type Catalogue, CATALOGUE, vmRates } from './catalogue.js';
 import { controlPlaneMonthly } from './control-plane.js';
 
 /** One member's price: what it is, and USD an hour (undefined: not priced, `what` says why). */
@@ -38,13 +38,11 @@ export function memberPrice(
       return f.hourlyUsd === undefined
         ? { what: `${provider.name}: ${provider.type} (no price configured)`, hourlyUsd: undefined }
         : { what: `${provider.name}: ${provider.type} endpoint`, hourlyUsd: f.hourlyUsd };
-    const machine = machineHourly(catalogue, f.region, f.machineType, f.spot, f.fields);
-    const ip = f.externalIpv4 * (f.spot ? catalogue.externalIpv4.hourlySpot : catalogue.externalIpv4.hourlyStandard);
-    const disk =
-      (f.bootDisk.gib * diskGibMonth(catalogue, f.region, f.bootDisk.type, f.fields.zone)) / catalogue.hoursPerMonth;
+    const rates = vmRates(catalogue, f);
+    const disk = (f.bootDisk.gib * rates.diskGibMonth) / catalogue.hoursPerMonth;
     return {
       what: `${provider.name}: VM ${f.machineType} ${f.spot ? 'Spot' : 'on-demand'}, ${f.region} (+ IPv4, disk)`,
-      hourlyUsd: machine + ip + disk,
+      hourlyUsd: rates.machineHourly + f.externalIpv4 * rates.ipv4Hourly + disk,
     };
   } catch (err) {
     return { what: `${provider.name}: ${asEgressError(err).message}`, hourlyUsd: undefined };

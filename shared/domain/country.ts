@@ -4,6 +4,8 @@
  * grammar's `country` key.
  */
 
+import { z } from 'zod';
+
 const regions = new Intl.DisplayNames(['en'], { type: 'region' });
 
 /** What a refused code is told. */
@@ -23,3 +25,6 @@ export function countryCode(value: string): string | undefined {
   const name = regions.of(code);
   return name === undefined || name === code || name === 'Unknown Region' ? undefined : code;
 }
+
+/** A country code in a config file: as {@link countryCode} takes it, and written in upper case. */
+export const countryCodeSchema = z.string().refine((v) => countryCode(v) === v, `${COUNTRY_CODE_RULE}, in upper case`);

@@ -200,8 +200,8 @@ function availability(input: PlanInput, entries: SpreadEntry[], keys: string[], 
     if (!wasAvailable && prev && !stoppedEntry(prev)) {
       const wait = recoverDelay(prev.failures, input.recoverAfterMs);
       if (input.now - (prev.lastBadAt ?? 0) < wait) {
-        const { desired: _d, members: _m, ready: _r, provider: _p, placement: _pl, unreachable: _u, ...held } = prev;
-        const { tier: _t, maxReplicas: _x, ...kept } = held;
+        const { desired: _d, members: _m, ready: _r, provider: _p, placement: _pl, unreachable: _u, ...rest } = prev;
+        const { tier: _t, maxReplicas: _x, ...kept } = rest;
         return { ...counts, ...kept, available: false };
       }
       return { ...counts, available: true, failures: prev.failures, recoveredAt: input.now };
@@ -259,7 +259,7 @@ function withinBudget(
   const out = [...desired];
   while (total(out) > max) {
     const dearest = out
-      .map((n, i) => i)
+      .map((_, i) => i)
       .filter((i) => (out[i] ?? 0) > 0 && (each[i] ?? 0) > 0)
       .sort((a, b) => (entries[b]?.tier ?? 0) - (entries[a]?.tier ?? 0) || (each[b] ?? 0) - (each[a] ?? 0) || b - a)[0];
     if (dearest === undefined) break;
@@ -357,14 +357,11 @@ export function planPool(input: PlanInput): Plan {
   const stopped = (m: ProxyDoc) => stoppedEntry(statuses[keys.indexOf(memberKey(m))]);
   const open = desired.map((d, i) => (stoppedEntry(statuses[i]) ? 0 : d));
   const { creates, blocked } = planCreates(input, entries, current, open, isReady);
-  // Members the caps or the budget do not place are not waited for before a surplus one drains.
-  const target = Math.min(
-    wanted,
-    desired.reduce((n, d) => n + d, 0),
-  );
-  const { drains, waiting } = planDrains(input, target, live, outdated, current, blocked, isReady, stopped);
+  // Members the caps or the budget do not place (`shares` and `withinBudget` never place more than
+  // `wanted`) are not waited for before a surplus one drains.
+  const placed = desired.reduce((n, d) => n + d, 0);
+  const { drains, waiting } = planDrains(input, placed, live, outdated, current, blocked, isReady, stopped);
   const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
-  const placed = target;
   // Held members kept over their share do not count against settling at the wanted size.
   const placedNow = currentCount - keptHeld;
   const settled = creates.length === 0 && outdated.size === 0 && placedNow === wanted;

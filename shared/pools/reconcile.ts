@@ -72,6 +72,26 @@ function condition(
   };
 }
 
+/** The `Progressing` condition's status, reason and message after `plan` for `wanted` members. */
+function progress(pool: PoolDoc, plan: Plan, wanted: number): ['True' | 'False', string, string] {
+  if (plan.settled) return ['False', 'Settled', `${wanted} members, all current`];
+  const placed = `${plan.placed} of ${wanted} members placed`;
+  if (plan.placed < wanted && !pool.deletionRequestedAt)
+    return plan.overBudget
+      ? [
+          'True',
+          'CostLimited',
+          `${placed}: ${wanted} would cost $${plan.overBudget.wantedPerHourUsd.toFixed(4)}/h, above maxCostPerHour $${pool.spec.maxCostPerHour ?? 0}/h`,
+        ]
+      : ['True', 'CapReached', `${placed}: every available spread entry is at its maxReplicas`];
+  const replacing = plan.waiting.length + plan.drains.length;
+  return [
+    'True',
+    replacing > 0 ? 'Replacing' : 'Scaling',
+    `${plan.live} live of ${wanted}; ${replacing} to replace or remove`,
+  ];
+}
+
 /** The pool's status after `plan` for `wanted` members, with its conditions. */
 function statusOf(
   pool: PoolDoc,
@@ -84,34 +104,7 @@ function statusOf(
   const min = Math.min(spec.minAvailable ?? wanted, wanted);
   const prev = pool.status.conditions;
   const out = plan.entries.filter((e) => !e.available);
-  const progressing = plan.settled
-    ? condition(prev, 'Progressing', 'False', 'Settled', `${wanted} members, all current`, now)
-    : plan.placed < wanted && !pool.deletionRequestedAt
-      ? plan.overBudget
-        ? condition(
-            prev,
-            'Progressing',
-            'True',
-            'CostLimited',
-            `${plan.placed} of ${wanted} members placed: ${wanted} would cost $${plan.overBudget.wantedPerHourUsd.toFixed(4)}/h, above maxCostPerHour $${spec.maxCostPerHour ?? 0}/h`,
-            now,
-          )
-        : condition(
-            prev,
-            'Progressing',
-            'True',
-            'CapReached',
-            `${plan.placed} of ${wanted} members placed: every available spread entry is at its maxReplicas`,
-            now,
-          )
-      : condition(
-          prev,
-          'Progressing',
-          'True',
-          plan.waiting.length + plan.drains.length > 0 ? 'Replacing' : 'Scaling',
-          `${plan.live} live of ${wanted}; ${plan.waiting.length + plan.drains.length} to replace or remove`,
-          now,
-        );
+  const progressing = condition(prev, 'Progressing', ...progress(pool, plan, wanted), now);
   return {
     observedGeneration: pool.generation,
     desiredReplicas: wanted,

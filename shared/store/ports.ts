@@ -286,9 +286,11 @@ export type ClaimOutcome =
 export interface StaticClaimRepository {
   /**
    * Adopts the instance's claim, or claims a free endpoint (never released, else released longest
-   * ago and rested `cooldownMs`) in one transaction: two creates never hold one endpoint. An
-   * endpoint with credentials has them stored as the proxy's (`credentials/{proxy}`) in the same
-   * transaction: the probe and discovery read them there.
+   * ago and rested `cooldownMs`), each endpoint in a transaction of its own that reads only it: two
+   * creates never hold one endpoint, and a create that loses a race moves on to the next. (Two
+   * concurrent creates of one instance could each claim one; the reconciler's lease per proxy keeps
+   * them from happening.) An endpoint with credentials has them stored as the proxy's
+   * (`credentials/{proxy}`) in the same transaction: the probe and discovery read them there.
    */
   claim(request: ClaimRequest): Promise<ClaimOutcome>;
   /** The claim held by `instance`; undefined when none (a consistent read: certain). */

@@ -67,6 +67,18 @@ export function backendCall<T>(name: string, attributes: Attributes, fn: () => P
 }
 
 /**
+ * {@link backendCall} for one Firestore call: `firestore.<operation> <collection>`, with the
+ * database semantic-convention attributes.
+ */
+export function firestoreCall<T>(operation: string, collection: string, fn: () => Promise<T>): Promise<T> {
+  return backendCall(
+    `firestore.${operation} ${collection}`,
+    { 'db.system.name': 'firestore', 'db.operation.name': operation, 'db.collection.name': collection },
+    fn,
+  );
+}
+
+/**
  * Runs `fn` in the trace `traceparent` names, when that is not the active trace already: inside a
  * span `name` whose parent is that remote span and which links back to the active span. Used where
  * one invocation serves several traces (a relay report settling instances of several applies).

@@ -134,8 +134,13 @@ describe('e2e: egress CLI', () => {
       const { stdout } = await run('curl', ['-sS', '--max-time', '5', '-x', found.url, echo]);
       return { seen: (JSON.parse(stdout) as { ip: string }).ip, probed: found.egressIp };
     };
-    const before = await measured();
-    expect(before?.seen).toMatch(/^5\.9\.\d+\.\d+$/);
+    // Discovery answers from a page read up to DISCOVERY_CACHE_MS ago, so b-1 may join its list a
+    // moment after `apply --wait` saw it Ready.
+    const before = await eventually(async () => {
+      const now = await measured();
+      expect(now?.seen, 'discovery lists b-1').toMatch(/^5\.9\.\d+\.\d+$/);
+      return now;
+    }, 10_000);
     expect(before?.probed).toBe(before?.seen);
     expect(await egress('report', 'proxy', 'b-1', '--reason', 'banned', '--detail', 'e2e')).toMatchObject({
       code: 0,

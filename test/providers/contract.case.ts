@@ -130,10 +130,10 @@ export function runProviderContract(c: ContractCase): void {
       return shared;
     };
 
-    // The concurrent creates' instances, kept running for the three tests after it that each need a
-    // running instance of their own and end it (delete, report-until-gone, kill): three guest boots
-    // fewer under TCG.
-    // Run alone (-t), each of those tests creates its own. afterAll deletes the ones left unclaimed.
+    // The concurrent creates' instances, kept running for the tests after it that each need a running
+    // instance of their own and end it (delete-idempotent, report-until-gone, dead-is-stopped): one
+    // guest boot fewer each under TCG. Run alone (-t), or once they are used up, each of those tests
+    // creates its own. afterAll deletes the ones left unclaimed.
     const spares: InstanceSpec[] = [];
     const unclaimed = new Set<string>();
     const runningSpec = async (): Promise<InstanceSpec> => {

@@ -3,22 +3,17 @@
  * Compute API, with the Firestore and Pub/Sub emulators for reconcile and GC tests.
  */
 import { localEgressPolicy } from '../../shared/config/egress-policy.js';
-import { appendFileSync, mkdirSync } from 'node:fs';
-import { PubSub } from '@google-cloud/pubsub';
-import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
+import { type Bus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { Config } from '../../shared/config/schema.js';
-import { createLogger, type Logger } from '../../shared/logger.js';
+import { type Logger } from '../../shared/logger.js';
 import type { EchoServer } from '../../shared/probe/echo-server.js';
 import type { Provider } from '../../shared/providers/contract.js';
 import type { Registry } from '../../shared/providers/contract.js';
-import { createRegistry } from '../../shared/providers/registry.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
-import { createFirestore } from '../../shared/store/firestore.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
 import type { FakeGce } from '../fakes/gce/index.js';
-import { emulatorEnv } from './emulator-env.js';
+import { startCheckWorld } from './check-world.js';
 
 export interface GceHarness {
   config: Config;
@@ -48,9 +43,6 @@ export async function startGceHarness(
   overrides: Record<string, unknown> = {},
   options: Record<string, unknown> = {},
 ): Promise<GceHarness> {
-  const emu = emulatorEnv(name);
-  mkdirSync('test-results', { recursive: true });
-  const logger = createLogger({ write: (l) => appendFileSync(`test-results/${name}.log`, `${l}\n`), level: 'DEBUG' });
   const config = parseConfig({
     installationId: 'it',
     echoUrl: echo.url,
@@ -75,14 +67,10 @@ export async function startGceHarness(
     ],
     ...overrides,
   });
-  const db = createFirestore(emu.projectId);
-  const pubsub = new PubSub({ projectId: emu.projectId });
-  await pubsub.createTopic('proxy-checks');
-  const bus = createPubSubBus(pubsub);
-  const registry = createRegistry({ config, relays: new RelayStore(db, logger), bus, logger });
+  const world = await startCheckWorld(name, config);
+  const { registry, proxies, bus, logger } = world;
   const provider = registry.get('gce');
   if (!provider) throw new Error('the registry built no gcp provider');
-  const proxies = new ProxyStore(db, logger);
   return {
     config,
     registry,
@@ -91,9 +79,6 @@ export async function startGceHarness(
     bus,
     logger,
     deps: { config, proxies, registry, logger, bus, countReplacing: (p) => proxies.countReplacing(p) },
-    async close() {
-      await pubsub.close();
-      await db.terminate();
-    },
+    close: () => world.close(),
   };
 }

@@ -3,23 +3,18 @@
  * fake Kubernetes API, with the Firestore and Pub/Sub emulators for reconcile and GC tests.
  */
 import { localEgressPolicy } from '../../shared/config/egress-policy.js';
-import { appendFileSync, mkdirSync } from 'node:fs';
-import { PubSub } from '@google-cloud/pubsub';
-import { createPubSubBus, type Bus } from '../../shared/bus/pubsub.js';
+import { type Bus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { Config } from '../../shared/config/schema.js';
-import { createLogger, type Logger } from '../../shared/logger.js';
+import { type Logger } from '../../shared/logger.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import type { Provider } from '../../shared/providers/contract.js';
 import type { Registry } from '../../shared/providers/contract.js';
-import { createRegistry } from '../../shared/providers/registry.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
-import { createFirestore } from '../../shared/store/firestore.js';
 import { ProviderStore } from '../../shared/store/providers.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
 import { startFakeKube, type FakeKube, type FakeKubeOptions } from '../fakes/kube/index.js';
-import { emulatorEnv } from './emulator-env.js';
+import { startCheckWorld } from './check-world.js';
 
 export interface KubeHarness {
   fake: FakeKube;
@@ -49,11 +44,8 @@ export async function startKubeHarness(
   options: Record<string, unknown> = {},
   fakeOptions: FakeKubeOptions = {},
 ): Promise<KubeHarness> {
-  const emu = emulatorEnv(name);
   const fake = await startFakeKube(fakeOptions);
   const echo = await startEchoServer();
-  mkdirSync('test-results', { recursive: true });
-  const logger = createLogger({ write: (l) => appendFileSync(`test-results/${name}.log`, `${l}\n`), level: 'DEBUG' });
   const config = parseConfig({
     installationId: 'it',
     echoUrl: echo.url,
@@ -67,15 +59,10 @@ export async function startKubeHarness(
     ],
     ...overrides,
   });
-  const db = createFirestore(emu.projectId);
-  const pubsub = new PubSub({ projectId: emu.projectId });
-  await pubsub.createTopic('proxy-checks');
-  const bus = createPubSubBus(pubsub);
-  const registry = createRegistry({ config, relays: new RelayStore(db, logger), bus, logger });
+  const world = await startCheckWorld(name, config);
+  const { registry, proxies, providerStatus, bus, logger } = world;
   const provider = registry.get('k8s') ?? registry.all()[0];
   if (!provider) throw new Error('the registry built no kubernetes provider');
-  const proxies = new ProxyStore(db, logger);
-  const providerStatus = new ProviderStore(db);
   return {
     fake,
     config,
@@ -90,8 +77,7 @@ export async function startKubeHarness(
     async close() {
       await fake.close();
       await echo.close();
-      await pubsub.close();
-      await db.terminate();
+      await world.close();
     },
   };
 }

@@ -2,24 +2,17 @@
  * The `static` provider as the functions build it (config → registry, the Firestore claim store on
  * the emulator), over real tinyproxies standing in for a vendor's endpoints.
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
-import { PubSub } from '@google-cloud/pubsub';
-import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { Config } from '../../shared/config/schema.js';
-import { createLogger } from '../../shared/logger.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import type { Provider, Registry } from '../../shared/providers/contract.js';
-import { createRegistry } from '../../shared/providers/registry.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
-import { COLLECTIONS, createFirestore } from '../../shared/store/firestore.js';
+import { COLLECTIONS } from '../../shared/store/firestore.js';
 import { PoolStore } from '../../shared/store/pools.js';
-import { ProviderStore } from '../../shared/store/providers.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
 import { StaticClaimStore } from '../../shared/store/static-claims.js';
-import { emulatorEnv } from './emulator-env.js';
 import { startVendor, type Vendor } from './static-vendor.js';
+import { startCheckWorld } from './check-world.js';
 
 export interface StaticHarness {
   vendor: Vendor;
@@ -60,11 +53,8 @@ export async function startStaticHarness(
   split?: StaticProviders,
   overrides: Record<string, unknown> = {},
 ): Promise<StaticHarness> {
-  const emu = emulatorEnv(name);
   const vendor = await startVendor(count);
   const echo = await startEchoServer();
-  mkdirSync('test-results', { recursive: true });
-  const logger = createLogger({ write: (l) => appendFileSync(`test-results/${name}.log`, `${l}\n`), level: 'DEBUG' });
   const endpoints = vendor.endpoints.map(({ host, port, username, password }, i) => ({
     host,
     port,
@@ -93,17 +83,14 @@ export async function startStaticHarness(
     })),
     ...overrides,
   });
-  const db = createFirestore(emu.projectId);
-  const pubsub = new PubSub({ projectId: emu.projectId });
-  await pubsub.createTopic('proxy-checks');
-  const bus = createPubSubBus(pubsub);
-  const claims = new StaticClaimStore(db, logger);
-  const registry = createRegistry({ config, relays: new RelayStore(db, logger), bus, logger, claims });
+  let claims: StaticClaimStore | undefined;
+  const world = await startCheckWorld(name, config, (db, logger) => ({
+    claims: (claims = new StaticClaimStore(db, logger)),
+  }));
+  const { db, registry, proxies, providerStatus, bus, logger } = world;
   const first = config.providers[0]?.name ?? '';
   const provider = registry.get(first);
-  if (!provider) throw new Error(`the registry built no static provider: ${registry.missing(first)}`);
-  const proxies = new ProxyStore(db, logger);
-  const providerStatus = new ProviderStore(db);
+  if (!provider || !claims) throw new Error(`the registry built no static provider: ${registry.missing(first)}`);
   return {
     vendor,
     config,
@@ -120,8 +107,7 @@ export async function startStaticHarness(
     async close() {
       await vendor.close();
       await echo.close();
-      await pubsub.close();
-      await db.terminate();
+      await world.close();
     },
   };
 }

@@ -1,9 +1,8 @@
 /** The `kubernetes` provider's options (`config.providers.N.options`): cluster access, namespaces, image, resources. */
 import { z } from 'zod';
 import { dnsLabel } from '../../domain/names.js';
-import { labelKey, labelValue } from '../../domain/proxy.js';
 import { ValidationError } from '../../errors.js';
-import { parseToleration } from './placement.js';
+import { placementBoundsSchema } from './placement.js';
 
 /**
  * A small image with tinyproxy (which supports `BasicAuth`) on its PATH. A tag, not a digest: no
@@ -18,29 +17,6 @@ const quantity = z
   .string()
   .regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|k|M|G)?$/, 'must be a Kubernetes quantity like "50m" or "64Mi"');
 const resourceList = z.strictObject({ cpu: quantity.optional(), memory: quantity.optional() });
-
-/**
- * What a request's `spec.placement` may ask for beyond a managed namespace (an allow-list; the
- * default allows nothing). A Pod on the node's network (`hostNetwork`) is outside the namespace's
- * NetworkPolicy, the egress fence, and sees the node's own services; a toleration or node selector
- * puts Pods on nodes the cluster keeps apart (control-plane, GPU, other tenants' pools).
- */
-const placementBoundsSchema = z.strictObject({
-  /** Whether a placement may say `hostNetwork: true`. */
-  allowHostNetwork: z.boolean().default(false),
-  /** The toleration strings a placement may list, verbatim (`*`, every taint, only if listed). */
-  tolerations: z
-    .array(
-      z
-        .string()
-        .refine((t) => parseToleration(t) !== undefined, 'must be key, key=value, key:Effect, key=value:Effect or *'),
-    )
-    .max(50)
-    .default([]),
-  /** Per node label key, the values a placement's `nodeSelector` may ask for. */
-  nodeSelectors: z.record(labelKey, z.array(labelValue).max(50)).default({}),
-});
-export type KubernetesPlacementBounds = z.infer<typeof placementBoundsSchema>;
 
 const httpUrl = z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
 

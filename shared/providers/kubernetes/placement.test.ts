@@ -1,6 +1,6 @@
 /** Kubernetes placement: known keys, defaults, tolerations syntax, and errors naming `spec.placement.<key>`. */
 import { describe, expect, it } from 'vitest';
-import type { KubernetesPlacementBounds } from './options.js';
+import type { KubernetesPlacementBounds } from './placement.js';
 import { parseToleration, resolveKubernetesPlacement } from './placement.js';
 
 const NS = ['egress', 'egress-b'];

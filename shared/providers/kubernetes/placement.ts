@@ -1,8 +1,30 @@
 /** Kubernetes placement: namespace, node selector, tolerations, host network/port, validated naming the field. */
 import { z } from 'zod';
-import { labelsSchema } from '../../domain/proxy.js';
+import { labelKey, labelsSchema, labelValue } from '../../domain/proxy.js';
 import { ValidationError } from '../../errors.js';
-import type { KubernetesPlacementBounds } from './options.js';
+
+/**
+ * What a request's `spec.placement` may ask for beyond a managed namespace (an allow-list; the
+ * default allows nothing). A Pod on the node's network (`hostNetwork`) is outside the namespace's
+ * NetworkPolicy, the egress fence, and sees the node's own services; a toleration or node selector
+ * puts Pods on nodes the cluster keeps apart (control-plane, GPU, other tenants' pools).
+ */
+export const placementBoundsSchema = z.strictObject({
+  /** Whether a placement may say `hostNetwork: true`. */
+  allowHostNetwork: z.boolean().default(false),
+  /** The toleration strings a placement may list, verbatim (`*`, every taint, only if listed). */
+  tolerations: z
+    .array(
+      z
+        .string()
+        .refine((t) => parseToleration(t) !== undefined, 'must be key, key=value, key:Effect, key=value:Effect or *'),
+    )
+    .max(50)
+    .default([]),
+  /** Per node label key, the values a placement's `nodeSelector` may ask for. */
+  nodeSelectors: z.record(labelKey, z.array(labelValue).max(50)).default({}),
+});
+export type KubernetesPlacementBounds = z.infer<typeof placementBoundsSchema>;
 
 /** A placement after validation, with the default namespace filled in (it feeds the spec hash). */
 export type KubernetesPlacement = {

@@ -11,7 +11,7 @@ import type { InventoryItem, RelayCommand } from '../../relay/protocol.js';
 import { inventoryMarkSchema, parseJsonAs, type CommandDoc, type RelayDoc } from '../../store/records.js';
 import { changedSince } from '../../store/relay-rules.js';
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
-import { backendCall } from '../../telemetry/spans.js';
+import { firestoreCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceDelta, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
 import { toWire } from '../../relay/command-wire.js';
 import { signer, type SigningKey } from '../../relay/signature.js';
@@ -223,12 +223,7 @@ class RelayedProvider implements Provider {
 
   /** One Firestore call as a child span of the operation (`firestore.get relays/{relay}/commands`). */
   private firestore<T>(operation: 'get' | 'list' | 'set', collection: string, call: () => Promise<T>): Promise<T> {
-    const path = collection ? `relays/${this.relay}/${collection}` : 'relays';
-    return backendCall(
-      `firestore.${operation} ${path}`,
-      { 'db.system.name': 'firestore', 'db.operation.name': operation, 'db.collection.name': path },
-      call,
-    );
+    return firestoreCall(operation, collection ? `relays/${this.relay}/${collection}` : 'relays', call);
   }
 
   /** Records a new command, then publishes it. */

@@ -9,7 +9,7 @@ import { connect } from 'node:net';
 import { NotFoundError, QuotaExceededError, ValidationError } from '../../errors.js';
 import type { StaticClaimRepository } from '../../store/ports.js';
 import type { StaticClaim } from '../../store/records.js';
-import { backendCall } from '../../telemetry/spans.js';
+import { firestoreCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
 import type { ProviderFactoryDeps } from '../factory.js';
 import {
@@ -137,11 +137,7 @@ class StaticProvider implements Provider {
 
   /** One claim-store call as a child span (`firestore.claim staticClaims`). */
   private firestore<T>(operation: string, call: () => Promise<T>): Promise<T> {
-    return backendCall(
-      `firestore.${operation} staticClaims`,
-      { 'db.system.name': 'firestore', 'db.operation.name': operation, 'db.collection.name': 'staticClaims' },
-      call,
-    );
+    return firestoreCall(operation, 'staticClaims', call);
   }
 }
 

@@ -5,9 +5,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from '../../errors.js';
-import { labelsSchema } from '../../domain/proxy.js';
-
-const countryCode = z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code in upper case, like "DE"');
+import { countryCodeSchema } from '../../domain/country.js';
+import { labelsSchema, toValidationError } from '../../domain/proxy.js';
 
 export const staticEndpointSchema = z.strictObject({
   host: z.string().min(1, 'must name the host (a name or an address)'),
@@ -16,7 +15,7 @@ export const staticEndpointSchema = z.strictObject({
   username: z.string().min(1).optional(),
   password: z.string().optional(),
   /** Where the endpoint leaves from: `spec.placement.country` selects by it, and the egress check compares it. */
-  country: countryCode.optional(),
+  country: countryCodeSchema.optional(),
   /** Selected by `spec.placement.labels`. */
   labels: labelsSchema.default({}),
   /** USD an hour this endpoint costs while claimed (the vendor's price); none: not priced. */
@@ -28,7 +27,7 @@ export const staticOptionsSchema = z.strictObject({
   endpoints: z
     .array(staticEndpointSchema)
     .min(1, 'must list at least one endpoint')
-    .max(1000, 'must list at most 1000 endpoints (a create reads every claim in one transaction)')
+    .max(1000, 'must list at most 1000 endpoints (a create reads the claim of every endpoint it may take)')
     .superRefine((endpoints, ctx) => {
       const keys = endpoints.map(endpointKey);
       keys.forEach((k, i) => {
@@ -63,12 +62,10 @@ export function claimId(provider: string, e: Pick<StaticEndpoint, 'host' | 'port
 export function parseStaticOptions(options: Record<string, unknown>, path: string): StaticOptions {
   const parsed = staticOptionsSchema.safeParse(options);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const field = [`${path}.options`, ...(issue?.path ?? []).map(String)].join('.');
-  throw new ValidationError(field, issue?.message ?? 'is invalid');
+  throw toValidationError(parsed.error, `${path}.options`);
 }
 
-const placementKeysSchema = z.strictObject({ country: countryCode.optional(), labels: labelsSchema.optional() });
+const placementKeysSchema = z.strictObject({ country: countryCodeSchema.optional(), labels: labelsSchema.optional() });
 export type StaticPlacement = z.infer<typeof placementKeysSchema>;
 
 /**

@@ -12,6 +12,7 @@ import type { Firestore } from '@google-cloud/firestore';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import type { Bus } from '../../../shared/bus/pubsub.js';
 import { parseConfig } from '../../../shared/config/load.js';
+import { localEgressPolicy } from '../../../shared/config/egress-policy.js';
 import type { Config } from '../../../shared/config/schema.js';
 import type { Phase } from '../../../shared/domain/status.js';
 import { NotFoundError } from '../../../shared/errors.js';
@@ -210,7 +211,18 @@ async function cloudGround(o: GroundOptions): Promise<Ground> {
     // The functions probe these proxies themselves: under load a 2 s probe fails now and then.
     probeTimeoutSeconds: 5,
     ...o.config,
-    providers: [{ name: o.provider, type: kind, catalogue: { alt: fake.placement }, options: fake.entry }],
+    providers: [
+      {
+        name: o.provider,
+        type: kind,
+        catalogue: { alt: fake.placement },
+        options: fake.entry,
+        // The echo endpoint is on loopback, on a port of its own: the fakes' real tinyproxy (its
+        // ConnectPort lines, which the probe's CONNECT over the TLS listener meets) admits it only
+        // with a policy that allows it.
+        egress: localEgressPolicy([]),
+      },
+    ],
   });
   const db = createFirestore(emu.projectId);
   const relays = new RelayStore(db, logger);
