@@ -3,6 +3,7 @@
  * gateway demand reports through the API route (duplicated and reordered) scale it up from zero,
  * and it drains back to zero, leaking no member, once the reports expire.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiDeps } from '../../shared/api/deps.js';
 import { postDemand } from '../../shared/api/demand.js';
@@ -44,6 +45,23 @@ const report = (sequence: number, inFlight: number, waiting = 0) => ({
   intervalSeconds: 5,
 });
 
+/** Reports like a gateway: one report at a time, `everyMs` apart, until stopped. */
+function reportEvery(everyMs: number, next: () => ReturnType<typeof report>): { stop(): Promise<void> } {
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      await postDemand(api, 'auto', next());
+      await sleep(everyMs);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
 beforeAll(async () => {
   h = await startRelayHarness('autoscale', [24620, 24629], { poolRecoverSeconds: 3, autoscaleIntervalSeconds: 1 });
   deps = { ...poolCheckDeps(h), demand: new DemandStore(h.db) };
@@ -74,28 +92,31 @@ describe('autoscale: on the emulators', () => {
   it('wakes on a waiting request and follows in-flight demand; duplicated and reordered reports change nothing', async () => {
     expect((await postDemand(api, 'auto', report(10, 0, 1))).body).toMatchObject({ applied: true });
     // As a gateway does: the held request is reported every interval until a member serves it.
-    const waiting = setInterval(() => void postDemand(api, 'auto', report(Date.now(), 0, 1)), 500);
+    const waiting = reportEvery(500, () => report(Date.now(), 0, 1));
     try {
       await eventually(async () => expect(readyMembers(await deps.pools.members('auto'))).toBe(1), 90_000, 250);
     } finally {
-      clearInterval(waiting);
+      await waiting.stop();
     }
-    // 5 in flight at 2 a member: 3 members. The same report again, and an older one, are not applied.
-    const up = setInterval(() => void postDemand(api, 'auto', report(Date.now(), 5)), 500);
+    // 5 in flight at 2 a member: 3 members.
+    const up = reportEvery(500, () => report(Date.now(), 5));
     try {
       await eventually(async () => expect(readyMembers(await deps.pools.members('auto'))).toBe(3), 90_000, 250);
-      const latest = Date.now() + 1_000_000;
-      expect((await postDemand(api, 'auto', report(latest, 5))).body).toMatchObject({ applied: true });
-      expect((await postDemand(api, 'auto', report(latest, 5))).body).toMatchObject({ applied: false });
-      expect((await postDemand(api, 'auto', report(latest - 1, 0))).body).toMatchObject({ applied: false });
       const doc = await deps.pools.get('auto');
       expect(doc?.status).toMatchObject({ desiredReplicas: 3, demand: { inFlight: 5, gateways: 1 } });
       const events = await deps.pools.events('auto', 50);
       expect(events.map((e) => e.reason)).toEqual(expect.arrayContaining(['Woken', 'ScaledUp']));
       expect(events.find((e) => e.reason === 'Woken')?.message).toMatch(/desired 0 → 1: demand inFlight 0, waiting 1/);
     } finally {
-      clearInterval(up);
+      await up.stop();
     }
+    // A newer report is applied once; the same again, and an older one, are not. (Checked once the
+    // reporter has stopped: a report above its sequences would keep its later ones from being applied,
+    // and the pool's demand would vanish a report lifetime on, under the checks above.)
+    const latest = Date.now() + 1;
+    expect((await postDemand(api, 'auto', report(latest, 5))).body).toMatchObject({ applied: true });
+    expect((await postDemand(api, 'auto', report(latest, 5))).body).toMatchObject({ applied: false });
+    expect((await postDemand(api, 'auto', report(latest - 1, 0))).body).toMatchObject({ applied: false });
   }, 200_000);
 
   it('drains back to zero once the reports expire, leaving no member', async () => {
