@@ -10,6 +10,7 @@ import {
   parseRelayConfig,
   relayConfigSchema,
   relayStatePath,
+  LOCAL_RUN_AS_ENV,
   STACK_PORTS_ENV,
 } from './config.js';
 
@@ -235,6 +236,24 @@ describe('the embedded local config and the egress fence', () => {
         [8900, 65535],
       ]);
     }
+  });
+
+  it('runs each embedded backend as a uid of its own from EGRESS_LOCAL_RUN_AS (its kernel fence), and as the relay without it', () => {
+    expect(
+      loadRelayConfig({ [LOCAL_RUN_AS_ENV]: '100800' }).backends.map((b) =>
+        b.type === 'process' ? b.runAs : 'not a process backend',
+      ),
+    ).toEqual([
+      { uid: 100800, gid: 100800 },
+      { uid: 100801, gid: 100801 },
+    ]);
+    expect(loadRelayConfig({}).backends.map((b) => (b.type === 'process' ? b.runAs : 'not a process backend'))).toEqual(
+      [undefined, undefined],
+    );
+    for (const bad of ['', 'root', '0', '1.5', String(2 ** 32 - 2)])
+      expect(() => loadRelayConfig({ [LOCAL_RUN_AS_ENV]: bad }), bad).toThrow(
+        expect.objectContaining({ field: LOCAL_RUN_AS_ENV }) as unknown,
+      );
   });
 
   it('a bad EGRESS_STACK_PORTS is named', () => {

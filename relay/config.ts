@@ -276,6 +276,26 @@ export const LOCAL_RELAY_CONFIG = {
 export const STACK_PORTS_ENV = 'EGRESS_STACK_PORTS';
 
 /**
+ * Set by the local stack when it runs as root with `nft`: the first of the uids the embedded
+ * backends' proxies run as (`runAs`, one uid per backend, in order), so that the kernel fence of
+ * each keeps its proxies off the stack's own ports, plain requests included.
+ */
+export const LOCAL_RUN_AS_ENV = 'EGRESS_LOCAL_RUN_AS';
+
+/**
+ * The uid the embedded backend number `index` runs its proxies as, from `EGRESS_LOCAL_RUN_AS`.
+ *
+ * @throws ValidationError naming the variable when it is not a uid with room for every backend
+ */
+export function localRunAs(value: string, index: number): { uid: number; gid: number } {
+  const first = Number(value);
+  const highest = 2 ** 32 - 1 - LOCAL_RELAY_CONFIG.backends.length;
+  if (value.trim() === '' || !Number.isInteger(first) || first < 1 || first > highest)
+    throw new ValidationError(LOCAL_RUN_AS_ENV, `"${value}" is not a uid from 1 to ${highest}`);
+  return { uid: first + index, gid: first + index };
+}
+
+/**
  * The ports `EGRESS_STACK_PORTS` lists.
  *
  * @throws ValidationError naming the variable when an entry is not a port or a range of ports
@@ -294,8 +314,8 @@ export function parseStackPorts(value: string): number[] {
 
 /**
  * Loads the relay configuration once. The embedded default's proxies get the local stack's egress
- * policy (every loopback port but `EGRESS_STACK_PORTS`), and its port ranges move by
- * `EGRESS_PORT_OFFSET`. Environment overrides: `EGRESS_PROJECT` (or `GOOGLE_CLOUD_PROJECT`),
+ * policy (every loopback port but `EGRESS_STACK_PORTS`), run as the uids `EGRESS_LOCAL_RUN_AS`
+ * starts (when set), and its port ranges move by `EGRESS_PORT_OFFSET`. Environment overrides: `EGRESS_PROJECT` (or `GOOGLE_CLOUD_PROJECT`),
  * `EGRESS_ECHO_URL`, `EGRESS_INSTALLATION`, and `EGRESS_RELAY_STATE_DIR` (the relay's stateDir;
  * each backend's becomes `<dir>/<provider>`, so no two backends share one and one backend's broken
  * state directory fails only that backend's health check).
@@ -314,7 +334,13 @@ export function loadRelayConfig(env: Env = process.env): RelayConfig {
   const offset = Number(env['EGRESS_PORT_OFFSET'] ?? 0);
   if (!Number.isInteger(offset) || offset < 0 || offset > 9000)
     throw new ValidationError('EGRESS_PORT_OFFSET', 'must be an integer from 0 to 9000');
-  const backends = raw.backends.map((b) => ({ ...b, egress, portRange: b.portRange.map((p) => p + offset) }));
+  const runAs = env[LOCAL_RUN_AS_ENV];
+  const backends = raw.backends.map((b, i) => ({
+    ...b,
+    egress,
+    portRange: b.portRange.map((p) => p + offset),
+    ...(runAs === undefined ? {} : { runAs: localRunAs(runAs, i) }),
+  }));
   return parseRelayConfig({ ...raw, backends }, env);
 }
 

@@ -1,6 +1,6 @@
 /** The local stack: emulators, topology, every function under functions-framework, echo endpoint, relay, schedules. */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { z } from 'zod';
@@ -12,7 +12,9 @@ import { DEFAULT_ECHO_MAP, parseEchoMap } from './echo-map.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/relay/signature.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
-import { STACK_PORTS_ENV } from '../../relay/config.js';
+import { NFT_PATH, removeFence } from '../../relay/backends/process/fence.js';
+import { TINYPROXY_PATH } from '../../relay/backends/process/tinyproxy.js';
+import { LOCAL_RELAY_CONFIG, LOCAL_RUN_AS_ENV, localRunAs, STACK_PORTS_ENV } from '../../relay/config.js';
 import { portFree, startChild, supervise } from './children.js';
 import { localFunctions } from './stack-functions.js';
 import { startEmulators, type RunningEmulators } from './emulators.js';
@@ -100,7 +102,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
     // Its proxies stand on the Internet's side: the stack's own ports are fenced off them.
     env[STACK_PORTS_ENV] = stackPorts(ports, portOffset);
-    stoppers.push(startRelay(root, home, stateDir, env, logger));
+    const fenceUid = localFenceUid(opts.env, portOffset);
+    if (fenceUid !== undefined) env[LOCAL_RUN_AS_ENV] = String(fenceUid);
+    else if (!opts.env['EGRESS_RELAY_CONFIG'])
+      logger.warn(
+        "the local proxies run without a kernel fence (it needs root and nft): a request through one can reach the stack's own ports (docs/operations.md, Egress fence)",
+      );
+    stoppers.push(startRelay(root, home, stateDir, env, logger, fenceUid));
 
     stoppers.push(startSchedules(pubsub, scheduleIntervals(topology, config), logger));
 
@@ -181,6 +189,18 @@ function stackPorts(ports: { firestore: number; echo: number }, portOffset: numb
   return [...owned, GATEWAY_PORT + portOffset].join(',');
 }
 
+/**
+ * The first uid the embedded relay's proxies run as when this stack can fence them by the kernel
+ * (root, `nft` and tinyproxy present, no relay config file of the user's): a range of its own per
+ * port offset, so that two stacks on one machine each fence only their own proxies. Undefined
+ * otherwise: the proxies run as the relay's user, and nothing keeps them off the stack's ports (the
+ * policy's port list is too wide for `ConnectPort` lines).
+ */
+function localFenceUid(env: NodeJS.ProcessEnv, portOffset: number): number | undefined {
+  const can = process.getuid?.() === 0 && existsSync(NFT_PATH) && existsSync(TINYPROXY_PATH);
+  return can && !env['EGRESS_RELAY_CONFIG'] ? 100_000 + portOffset * LOCAL_RELAY_CONFIG.backends.length : undefined;
+}
+
 /** The local gateway's port before the offset (start.ts). */
 export const GATEWAY_PORT = 8899;
 
@@ -231,7 +251,7 @@ function relayNames(config: Config): string[] {
  * Starts the relay, supervised like a systemd unit with Restart=always: a relay that dies is started
  * again and re-adopts the proxy processes it left running.
  *
- * @returns its stop: the relay, then every proxy process its backends left, then its state
+ * @returns its stop: the relay, then every proxy process its backends left, their fences, then its state
  */
 function startRelay(
   root: string,
@@ -239,8 +259,9 @@ function startRelay(
   stateDir: string,
   env: Record<string, string>,
   logger: Logger,
+  fenceUid: number | undefined,
 ): () => Promise<void> {
-  logger.info('starting the relay');
+  logger.info('starting the relay', { fenceUid });
   const relay = supervise(
     () => startChild('relay', [join(root, 'dist', 'relay', 'main.js')], env, join(home, 'logs', 'relay.log')),
     join(home, 'relay.pid'),
@@ -251,6 +272,10 @@ function startRelay(
     // Each backend keeps its state in its own directory under it (`<stateDir>/<provider>`).
     let stopped = 0;
     for (const dir of backendDirs(stateDir)) stopped += await stopAllInstances(dir);
+    // Its proxies are gone, so are their fences (the uids are this stack's alone).
+    if (fenceUid !== undefined)
+      for (const [i, backend] of LOCAL_RELAY_CONFIG.backends.entries())
+        await removeFence(backend.provider, localRunAs(String(fenceUid), i).uid);
     rmSync(stateDir, { recursive: true, force: true });
     logger.info('stopped the relay and its proxy processes', { proxies: stopped });
   };

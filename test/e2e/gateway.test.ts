@@ -3,6 +3,7 @@
  * HTTPS), Python requests, a Scrapy crawl of 50 pages, headless Chromium; sticky sessions across
  * a killed proxy process, ban → report → retry, and no gateway credential reaching the target.
  */
+import { execFile } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { fingerprintOf } from '../../shared/tls/pinned.js';
 import { pinnedCurlArgs, presentedCertificate } from '../support/pinned-proxy.js';
 import { eventually } from '../support/eventually.js';
 import {
+  clientEnv,
   curl,
   curlSocks,
   pythonRequests,
@@ -353,5 +355,74 @@ describe('e2e: the gateway with real clients', () => {
     expect(counts.size).toBeGreaterThanOrEqual(3);
     expect(await cli.stop()).toBe(0);
     expect(cli.output()).toMatch(/stopped; usage per fleet proxy:\n {2}\S+: \d+ answered, \d+ banned, \d+ failed/);
+  });
+});
+
+/** curl through `proxy` (plain, or CONNECT with `tunnel`), never throwing: the status (0 when curl failed) and body. */
+function attempt(proxy: string, url: string, tunnel: boolean): Promise<{ status: number; body: string }> {
+  const args = ['-sS', '--max-time', '10', '-w', '\n%{http_code}', '-x', proxy, ...(tunnel ? ['-p'] : []), url];
+  return new Promise((resolve) => {
+    execFile('curl', args, { encoding: 'utf8', env: clientEnv() }, (err, stdout, stderr) => {
+      const at = stdout.lastIndexOf('\n');
+      const status = err && at < 0 ? 0 : Number(stdout.slice(at + 1));
+      resolve({ status: Number.isFinite(status) ? status : 0, body: `${stdout.slice(0, Math.max(at, 0))}${stderr}` });
+    });
+  });
+}
+
+// Last in the file: the refusals below count against 127.0.0.1 in the gateway's learning.
+describe('fence: on the npm start stack, fleet proxies and the gateway never reach the control plane', () => {
+  /** The stack's own listeners: the API, the Firestore and Pub/Sub emulators. */
+  const controlPlane = () => {
+    const env = stack.localEnv();
+    return [
+      env['EGRESS_API_URL'] ?? '',
+      `http://${env['FIRESTORE_EMULATOR_HOST']}/`,
+      `http://${env['PUBSUB_EMULATOR_HOST']}/`,
+    ];
+  };
+  /** A fleet proxy's URL with its credentials, as discovery hands it out. */
+  const fleetProxy = async () => {
+    const env = stack.localEnv();
+    const res = await fetch(`${env['EGRESS_API_URL']}/v1/discovery`, {
+      headers: { authorization: `Bearer ${env['EGRESS_DISCOVER_TOKEN']}` },
+    });
+    const found = ((await res.json()) as { url: string }[])[0];
+    if (!found) throw new Error('discovery lists no proxy');
+    return found.url;
+  };
+
+  it('the stack loaded a kernel fence for its proxies (it runs as root here)', () => {
+    expect(process.getuid?.()).toBe(0);
+    expect(stack.output()).not.toContain('run without a kernel fence');
+  });
+
+  it.each([
+    ['plain', false],
+    ['CONNECT', true],
+  ])(
+    '%s: a fleet proxy refuses the API and the emulators, and reaches an ordinary loopback server',
+    async (_kind, tunnel) => {
+      const proxy = await fleetProxy();
+      for (const url of controlPlane()) {
+        const res = await attempt(proxy, url, tunnel);
+        // tinyproxy answers 500 "Unable to connect" to a plain request the kernel refused, and to a
+        // CONNECT 403 (ConnectPort) or 500; nothing of the API's or the emulators' own answers.
+        expect([0, 403, 500], `${url}: ${res.status} ${res.body.slice(0, 200)}`).toContain(res.status);
+      }
+      const ordinary = await attempt(proxy, site.url + 'page/7', tunnel);
+      expect(ordinary.status).toBe(200);
+    },
+  );
+
+  it.each([
+    ['plain', false],
+    ['CONNECT', true],
+  ])('%s: the gateway refuses the API and the emulators too', async (_kind, tunnel) => {
+    const gateway = stack.localEnv()['EGRESS_GATEWAY_URL'] ?? '';
+    for (const url of controlPlane()) {
+      const res = await attempt(gateway, url, tunnel);
+      expect([0, 403, 500, 502, 503], `${url}: ${res.status} ${res.body.slice(0, 200)}`).toContain(res.status);
+    }
   });
 });

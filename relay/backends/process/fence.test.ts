@@ -70,11 +70,36 @@ function raw(proxyPort: number, line: string): Promise<{ status: number; body: s
   });
 }
 
+/**
+ * Spellings of 127.0.0.1 that an attacker writes to slip past a check on the text (the inet_aton
+ * forms glibc's resolver takes: one to four parts, each decimal, octal or hex; IPv4-mapped IPv6),
+ * `count` of them from `seed`: each must reach the allowed server and be refused the fenced one.
+ */
+function loopbackSpellings(seed: number, count: number): string[] {
+  let state = seed >>> 0;
+  const next = (n: number) => {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    return state % n;
+  };
+  const part = (value: number) => {
+    const form = next(3);
+    if (form === 1) return `0${value.toString(8)}`;
+    if (form === 2) return `0x${value.toString(16)}`;
+    return String(value);
+  };
+  // 127.0.0.1 as one, two, three or four parts: the last part holds the bytes the others do not.
+  const splits: number[][] = [[0x7f000001], [0x7f, 0x000001], [0x7f, 0, 0x0001], [0x7f, 0, 0, 1]];
+  const mapped = ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[0:0:0:0:0:ffff:7f00:0001]', '[::FFFF:127.000.0.1]'];
+  return Array.from({ length: count }, (_, i) =>
+    i % 5 === 4 ? (mapped[next(mapped.length)] ?? mapped[0]!) : (splits[next(4)] ?? [1]).map(part).join('.'),
+  );
+}
+
 describe.skipIf(!canFence)(
   'fence: process proxies reach only what their egress policy allows (real tinyproxy, nftables)',
   () => {
     const logger = createLogger({ write: () => undefined });
-    const backends: { name: string; backend: RelayBackend; stateDir: string }[] = [];
+    const backends: { name: string; uid: number; backend: RelayBackend; stateDir: string }[] = [];
     let controlPlane: Target;
     let allowed: Target;
     let outside: Target;
@@ -99,7 +124,7 @@ describe.skipIf(!canFence)(
         runAs: { uid: runAsUid, gid: runAsUid },
         logger,
       });
-      backends.push({ name, backend, stateDir });
+      backends.push({ name, uid: runAsUid, backend, stateDir });
       const instance = await backend.create({
         name: `${name}-1`,
         proxy: `${name}-1`,
@@ -130,10 +155,10 @@ describe.skipIf(!canFence)(
     }, 60_000);
 
     afterAll(async () => {
-      for (const { name, backend, stateDir } of backends) {
+      for (const { name, uid: owner, backend, stateDir } of backends) {
         await backend.close();
         await stopAllInstances(stateDir);
-        await removeFence(name);
+        await removeFence(name, owner);
         await rm(stateDir, { recursive: true, force: true });
       }
       await Promise.all([controlPlane, allowed, outside].map((t) => t?.close()));
@@ -180,6 +205,18 @@ describe.skipIf(!canFence)(
         const answer = await raw(local, line);
         expect(answer.body, line).not.toContain('reached');
         expect(answer.status, line).not.toBe(200);
+      }
+    });
+
+    it('20 generated spellings of loopback each reach the allowed server and are refused the control plane', async () => {
+      for (const host of loopbackSpellings(20261207, 20)) {
+        const reached = await raw(local, `GET http://${host}:${allowed.port}/`);
+        expect(reached.body, `${host} names loopback`).toContain('reached allowed');
+        for (const line of [`GET http://${host}:${controlPlane.port}/`, `CONNECT ${host}:${controlPlane.port}`]) {
+          const answer = await raw(local, line);
+          expect(answer.body, line).not.toContain('reached');
+          expect(answer.status, line).not.toBe(200);
+        }
       }
     });
 

@@ -17,9 +17,13 @@ export interface RunAs {
   gid: number;
 }
 
-/** The table of one provider's fence: nftables names take letters, digits and underscores. */
-export function fenceTable(provider: string): string {
-  return `egress_fence_${provider.replace(/-/g, '_')}`;
+/**
+ * The table of one provider's fence on one uid: nftables names take letters, digits and
+ * underscores. The uid is part of the name so that two relays on one machine (two local stacks)
+ * that name a provider alike each keep their own table rather than replacing the other's.
+ */
+export function fenceTable(provider: string, uid: number): string {
+  return `egress_fence_${provider.replace(/-/g, '_')}_${uid}`;
 }
 
 /**
@@ -28,13 +32,16 @@ export function fenceTable(provider: string): string {
  * @throws RetryableError when `nft` is missing or refuses (not root: it needs CAP_NET_ADMIN)
  */
 export async function loadFence(provider: string, policy: EgressPolicy, runAs: RunAs, nft = NFT_PATH): Promise<void> {
-  const script = nftFence(policy, { table: fenceTable(provider), owner: runAs.uid });
+  const script = nftFence(policy, { table: fenceTable(provider, runAs.uid), owner: runAs.uid });
   await runNft(nft, ['-f', '-'], script);
 }
 
-/** Removes the fence table of `provider` (tests; a relay leaves it, since its proxies outlive it). */
-export async function removeFence(provider: string, nft = NFT_PATH): Promise<void> {
-  await runNft(nft, ['delete', 'table', 'inet', fenceTable(provider)], '').catch(() => undefined);
+/**
+ * Removes the fence table of `provider` on `uid` (tests, and the local stack once its proxies are
+ * stopped; a relay leaves it, since its proxies outlive it).
+ */
+export async function removeFence(provider: string, uid: number, nft = NFT_PATH): Promise<void> {
+  await runNft(nft, ['delete', 'table', 'inet', fenceTable(provider, uid)], '').catch(() => undefined);
 }
 
 function runNft(nft: string, args: string[], input: string): Promise<void> {

@@ -327,7 +327,7 @@ class ProcessBackend implements RelayBackend {
     const { runAs } = this.opts;
     if (runAs === undefined) return Promise.resolve();
     this.fenced ??= loadFence(this.name, this.opts.egress, runAs).then(
-      () => this.log.info('egress fence loaded', { table: fenceTable(this.name), uid: runAs.uid }),
+      () => this.log.info('egress fence loaded', { table: fenceTable(this.name, runAs.uid), uid: runAs.uid }),
       (err: unknown) => {
         this.fenced = undefined;
         throw err;
