@@ -42,6 +42,16 @@ async function pool(name: string) {
   return poolSchema.parse(await res.json());
 }
 
+/** `local`'s status as the health function last recorded it (`GET /v1/providers`). */
+async function localStatus(): Promise<string | undefined> {
+  const env = stack.localEnv();
+  const res = await fetch(`${env['EGRESS_API_URL']}/v1/providers`, {
+    headers: { authorization: `Bearer ${env['EGRESS_TOKEN']}` },
+  });
+  const body = z.object({ items: z.array(z.object({ name: z.string(), status: z.string() })) });
+  return body.parse(await res.json()).items.find((p) => p.name === 'local')?.status;
+}
+
 /** Applies an autoscaled pool (0 to 1 members) on `local`, at `bindAddress` when given. */
 async function applyPool(name: string, bindAddress?: string) {
   const placement = bindAddress ? `, placement: {bindAddress: '${bindAddress}'}` : '';
@@ -79,6 +89,12 @@ async function curlPool(gw: CliGateway, name: string, maxSeconds: number) {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'egress-e2e-wake-'));
   stack = await startLocalStack({ EGRESS_PORT_OFFSET: String(OFFSET), EGRESS_SAMPLES: 'none' });
+  // Until the relay's first report `local` is Unhealthy; a pool applied then would count it as its
+  // entry's first failure and wait out the recovery delay, which is not what this test measures.
+  for (const deadline = Date.now() + 60_000; (await localStatus()) !== 'Healthy';) {
+    if (Date.now() > deadline) throw new Error('local not Healthy within 60 s');
+    await new Promise((r) => setTimeout(r, 500));
+  }
   await applyPool('sleepy');
   // 127.9.9.9 is no bind address of the local relay: every member of this pool fails to be created.
   await applyPool('nowhere', '127.9.9.9');
