@@ -57,6 +57,8 @@ export interface CommandShapes {
     metrics?: HostPort;
     /** `--socks-no-auth 127.0.0.1,::1`: loopback clients that may use SOCKS5 without credentials. */
     socksNoAuthFrom: string[];
+    /** `--wake-timeout 120s`: how long a request for a sleeping pool is held while it wakes. */
+    wakeTimeoutMs: number;
   };
   cost: {
     /** The providers config (`--config`). */
@@ -122,6 +124,7 @@ export const OPTIONS = {
   pool: { type: 'string' },
   'ban-on': { type: 'string' },
   'socks-no-auth': { type: 'string' },
+  'wake-timeout': { type: 'string' },
   metrics: { type: 'string' },
   reason: { type: 'string' },
   target: { type: 'string' },

@@ -31,8 +31,10 @@ function requestsOf(io: FileIo, files: readonly string[]): Request[] {
       continue;
     }
     const entries = spreadOf(doc.spec);
+    // An autoscaled pool is estimated at its maximum: what it may cost at the busiest.
+    const replicas = doc.spec.replicas ?? doc.spec.autoscale?.maxReplicas ?? 0;
     entries.forEach((entry, i) => {
-      const count = Math.floor(doc.spec.replicas / entries.length) + (i < doc.spec.replicas % entries.length ? 1 : 0);
+      const count = Math.floor(replicas / entries.length) + (i < replicas % entries.length ? 1 : 0);
       if (count > 0) out.push({ provider: entry.provider, placement: entry.placement, count, from });
     });
   }

@@ -32,6 +32,15 @@ export function timeout(value: string | undefined): number {
   return ms;
 }
 
+/** `--wake-timeout 120s`: 1 s to 1 h; default 120 s. */
+export function wakeTimeout(value: string | undefined): number {
+  if (value === undefined) return 120_000;
+  const ms = parseDuration(value);
+  if (ms === undefined || ms < 1000 || ms > 3_600_000)
+    throw new UsageError(`--wake-timeout must be a duration from 1s to 1h, like 30s or 2m (got "${value}")`);
+  return ms;
+}
+
 /** `-l k=v`, repeated. */
 export function labels(values: string[] | undefined): string[] {
   for (const v of values ?? []) {

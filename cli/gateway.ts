@@ -54,6 +54,7 @@ export async function runGateway(cmd: Extract<Command, { verb: 'gateway' }>, io:
     listen: cmd.listen,
     banOn: cmd.banOn,
     socksNoAuthFrom: cmd.socksNoAuthFrom,
+    wakeTimeoutMs: cmd.wakeTimeoutMs,
     logger,
     ...(credentials && { credentials }),
     ...(cmd.metrics && { metrics: cmd.metrics }),

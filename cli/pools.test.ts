@@ -63,9 +63,26 @@ const pool = poolSchema.parse({
 describe('pool output', () => {
   it('get pools: replicas, Ready, up to date, and each entry Ready over its share', () => {
     expect(formatPools([pool], 'table', NOW)).toBe(
-      'NAME    REPLICAS   READY   UP-TO-DATE   SPREAD                         AGE\n' +
-        'crawl   2/2        1       2            local 1/2, local-b 0/0 (out)   60m\n',
+      'NAME    REPLICAS   READY   UP-TO-DATE   DEMAND   SPREAD                         AGE\n' +
+        'crawl   2/2        1       2            <none>   local 1/2, local-b 0/0 (out)   60m\n',
     );
+  });
+
+  it('autoscale: get pools shows live over desired and the demand', () => {
+    const { replicas: _r, ...fixed } = pool.spec;
+    const auto = poolSchema.parse({
+      ...pool,
+      spec: { ...fixed, autoscale: { minReplicas: 0, maxReplicas: 10, target: { inFlightPerMember: 4 } } },
+      status: {
+        ...pool.status,
+        desiredReplicas: 5,
+        demand: { inFlight: 18, waiting: 2, startedPerSecond: 3.5, gateways: 2 },
+      },
+    });
+    expect(formatPools([auto], 'table', NOW)).toContain(
+      'crawl   2/5        1       2            18 in flight, 2 waiting, 3.5/s (2 gw)',
+    );
+    expect(describePool(auto, NOW)).toContain('Autoscale:     0–10, target {"inFlightPerMember":4}');
   });
 
   it('describe pool: members under their spread entry, conditions, events', () => {

@@ -9,7 +9,18 @@ import type { GetOutput } from './command.js';
 import { NONE, age, alignRows, toJson, toYaml } from './format.js';
 import { WaitError, type ProgressOutput } from './wait.js';
 
-const POOL_HEADER = ['NAME', 'REPLICAS', 'READY', 'UP-TO-DATE', 'SPREAD', 'AGE'];
+const POOL_HEADER = ['NAME', 'REPLICAS', 'READY', 'UP-TO-DATE', 'DEMAND', 'SPREAD', 'AGE'];
+
+/** Members the pool wants: the autoscaler's decision (status.desiredReplicas), else `spec.replicas`. */
+const wanted = (p: ApiPool) => p.status.desiredReplicas ?? p.spec.replicas ?? 0;
+
+/** `6 in flight, 2 waiting, 3.5/s (2 gateways)` for an autoscaled pool; none for a fixed one. */
+function demandCell(p: ApiPool): string {
+  const d = p.status.demand;
+  if (!p.spec.autoscale || !d) return NONE;
+  const waiting = d.waiting > 0 ? `, ${d.waiting} waiting` : '';
+  return `${d.inFlight} in flight${waiting}, ${d.startedPerSecond}/s (${d.gateways} gw)`;
+}
 
 /** An entry's tier, when it is not the first: `local-b t1`. */
 const tierOf = (e: { tier?: number | undefined }) => (e.tier ? ` t${e.tier}` : '');
@@ -52,9 +63,10 @@ export function formatPools(pools: readonly ApiPool[], output: GetOutput, now: n
   const wide = output === 'wide';
   const rows = pools.map((p) => [
     p.metadata.name,
-    `${p.status.replicas}/${p.spec.replicas}`,
+    `${p.status.replicas}/${wanted(p)}`,
     String(p.status.readyReplicas),
     String(p.status.updatedReplicas),
+    demandCell(p),
     spreadCell(p),
     age(p.metadata.createdAt, now),
     ...(wide ? [costCell(p)] : []),
@@ -73,8 +85,14 @@ export function describePool(p: ApiPool, now: number): string {
   const spec = p.spec;
   const lines = [
     `Name:          ${p.metadata.name}`,
-    `Replicas:      ${spec.replicas} wanted, ${p.status.replicas} live, ${p.status.readyReplicas} Ready, ${p.status.updatedReplicas} up to date`,
-    `Min Available: ${spec.minAvailable ?? spec.replicas}`,
+    `Replicas:      ${wanted(p)} wanted, ${p.status.replicas} live, ${p.status.readyReplicas} Ready, ${p.status.updatedReplicas} up to date`,
+    ...(spec.autoscale
+      ? [
+          `Autoscale:     ${spec.autoscale.minReplicas}–${spec.autoscale.maxReplicas}, target ${canonicalJson(spec.autoscale.target)}`,
+          `Demand:        ${demandCell(p)}`,
+        ]
+      : []),
+    `Min Available: ${spec.minAvailable ?? wanted(p)}`,
     `Max Surge:     ${spec.maxSurge ?? 1}`,
     `Template:      provider ${spec.template.spec.provider}`,
     `Created:       ${p.metadata.createdAt ?? NONE} (${age(p.metadata.createdAt, now)} ago)`,
@@ -126,7 +144,7 @@ export function describePool(p: ApiPool, now: number): string {
 export function poolSettled(p: ApiPool, want: PoolSpec): boolean {
   return (
     canonicalJson(p.spec) === canonicalJson(want) &&
-    p.members.length === want.replicas &&
+    p.members.length === (want.replicas ?? p.status.desiredReplicas) &&
     p.status.observedGeneration >= (p.metadata.generation ?? 0) &&
     p.members.every((m) => m.phase === 'Ready' && !m.draining) &&
     p.status.conditions.some((c) => c.type === 'Progressing' && c.status === 'False')
@@ -162,7 +180,7 @@ export async function waitForPool(
       ? want
         ? 'not recorded yet'
         : 'gone'
-      : `${pool.status.readyReplicas} Ready, ${pool.members.length} members (${pool.members.filter((m) => m.draining).length} draining), ${want?.replicas ?? 0} wanted`;
+      : `${pool.status.readyReplicas} Ready, ${pool.members.length} members (${pool.members.filter((m) => m.draining).length} draining), ${want?.replicas ?? pool.status.desiredReplicas ?? 0} wanted`;
     if (state !== last) out.write(`pool/${name}: ${state}\n`);
     last = state;
     if (want === undefined ? !pool : pool !== undefined && poolSettled(pool, want)) return;

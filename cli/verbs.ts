@@ -39,6 +39,7 @@ import {
   proxyName,
   statuses,
   timeout,
+  wakeTimeout,
 } from './flag-values.js';
 import { runGateway } from './gateway.js';
 
@@ -171,7 +172,7 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
   }),
   'get-pools': verb({
     synopsis: 'get pools [-o table|json|yaml]',
-    help: ['list pools: members, Ready, spread'],
+    help: ['list pools: members (live/desired), Ready, the demand an autoscaled pool sees, spread'],
     flags: ['output'],
     operands: 'none',
     build: (_, values) => ({ output: oneOf('output', values.output, GET_OUTPUTS, 'table') }),
@@ -270,14 +271,15 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
   }),
   gateway: verb({
     synopsis:
-      'gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT] [--socks-no-auth 127.0.0.1]',
+      'gateway [--listen 127.0.0.1:8899] [--pool P] [-l k=v] [--provider P] [--ban-on 403,429] [--metrics 127.0.0.1:PORT] [--socks-no-auth 127.0.0.1] [--wake-timeout 120s]',
     help: [
       'one local authenticated HTTP and SOCKS5 proxy in front of the fleet:',
       'prints its URL, learns which proxies each domain accepts, steers by',
       'USER-session-<id>-country-<cc>-… (docs/gateway.md), retries failures;',
-      'credentials from EGRESS_GATEWAY_USER/EGRESS_GATEWAY_PASSWORD or random',
+      'credentials from EGRESS_GATEWAY_USER/EGRESS_GATEWAY_PASSWORD or random;',
+      'reports demand per pool; holds a request for a sleeping pool up to --wake-timeout',
     ],
-    flags: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics', 'socks-no-auth'],
+    flags: ['listen', 'pool', 'label', 'provider', 'ban-on', 'metrics', 'socks-no-auth', 'wake-timeout'],
     operands: 'none',
     build: (_, values) => {
       const metrics = values.metrics === undefined ? undefined : hostPort('metrics', values.metrics);
@@ -289,6 +291,7 @@ export const VERBS: { [K in VerbId]: VerbDefinition<K> } = {
         banOn: statuses(values['ban-on']),
         ...(metrics && { metrics }),
         socksNoAuthFrom: loopbackAddresses(values['socks-no-auth']),
+        wakeTimeoutMs: wakeTimeout(values['wake-timeout']),
       };
     },
     // Runs until Ctrl-C: the interrupt is how it ends, not a failure.

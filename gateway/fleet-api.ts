@@ -1,5 +1,6 @@
-/** The two calls the gateway makes to the fleet's HTTP API: discovery (one request per list) and reports. */
+/** The calls the gateway makes to the fleet's HTTP API: discovery (one request per list), reports, demand. */
 import { z } from 'zod';
+import type { DemandReport } from '../shared/domain/autoscale.js';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import { IdTokenError } from '../shared/api/id-token.js';
 import type { ReportReason } from '../shared/domain/reports.js';
@@ -28,6 +29,13 @@ export interface FleetApi {
   /** The Ready proxies matching `filters`, and allowed for `forDomain` when given. */
   discover(filters: FleetFilters, forDomain?: string): Promise<Upstream[]>;
   report(name: string, report: ProxyReport): Promise<void>;
+  /** `POST /v1/pools/{pool}/demand`; absent: this fleet takes no demand (nothing wakes). */
+  demand?(pool: string, report: DemandReport): Promise<DemandAnswer>;
+}
+
+/** What the API answers a demand report: whether the pool is autoscaled (a sleeping one wakes). */
+export interface DemandAnswer {
+  autoscaled: boolean;
 }
 
 const discoveredSchema = z.looseObject({
@@ -69,6 +77,14 @@ export function upstreamOf(entry: DiscoveredEntry): Upstream {
 /** The API could not be reached or answered something unexpected. */
 export class FleetApiError extends Error {
   override readonly name = 'FleetApiError';
+  /** The API's HTTP status, when it answered. */
+  constructor(
+    message: string,
+    options?: ErrorOptions,
+    readonly status?: number,
+  ) {
+    super(message, options);
+  }
 }
 
 /** The ID token headers, or a FleetApiError saying why there is none. */
@@ -118,7 +134,11 @@ export function createFleetApi(options: {
       const text = await res.text().catch(() => '');
       const refused = auth.refusal(res.status, text);
       if (refused) throw new FleetApiError(refused);
-      throw new FleetApiError(`${method} ${path.split('?')[0] ?? path} answered ${res.status}: ${text.slice(0, 200)}`);
+      throw new FleetApiError(
+        `${method} ${path.split('?')[0] ?? path} answered ${res.status}: ${text.slice(0, 200)}`,
+        undefined,
+        res.status,
+      );
     }
     return res;
   };
@@ -150,6 +170,12 @@ export function createFleetApi(options: {
     async report(name, report) {
       const res = await call('POST', `/v1/proxies/${encodeURIComponent(name)}/reports`, report);
       await res.body?.cancel();
+    },
+    async demand(pool, report) {
+      const res = await call('POST', `/v1/pools/${encodeURIComponent(pool)}/demand`, report);
+      const parsed = z.looseObject({ autoscaled: z.boolean() }).safeParse(await res.json().catch(() => undefined));
+      if (!parsed.success) throw new FleetApiError('unexpected demand answer: no "autoscaled"');
+      return { autoscaled: parsed.data.autoscaled };
     },
   };
 }

@@ -6,6 +6,7 @@
  */
 import type { Logger } from '../shared/logger.js';
 import type { FleetApi, FleetFilters, ProxyReport } from './fleet-api.js';
+import type { DemandReporter } from './demand.js';
 import { DEFAULT_LEARNING, Learning } from './learning.js';
 import { GatewayMetrics, type UsageRecorder } from './metrics.js';
 import { DEFAULT_SELECTION, Selector, type PickRequest, type SelectionOptions, type Upstream } from './selection.js';
@@ -22,6 +23,8 @@ export interface RouterOptions {
   learning?: Learning | false;
   /** Counters to add to (shared by the routers of one gateway); default a new set. */
   counters?: GatewayMetrics;
+  /** Counts the demand on the router's pool (filters.pool) for the API's autoscaler; none when absent. */
+  demand?: DemandReporter;
   logger?: Logger;
   now?: () => number;
 }
@@ -87,6 +90,7 @@ export class FleetRouter {
   private queued: Promise<void> | undefined;
   private lastRefreshError = '';
   private staleRefreshAt = -Infinity;
+  private unhold: (() => void) | undefined;
 
   constructor(private readonly options: RouterOptions) {
     this.now = options.now ?? Date.now;
@@ -95,6 +99,10 @@ export class FleetRouter {
     const learning = options.learning ?? new Learning(DEFAULT_LEARNING, this.now);
     this.selector = new Selector(selection, learning || undefined);
     this.metrics = (options.counters ?? new GatewayMetrics()).recorder(options.filters?.pool);
+    const pool = options.filters?.pool;
+    // Sessions used within two report intervals hold their members from being scaled away.
+    if (pool && options.demand)
+      this.unhold = options.demand.holdSessions(pool, () => this.selector.sessionMembers(this.now() - 10_000));
   }
 
   /** Loads the Ready list once (throws when the API cannot be reached), then keeps refreshing it. */
@@ -110,6 +118,7 @@ export class FleetRouter {
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.unhold?.();
   }
 
   /**
@@ -266,6 +275,19 @@ export class FleetRouter {
     attempt: (upstream: Upstream) => Promise<Attempt<T>>,
   ): Promise<Routed<T>> {
     this.noteDomain(ctx.domain);
+    const pool = this.options.filters?.pool;
+    const end = pool ? this.options.demand?.begin(pool) : undefined;
+    try {
+      return await this.attempts(ctx, attempt);
+    } finally {
+      end?.();
+    }
+  }
+
+  private async attempts<T>(
+    ctx: Omit<PickRequest, 'exclude' | 'domain'> & { domain: string },
+    attempt: (upstream: Upstream) => Promise<Attempt<T>>,
+  ): Promise<Routed<T>> {
     const tried = new Set<string>();
     const reasons: string[] = [];
     let fallback: { value: T; discard: () => void; upstream: Upstream } | undefined;

@@ -3,12 +3,31 @@
  * `country`, `asn`): each keeps its own Ready list from discovery, all share the gateway's
  * counters and per-domain learning. Scopes unused for a while are stopped; their number is bounded.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FleetApi, FleetFilters } from './fleet-api.js';
 import { GrammarError, scopeOf, type Steering } from './grammar.js';
 import type { Learning } from './learning.js';
 import type { GatewayMetrics } from './metrics.js';
 import { FleetRouter, type RouterOptions } from './router.js';
 import type { Upstream } from './selection.js';
+import { FleetApiError } from './fleet-api.js';
+
+/** A request for a sleeping pool waited `--wake-timeout` and no member became Ready: 503 with Retry-After. */
+export class WakeTimeoutError extends Error {
+  override readonly name = 'WakeTimeoutError';
+  constructor(
+    readonly pool: string,
+    waitedMs: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`pool "${pool}" is waking: no member became Ready within ${Math.round(waitedMs / 1000)}s; retry later`);
+  }
+}
+
+/** How often a waiting request looks for the pool's first Ready member. */
+const WAKE_POLL_MS = 500;
+/** The default bound on how long a request for a sleeping pool is held. */
+export const DEFAULT_WAKE_TIMEOUT_MS = 120_000;
 
 /** A scope unused this long is stopped (its sessions are forgotten with it). */
 const SCOPE_IDLE_MS = 300_000;
@@ -27,6 +46,7 @@ function narrowed(fleet: FleetApi, s: Steering): FleetApi {
     discover: async (filters, forDomain) =>
       (await fleet.discover(filters, forDomain)).filter((u) => egressMatches(u, s)),
     report: (name, report) => fleet.report(name, report),
+    ...(fleet.demand && { demand: fleet.demand.bind(fleet) }),
   };
 }
 
@@ -62,7 +82,12 @@ export class ScopedRouters {
    */
   constructor(
     private readonly base: FleetRouter,
-    private readonly options: RouterOptions & { learning: Learning | false; counters: GatewayMetrics },
+    private readonly options: RouterOptions & {
+      learning: Learning | false;
+      counters: GatewayMetrics;
+      /** How long a request for a pool with no Ready member is held while it wakes (default 120 s). */
+      wakeTimeoutMs?: number | undefined;
+    },
   ) {}
 
   /**
@@ -94,9 +119,40 @@ export class ScopedRouters {
     const router = await scope.router.catch((err: unknown) => {
       throw new GrammarError(named, `discovery for ${id} failed: ${err instanceof Error ? err.message : String(err)}`);
     });
-    if (router.selector.upstreams().length === 0)
-      throw new GrammarError(named, `no Ready fleet proxy has ${keys.map((k) => `${k.key} ${k.value}`).join(' and ')}`);
-    return router;
+    if (router.selector.upstreams().length > 0) return router;
+    const none = () =>
+      new GrammarError(named, `no Ready fleet proxy has ${keys.map((k) => `${k.key} ${k.value}`).join(' and ')}`);
+    if (steering.pool === undefined || !this.options.demand) throw none();
+    return this.wake(router, steering.pool, none);
+  }
+
+  /**
+   * Holds a request for a pool with no Ready member: reports the demand at once (the API wakes an
+   * autoscaled pool), then looks again until a member is Ready or the wake timeout passes.
+   *
+   * @throws GrammarError when there is no such pool, or it is not autoscaled; WakeTimeoutError after the timeout
+   */
+  private async wake(router: FleetRouter, pool: string, none: () => GrammarError): Promise<FleetRouter> {
+    const demand = this.options.demand;
+    if (!demand) throw none();
+    const now = this.options.now ?? Date.now;
+    const timeoutMs = this.options.wakeTimeoutMs ?? DEFAULT_WAKE_TIMEOUT_MS;
+    const startedAt = now();
+    const waiting = await demand.wait(pool).catch((err: unknown) => {
+      if (err instanceof FleetApiError && err.status === 404) throw new GrammarError('pool', `no pool "${pool}"`);
+      throw new GrammarError('pool', `cannot wake pool "${pool}": ${err instanceof Error ? err.message : String(err)}`);
+    });
+    try {
+      if (!waiting.answer.autoscaled) throw none();
+      while (now() - startedAt < timeoutMs) {
+        await sleep(Math.min(WAKE_POLL_MS, Math.max(0, timeoutMs - (now() - startedAt))));
+        await router.refresh();
+        if (router.selector.upstreams().length > 0) return router;
+      }
+      throw new WakeTimeoutError(pool, now() - startedAt, Math.ceil(timeoutMs / 4000));
+    } finally {
+      waiting.done();
+    }
   }
 
   /** Stops every scope's refreshing. */

@@ -114,6 +114,13 @@ export class Selector {
     return this.sessions.get(session)?.proxy;
   }
 
+  /** The proxies of the sessions used since `since` (epoch ms): those a session in use holds. */
+  sessionMembers(since: number): string[] {
+    const held = new Set<string>();
+    for (const s of this.sessions.values()) if (s.usedAt >= since) held.add(s.proxy);
+    return [...held];
+  }
+
   sessionCount(): number {
     return this.sessions.size;
   }

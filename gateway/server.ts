@@ -16,7 +16,8 @@ import { DEFAULT_LEARNING, Learning } from './learning.js';
 import { GatewayMetrics } from './metrics.js';
 import { answerParseError, type ParseError } from './parse-errors.js';
 import { FleetRouter, type RouterOptions } from './router.js';
-import { ScopedRouters } from './scopes.js';
+import { ScopedRouters, WakeTimeoutError } from './scopes.js';
+import { DemandReporter } from './demand.js';
 import { serveSocks5 } from './socks5.js';
 import { parseAuthority, routeTunnel, splice } from './tunnel.js';
 import { UpstreamAgents } from './upstream-agents.js';
@@ -43,6 +44,10 @@ export interface GatewayOptions extends RouterOptions {
   connectTimeoutMs?: number;
   /** A plain request's response head after connecting (default 60 s). */
   responseTimeoutMs?: number;
+  /** How long a request for a pool with no Ready member is held while the pool wakes (default 120 s). */
+  wakeTimeoutMs?: number;
+  /** How often demand is reported to the API (default 5 s). */
+  demandIntervalMs?: number;
   /**
    * SOCKS5 clients from these loopback addresses may connect without credentials (Chromium sends
    * none); default none. Each must be a loopback address.
@@ -104,8 +109,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     responseTimeoutMs: options.responseTimeoutMs ?? 60_000,
   };
   const now = options.now ?? Date.now;
+  const demand = options.fleet.demand
+    ? new DemandReporter(options.fleet, { intervalMs: options.demandIntervalMs, logger: options.logger, now })
+    : undefined;
+  demand?.start();
   const shared = {
     ...options,
+    ...(demand && { demand }),
     learning: options.learning ?? new Learning(DEFAULT_LEARNING, now),
     counters: options.counters ?? new GatewayMetrics(),
   };
@@ -138,6 +148,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         (scoped) => forwardHttp(scoped, agents, req, res, auth.steering, forward),
         (err: unknown) => {
           router.metrics.failure();
+          if (err instanceof WakeTimeoutError) {
+            res.setHeader('Retry-After', String(err.retryAfterSeconds));
+            return gatewayError(res, 503, err.message);
+          }
           res.setHeader('Proxy-Authenticate', CHALLENGE);
           gatewayError(res, 407, err instanceof Error ? err.message : String(err));
         },
@@ -189,6 +203,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     router,
     upstreams: agents,
     async close() {
+      demand?.stop();
       router.stop();
       scopes.stop();
       clearInterval(prune);
@@ -250,7 +265,9 @@ function connectHandler(
         splice(scoped.metrics, client, head, routed.value, use, ESTABLISHED);
       },
       (err: unknown) =>
-        refuse('407 Proxy Authentication Required', err instanceof Error ? err.message : String(err), challenge),
+        err instanceof WakeTimeoutError
+          ? refuse('503 Service Unavailable', err.message, `Retry-After: ${err.retryAfterSeconds}\r\n`)
+          : refuse('407 Proxy Authentication Required', err instanceof Error ? err.message : String(err), challenge),
     );
   };
 }

@@ -16,12 +16,14 @@ import {
 import { createFirestore } from './store/firestore.js';
 import { ProxyStore } from './store/proxies.js';
 import { PoolStore } from './store/pools.js';
+import { DemandStore } from './store/demand.js';
 import { ProviderStore } from './store/providers.js';
 import { RelayStore } from './store/relays.js';
 import { StaticClaimStore } from './store/static-claims.js';
 import { ReportStore } from './store/reports.js';
 import type {
   PoolRepository,
+  DemandRepository,
   ProviderStatusRepository,
   ProxyRepository,
   RelayRepository,
@@ -43,6 +45,8 @@ export interface Runtime {
   registry: Registry;
   providerStatus: ProviderStatusRepository;
   pools: PoolRepository;
+  /** The gateways' demand reports per pool (autoscaled pools). */
+  demand: DemandRepository;
   maxEvents: number;
   countReplacing: (provider: string) => Promise<number>;
   /** Says once per process that relay messages go unauthenticated, when they do; called where they are handled. */
@@ -100,6 +104,7 @@ export function createRuntime(
     registry,
     providerStatus: new ProviderStore(db),
     pools: new PoolStore(db, logger),
+    demand: new DemandStore(db),
     maxEvents: config.maxEvents,
     countReplacing: (p) => proxies.countReplacing(p),
     warnUnsignedRelayMessages,

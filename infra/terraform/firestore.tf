@@ -82,3 +82,16 @@ resource "google_firestore_field" "ban_budgets_ttl" {
 
   index_config {}
 }
+
+# poolDemand/{pool}.{gateway}: a gateway's demand report, deleted some time after expireAt (three of
+# its report intervals after it was taken; the autoscaler ignores it from then on: demand-rules.ts).
+resource "google_firestore_field" "pool_demand_ttl" {
+  project    = var.project
+  database   = google_firestore_database.default.name
+  collection = "poolDemand"
+  field      = "expireAt"
+
+  ttl_config {}
+
+  index_config {}
+}

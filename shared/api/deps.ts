@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../logger.js';
 import type { DiscoveryCache } from './discovery-cache.js';
 import type {
+  DemandRepository,
   PoolRepository,
   ProviderStatusRepository,
   ProxyRepository,
@@ -19,6 +20,8 @@ export interface ApiDeps {
   providerStatus: ProviderStatusRepository;
   /** Pools; without it the pool routes answer 404. */
   pools?: PoolRepository;
+  /** The gateways' demand reports; without it `POST /v1/pools/{name}/demand` answers 404. */
+  demand?: DemandRepository;
   bus: Bus;
   logger: Logger;
   /** Discovery's reads kept a moment (the `api` function has one); absent, every discovery reads the store. */

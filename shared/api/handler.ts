@@ -20,6 +20,7 @@ import { ApiError, callerId, errorResponse, tokenScope, type ApiRequest, type Ap
 import { grants, type ApiScope } from './scopes.js';
 import { dashboardPage } from './dashboard-page.js';
 import { postReport } from './reports.js';
+import { postDemand } from './demand.js';
 import { parsePutBody } from './put-body.js';
 import { TOPICS } from '../bus/topics.js';
 import { EGRESS_DATABASE } from '../egress-location/release.js';
@@ -189,7 +190,7 @@ export interface Route {
   handle(deps: ApiDeps, req: ApiRequest, name: string): Promise<ApiResponse>;
 }
 
-/** Every route. Discovery and reports are what a gateway needs, so `discover` is all it is given. */
+/** Every route. Discovery, reports and demand are what a gateway needs, so `discover` is all it is given. */
 export const ROUTES: readonly Route[] = [
   {
     method: 'GET',
@@ -209,6 +210,12 @@ export const ROUTES: readonly Route[] = [
     path: '/v1/proxies/{name}/reports',
     scope: 'discover',
     handle: (deps, req, name) => postReport(deps, name, callerId(req.headers['authorization']), req.body, req.signal),
+  },
+  {
+    method: 'POST',
+    path: '/v1/pools/{name}/demand',
+    scope: 'discover',
+    handle: (deps, req, name) => postDemand(deps, name, req.body),
   },
   { method: 'GET', path: '/v1/proxies', scope: 'read', handle: (deps, req) => listProxies(deps, req.query) },
   { method: 'GET', path: '/v1/proxies/{name}', scope: 'read', handle: (deps, _req, name) => getProxy(deps, name) },

@@ -1,5 +1,6 @@
 /** zod schemas for the HTTP API's answers (docs/api.md), the one copy: the CLI and the dashboard parse with them, the handler's views and the test fake are checked against them. Extra fields kept. */
 import { z } from 'zod';
+import { poolDemandSchema } from '../domain/autoscale.js';
 
 /** `{"error": {"code", "message", "field"?}}`. */
 export const apiErrorBodySchema = z.object({
@@ -188,7 +189,10 @@ export const poolSchema = z.looseObject({
   kind: z.string(),
   metadata: metadataSchema,
   spec: z.looseObject({
-    replicas: z.number(),
+    replicas: z.number().optional(),
+    autoscale: z
+      .looseObject({ minReplicas: z.number(), maxReplicas: z.number(), target: z.record(z.string(), z.number()) })
+      .optional(),
     minAvailable: z.number().optional(),
     maxSurge: z.number().optional(),
     maxCostPerHour: z.number().optional(),
@@ -232,6 +236,8 @@ export const poolSchema = z.looseObject({
         pricesOf: z.string(),
       })
       .optional(),
+    desiredReplicas: z.number().optional(),
+    demand: poolDemandSchema.optional(),
   }),
   members: z.array(poolMemberSchema).default([]),
   events: z.array(eventSchema).default([]),

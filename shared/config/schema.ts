@@ -108,6 +108,11 @@ export const configSchema = z
      * only after staying good this long; the delay doubles each time it relapses soon after (max 16×).
      */
     poolRecoverSeconds: seconds.default(60),
+    /**
+     * An autoscaled pool is reconciled this often while it is not at rest (demand, or above its
+     * minimum): one reconcile per interval whatever the number of gateways reporting its demand.
+     */
+    autoscaleIntervalSeconds: seconds.default(5),
     /** Feedback from traffic (`POST /v1/proxies/{name}/reports`, docs/api.md). */
     reports: z
       .strictObject({

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { labelsSchema } from './proxy.js';
 import { poolSpecSchema, spreadEntrySchema } from './pool.js';
+import { poolDemandSchema } from './autoscale.js';
 
 /** One spread entry as the controller last saw it: its share, its members, and its availability. */
 export const entryStatusSchema = spreadEntrySchema.extend({
@@ -66,6 +67,17 @@ export const poolStatusSchema = z.object({
   /** Bumped by every reconcile that changed something (the transaction's write on this document). */
   revision: z.number().int(),
   lastReconcileAt: z.string().optional(),
+  /** Members the pool wants now: `spec.replicas`, or the autoscaler's decision. */
+  desiredReplicas: z.number().int().optional(),
+  /** The live gateways' summed demand, as the autoscaler last read it. */
+  demand: poolDemandSchema.optional(),
+  /** The autoscaler's memory: recent recommendations (its stabilisation windows) and the last demand seen. */
+  autoscale: z
+    .object({
+      recommendations: z.array(z.object({ at: z.number(), replicas: z.number().int() })),
+      lastDemandAt: z.number().optional(),
+    })
+    .optional(),
 });
 export type PoolStatus = z.infer<typeof poolStatusSchema>;
 

@@ -86,6 +86,85 @@ describe('parsePoolRequest', () => {
     expect(fieldOf(input)).toMatch(want);
   });
 
+  const auto = (autoscale: Record<string, unknown>, rest: Record<string, unknown> = {}) =>
+    pool({ replicas: undefined, minAvailable: undefined, autoscale, ...rest });
+  const target = { inFlightPerMember: 4 };
+  it.each([
+    [
+      'replicas and autoscale both',
+      pool({ autoscale: { minReplicas: 0, maxReplicas: 3, target } }),
+      /^spec\.autoscale: cannot be given with spec\.replicas/,
+    ],
+    [
+      'neither replicas nor autoscale',
+      pool({ replicas: undefined, minAvailable: undefined }),
+      /^spec\.replicas: is required \(or spec\.autoscale\)/,
+    ],
+    [
+      'min above max',
+      auto({ minReplicas: 4, maxReplicas: 3, target }),
+      /^spec\.autoscale\.minReplicas: must be at most spec\.autoscale\.maxReplicas \(3\)/,
+    ],
+    ['max 0', auto({ minReplicas: 0, maxReplicas: 0, target }), /^spec\.autoscale\.maxReplicas: must be at least 1/],
+    [
+      'max above the cap',
+      auto({ minReplicas: 0, maxReplicas: 201, target }),
+      /^spec\.autoscale\.maxReplicas: must be at most 200/,
+    ],
+    [
+      'no target kind',
+      auto({ minReplicas: 0, maxReplicas: 3, target: {} }),
+      /^spec\.autoscale\.target: must give exactly one of .* \(0 given\)/,
+    ],
+    [
+      'two target kinds',
+      auto({ minReplicas: 0, maxReplicas: 3, target: { inFlightPerMember: 1, requestsPerSecondPerMember: 2 } }),
+      /^spec\.autoscale\.target: must give exactly one .* \(2 given\)/,
+    ],
+    [
+      'a zero target',
+      auto({ minReplicas: 0, maxReplicas: 3, target: { inFlightPerMember: 0 } }),
+      /^spec\.autoscale\.target\.inFlightPerMember: must be greater than 0/,
+    ],
+    [
+      'an unknown target kind',
+      auto({ minReplicas: 0, maxReplicas: 3, target: { cpu: 1 } }),
+      /^spec\.autoscale\.target/,
+    ],
+    [
+      'a bad duration',
+      auto({ minReplicas: 0, maxReplicas: 3, target, scaleDownAfter: '2 minutes' }),
+      /^spec\.autoscale\.scaleDownAfter: must be a duration/,
+    ],
+    [
+      'a duration over a day',
+      auto({ minReplicas: 0, maxReplicas: 3, target, scaleToZeroAfter: '2d' }),
+      /^spec\.autoscale\.scaleToZeroAfter: must be a duration of at most 1d/,
+    ],
+    [
+      'minAvailable above maxReplicas',
+      auto({ minReplicas: 0, maxReplicas: 3, target }, { minAvailable: 4 }),
+      /^spec\.minAvailable: must be at most spec\.autoscale\.maxReplicas \(3\)/,
+    ],
+  ])('autoscale: %s is refused naming the field', (_what, input, want) => {
+    expect(fieldOf(input)).toMatch(want);
+  });
+
+  it('autoscale: the interfaces.md example is accepted with its windows defaulted', () => {
+    const parsed = parsePoolRequest(
+      auto({ minReplicas: 0, maxReplicas: 20, target, scaleDownAfter: '2m', scaleToZeroAfter: '10m' }),
+    ) as PoolApplyRequest;
+    expect(parsed.spec.replicas).toBeUndefined();
+    expect(parsed.spec.autoscale).toEqual({
+      minReplicas: 0,
+      maxReplicas: 20,
+      target,
+      scaleUpStabilization: '0s',
+      scaleDownAfter: '2m',
+      scaleToZeroAfter: '10m',
+    });
+  });
+
   it('spread entries must name configured providers', () => {
     const parsed = parsePoolRequest(pool()) as PoolApplyRequest;
     expect(() => checkPoolProviders(parsed.spec, ['local'])).toThrow(

@@ -5,14 +5,14 @@ import { dnsLabel, POOL_LABEL } from './names.js';
 import { labelsSchema, metadataSchema, placementSchema, specSchema, toValidationError } from './proxy.js';
 import { canonicalJson } from './spec-hash.js';
 import { createHash } from 'node:crypto';
+import { autoscaleSchema, MAX_REPLICAS } from './autoscale.js';
 
 /** The label every member carries (reserved: only the pool controller sets it). */
 export { POOL_LABEL } from './names.js';
 /** A member name is `<pool>-<suffix>`: the suffix is this long, so a pool name leaves room for it. */
 export const MEMBER_SUFFIX_LENGTH = 5;
 export const MAX_POOL_NAME = 63 - 1 - MEMBER_SUFFIX_LENGTH;
-/** At most this many members per pool (one pool reconcile reads and writes them in one transaction). */
-export const MAX_REPLICAS = 200;
+export { MAX_REPLICAS } from './autoscale.js';
 
 const poolName = dnsLabel.refine((n) => n.length <= MAX_POOL_NAME, {
   message: `must be at most ${MAX_POOL_NAME} characters (members are named <pool>-<${MEMBER_SUFFIX_LENGTH} characters>)`,
@@ -45,7 +45,10 @@ export type PoolTemplate = z.infer<typeof templateSchema>;
 
 export const poolSpecSchema = z
   .strictObject({
-    replicas: count('how many members').max(MAX_REPLICAS, `must be at most ${MAX_REPLICAS}`),
+    /** A fixed size; absent when `autoscale` sizes the pool (one of the two, never both). */
+    replicas: count('how many members').max(MAX_REPLICAS, `must be at most ${MAX_REPLICAS}`).optional(),
+    /** Sized by the gateways' demand (shared/pools/autoscale.ts), between its min and max. */
+    autoscale: autoscaleSchema.optional(),
     /** Ready members kept while members are rotated, replaced or rolled; default: replicas. */
     minAvailable: count('Ready members kept during rotation').optional(),
     /** Members above `replicas` while replacements come up; default 1. */
@@ -56,11 +59,23 @@ export const poolSpecSchema = z
     maxCostPerHour: z.number({ error: 'must be a number (USD an hour)' }).positive('must be above 0').optional(),
   })
   .superRefine((spec, ctx) => {
-    if (spec.minAvailable !== undefined && spec.minAvailable > spec.replicas)
+    if (spec.replicas !== undefined && spec.autoscale)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['autoscale'],
+        message: 'cannot be given with spec.replicas: an autoscaled pool is sized by demand (remove replicas)',
+      });
+    if (spec.replicas === undefined && !spec.autoscale)
+      ctx.addIssue({ code: 'custom', path: ['replicas'], message: 'is required (or spec.autoscale)' });
+    const most = spec.replicas ?? spec.autoscale?.maxReplicas ?? 0;
+    if (spec.minAvailable !== undefined && spec.minAvailable > most)
       ctx.addIssue({
         code: 'custom',
         path: ['minAvailable'],
-        message: `must be at most spec.replicas (${spec.replicas})`,
+        message:
+          spec.replicas !== undefined
+            ? `must be at most spec.replicas (${spec.replicas})`
+            : `must be at most spec.autoscale.maxReplicas (${most})`,
       });
     // An entry is its provider and placement: the same one twice at two tiers is one entry.
     const keys = (spec.spread ?? []).map(entryKey);

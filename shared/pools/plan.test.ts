@@ -133,6 +133,23 @@ describe('planPool', () => {
     expect(plan.creates).toEqual([]);
   });
 
+  it('autoscale: scaling down by the decided replicas never drains a member a session holds', () => {
+    const p = pool({ replicas: 4, minAvailable: 0, spread: undefined });
+    const members = [0, 1, 2, 3].map((i) => member(p, 'a', 'Ready', T0 + i));
+    const held = new Set([members[3]!.metadata.name, members[2]!.metadata.name]);
+    const plan = planPool(input(p, members, { replicas: 1, held }));
+    // Newest go first, but the two newest are held: the free ones go, the held ones stay over the one wanted.
+    expect(plan.drains.map((d) => d.name).sort()).toEqual([members[0]!.metadata.name, members[1]!.metadata.name]);
+    expect(plan.settled).toBe(false);
+    const after = planPool(input(p, [members[2]!, members[3]!], { replicas: 1, held }));
+    expect(after.drains).toEqual([]);
+    // Over by held members only: at rest until the sessions let them go.
+    expect(after.settled).toBe(true);
+    expect(planPool(input(p, [members[2]!, members[3]!], { replicas: 1 })).drains).toEqual([
+      { name: members[3]!.metadata.name, reason: 'surplus' },
+    ]);
+  });
+
   it('maxSurge 0 replaces in place, one Ready member at a time within minAvailable', () => {
     const p = pool({ maxSurge: 0 });
     const old = ['a', 'a', 'a', 'b', 'b', 'b'].map((x) => member(p, x));
@@ -455,3 +472,45 @@ function simulate(
   }
   return { members, minReady, maxMembers, settled };
 }
+
+describe('autoscaled pools: the wanted replicas are placed by tier, within the caps and the budget', () => {
+  const price = (entry: { provider: string }) => (entry.provider === 'a' ? 0.01 : 0.05);
+  const autoscaled = (extra: Partial<PoolSpec> = {}) => {
+    const { replicas: _r, ...spec } = tiered(0, extra).spec;
+    const autoscale = {
+      minReplicas: 0,
+      maxReplicas: 20,
+      target: { inFlightPerMember: 4 },
+      scaleUpStabilization: '0s',
+      scaleDownAfter: '5m',
+      scaleToZeroAfter: '10m',
+    };
+    return { ...tiered(0), spec: { ...spec, minAvailable: 0, autoscale } };
+  };
+
+  it('the decided replicas fill tier 0 up to its cap, then tier 1; maxCostPerHour holds tier 1 back first', () => {
+    expect(desiredOf(planPool(input(autoscaled(), [], { replicas: 5 })))).toEqual([2, 3]);
+    const limited = planPool(input(autoscaled({ maxCostPerHour: 0.1 }), [], { replicas: 5, memberHourly: price }));
+    expect(desiredOf(limited)).toEqual([2, 1]);
+    expect(limited.placed).toBe(3);
+    expect(limited.overBudget?.wantedPerHourUsd).toBeCloseTo(0.17, 10);
+  });
+
+  it('at the budget with every placed member in: halted, not settled, nothing drained', () => {
+    const p = autoscaled({ maxCostPerHour: 0.1 });
+    const members = ['a', 'a', 'b'].map((x) => member(p, x));
+    const plan = planPool(input(p, members, { replicas: 5, memberHourly: price }));
+    expect(plan).toMatchObject({ creates: [], drains: [], settled: false, halted: true, placed: 3 });
+  });
+
+  it('scaling down to tier 0: a held tier-1 member stays and counts as settled, the free ones drain', () => {
+    const p = autoscaled();
+    const members = ['a', 'a', 'b', 'b'].map((x) => member(p, x));
+    const held = new Set([members[2]!.metadata.name]);
+    const plan = planPool(input(p, members, { replicas: 2, held }));
+    expect(desiredOf(plan)).toEqual([2, 0]);
+    expect(plan.drains).toEqual([{ name: members[3]!.metadata.name, reason: 'surplus' }]);
+    const after = planPool(input(p, members.slice(0, 3), { replicas: 2, held }));
+    expect(after).toMatchObject({ drains: [], creates: [], settled: true, halted: false });
+  });
+});

@@ -31,6 +31,15 @@ export interface PlanInput {
   banned?: (member: ProxyDoc) => boolean;
   /** USD an hour one member on this entry costs (0: not priced), for `spec.maxCostPerHour`. */
   memberHourly?: (entry: SpreadEntry) => number;
+  /** How many members the pool wants now: the autoscaler's decision; default `spec.replicas`. */
+  replicas?: number;
+  /** Members a gateway session in use holds: never removed as surplus while held. */
+  held?: ReadonlySet<string>;
+}
+
+/** How many members the pool wants: the autoscaler's decision, else the fixed `replicas`. */
+export function wantedReplicas(input: Pick<PlanInput, 'pool' | 'replicas'>): number {
+  return input.replicas ?? input.pool.spec.replicas ?? input.pool.spec.autoscale?.minReplicas ?? 0;
 }
 
 export interface PlannedCreate {
@@ -324,16 +333,21 @@ export function planPool(input: PlanInput): Plan {
     else if (at < 0) outdated.set(m.metadata.name, 'entry');
     else good[at]!.push(m);
   }
+  const wanted = wantedReplicas(input);
   const placedByTier = shares(
-    spec.replicas,
+    wanted,
     statuses,
     good.map((g) => g.length),
   );
   const { desired, overBudget } = withinBudget(placedByTier, entries, spec.maxCostPerHour, input.memberHourly);
+  let keptHeld = 0;
   const current: ProxyDoc[][] = good.map((members, i) => {
     const keep = desired[i] ?? 0;
     if (members.length <= keep) return members;
-    const leaving = [...members].sort(removalOrder).slice(0, members.length - keep);
+    // A member a session in use holds stays (over its share) until the session lets it go.
+    const free = members.filter((m) => !input.held?.has(m.metadata.name));
+    const leaving = free.sort(removalOrder).slice(0, members.length - keep);
+    keptHeld += members.length - keep - leaving.length;
     for (const m of leaving) outdated.set(m.metadata.name, 'surplus');
     return members.filter((m) => !leaving.includes(m));
   });
@@ -344,12 +358,14 @@ export function planPool(input: PlanInput): Plan {
   const open = desired.map((d, i) => (stoppedEntry(statuses[i]) ? 0 : d));
   const { creates, blocked } = planCreates(input, entries, current, open, isReady);
   // Members the caps or the budget do not place (`shares` and `withinBudget` never place more than
-  // `replicas`) are not waited for before a surplus one drains.
+  // `wanted`) are not waited for before a surplus one drains.
   const placed = desired.reduce((n, d) => n + d, 0);
   const { drains, waiting } = planDrains(input, placed, live, outdated, current, blocked, isReady, stopped);
   const updated = live.filter((m) => m.metadata.labels[TEMPLATE_LABEL] === hash).length;
-  const settled = creates.length === 0 && outdated.size === 0 && currentCount === spec.replicas;
-  const atCaps = placed < spec.replicas && outdated.size === 0 && currentCount === placed;
+  // Held members kept over their share do not count against settling at the wanted size.
+  const placedNow = currentCount - keptHeld;
+  const settled = creates.length === 0 && outdated.size === 0 && placedNow === wanted;
+  const atCaps = placed < wanted && outdated.size === 0 && placedNow === placed;
   const halted = !settled && creates.length === 0 && drains.length === 0 && (statuses.some(stoppedEntry) || atCaps);
   return { ...base, creates, drains, waiting, updated, settled, halted, placed, overBudget, finalise: false };
 }
@@ -372,14 +388,15 @@ function planCreates(
   isReady: (m: ProxyDoc) => boolean,
 ): { creates: PlannedCreate[]; blocked: boolean } {
   const spec = input.pool.spec;
+  const replicas = wantedReplicas(input);
   const live = input.members.filter((m) => !m.deletionRequestedAt);
   const creates: PlannedCreate[] = [];
   const occupying = input.members.filter((m) => !m.deletionRequestedAt || !input.providerDown(m.spec.provider));
-  let room = spec.replicas + spec.maxSurge - occupying.length;
+  let room = replicas + spec.maxSurge - occupying.length;
   const deficits = current.map((c, i) => Math.max(0, (desired[i] ?? 0) - c.length));
   const currentCount = current.reduce((n, c) => n + c.length, 0);
   const currentReadyCount = current.reduce((n, c) => n + c.filter(isReady).length, 0);
-  const liveRoom = spec.replicas + spec.maxSurge - live.length;
+  const liveRoom = replicas + spec.maxSurge - live.length;
   const blocked = liveRoom <= 0 && deficits.some((d) => d > 0) && currentReadyCount === currentCount;
   while (room > 0 && deficits.some((d) => d > 0)) {
     for (let i = 0; i < entries.length && room > 0; i++) {
@@ -409,8 +426,7 @@ function planDrains(
   isReady: (m: ProxyDoc) => boolean,
   onStoppedEntry: (m: ProxyDoc) => boolean,
 ): Pick<Plan, 'drains' | 'waiting'> {
-  const spec = input.pool.spec;
-  const minAvailable = Math.min(spec.minAvailable ?? spec.replicas, target);
+  const minAvailable = Math.min(input.pool.spec.minAvailable ?? target, target);
   const currentReadyCount = current.reduce((n, c) => n + c.filter(isReady).length, 0);
   const candidates = live.filter((m) => outdated.has(m.metadata.name)).sort(removalOrder);
   const drained = new Set<string>();

@@ -14,8 +14,17 @@ import type { ProxyDoc } from '../domain/status.js';
 import { banApplies } from '../domain/reports.js';
 import { freshVerdict } from '../health.js';
 import type { Logger } from '../logger.js';
-import type { PoolRepository, PoolWrites, ProviderStatusRepository, ProxyRepository } from '../store/ports.js';
-import { planPool, TEMPLATE_LABEL, type Plan } from './plan.js';
+import type {
+  DemandRepository,
+  PoolRepository,
+  PoolWrites,
+  ProviderStatusRepository,
+  ProxyRepository,
+} from '../store/ports.js';
+import { sumDemand } from '../store/demand-rules.js';
+import type { PoolDemand } from '../domain/autoscale.js';
+import { decideReplicas, hasDemand, type AutoscaleDecision } from './autoscale.js';
+import { planPool, TEMPLATE_LABEL, wantedReplicas, type Plan } from './plan.js';
 
 export interface PoolDeps {
   config: Config;
@@ -29,6 +38,8 @@ export interface PoolDeps {
   banned?: (member: ProxyDoc) => boolean;
   /** Asks for checks of these members (kicks on `proxy-checks`). */
   kick: (names: string[]) => Promise<void>;
+  /** The gateways' demand reports; without it an autoscaled pool sees no demand. */
+  demand?: DemandRepository | undefined;
 }
 
 export interface PoolResult {
@@ -61,41 +72,42 @@ function condition(
   };
 }
 
-/** The `Progressing` condition's status, reason and message after `plan`. */
-function progress(pool: PoolDoc, plan: Plan): ['True' | 'False', string, string] {
-  const spec = pool.spec;
-  if (plan.settled) return ['False', 'Settled', `${spec.replicas} members, all current`];
-  const placed = `${plan.placed} of ${spec.replicas} members placed`;
-  if (plan.placed < spec.replicas && !pool.deletionRequestedAt)
+/** The `Progressing` condition's status, reason and message after `plan` for `wanted` members. */
+function progress(pool: PoolDoc, plan: Plan, wanted: number): ['True' | 'False', string, string] {
+  if (plan.settled) return ['False', 'Settled', `${wanted} members, all current`];
+  const placed = `${plan.placed} of ${wanted} members placed`;
+  if (plan.placed < wanted && !pool.deletionRequestedAt)
     return plan.overBudget
       ? [
           'True',
           'CostLimited',
-          `${placed}: ${spec.replicas} would cost $${plan.overBudget.wantedPerHourUsd.toFixed(4)}/h, above maxCostPerHour $${spec.maxCostPerHour ?? 0}/h`,
+          `${placed}: ${wanted} would cost $${plan.overBudget.wantedPerHourUsd.toFixed(4)}/h, above maxCostPerHour $${pool.spec.maxCostPerHour ?? 0}/h`,
         ]
       : ['True', 'CapReached', `${placed}: every available spread entry is at its maxReplicas`];
   const replacing = plan.waiting.length + plan.drains.length;
   return [
     'True',
     replacing > 0 ? 'Replacing' : 'Scaling',
-    `${plan.live} live of ${spec.replicas}; ${replacing} to replace or remove`,
+    `${plan.live} live of ${wanted}; ${replacing} to replace or remove`,
   ];
 }
 
-/** The pool's status after `plan`, with its conditions. */
+/** The pool's status after `plan` for `wanted` members, with its conditions. */
 function statusOf(
   pool: PoolDoc,
   plan: Plan,
+  wanted: number,
   now: number,
   cost: PoolCost,
-): Omit<PoolStatus, 'revision' | 'lastReconcileAt'> {
+): Omit<PoolStatus, 'revision' | 'lastReconcileAt' | 'demand' | 'autoscale'> {
   const spec = pool.spec;
-  const min = Math.min(spec.minAvailable ?? spec.replicas, spec.replicas);
+  const min = Math.min(spec.minAvailable ?? wanted, wanted);
   const prev = pool.status.conditions;
   const out = plan.entries.filter((e) => !e.available);
-  const progressing = condition(prev, 'Progressing', ...progress(pool, plan), now);
+  const progressing = condition(prev, 'Progressing', ...progress(pool, plan, wanted), now);
   return {
     observedGeneration: pool.generation,
+    desiredReplicas: wanted,
     replicas: plan.live,
     readyReplicas: plan.ready,
     updatedReplicas: plan.updated,
@@ -156,9 +168,14 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
   const log = deps.logger.child({ pool: name });
   const price = (entry: { provider: string; placement: Record<string, unknown> }) =>
     memberPrice(deps.config.providers, entry).hourlyUsd ?? 0;
-  type Decided = { plan: Plan; pool: PoolDoc; now: number } | undefined;
+  const reports = (await deps.demand?.live(name, clock())) ?? [];
+  type Decided = { plan: Plan; pool: PoolDoc; now: number; scale?: Scale } | undefined;
   const { result, created } = await deps.pools.reconcile<Decided>(name, clock, (pool, members, now) => {
     if (!pool) return { writes: { create: [], drain: [] }, result: undefined };
+    const banned = deps.banned ?? isBanned;
+    const { demand, held } = sumDemand(reports, now);
+    const scale =
+      pool.spec.autoscale && !pool.deletionRequestedAt ? autoscaleOf(pool, members, banned, demand, now) : undefined;
     const plan = planPool({
       pool,
       members,
@@ -167,8 +184,10 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       recoverAfterMs: deps.config.poolRecoverSeconds * 1000,
       unhealthyAfter: deps.config.unhealthyAfter,
       neverReadyLimit: deps.config.neverReadyLimit,
-      banned: deps.banned ?? isBanned,
+      banned,
       memberHourly: (entry) => price(memberSpec(pool.spec.template, entry)),
+      ...(scale && { replicas: scale.decision.desired }),
+      held,
     });
     const hash = templateHash(pool.spec.template);
     const labels = { ...pool.spec.template.metadata.labels, [TEMPLATE_LABEL]: hash };
@@ -178,17 +197,27 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       finalise: plan.finalise,
     };
     const live = members.filter((m) => !m.deletionRequestedAt).map((m) => m.spec);
-    const next = statusOf(pool, plan, now, poolCost(deps.config, live));
+    const next = {
+      ...statusOf(
+        pool,
+        plan,
+        wantedReplicas({ pool, replicas: scale?.decision.desired }),
+        now,
+        poolCost(deps.config, live),
+      ),
+      ...(scale && { demand: scale.demand, autoscale: scale.decision.state }),
+    };
     const { revision, lastReconcileAt: _at, ...before } = pool.status;
     const acting = writes.create.length + writes.drain.length > 0;
     if (acting || JSON.stringify(before) !== JSON.stringify(next))
       writes.status = { ...next, revision: revision + 1, lastReconcileAt: new Date(now).toISOString() };
-    return { writes, result: { plan, pool, now } };
+    return { writes, result: { plan, pool, now, ...(scale && { scale }) } };
   });
   if (!result) return { name, created: [], drained: [], settled: true };
-  const { plan, pool, now } = result;
+  const { plan, pool, now, scale } = result;
   const drained = plan.drains.map((d) => d.name);
-  await events(deps, pool, plan, created, now);
+  if (scale) await scaleEvent(deps, pool, scale.decision, now);
+  await events(deps, pool, plan, created, now, wantedReplicas({ pool, replicas: scale?.decision.desired }));
   if (created.length + drained.length > 0) {
     log.info('pool reconciled', { created, drained: plan.drains, live: plan.live, ready: plan.ready });
     await deps.kick([...created, ...drained]);
@@ -206,17 +235,77 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
   );
   if (out.recheckAfterMs === undefined && recovering.length > 0)
     out.recheckAfterMs = deps.config.poolRecoverSeconds * 1000;
+  // An autoscaled pool not at rest looks at its demand again every interval (whatever the number
+  // of gateways reporting it); at rest, a report of new demand kicks it (shared/api/demand.ts).
+  if (scale && !atRest(scale, plan, pool.spec.autoscale?.minReplicas ?? 0)) {
+    const interval = deps.config.autoscaleIntervalSeconds * 1000;
+    out.recheckAfterMs = Math.min(out.recheckAfterMs ?? interval, interval);
+  }
   return out;
 }
 
-async function events(deps: PoolDeps, pool: PoolDoc, plan: Plan, created: string[], now: number): Promise<void> {
+/** The autoscaler's decision for a pool and the demand it was made on. */
+interface Scale {
+  decision: AutoscaleDecision;
+  demand: PoolDemand;
+}
+
+function autoscaleOf(
+  pool: PoolDoc,
+  members: ProxyDoc[],
+  banned: (m: ProxyDoc) => boolean,
+  demand: PoolDemand,
+  now: number,
+): Scale | undefined {
+  const autoscale = pool.spec.autoscale;
+  if (!autoscale) return undefined;
+  const ready = members.filter((m) => m.status.phase === 'Ready' && !m.deletionRequestedAt && !banned(m)).length;
+  const decision = decideReplicas({
+    autoscale,
+    demand,
+    ready,
+    previous: pool.status.desiredReplicas,
+    state: pool.status.autoscale,
+    now,
+  });
+  return { decision, demand };
+}
+
+/** Nothing used, at the minimum, settled: nothing for the autoscaler to do until demand is reported. */
+function atRest({ decision, demand }: Scale, plan: Plan, minReplicas: number): boolean {
+  const windowsEmpty = decision.state.recommendations.every((r) => r.replicas === decision.desired);
+  return plan.settled && !hasDemand(demand) && decision.desired === minReplicas && windowsEmpty;
+}
+
+/** Every decision that changed (or held back) the pool's size is an event with its inputs. */
+async function scaleEvent(deps: PoolDeps, pool: PoolDoc, decision: AutoscaleDecision, now: number): Promise<void> {
+  if (decision.reason === 'Steady') return;
+  const before = pool.status.autoscale?.recommendations.at(-1)?.replicas;
+  // A recommendation held back by a window is told once, when it changes, not every interval.
+  if (decision.reason === 'Held' && before === decision.recommendation) return;
+  const at = new Date(now).toISOString();
+  await deps.pools.addEvent(
+    pool.metadata.name,
+    { at, type: 'Normal', reason: decision.reason, message: decision.message },
+    deps.config.maxEvents,
+  );
+}
+
+async function events(
+  deps: PoolDeps,
+  pool: PoolDoc,
+  plan: Plan,
+  created: string[],
+  now: number,
+  wanted: number,
+): Promise<void> {
   const name = pool.metadata.name;
   const at = new Date(now).toISOString();
   const keep = deps.config.maxEvents;
   const entries = spreadOf(pool.spec);
   for (const [i, member] of created.entries()) {
     const entry = plan.creates[i]?.entry ?? entries[0];
-    const message = `created member ${member} on ${entry?.provider ?? '?'} (${plan.live + i + 1} live, ${pool.spec.replicas} wanted)`;
+    const message = `created member ${member} on ${entry?.provider ?? '?'} (${plan.live + i + 1} live, ${wanted} wanted)`;
     await deps.pools.addEvent(name, { at, type: 'Normal', reason: 'MemberCreated', message }, keep);
     await deps.proxies.addEvent(
       member,

@@ -6,7 +6,7 @@ import { dnsLabel } from '../domain/names.js';
 import { toValidationError } from '../domain/proxy.js';
 import { ValidationError } from '../errors.js';
 import { reconcilePool } from '../pools/reconcile.js';
-import type { PoolRepository, StoredProxy } from '../store/ports.js';
+import type { DemandRepository, PoolRepository, StoredProxy } from '../store/ports.js';
 import { inSpan } from '../telemetry/spans.js';
 import { knownHealth, newCheckBatch, providerHealth, type CheckBatch } from './batch.js';
 import { followUpKey, holdUntilDue, publishFollowUps, type FollowUpLedger, type Recheck } from './follow-up.js';
@@ -53,6 +53,8 @@ export interface CheckDeps extends ReconcileDeps {
   bus: Bus;
   /** The pools' store; without it pool kicks are acknowledged and nothing else is done for pools. */
   pools?: PoolRepository;
+  /** The gateways' demand reports, for autoscaled pools. */
+  demand?: DemandRepository;
   /** How a follow-up waits for its `dueAt` (tests pass one that advances their clock). */
   wait?: (ms: number) => Promise<unknown>;
   /** This instance's cache of sweep pages (kept across messages); without it every page is read whole. */

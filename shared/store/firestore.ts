@@ -15,6 +15,8 @@ export const COLLECTIONS = {
   banBudgets: 'banBudgets',
   /** One document per `static` provider endpoint: who holds it (`static-claims.ts`). */
   staticClaims: 'staticClaims',
+  /** One document per pool and gateway: its latest demand report (`demand-rules.ts#demandId`). */
+  poolDemand: 'poolDemand',
 } as const;
 
 /** What the REST transport asks of an auth client, answered for the emulator: the owner, plain fetch. */

@@ -5,6 +5,8 @@
  * `test/integration/store-contract.test.ts`).
  */
 import type { PoolApplyRequest } from '../domain/pool.js';
+import type { DemandReport } from '../domain/autoscale.js';
+import type { DemandOutcome, StoredDemand } from './demand-rules.js';
 import type { PoolDoc, PoolStatus } from '../domain/pool-status.js';
 import type { ApplyRequest } from '../domain/proxy.js';
 import type { ProxyDoc, ProxyStatus } from '../domain/status.js';
@@ -229,6 +231,17 @@ export interface PoolRepository {
   events(name: string, limit?: number): Promise<ProxyEvent[]>;
   /** Removes the events of a finalised pool. */
   removeEvents(name: string): Promise<void>;
+}
+
+/** `poolDemand/{pool}.{gateway}`: each gateway's latest demand report per pool (demand-rules.ts). */
+export interface DemandRepository {
+  /**
+   * Records one report: at most one write; a report whose sequence is not above the stored one
+   * (duplicated, or delivered late) changes nothing.
+   */
+  record(pool: string, report: DemandReport, now: number): Promise<DemandOutcome>;
+  /** The pool's reports that have not expired at `now`. */
+  live(pool: string, now: number): Promise<StoredDemand[]>;
 }
 
 /** `providers/{name}`: the provider-health monitor's latest verdict per provider. */

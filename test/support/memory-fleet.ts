@@ -21,6 +21,7 @@ import { handleRequest, type RequestDeps } from '../../shared/requests.js';
 import { TOPICS } from '../../shared/bus/topics.js';
 import { ManualClock } from '../../shared/store/clock.js';
 import { MemoryPoolRepository } from '../../shared/store/memory/pools.js';
+import { MemoryDemandRepository } from '../../shared/store/memory/demand.js';
 import { MemoryProviderStatusRepository } from '../../shared/store/memory/providers.js';
 import { MemoryProxyRepository } from '../../shared/store/memory/proxies.js';
 import { MemoryRelayRepository } from '../../shared/store/memory/relays.js';
@@ -58,6 +59,7 @@ export interface MemoryFleet {
   reports: MemoryReportRepository;
   providerStatus: MemoryProviderStatusRepository;
   pools: MemoryPoolRepository;
+  demand: MemoryDemandRepository;
   registry: Registry;
   /** What the check function runs with (runCheck(fleet.checkDeps, ...) is one check invocation). */
   checkDeps: CheckDeps;
@@ -103,11 +105,12 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
   const relays = new MemoryRelayRepository(clock, config.statusRefreshSeconds * 1000, state);
   const providerStatus = new MemoryProviderStatusRepository();
   const pools = new MemoryPoolRepository(state);
+  const demand = new MemoryDemandRepository();
   // Signed and sealed as in production: the one relay has its keys, the functions all of them.
   const relayKeys = parseRelayKeys(generateRelayKeys([RELAY]));
   const keys = relayKeys.get(RELAY) ?? [];
   const registry = createRegistry({ config, relays, bus, logger, now, relayKeys });
-  const checkDeps: CheckDeps = { config, proxies, registry, logger, bus, now, pools, providerStatus };
+  const checkDeps: CheckDeps = { config, proxies, registry, logger, bus, now, pools, demand, providerStatus };
   checkDeps.countReplacing = (p) => proxies.countReplacing(p);
   // As functions/requests and functions/relay-report: they check what they changed in their own invocation.
   const check = (names: string[]) => checkAndFollowUp(checkDeps, { names });
@@ -136,6 +139,7 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
     reports: new MemoryReportRepository(state),
     providerStatus,
     pools,
+    demand,
     registry,
     checkDeps,
     relayReport: () => relay.report([]),

@@ -1,6 +1,6 @@
 /** Unit tests of the dashboard's pure helpers: ages, phase counts, the apply form's documents. */
 import { describe, expect, it } from 'vitest';
-import { age, countByPhase, duration, latency, parseDocuments, sampleDocument } from './format.js';
+import { age, countByPhase, duration, latency, parseDocuments, poolSize, sampleDocument } from './format.js';
 
 describe('dashboard format', () => {
   it('spells ages and latencies briefly', () => {
@@ -45,5 +45,27 @@ describe('dashboard format', () => {
     expect(() => parseDocuments('a: [1,\nb: 2')).toThrow(/not valid YAML/);
     expect(() => parseDocuments('spec: { provider: local }')).toThrow(/document 1: metadata.name is required/);
     expect(() => parseDocuments('- 1')).toThrow(/must be an object/);
+  });
+
+  it('shows Ready over the wanted members: the fixed replicas, or the autoscaler’s decision with its bounds and demand', () => {
+    const template = { spec: { provider: 'local' } };
+    const status = {
+      observedGeneration: 1,
+      replicas: 2,
+      readyReplicas: 1,
+      updatedReplicas: 2,
+      entries: [],
+      conditions: [],
+    };
+    expect(poolSize({ spec: { replicas: 6, template }, status })).toBe('1/6');
+    const autoscale = { minReplicas: 0, maxReplicas: 5, target: { inFlightPerMember: 2 } };
+    const demand = { inFlight: 5, startedPerSecond: 2, waiting: 1, gateways: 2 };
+    expect(poolSize({ spec: { autoscale, template }, status: { ...status, desiredReplicas: 3, demand } })).toBe(
+      '1/3 (autoscale 0–5; 5 in flight, 1 waiting)',
+    );
+    // Not reconciled yet: the minimum.
+    expect(poolSize({ spec: { autoscale, template }, status: { ...status, readyReplicas: 0 } })).toBe(
+      '0/0 (autoscale 0–5)',
+    );
   });
 });

@@ -1,5 +1,6 @@
 /** Pure helpers of the dashboard (no DOM): phases, ages, latencies, the apply form's documents. */
 import { parseAllDocuments } from 'yaml';
+import type { ApiPool } from '../schema.js';
 
 /** The phases of a proxy, in lifecycle order (shared/domain/status.ts). */
 export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
@@ -30,6 +31,20 @@ export function countByPhase(phases: readonly string[]): Map<string, number> {
   const counts = new Map<string, number>(PHASES.map((p) => [p, 0]));
   for (const phase of phases) counts.set(phase, (counts.get(phase) ?? 0) + 1);
   return counts;
+}
+
+/**
+ * A pool's Ready members over the members it wants now: `3/6`. An autoscaled pool wants what the
+ * autoscaler last decided (`status.desiredReplicas`), shown with its bounds and the demand it read.
+ */
+export function poolSize(p: Pick<ApiPool, 'spec' | 'status'>): string {
+  const a = p.spec.autoscale;
+  const wanted = p.spec.replicas ?? p.status.desiredReplicas ?? a?.minReplicas ?? 0;
+  const size = `${p.status.readyReplicas}/${wanted}`;
+  if (!a) return size;
+  const d = p.status.demand;
+  const demand = d ? `; ${d.inFlight} in flight, ${d.waiting} waiting` : '';
+  return `${size} (autoscale ${a.minReplicas}–${a.maxReplicas}${demand})`;
 }
 
 /** The sample the apply form starts with. */

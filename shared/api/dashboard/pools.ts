@@ -1,6 +1,7 @@
 /** The dashboard's Pools card: each pool with its Ready count, spread, members, and a scale action. */
 import { ApiFailure, describeError, type Api, type Pool } from './api-client.js';
 import { byId, emptyRow, h, setText, syncRows } from './dom.js';
+import { poolSize } from './format.js';
 
 export interface PoolActions {
   api(): Api | undefined;
@@ -85,12 +86,13 @@ export function renderPools(pools: readonly Pool[], ctx: PoolActions): void {
         h('td', { 'data-col': 'ready', class: 'num' }),
         h('td', { 'data-col': 'spread' }),
         h('td', { 'data-col': 'members' }),
-        h('td', {}, form),
+        // An autoscaled pool has no replicas to set: its demand sizes it.
+        h('td', {}, p.spec.autoscale ? 'by demand' : form),
       );
     },
     (row, p) => {
       const cell = (col: string) => row.querySelector(`[data-col="${col}"]`) as HTMLElement;
-      setText(cell('ready'), `${p.status.readyReplicas}/${p.spec.replicas}`);
+      setText(cell('ready'), poolSize(p));
       setText(
         cell('spread'),
         p.status.entries.map((e) => `${e.provider} ${e.ready}/${e.desired}${e.available ? '' : ' (out)'}`).join(' · '),

@@ -1,0 +1,123 @@
+/** wake: a request for a sleeping pool is held, the demand reported at once, and served by the first Ready member (or 503 after --wake-timeout). */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { DemandReport } from '../shared/domain/autoscale.js';
+import { DemandReporter } from './demand.js';
+import { FleetApiError, type FleetApi } from './fleet-api.js';
+import type { Upstream } from './selection.js';
+import { startGateway, type Gateway } from './server.js';
+import { curl, startTestProxy, startTestTarget, type TestProxy, type TestTarget } from './testing.js';
+
+let proxy: TestProxy;
+let target: TestTarget;
+let gw: Gateway | undefined;
+
+/** A fleet twin with pools: `autoscaled` pools wake `wakeMs` after a report with waiting requests. */
+function poolFleet(pools: Record<string, { autoscaled: boolean; wakeMs: number }>) {
+  const lists = new Map<string, Upstream[]>();
+  const reports: { pool: string; report: DemandReport }[] = [];
+  const api: FleetApi = {
+    discover: (filters) => Promise.resolve(filters.pool ? (lists.get(filters.pool) ?? []) : []),
+    report: () => Promise.resolve(),
+    demand(pool, report) {
+      reports.push({ pool, report });
+      const p = pools[pool];
+      if (!p) return Promise.reject(new FleetApiError(`pool "${pool}" not found`, undefined, 404));
+      if (p.autoscaled && report.waiting > 0) setTimeout(() => lists.set(pool, [proxy.upstream]), p.wakeMs).unref();
+      return Promise.resolve({ autoscaled: p.autoscaled });
+    },
+  };
+  return { api, reports };
+}
+
+beforeAll(async () => {
+  proxy = await startTestProxy('sleepy-aaaaa');
+  target = await startTestTarget();
+});
+afterAll(async () => {
+  await Promise.all([proxy.close(), target.close()]);
+});
+afterEach(async () => {
+  await gw?.close();
+  gw = undefined;
+});
+
+const through = (user: string, extra: string[] = []) =>
+  curl(['-sS', '-D', '-', '-x', gw!.url.replace(`${gw!.credentials.username}:`, `${user}:`), ...extra, target.url]);
+
+describe('wake: a request for a pool at zero', () => {
+  it('is held, reported at once with waiting 1, and served by the first member that becomes Ready', async () => {
+    const fleet = poolFleet({ sleepy: { autoscaled: true, wakeMs: 1500 } });
+    gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 100_000 });
+    const started = Date.now();
+    const answer = await through(`${gw.credentials.username}-pool-sleepy`);
+    expect(answer.status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+    expect(fleet.reports[0]).toMatchObject({ pool: 'sleepy', report: { waiting: 1 } });
+  });
+
+  it('answers 503 with Retry-After when no member is Ready within --wake-timeout', async () => {
+    const fleet = poolFleet({ sleepy: { autoscaled: true, wakeMs: 60_000 } });
+    gw = await startGateway({
+      fleet: fleet.api,
+      listen: { host: '127.0.0.1', port: 0 },
+      refreshMs: 100_000,
+      wakeTimeoutMs: 1200,
+    });
+    const answer = await through(`${gw.credentials.username}-pool-sleepy`);
+    expect(answer.status).toBe(503);
+    expect(answer.body).toMatch(/retry-after: 1\r?\n/i);
+    expect(answer.body).toMatch(/pool "sleepy" is waking: no member became Ready within 1s/);
+  });
+
+  it('refuses at once (407 naming the key) a pool that does not exist or is not autoscaled', async () => {
+    const fleet = poolFleet({ fixed: { autoscaled: false, wakeMs: 0 } });
+    gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 100_000 });
+    const missing = await through(`${gw.credentials.username}-pool-nothing`);
+    expect(missing.status).toBe(407);
+    expect(missing.body).toMatch(/username key "pool": no pool "nothing"/);
+    const fixed = await through(`${gw.credentials.username}-pool-fixed`);
+    expect(fixed.status).toBe(407);
+    expect(fixed.body).toMatch(/no Ready fleet proxy has pool fixed/);
+  });
+});
+
+describe('autoscale: the gateway demand reporter', () => {
+  it('reports only pools with demand, once more when it ends, with increasing sequences', async () => {
+    const sent: { pool: string; report: DemandReport }[] = [];
+    let now = 1_000_000;
+    const reporter = new DemandReporter(
+      {
+        demand: (pool, report) => {
+          sent.push({ pool, report });
+          return Promise.resolve({ autoscaled: true });
+        },
+      },
+      { intervalMs: 5000, now: () => now },
+    );
+    const end = reporter.begin('crawl');
+    reporter.begin('crawl')();
+    reporter.holdSessions('crawl', () => ['crawl-aaaaa']);
+    now += 5000;
+    await reporter.flush();
+    expect(sent).toEqual([
+      {
+        pool: 'crawl',
+        report: expect.objectContaining({
+          inFlight: 1,
+          startedPerSecond: 0.4,
+          waiting: 0,
+          held: ['crawl-aaaaa'],
+          intervalSeconds: 5,
+        }) as DemandReport,
+      },
+    ]);
+    end();
+    now += 5000;
+    await reporter.flush();
+    now += 5000;
+    await reporter.flush();
+    expect(sent.map((s) => s.report.inFlight)).toEqual([1, 0]);
+    const sequences = sent.map((s) => s.report.sequence);
+    expect(sequences[1]).toBeGreaterThan(sequences[0]!);
+  });
+});
