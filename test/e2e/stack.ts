@@ -34,7 +34,7 @@ export async function startLocalStack(env: Record<string, string>, timeoutMs = 1
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
+  const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`stack not ready in ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const poll = setInterval(() => {
       if (out.includes('Ctrl-C stops everything')) {
@@ -48,6 +48,17 @@ export async function startLocalStack(env: Record<string, string>, timeoutMs = 1
         reject(new Error(`stack exited with ${child.exitCode}:\n${out}`));
       }
     }, 200);
+  });
+  await ready.catch(async (err: unknown) => {
+    // A stack that did not come up is stopped as Ctrl-C would (it stops what it started), so its
+    // ports and processes do not outlive the file and break the next one; killed if that hangs.
+    if (child.exitCode === null) {
+      child.kill('SIGINT');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(killer);
+    }
+    throw err;
   });
   const localEnv = () =>
     Object.fromEntries(
