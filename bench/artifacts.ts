@@ -104,6 +104,23 @@ export interface BenchChild {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** `proc` as a BenchChild; `afterExit` runs once it has exited on `stop` (its files, say). */
+export function benchChild(proc: ChildProcess, afterExit: () => void = () => undefined): BenchChild {
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  return {
+    process: proc,
+    async stop(graceMs = 3000) {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        if (proc.pid !== undefined) process.kill(proc.pid, 'SIGTERM');
+        const timer = setTimeout(() => proc.pid !== undefined && process.kill(proc.pid, 'SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      afterExit();
+    },
+  };
+}
+
 /** Starts `node args…`; resolves with the child and its first stdout line (when `waitLine`). */
 export async function startNode(
   args: string[],
@@ -115,17 +132,7 @@ export async function startNode(
   proc.stderr.on('data', (c: Buffer) => {
     stderr = (stderr + c.toString('utf8')).slice(-4000);
   });
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const child: BenchChild = {
-    process: proc,
-    async stop(graceMs = 3000) {
-      if (proc.exitCode !== null || proc.signalCode !== null) return;
-      if (proc.pid !== undefined) process.kill(proc.pid, 'SIGTERM');
-      const timer = setTimeout(() => proc.pid !== undefined && process.kill(proc.pid, 'SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  const child = benchChild(proc);
   if (!waitLine) return { child, line: '' };
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';

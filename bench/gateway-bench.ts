@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { freePort } from '../infra/local/emulators.js';
-import { startNode, type Artifacts, type BenchChild } from './artifacts.js';
+import { benchChild, startNode, type Artifacts, type BenchChild } from './artifacts.js';
 import type { Cleanup } from './cleanup.js';
 import { getThrough, holdTunnels, throughput, type ProxyHop } from './gateway-load.js';
 import { startTinyproxyFleet } from './tinyproxy-fleet.js';
@@ -57,15 +57,7 @@ async function startFleetProxy(script: string): Promise<{ child: BenchChild; hop
     proc.once('exit', (code) => reject(new Error(`the fleet proxy exited with ${code ?? '?'}`)));
   });
   z.object({ ready: z.literal(true) }).parse(JSON.parse(line));
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const child: BenchChild = {
-    process: proc,
-    async stop() {
-      if (proc.exitCode === null && proc.pid !== undefined) process.kill(proc.pid, 'SIGTERM');
-      await exited;
-    },
-  };
-  return { child, hop: { port, authorization: basic(config.username, config.password) } };
+  return { child: benchChild(proc), hop: { port, authorization: basic(config.username, config.password) } };
 }
 
 /** A gateway process in front of fleet proxies on loopback; its own credentials come from the URL it prints. */

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../infra/local/emulators.js';
-import type { BenchChild } from './artifacts.js';
+import { benchChild, type BenchChild } from './artifacts.js';
 import type { ProxyHop } from './gateway-load.js';
 
 export const SQUID_PATH = '/usr/sbin/squid';
@@ -61,15 +61,7 @@ export async function startSquid(
   const port = await freePort();
   writeFileSync(join(dir, 'squid.conf'), squidConfig(dir, port, parents));
   const proc = spawn(SQUID_PATH, ['-N', '-f', join(dir, 'squid.conf')], { stdio: 'ignore' });
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const child: BenchChild = {
-    process: proc,
-    async stop() {
-      if (proc.exitCode === null && proc.pid !== undefined) process.kill(proc.pid, 'SIGTERM');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const child = benchChild(proc, () => rmSync(dir, { recursive: true, force: true }));
   for (let i = 0; ; i++) {
     const up = await new Promise<boolean>((resolve) => {
       const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));

@@ -7,7 +7,7 @@ import type { ReportReason } from '../shared/domain/reports.js';
 import { tlsFingerprintSchema } from '../shared/tls/pinned.js';
 import type { Upstream } from './selection.js';
 
-/** Which proxies the gateway may use (interfaces.md §3, `GET /v1/discovery`). */
+/** Which proxies the gateway may use (docs/api.md, `GET /v1/discovery`). */
 export interface FleetFilters {
   pool?: string | undefined;
   provider?: string | undefined;
@@ -15,7 +15,7 @@ export interface FleetFilters {
   labels?: readonly string[] | undefined;
 }
 
-/** `POST /v1/proxies/{name}/reports` (interfaces.md §1, "Feedback from traffic"). */
+/** `POST /v1/proxies/{name}/reports` (docs/api.md "Reports: feedback from traffic"). */
 export interface ProxyReport {
   reason: ReportReason;
   target?: string | undefined;

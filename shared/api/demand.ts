@@ -1,11 +1,9 @@
 /** `POST /v1/pools/{name}/demand`: a gateway's demand for one pool (docs/api.md "Demand"). */
 import { demandReportSchema } from '../domain/autoscale.js';
-import { toValidationError } from '../domain/proxy.js';
-import { showKey, unsafeJson } from '../domain/text.js';
-import { ValidationError } from '../errors.js';
 import { kickPools } from '../reconcile/kick.js';
 import type { ApiDeps } from './deps.js';
 import { ApiError, type ApiResponse } from './http.js';
+import { parseObjectBody } from './json-body.js';
 
 /**
  * Records one gateway's demand for pool `name`: one read of the pool, and for an autoscaled pool
@@ -18,28 +16,17 @@ import { ApiError, type ApiResponse } from './http.js';
  */
 export async function postDemand(deps: ApiDeps, name: string, body: unknown): Promise<ApiResponse> {
   if (!deps.pools || !deps.demand) throw new ApiError('NotFound', 'pools are not enabled in this deployment');
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw new ValidationError(
-      '(body)',
-      'must be a JSON object like {"gateway": "gw-1", "sequence": 1, "inFlight": 0, "startedPerSecond": 0, "waiting": 1}',
-    );
-  const unsafe = unsafeJson(body);
-  if (unsafe) throw new ValidationError(unsafe.field, unsafe.reason);
-  const parsed = demandReportSchema.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined)
-      throw new ValidationError(
-        showKey(issue.keys[0]),
-        `is not a field of a demand report (allowed: ${Object.keys(demandReportSchema.shape).join(', ')})`,
-      );
-    throw toValidationError(parsed.error);
-  }
+  const report = parseObjectBody(
+    demandReportSchema,
+    body,
+    'a demand report',
+    '{"gateway": "gw-1", "sequence": 1, "inFlight": 0, "startedPerSecond": 0, "waiting": 1}',
+  );
   const pool = await deps.pools.get(name);
   if (!pool || pool.deletionRequestedAt) throw new ApiError('NotFound', `pool "${name}" not found`);
   // Only an autoscaled pool reads demand: a fixed one costs no write.
   if (!pool.spec.autoscale) return { status: 202, body: { accepted: true, name, autoscaled: false, applied: false } };
-  const outcome = await deps.demand.record(name, parsed.data, (deps.now ?? Date.now)());
+  const outcome = await deps.demand.record(name, report, (deps.now ?? Date.now)());
   if (outcome.kick) await kickPools(deps.bus, [name]);
   return { status: 202, body: { accepted: true, name, autoscaled: true, applied: outcome.applied } };
 }

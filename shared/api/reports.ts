@@ -1,11 +1,9 @@
 /** `POST /v1/proxies/{name}/reports`: feedback from traffic, validated, rate-limited per caller, counted once. */
-import { toValidationError } from '../domain/proxy.js';
 import { reportRequestSchema } from '../domain/reports.js';
-import { showKey, unsafeJson } from '../domain/text.js';
-import { ValidationError } from '../errors.js';
 import { kickChecks } from '../reconcile/kick.js';
 import type { ApiDeps } from './deps.js';
 import { ApiError, type ApiResponse } from './http.js';
+import { parseObjectBody } from './json-body.js';
 
 /**
  * Records one report about proxy `name` from `caller`. A ban asks for a check of the proxy at once
@@ -21,27 +19,19 @@ export async function postReport(
   body: unknown,
   signal?: AbortSignal,
 ): Promise<ApiResponse> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw new ValidationError('(body)', 'must be a JSON object like {"reason": "banned", "target": "example.com"}');
-  const unsafe = unsafeJson(body);
-  if (unsafe) throw new ValidationError(unsafe.field, unsafe.reason);
-  const parsed = reportRequestSchema.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined)
-      throw new ValidationError(
-        showKey(issue.keys[0]),
-        `is not a field of a report (allowed: ${Object.keys(reportRequestSchema.shape).join(', ')})`,
-      );
-    throw toValidationError(parsed.error);
-  }
+  const request = parseObjectBody(
+    reportRequestSchema,
+    body,
+    'a report',
+    '{"reason": "banned", "target": "example.com"}',
+  );
   const now = (deps.now ?? Date.now)();
   const { reports: knobs } = deps.config;
   const outcome = await deps.reports.record(
     {
       proxy: name,
       caller,
-      report: parsed.data,
+      report: request,
       now,
       policy: {
         perCallerPerMinute: knobs.perCallerPerMinute,

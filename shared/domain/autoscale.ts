@@ -1,5 +1,5 @@
 /**
- * A pool's `spec.autoscale` (interfaces.md §1 "Pools") and the demand gateways report for a pool:
+ * A pool's `spec.autoscale` (docs/architecture.md "Pools", docs/api.md "Demand: autoscaled pools") and the demand gateways report for a pool:
  * zod schemas, validated with errors naming the field.
  */
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-/** Pool state as stored in Firestore `pools/{name}` (interfaces.md §1 "Pools"). */
+/** Pool state as stored in Firestore `pools/{name}` (docs/architecture.md "State in Firestore"). */
 import { z } from 'zod';
 import { labelsSchema } from './proxy.js';
 import { poolSpecSchema, spreadEntrySchema } from './pool.js';

@@ -27,7 +27,7 @@ function fieldOf(input: unknown): string {
 }
 
 describe('parsePoolRequest', () => {
-  it('accepts the interfaces.md example with defaults filled in', () => {
+  it('accepts a two-entry pool with defaults filled in', () => {
     const parsed = parsePoolRequest(pool()) as PoolApplyRequest;
     expect(parsed.spec).toMatchObject({ replicas: 6, minAvailable: 5, maxSurge: 1 });
     expect(parsed.spec.spread?.[1]).toEqual({ provider: 'local-b', placement: {} });
@@ -150,7 +150,7 @@ describe('parsePoolRequest', () => {
     expect(fieldOf(input)).toMatch(want);
   });
 
-  it('autoscale: the interfaces.md example is accepted with its windows defaulted', () => {
+  it('autoscale: a pool scaled 0–20 by demand is accepted with its windows defaulted', () => {
     const parsed = parsePoolRequest(
       auto({ minReplicas: 0, maxReplicas: 20, target, scaleDownAfter: '2m', scaleToZeroAfter: '10m' }),
     ) as PoolApplyRequest;

@@ -1,4 +1,4 @@
-/** The ProxyPool request on the wire (interfaces.md §1 "Pools"): zod schemas and validation naming the field. */
+/** The ProxyPool request on the wire (docs/architecture.md "Pools"): zod schemas and validation naming the field. */
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { dnsLabel, POOL_LABEL } from './names.js';

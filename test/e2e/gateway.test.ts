@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { discoveryListSchema, type ApiDiscovered } from '../../shared/api/schema.js';
 import { selfSignedCert, startTestTarget, startTlsTarget, type TestTarget } from '../../gateway/testing.js';
-import { discoveryListSchema } from '../../shared/api/schema.js';
 import { fingerprintOf } from '../../shared/tls/pinned.js';
 import { pinnedCurlArgs, presentedCertificate } from '../support/pinned-proxy.js';
 import { eventually } from '../support/eventually.js';
@@ -43,12 +43,12 @@ const withUser = (url: string, user: string) => url.replace(/^http:\/\/([^:]+):/
 const userOf = (url: string) => decodeURIComponent(/^http:\/\/([^:]+):/.exec(url)?.[1] ?? '');
 
 /** The Ready proxies as discovery lists them (the gateway's own view, with the stack gateway's token). */
-async function discovery(): Promise<{ name: string; egressIp?: string | null }[]> {
+async function discovery(): Promise<ApiDiscovered[]> {
   const env = stack.localEnv();
   const res = await fetch(`${env['EGRESS_API_URL']}/v1/discovery`, {
     headers: { authorization: `Bearer ${env['EGRESS_DISCOVER_TOKEN']}` },
   });
-  return (await res.json()) as { name: string; egressIp?: string | null }[];
+  return discoveryListSchema.parse(await res.json());
 }
 
 /** The PID of a proxy's process, from the process backends' instance records (`relay-state/<provider>`). */
@@ -93,11 +93,7 @@ afterAll(async () => {
 describe('e2e: fleet proxies through their TLS listeners, https:// proxy URLs', () => {
   /** Ready entries with a pinned TLS listener, and the SPKI hash curl and Chromium pin. */
   const secureEntries = async () => {
-    const env = stack.localEnv();
-    const res = await fetch(`${env['EGRESS_API_URL']}/v1/discovery`, {
-      headers: { authorization: `Bearer ${env['EGRESS_DISCOVER_TOKEN']}` },
-    });
-    const entries = discoveryListSchema.parse(await res.json()).filter((e) => e.tlsUrl && e.tlsFingerprint);
+    const entries = (await discovery()).filter((e) => e.tlsUrl && e.tlsFingerprint);
     return Promise.all(
       entries.map(async (e) => {
         const url = new URL(e.tlsUrl ?? '');
@@ -383,11 +379,7 @@ describe('fence: on the npm start stack, fleet proxies and the gateway never rea
   };
   /** A fleet proxy's URL with its credentials, as discovery hands it out. */
   const fleetProxy = async () => {
-    const env = stack.localEnv();
-    const res = await fetch(`${env['EGRESS_API_URL']}/v1/discovery`, {
-      headers: { authorization: `Bearer ${env['EGRESS_DISCOVER_TOKEN']}` },
-    });
-    const found = ((await res.json()) as { url: string }[])[0];
+    const found = (await discovery())[0];
     if (!found) throw new Error('discovery lists no proxy');
     return found.url;
   };

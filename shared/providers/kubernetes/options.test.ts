@@ -14,6 +14,16 @@ const access = { server: 'https://10.0.0.1', token: 't', allowUnpinnedImage: tru
 const DIGEST = `docker.io/vimagick/tinyproxy@sha256:${'0123456789abcdef'.repeat(4)}`;
 const TLS_DIGEST = `docker.io/dweomer/stunnel@sha256:${'fedcba9876543210'.repeat(4)}`;
 
+/** What parsing `options` threw, or undefined when it parsed. */
+function refusalOf(options: Record<string, unknown>): unknown {
+  try {
+    parseKubernetesOptions(options, PATH);
+    return undefined;
+  } catch (err) {
+    return err;
+  }
+}
+
 describe('kubernetes options', () => {
   it('applies defaults: namespace default, tinyproxy image, port 8888, small resources', () => {
     const o = parseKubernetesOptions(access, PATH);
@@ -37,12 +47,7 @@ describe('kubernetes options', () => {
       [{ ...production, image: DIGEST, tlsImage: 'docker.io/dweomer/stunnel:latest' }, 'tlsImage'],
     ];
     for (const [options, field] of refusals) {
-      let error: unknown;
-      try {
-        parseKubernetesOptions(options, PATH);
-      } catch (err) {
-        error = err;
-      }
+      const error = refusalOf(options);
       expect(error).toBeInstanceOf(ValidationError);
       expect(error).toMatchObject({ field: `${PATH}.options.${field}` });
       expect(String(error)).toMatch(/pinned by digest/);
@@ -79,12 +84,7 @@ describe('kubernetes options', () => {
     [{ ...access, zone: 'x' }, 'zone', /unknown option/],
     [{ gke: { server: 'ftp://x' } }, 'gke.server', /./],
   ])('%j is refused naming its field (%s)', (options, key, reason) => {
-    let error: unknown;
-    try {
-      parseKubernetesOptions(options, PATH);
-    } catch (err) {
-      error = err;
-    }
+    const error = refusalOf(options);
     expect(error).toBeInstanceOf(ValidationError);
     expect(error).toHaveProperty('field', `${PATH}.options.${key}`);
     expect(String(error)).toMatch(reason);
