@@ -7,12 +7,12 @@
  */
 import { NotFoundError, PermanentError, RetryableError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
-import type { Instance, InstanceSpec, ProviderHealth } from '../../../shared/providers/contract.js';
+import type { Credentials, Instance, InstanceSpec, ProviderHealth } from '../../../shared/providers/contract.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
 import type { KvmBackendConfig } from '../../config.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import { ErrorCode, UndefineFlags, type DomainRef, type LibvirtConnection } from '../../libvirt/index.js';
-import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
+import { parseCreateSpec, type RelayBackend } from '../backend.js';
 import { domainXml, type InstanceMetadata } from './domain-xml.js';
 import { checkHosts } from './health.js';
 import { attrs, ignoring, KvmHosts, message, type Found } from './hosts.js';
@@ -210,7 +210,7 @@ class KvmBackend implements RelayBackend {
     return checkHosts(this.hosts);
   }
 
-  async credentials(name: string): Promise<ProxyCredentials | undefined> {
+  async credentials(name: string): Promise<Credentials | undefined> {
     return (await this.records.read(name))?.credentials;
   }
 

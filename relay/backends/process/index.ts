@@ -3,10 +3,16 @@ import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { NotFoundError, PermanentError, RetryableError, ValidationError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
-import type { Instance, InstanceSpec, InstanceState, ProviderHealth } from '../../../shared/providers/contract.js';
+import type {
+  Credentials,
+  Instance,
+  InstanceSpec,
+  InstanceState,
+  ProviderHealth,
+} from '../../../shared/providers/contract.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
-import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
+import { parseCreateSpec, type RelayBackend } from '../backend.js';
 import { cursorPath, EgressAllocator, forwarderHost, isLoopback, parseIpv4Range } from './egress.js';
 import { fenceTable, loadFence } from './fence.js';
 import { Forwarder } from './forwarder.js';
@@ -312,7 +318,7 @@ class ProcessBackend implements RelayBackend {
     );
   }
 
-  async credentials(name: string): Promise<ProxyCredentials | undefined> {
+  async credentials(name: string): Promise<Credentials | undefined> {
     const result = await (await this.state()).read(name);
     return result.kind === 'ok' && result.record.provider === this.name ? result.record.credentials : undefined;
   }
