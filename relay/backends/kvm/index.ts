@@ -9,7 +9,6 @@ import { NotFoundError, PermanentError, RetryableError } from '../../../shared/e
 import type { Logger } from '../../../shared/logger.js';
 import type { Credentials, Instance, InstanceSpec, ProviderHealth } from '../../../shared/providers/contract.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
-import type { KvmBackendConfig } from '../../config.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import { ErrorCode, UndefineFlags, type DomainRef, type LibvirtConnection } from '../../libvirt/index.js';
 import { parseCreateSpec, type RelayBackend } from '../backend.js';
@@ -18,10 +17,13 @@ import { checkHosts } from './health.js';
 import { attrs, ignoring, KvmHosts, message, type Found } from './hosts.js';
 import { InstanceViewer } from './instance-view.js';
 import { isActive } from './observe.js';
+import type { KvmBackendConfig } from './options.js';
 import { resolveKvmPlacement } from './placement.js';
 import { RecordStore } from './records.js';
 import { buildSeed } from './seed.js';
 import { createVolumes, deleteVolumes } from './volumes.js';
+
+export { kvmBackendSchema, kvmHostSchema, type KvmBackendConfig } from './options.js';
 
 /** How a kvm backend is set up (one per configured `kvm` provider on a relay). */
 export interface KvmBackendOptions {
