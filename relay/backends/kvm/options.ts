@@ -71,13 +71,12 @@ export const kvmHostSchema = z
 export type KvmHostConfig = z.infer<typeof kvmHostSchema>;
 
 /** A named machine size a placement may ask for (`placement.size`). */
-export const kvmSizeSchema = z.strictObject({
+const kvmSizeSchema = z.strictObject({
   vcpus: z.number().int().min(1).max(64),
   memoryMiB: z.number().int().min(128).max(262_144),
   /** The overlay's virtual size; at least the base image's (cloud-init grows the root filesystem). */
   diskGiB: z.number().int().min(1).max(4096).optional(),
 });
-export type KvmSize = z.infer<typeof kvmSizeSchema>;
 
 /** A `kvm` backend: proxies are libvirt guests on the configured hosts. */
 export const kvmBackendSchema = z.strictObject({
