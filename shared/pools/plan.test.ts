@@ -298,7 +298,7 @@ describe('tiers: placement over spread tiers', () => {
   });
 
   it('shares: within a tier evenly and by holding, caps respected, tiers in order whatever the entry order', () => {
-    const e = (tier: number, maxReplicas?: number, available = true) => ({
+    const e = (tier: number, maxReplicas?: number, available = true, reason?: string) => ({
       provider: 'x',
       placement: {},
       tier,
@@ -307,6 +307,7 @@ describe('tiers: placement over spread tiers', () => {
       members: 0,
       ready: 0,
       available,
+      ...(reason !== undefined && { reason }),
       failures: 0,
     });
     expect(shares(5, [e(1), e(0), e(0)], [0, 0, 0])).toEqual([0, 3, 2]);
@@ -316,6 +317,10 @@ describe('tiers: placement over spread tiers', () => {
     // An unavailable entry gets nothing while another can take members; with none available, all fill.
     expect(shares(3, [e(0, undefined, false), e(1)], [0, 0])).toEqual([0, 3]);
     expect(shares(3, [e(0, 2, false), e(1, undefined, false)], [0, 0])).toEqual([2, 1]);
+    // Out of quota: no more members there, but the good ones stay (a down provider keeps none).
+    expect(shares(2, [e(0, 2, false, 'QuotaExceeded'), e(1)], [1, 0])).toEqual([1, 1]);
+    expect(shares(2, [e(0, 2, false, 'ProviderUnhealthy'), e(1)], [1, 0])).toEqual([0, 2]);
+    expect(shares(1, [e(0, 2, false, 'QuotaExceeded'), e(1)], [2, 0])).toEqual([1, 0]);
   });
 
   it('scale-down drains tier 1 first: back to tier 0', () => {
@@ -363,13 +368,14 @@ describe('tiers: placement over spread tiers', () => {
     expect(desiredOf(planPool(input(p, [], { providerDown: aDown })))).toEqual([0, 3, 1]);
   });
 
-  it('QuotaExceeded on tier 0 (a static list with no free endpoint) overflows to tier 1', () => {
+  it('QuotaExceeded on tier 0 (a static list with no free endpoint) overflows to tier 1 and keeps its serving member', () => {
     const p = tiered(3);
     const stuck = member(p, 'a', 'Provisioning');
     stuck.status.retry = { attempts: 1, notBefore: new Date(T0 + 60_000).toISOString(), reason: 'QuotaExceeded' };
     const plan = planPool(input(p, [member(p, 'a'), stuck]));
     expect(plan.entries[0]).toMatchObject({ available: false, reason: 'QuotaExceeded', tier: 0, maxReplicas: 2 });
-    expect(desiredOf(plan)).toEqual([0, 3]);
+    // The serving member on tier 0 stays (out of quota is not unhealthy); the rest overflow.
+    expect(desiredOf(plan)).toEqual([1, 2]);
   });
 
   it('replicas beyond every cap: the members the caps allow, then halted (CapReached) instead of polling', () => {

@@ -224,14 +224,24 @@ function neverReachableMessage(provider: string, members: string[]): string {
  * Places `replicas` over the entries by tier: the lowest tier's available entries fill first,
  * evenly, each up to its `maxReplicas`; what they cannot hold overflows to the next tier. When
  * `replicas` falls, the highest tiers lose their share first (drain back to the lowest). With no
- * entry available, all of them are filled the same way (members keep being tried somewhere).
- * Members beyond every cap are not placed: the sum falls short of `replicas`.
+ * entry available, all of them are filled the same way (members keep being tried somewhere). An
+ * entry unavailable only for quota keeps the members it has that serve (`serving`). Members beyond every cap are not
+ * placed: the sum falls short of `replicas`.
  */
-export function shares(replicas: number, entries: EntryStatus[], good: number[]): number[] {
+export function shares(replicas: number, entries: EntryStatus[], good: number[], serving: number[] = good): number[] {
   const available = entries.map((e, i) => (e.available ? i : -1)).filter((i) => i >= 0);
   const open = available.length > 0 ? available : entries.map((_, i) => i);
   const desired = entries.map(() => 0);
   let left = replicas;
+  // An entry out of quota takes no more members but keeps the serving ones it has: draining them
+  // would move healthy proxies away for want of room for one more (and back once room is free).
+  if (available.length > 0)
+    entries.forEach((e, i) => {
+      if (e.available || e.reason !== 'QuotaExceeded') return;
+      const kept = Math.min(serving[i] ?? 0, e.maxReplicas ?? Infinity, left);
+      desired[i] = kept;
+      left -= kept;
+    });
   const tiers = [...new Set(open.map((i) => entries[i]?.tier ?? 0))].sort((a, b) => a - b);
   for (const tier of tiers) {
     const inTier = open.filter((i) => (entries[i]?.tier ?? 0) === tier);
@@ -338,6 +348,7 @@ export function planPool(input: PlanInput): Plan {
     wanted,
     statuses,
     good.map((g) => g.length),
+    good.map((g) => g.filter(isReady).length),
   );
   const { desired, overBudget } = withinBudget(placedByTier, entries, spec.maxCostPerHour, input.memberHourly);
   let keptHeld = 0;
