@@ -7,7 +7,7 @@ import { z } from 'zod';
 const counter = z.number().int('must be an integer').min(0, 'must be at least 0').max(Number.MAX_SAFE_INTEGER);
 
 /** Counts of traffic through a pool's members. */
-export const usageCountsSchema = z.strictObject({
+export const usageCountsSchema = z.object({
   /** Requests and tunnels the gateway routed to the pool. */
   requests: counter,
   /** Of those, the ones answered through a member (a response head, an established tunnel). */
@@ -25,8 +25,8 @@ export const ZERO_USAGE: UsageCounts = Object.freeze({ requests: 0, succeeded: 0
  * the series' start (`since`: the gateway's sequence when it began counting from zero). Counters,
  * not increments, so a report lost, duplicated or delivered out of order neither loses nor adds.
  */
-export const reportedUsageSchema = usageCountsSchema
-  .extend({ since: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })
+export const reportedUsageSchema = z
+  .strictObject({ ...usageCountsSchema.shape, since: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })
   .superRefine((u, ctx) => {
     if (u.succeeded > u.requests)
       ctx.addIssue({ code: 'custom', path: ['succeeded'], message: `must be at most requests (${u.requests})` });
@@ -64,7 +64,7 @@ export const poolUsageSchema = z.object({
   /** Since the pool's first fold (`since`, epoch ms). */
   total: usageTotalsSchema.extend({ since: z.number() }),
   /** The last 24 h, oldest first: at most 24 whole UTC hours, the current one included. */
-  hours: z.array(usageHourSchema).max(25),
+  hours: z.array(usageHourSchema).max(24),
   /** The last 24 h summed, and what it cost per GiB and per 1,000 answered requests. */
   last24h: usageFiguresSchema,
   /** Per gateway document (`poolDemand/{pool}.{gateway}`): how much of it is counted. */
