@@ -1,7 +1,7 @@
 /** pool cost: folding the gateways' usage into status.usage: each count once, instance-hours and egress priced, 24 hours kept. */
 import { describe, expect, it } from 'vitest';
 import type { StoredDemand } from '../store/demand-rules.js';
-import { foldUsage, type FoldInput } from './usage.js';
+import { foldUsage, MAX_GATEWAYS_COUNTED, type FoldInput } from './usage.js';
 
 const HOUR = 3_600_000;
 const T = Date.UTC(2026, 11, 7, 10); // a whole hour
@@ -105,5 +105,26 @@ describe('pool cost: folding usage', () => {
     // The total keeps every hour: 24.5 more at $0.50.
     expect(dayOn.usage?.total).toMatchObject({ requests: 1001, egressUsd: 0.24 });
     expect(dayOn.usage?.total.instanceUsd).toBeCloseTo(0.75 + 12.25, 12);
+  });
+
+  it('counts at most MAX_GATEWAYS_COUNTED documents: a marked one always, the newest others while there is room', () => {
+    const many = Array.from({ length: MAX_GATEWAYS_COUNTED + 10 }, (_, i) => doc(`gw-${i}`, 1, 0, { at: T + i }));
+    const first = foldUsage(input({ docs: many }));
+    expect(Object.keys(first.usage?.folded ?? {})).toHaveLength(MAX_GATEWAYS_COUNTED);
+    expect(first.usage?.folded['gw-0']).toBeUndefined();
+    expect(first.usage?.total.requests).toBe(MAX_GATEWAYS_COUNTED);
+    // A newer gateway appears: the marked ones keep their marks (and their counts are not counted again).
+    const later = foldUsage(
+      input({ previous: first.usage, docs: [...many, doc('gw-new', 5, 0, { at: T + 99_999 })], now: T + 60_000 }),
+    );
+    expect(later.usage?.folded['gw-new']).toBeUndefined();
+    expect(later.usage?.total.requests).toBe(MAX_GATEWAYS_COUNTED);
+    // Documents deleted (TTL) free marks: a waiting one still there is counted then, once (gw-0…9, deleted
+    // before they had room, never were).
+    const freed = foldUsage(
+      input({ previous: later.usage, docs: [...many.slice(20), doc('gw-new', 5, 0)], now: T + 120_000 }),
+    );
+    expect(freed.usage?.folded['gw-new']).toBeDefined();
+    expect(freed.usage?.total.requests).toBe(MAX_GATEWAYS_COUNTED + 5);
   });
 });

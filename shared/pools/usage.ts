@@ -18,6 +18,11 @@ const HOUR_MS = 3_600_000;
 const GIB = 2 ** 30;
 /** Whole hours kept in `hours`: the current one and the 23 before it. */
 const HOURS_KEPT = 24;
+/**
+ * Gateway documents counted per pool (marks in `status.usage.folded`): bounds the pool's document,
+ * whatever number of gateway ids a `discover` token reports under.
+ */
+export const MAX_GATEWAYS_COUNTED = 256;
 
 export interface FoldInput {
   previous: PoolUsage | undefined;
@@ -73,6 +78,17 @@ function addTotals(a: UsageTotals, b: UsageTotals): UsageTotals {
   };
 }
 
+/**
+ * The documents a fold counts: every one the pool has a mark for, then the newest others while
+ * fewer than {@link MAX_GATEWAYS_COUNTED} are marked. One left out keeps its counts for a later
+ * fold; never dropping a mark of a document still there is what keeps it from being counted twice.
+ */
+function countable(previous: PoolUsage | undefined, docs: readonly StoredDemand[]): StoredDemand[] {
+  const marked = docs.filter((d) => previous?.folded[d.gateway] !== undefined);
+  const others = docs.filter((d) => previous?.folded[d.gateway] === undefined).sort((a, b) => b.at - a.at);
+  return [...marked, ...others.slice(0, Math.max(0, MAX_GATEWAYS_COUNTED - marked.length))];
+}
+
 /** The counts not yet counted in each document, and the marks that count them. */
 export function uncounted(
   previous: PoolUsage | undefined,
@@ -80,7 +96,7 @@ export function uncounted(
 ): { delta: UsageCounts; marks: Record<string, FoldedMark> } {
   let delta = ZERO_USAGE;
   const marks: Record<string, FoldedMark> = {};
-  for (const d of docs) {
+  for (const d of countable(previous, docs)) {
     const counted = countedOf(d, previous?.folded[d.gateway]);
     const total = usageOfDoc(d);
     const add = minus(total, counted);
