@@ -70,6 +70,10 @@ describe('pool cost: folding usage', () => {
       counted: false,
     });
     expect(foldUsage(input({ docs: [] }))).toEqual({ usage: undefined, counted: false });
+    // No new counts: the instance-hours alone are folded once an hour.
+    const idle = input({ previous: first.usage, docs: [doc('gw-a', 10, 0)], perHourUsd: 1 });
+    expect(foldUsage({ ...idle, now: T + HOUR - 1 })).toEqual({ usage: first.usage, counted: false });
+    expect(foldUsage({ ...idle, now: T + HOUR }).usage?.total).toMatchObject({ requests: 10, instanceUsd: 1 });
   });
 
   it('prices instance-hours over the whole hours they span, egress per GiB, and keeps 24 hours', () => {

@@ -147,6 +147,9 @@ export function foldUsage(input: FoldInput): FoldResult {
   if (!previous && !pending) return { usage: undefined, counted: false };
   if (previous && now - previous.foldedAt < input.everyMs)
     return { usage: previous, counted: false, ...(pending && { dueInMs: previous.foldedAt + input.everyMs - now }) };
+  // Without new counts only the instance-hours move: once an hour is enough (the sweep reconciles
+  // every pool every check interval, and each fold is a write).
+  if (previous && !pending && now - previous.foldedAt < HOUR_MS) return { usage: previous, counted: false };
   const current = Math.floor(now / HOUR_MS) * HOUR_MS;
   const oldest = current - (HOURS_KEPT - 1) * HOUR_MS;
   const hours = new Map<number, UsageTotals>(
