@@ -84,6 +84,16 @@ export function addCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
   };
 }
 
+/** The higher of each count (counters only grow: the higher is the later). */
+export function maxCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
+  return {
+    requests: Math.max(a.requests, b.requests),
+    succeeded: Math.max(a.succeeded, b.succeeded),
+    bytesIn: Math.max(a.bytesIn, b.bytesIn),
+    bytesOut: Math.max(a.bytesOut, b.bytesOut),
+  };
+}
+
 /** Whether `a` and `b` are the same counts. */
 export const sameCounts = (a: UsageCounts, b: UsageCounts) =>
   a.requests === b.requests && a.succeeded === b.succeeded && a.bytesIn === b.bytesIn && a.bytesOut === b.bytesOut;

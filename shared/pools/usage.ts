@@ -5,6 +5,8 @@
  */
 import { countedOf, usageOfDoc, type StoredDemand } from '../store/demand-rules.js';
 import {
+  addCounts,
+  maxCounts,
   ZERO_USAGE,
   type FoldedMark,
   type PoolUsage,
@@ -56,26 +58,10 @@ function minus(a: UsageCounts, b: UsageCounts): UsageCounts {
   };
 }
 
-function max(a: UsageCounts, b: UsageCounts): UsageCounts {
-  return {
-    requests: Math.max(a.requests, b.requests),
-    succeeded: Math.max(a.succeeded, b.succeeded),
-    bytesIn: Math.max(a.bytesIn, b.bytesIn),
-    bytesOut: Math.max(a.bytesOut, b.bytesOut),
-  };
-}
-
 const ZERO_TOTALS: UsageTotals = { ...ZERO_USAGE, instanceUsd: 0, egressUsd: 0 };
 
 function addTotals(a: UsageTotals, b: UsageTotals): UsageTotals {
-  return {
-    requests: a.requests + b.requests,
-    succeeded: a.succeeded + b.succeeded,
-    bytesIn: a.bytesIn + b.bytesIn,
-    bytesOut: a.bytesOut + b.bytesOut,
-    instanceUsd: a.instanceUsd + b.instanceUsd,
-    egressUsd: a.egressUsd + b.egressUsd,
-  };
+  return { ...addCounts(a, b), instanceUsd: a.instanceUsd + b.instanceUsd, egressUsd: a.egressUsd + b.egressUsd };
 }
 
 /**
@@ -90,7 +76,7 @@ function countable(previous: PoolUsage | undefined, docs: readonly StoredDemand[
 }
 
 /** The counts not yet counted in each document, and the marks that count them. */
-export function uncounted(
+function uncounted(
   previous: PoolUsage | undefined,
   docs: readonly StoredDemand[],
 ): { delta: UsageCounts; marks: Record<string, FoldedMark> } {
@@ -99,14 +85,8 @@ export function uncounted(
   for (const d of countable(previous, docs)) {
     const counted = countedOf(d, previous?.folded[d.gateway]);
     const total = usageOfDoc(d);
-    const add = minus(total, counted);
-    delta = {
-      requests: delta.requests + add.requests,
-      succeeded: delta.succeeded + add.succeeded,
-      bytesIn: delta.bytesIn + add.bytesIn,
-      bytesOut: delta.bytesOut + add.bytesOut,
-    };
-    marks[d.gateway] = { first: d.first ?? d.at, ...max(total, counted) };
+    delta = addCounts(delta, minus(total, counted));
+    marks[d.gateway] = { first: d.first ?? d.at, ...maxCounts(total, counted) };
   }
   return { delta, marks };
 }

@@ -9,6 +9,7 @@ import { REPORT_LIFETIME_INTERVALS, type DemandReport, type PoolDemand } from '.
 import {
   addCounts,
   countsOf,
+  maxCounts,
   sameCounts,
   usageCountsSchema,
   ZERO_USAGE,
@@ -94,15 +95,6 @@ export function mergeSeries(
     if (oldest) rest = addCounts(rest ?? ZERO_USAGE, countsOf(oldest));
   }
   return { series, carried: rest };
-}
-
-function maxCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
-  return {
-    requests: Math.max(a.requests, b.requests),
-    succeeded: Math.max(a.succeeded, b.succeeded),
-    bytesIn: Math.max(a.bytesIn, b.bytesIn),
-    bytesOut: Math.max(a.bytesOut, b.bytesOut),
-  };
 }
 
 /**
