@@ -79,7 +79,7 @@ async function runOnce(count: number, echo: EchoServer, firstPort: number): Prom
     // Loopback stands in for the Internet here: every loopback port is allowed.
     egress: localEgressPolicy([]),
     logger: createLogger({ write: () => undefined }),
-    startTimeoutMs: 60_000,
+    startTimeoutSeconds: 60,
   });
   const failures: string[] = [];
   const ips = new Set<string>();

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { DemandReport } from '../shared/domain/autoscale.js';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import { IdTokenError } from '../shared/api/id-token.js';
-import type { ReportReason } from '../shared/domain/reports.js';
-import { tlsFingerprintSchema } from '../shared/tls/pinned.js';
+import { discoveryListSchema, type ApiDiscovered } from '../shared/api/schema.js';
+import type { reportRequestSchema } from '../shared/domain/reports.js';
 import type { Upstream } from './selection.js';
 
 /** Which proxies the gateway may use (docs/api.md, `GET /v1/discovery`). */
@@ -15,14 +15,12 @@ export interface FleetFilters {
   labels?: readonly string[] | undefined;
 }
 
-/** `POST /v1/proxies/{name}/reports` (docs/api.md "Reports: feedback from traffic"). */
-export interface ProxyReport {
-  reason: ReportReason;
-  target?: string | undefined;
-  detail?: string | undefined;
-  /** When the failure was seen (ISO): a report that arrives after the proxy's instance was replaced bans nothing. */
-  observedAt?: string | undefined;
-}
+/**
+ * The body of `POST /v1/proxies/{name}/reports` (docs/api.md "Reports: feedback from traffic"), as
+ * the gateway sends it: `observedAt` is when the failure was seen, so a report that arrives after
+ * the proxy's instance was replaced bans nothing.
+ */
+export type ProxyReport = Omit<z.input<typeof reportRequestSchema>, 'requestId'>;
 
 /** The fleet as the gateway sees it; the API client below, or an in-memory twin in tests and benches. */
 export interface FleetApi {
@@ -38,24 +36,12 @@ export interface DemandAnswer {
   autoscaled: boolean;
 }
 
-const discoveredSchema = z.looseObject({
-  name: z.string().min(1),
-  provider: z.string(),
-  url: z.url({ protocol: /^http$/ }),
-  tlsUrl: z.url({ protocol: /^https$/ }).nullish(),
-  tlsFingerprint: tlsFingerprintSchema.nullish(),
-  egressIp: z.string().nullish(),
-  country: z.string().nullish(),
-  asn: z.number().int().nullish(),
-});
-type DiscoveredEntry = z.infer<typeof discoveredSchema>;
-
 /**
  * A discovery entry as the pieces the gateway dials with: its TLS listener (`tlsUrl`, pinned to
  * `tlsFingerprint`) when it has one, so the proxy's credentials never cross the network in clear;
  * else `http://user:pass@ip:port`.
  */
-export function upstreamOf(entry: DiscoveredEntry): Upstream {
+export function upstreamOf(entry: ApiDiscovered): Upstream {
   const secure =
     entry.tlsUrl && entry.tlsFingerprint ? { url: entry.tlsUrl, fingerprint: entry.tlsFingerprint } : undefined;
   const url = new URL(secure?.url ?? entry.url);
@@ -155,7 +141,7 @@ export function createFleetApi(options: {
       do {
         if (cursor !== null) params.set('cursor', cursor);
         const res = await call('GET', `/v1/discovery?${params.toString()}`);
-        const parsed = z.array(discoveredSchema).safeParse(await res.json().catch(() => undefined));
+        const parsed = discoveryListSchema.safeParse(await res.json().catch(() => undefined));
         if (!parsed.success) {
           const issue = parsed.error.issues[0];
           throw new FleetApiError(

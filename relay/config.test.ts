@@ -85,6 +85,17 @@ describe('loadRelayConfig', () => {
     expect(relay(backend('a', '127.1.0.0/16'), backend('b', '127.2.0.0/16'))()).toBeDefined();
   });
 
+  it.each([
+    ['tinyproxyPath', 'tinyproxy'],
+    ['stunnelPath', ''],
+    ['startTimeoutSeconds', 0],
+  ])('names a bad process option, %s', (field, value) => {
+    const backend = { ...LOCAL_RELAY_CONFIG.backends[0], [field]: value };
+    const relay = () =>
+      parseRelayConfig({ ...LOCAL_RELAY_CONFIG, echoUrl: 'http://echo.example.com/', backends: [backend] });
+    expect(fieldOf(relay)).toBe(`relay.backends.0.${field}`);
+  });
+
   it('applies the environment overrides', () => {
     const config = loadRelayConfig({
       GOOGLE_CLOUD_PROJECT: 'p1',

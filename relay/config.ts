@@ -1,181 +1,20 @@
 /** The relay's configuration: a YAML/JSON file named by EGRESS_RELAY_CONFIG, or the embedded local default. */
-import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { TOPICS } from '../shared/bus/topics.js';
-import { echoRefusal, egressPolicySchema, localEgressPolicy } from '../shared/config/egress-policy.js';
+import { echoRefusal, localEgressPolicy } from '../shared/config/egress-policy.js';
 import { dnsLabel } from '../shared/domain/names.js';
 import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
 import { deepFreeze } from '../shared/freeze.js';
 import { ValidationError } from '../shared/errors.js';
 import { readConfigFile } from './config-file.js';
+import { kvmBackendSchema } from './backends/kvm/index.js';
+import { seconds } from './backends/option-fields.js';
+import { processBackendSchema } from './backends/process/index.js';
 import { parseIpv4Range, type Ipv4Range } from './backends/process/egress.js';
-import { parseLibvirtUri } from './libvirt/index.js';
 
 type Env = Record<string, string | undefined>;
-
-const port = z.number().int().min(1).max(65535);
-const seconds = z.number().positive();
-const absolutePath = z
-  .string()
-  .max(4096)
-  .refine((s) => path.isAbsolute(s), 'must be an absolute path on the host');
-const ipAddress = z.string().refine((s) => isIP(s) !== 0, 'must be an IPv4 or IPv6 address');
-const UNSPECIFIED = new Set(['0.0.0.0', '::']);
-/** An IPv4 range in CIDR notation (`127.1.0.0/16`). */
-const ipv4Range = z.string().superRefine((cidr, ctx) => {
-  const range = parseIpv4Range(cidr);
-  if (typeof range === 'string') ctx.addIssue({ code: 'custom', message: range });
-});
-
-/** A `process` backend: proxies are processes on the relay's own host. */
-export const processBackendSchema = z
-  .strictObject({
-    provider: dnsLabel,
-    type: z.literal('process'),
-    /** Instance state and logs; relative paths are resolved against the working directory. */
-    stateDir: z.string().min(1),
-    /** Addresses proxies may listen on; the first is the default placement. */
-    bindAddresses: z.array(ipAddress).min(1),
-    portRange: z.tuple([port, port]).refine(([lo, hi]) => lo <= hi, 'must be [low, high] with low <= high'),
-    /** The IP clients and the prober use; required when a bind address is a wildcard. */
-    advertiseHost: z.string().min(1).optional(),
-    /**
-     * Each proxy's own outgoing source address (its egress IP) comes from this IPv4 range; every
-     * address must be local to the host (all of 127.0.0.0/8 is, on Linux). Absent: a routable bind
-     * address is the source, else the OS picks.
-     */
-    egressAddresses: ipv4Range.optional(),
-    /** Where the proxies may connect (shared/config/egress-policy.ts); absent: the safe default. */
-    egress: egressPolicySchema.prefault({}),
-    /**
-     * The user (and group) the proxy processes run as, and whose sockets the backend's kernel fence
-     * matches: the relay loads the fence table as it starts (docs/operations.md, "Egress fence").
-     * Needs a relay that runs as root. Absent: proxies run as the relay's user with no kernel
-     * fence, only tinyproxy's ConnectPort lines (docs/operations.md, "Egress fence").
-     */
-    runAs: z
-      .strictObject({
-        uid: z
-          .number()
-          .int()
-          .min(1)
-          .max(2 ** 32 - 2),
-        gid: z
-          .number()
-          .int()
-          .min(1)
-          .max(2 ** 32 - 2),
-      })
-      .optional(),
-  })
-  .refine((b) => b.advertiseHost !== undefined || !b.bindAddresses.some((a) => UNSPECIFIED.has(a)), {
-    message: 'a wildcard bind address (0.0.0.0 or ::) is not reachable: set advertiseHost',
-    path: ['advertiseHost'],
-  });
-export type ProcessBackendConfig = z.infer<typeof processBackendSchema>;
-
-/** A libvirt URI the client can dial (`qemu+ssh://admin@beelink/system`); the error names the bad part. */
-const libvirtUri = z
-  .string()
-  .min(1)
-  .superRefine((uri, ctx) => {
-    try {
-      parseLibvirtUri(uri);
-    } catch (err) {
-      ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
-    }
-  });
-
-/** One libvirt host of a `kvm` backend. */
-export const kvmHostSchema = z
-  .strictObject({
-    /** Where the domains live (`qemu+ssh://admin@beelink/system`, `qemu:///system`). */
-    uri: libvirtUri,
-    /** Where the storage pool lives when another endpoint serves it (`storage:///system`); default `uri`. */
-    storageUri: libvirtUri.optional(),
-    /** The storage pool that holds the base image, the overlays and the seeds. */
-    pool: z.string().min(1).max(255),
-    /** The base image: a volume of `pool` every overlay is backed by (a cloud image with cloud-init). */
-    baseImage: z.string().min(1).max(255),
-    baseImageFormat: z.enum(['qcow2', 'raw']).default('qcow2'),
-    /** A libvirt network (leases known to libvirt) or a host bridge: exactly one. */
-    network: z.string().min(1).max(255).optional(),
-    bridge: z.string().min(1).max(255).optional(),
-    /**
-     * The domain type: `kvm` (hardware acceleration), `qemu` (emulated by TCG: hosts without a
-     * usable `/dev/kvm`, such as nested machines) or `test` (libvirt's test driver). Never derived
-     * from `/dev/kvm` existing: libvirt advertises `kvm` where the device cannot run a guest.
-     */
-    domainType: z.enum(['kvm', 'qemu', 'test']).default('kvm'),
-    /**
-     * How the guest boots: absent, from the base image's own boot loader (a distribution's cloud
-     * image); set, by direct kernel boot of these host paths (an image without a boot loader).
-     */
-    boot: z
-      .strictObject({
-        kernel: absolutePath,
-        initrd: absolutePath.optional(),
-        cmdline: z.string().max(4096).default('root=/dev/vda rw console=ttyS0'),
-      })
-      .optional(),
-    /**
-     * When a guest counts as Running: `agent` once the guest says its proxy serves (cloud-init's last
-     * step writes a marker the backend reads through the QEMU guest agent); `none` as soon as it has
-     * an address (images without the agent; probes then judge it after the startup grace).
-     */
-    readySignal: z.enum(['agent', 'none']).default('agent'),
-    /**
-     * A host directory where each guest's serial console is kept (`<name>-serial.log`), e.g.
-     * `/var/log/libvirt/qemu` of a `qemu:///system` host; it must exist. Absent: no console log.
-     */
-    consoleLogDir: absolutePath.optional(),
-    /** Defaults for a placement that names no size. */
-    vcpus: z.number().int().min(1).max(64).default(1),
-    memoryMiB: z.number().int().min(128).max(262_144).default(512),
-  })
-  .refine((h) => (h.network === undefined) !== (h.bridge === undefined), {
-    message: 'set exactly one of network or bridge',
-    path: ['network'],
-  });
-export type KvmHostConfig = z.infer<typeof kvmHostSchema>;
-
-/** A named machine size a placement may ask for (`placement.size`). */
-export const kvmSizeSchema = z.strictObject({
-  vcpus: z.number().int().min(1).max(64),
-  memoryMiB: z.number().int().min(128).max(262_144),
-  /** The overlay's virtual size; at least the base image's (cloud-init grows the root filesystem). */
-  diskGiB: z.number().int().min(1).max(4096).optional(),
-});
-export type KvmSize = z.infer<typeof kvmSizeSchema>;
-
-/** A `kvm` backend: proxies are libvirt guests on the configured hosts. */
-export const kvmBackendSchema = z.strictObject({
-  provider: dnsLabel,
-  type: z.literal('kvm'),
-  /** The per-instance credentials the relay probes with (files of mode 0600). */
-  stateDir: z.string().min(1),
-  /** Hosts by name (the `placement.host` a proxy names). */
-  hosts: z.record(dnsLabel, kvmHostSchema).refine((h) => Object.keys(h).length > 0, 'at least one host is required'),
-  /** Machine sizes by name (the `placement.size` a proxy names). */
-  sizes: z.record(dnsLabel, kvmSizeSchema).default({}),
-  /** The proxy port in the guests when a proxy asks for none. */
-  defaultPort: port.default(3128),
-  /** How long dialling a host may take. */
-  connectTimeoutSeconds: seconds.default(10),
-  /** How long one libvirt call may take (an upload included). */
-  callTimeoutSeconds: seconds.default(30),
-  /**
-   * How long after its creation a guest may fail its probes before they count: cloud-init installs
-   * the proxy after the guest has an address. Failures before the first success in this window are
-   * not reported, so the proxy stays Provisioning instead of being replaced while it boots.
-   */
-  startupGraceSeconds: z.number().min(0).default(600),
-  /** Where the guests' proxies may connect, enforced in each guest (shared/config/egress-policy.ts). */
-  egress: egressPolicySchema.prefault({}),
-});
-export type KvmBackendConfig = z.infer<typeof kvmBackendSchema>;
 
 /** One backend per relay-backed provider; a union by `type`. */
 export const backendConfigSchema = z.discriminatedUnion('type', [processBackendSchema, kvmBackendSchema]);

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../shared/logger.js';
 import type { ProbeOptions, ProbeResult } from '../shared/probe/probe.js';
-import { relayReportSchema, type CommandResult } from '../shared/relay/protocol.js';
+import type { Instance } from '../shared/providers/contract.js';
+import { inventoryItemSchema, relayReportSchema, type CommandResult } from '../shared/relay/protocol.js';
 import { CommandLedger } from './ledger.js';
 import { HealthBook, probeRound } from './probes.js';
 import { buildReport, MAX_RESULTS_PER_REPORT } from './report.js';
@@ -105,6 +106,40 @@ describe('buildReport', () => {
     ]);
     expect(report.results).toEqual(results);
     expect(JSON.stringify(report)).not.toContain('pw-secret');
+  });
+
+  it('carries every Instance field through the relay protocol to the inventory the functions read', async () => {
+    const book = new HealthBook();
+    const probed = { name: 'ep-a', createdAt: 1234 };
+    const result = { ok: true, latencyMs: 4, egressIp: '203.0.113.9', tlsFingerprint: 'ab'.repeat(32) };
+    // Required: a field added to the contract must be added here, or this does not compile.
+    const instance: Required<Instance> = {
+      ...probed,
+      proxy: 'ep-a',
+      installationId: 'test',
+      specHash: 'h',
+      state: 'Running',
+      ip: '198.51.100.7',
+      probeIp: '10.0.0.7',
+      port: 3128,
+      tlsPort: 3129,
+      error: { code: 'Retryable', message: 'slow boot', field: 'spec.port', retryAfterMs: 500 },
+      health: book.update('local', probed, result, new Date(1500)),
+    };
+    const backend = new FakeBackend('local');
+    backend.instances.set('ep-a', { ...instance, credentials: { username: 'u', password: 'pw-secret' } });
+    const ledger = await CommandLedger.load(undefined, logger);
+    const report = await buildReport({
+      ...base,
+      backends: new Map([['local', backend]]),
+      health: book,
+      ledger,
+      results: [],
+    });
+    // As the relay-report function receives it (JSON over Pub/Sub), and as the store reads it back.
+    const received = relayReportSchema.parse(JSON.parse(JSON.stringify(report)));
+    expect(received.instances).toEqual([{ ...instance, provider: 'local' }]);
+    expect(inventoryItemSchema.parse(received.instances[0])).toEqual({ ...instance, provider: 'local' });
   });
 
   it('marks a backend whose listing fails as not ok, so absence is not read as NotFound', async () => {

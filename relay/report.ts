@@ -78,25 +78,18 @@ export async function buildReport(input: ReportInput): Promise<RelayReport> {
 
 type Listing = { instances: Instance[]; error: string | undefined };
 
-/** One inventory entry: only defined keys (the report is stored in Firestore as is). */
+/**
+ * One inventory entry: every field of the instance but its health, which the relay's own probes
+ * give; only defined keys (the report is stored in Firestore as is).
+ */
 function inventoryItem(provider: string, instance: Instance, input: ReportInput): InventoryItem {
-  const item: InventoryItem = {
-    name: instance.name,
-    proxy: instance.proxy,
-    installationId: instance.installationId,
-    specHash: instance.specHash,
-    state: instance.state,
-    ip: instance.ip,
-    port: instance.port,
-    createdAt: instance.createdAt,
-    provider,
-  };
-  if (instance.tlsPort !== undefined) item.tlsPort = instance.tlsPort;
-  if (instance.error) item.error = instance.error;
+  const { health: _backendHealth, ...fields } = instance;
+  const item: InventoryItem = { ...fields, provider };
   const health = input.health.get(provider, instance);
   if (health && instance.state === 'Running') item.health = health;
   const last = input.ledger.get(ledgerKey(provider, instance.name));
   if (last) item.commandId = last.commandId;
+  for (const [key, value] of Object.entries(item)) if (value === undefined) Reflect.deleteProperty(item, key);
   return item;
 }
 

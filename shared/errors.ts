@@ -10,12 +10,13 @@ export const errorCodeSchema = z.enum(ERROR_CODES);
 export type ErrorCode = z.infer<typeof errorCodeSchema>;
 
 /** The fields every error of this project carries on the wire (relay reports, rejections, API). */
-export interface ErrorInfo {
-  code: ErrorCode;
-  message: string;
-  field?: string | undefined;
-  retryAfterMs?: number | undefined;
-}
+export const errorInfoSchema = z.object({
+  code: errorCodeSchema,
+  message: z.string().max(2048),
+  field: z.string().max(256).optional(),
+  retryAfterMs: z.number().optional(),
+});
+export type ErrorInfo = z.infer<typeof errorInfoSchema>;
 
 /** Base class: a literal `code`, an optional `cause`. */
 export abstract class EgressError extends Error {

@@ -1,14 +1,13 @@
 /** What the relay needs from a backend: the provider contract plus credentials (for probes) and close. */
 import { toValidationError } from '../../shared/domain/proxy.js';
 import { PermanentError, ValidationError } from '../../shared/errors.js';
-import type { InstanceSpec, Provider, ProviderHealth } from '../../shared/providers/contract.js';
-import { instanceSpecSchema } from '../../shared/relay/protocol.js';
-
-/** Credentials a proxy instance requires; never log them. */
-export interface ProxyCredentials {
-  username: string;
-  password: string;
-}
+import {
+  instanceSpecSchema,
+  type Credentials,
+  type InstanceSpec,
+  type Provider,
+  type ProviderHealth,
+} from '../../shared/providers/contract.js';
 
 /**
  * A backend the relay runs on behalf of a relay-backed provider (`process`, later `kvm`).
@@ -21,7 +20,7 @@ export interface RelayBackend extends Provider {
    * The credentials an instance was created with, so the relay can probe through it.
    * @returns `undefined` when the instance is unknown
    */
-  credentials(name: string): Promise<ProxyCredentials | undefined>;
+  credentials(name: string): Promise<Credentials | undefined>;
   /** Waits for operations in flight and releases resources; instances keep running. */
   close(): Promise<void>;
   /**

@@ -18,18 +18,7 @@ export function createBackends(config: RelayConfig, deps: BackendDeps): Map<stri
       case 'process':
         backends.set(
           backend.provider,
-          createProcessBackend({
-            provider: backend.provider,
-            installationId: config.installationId,
-            stateDir: backend.stateDir,
-            bindAddresses: backend.bindAddresses,
-            portRange: backend.portRange,
-            advertiseHost: backend.advertiseHost,
-            egressAddresses: backend.egressAddresses,
-            egress: backend.egress,
-            runAs: backend.runAs,
-            logger: deps.logger,
-          }),
+          createProcessBackend({ ...backend, installationId: config.installationId, logger: deps.logger }),
         );
         break;
       case 'kvm':

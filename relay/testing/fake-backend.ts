@@ -1,7 +1,7 @@
 /** An in-memory RelayBackend for tests of the agent, commands and reports (no processes). */
 import { NotFoundError } from '../../shared/errors.js';
-import type { Instance, InstanceSpec, ProviderHealth } from '../../shared/providers/contract.js';
-import type { ProxyCredentials, RelayBackend } from '../backends/backend.js';
+import type { Credentials, Instance, InstanceSpec, ProviderHealth } from '../../shared/providers/contract.js';
+import type { RelayBackend } from '../backends/backend.js';
 
 /** One call the fake saw, with whether another call on the same name was running meanwhile. */
 export interface FakeCall {
@@ -14,7 +14,7 @@ export interface FakeCall {
 export class FakeBackend implements RelayBackend {
   readonly type = 'process';
   readonly probesRemotely = true;
-  readonly instances = new Map<string, Instance & { credentials: ProxyCredentials }>();
+  readonly instances = new Map<string, Instance & { credentials: Credentials }>();
   readonly calls: FakeCall[] = [];
   /** Milliseconds each create/delete takes. */
   delayMs = 0;
@@ -75,7 +75,7 @@ export class FakeBackend implements RelayBackend {
     );
   }
 
-  credentials(name: string): Promise<ProxyCredentials | undefined> {
+  credentials(name: string): Promise<Credentials | undefined> {
     return Promise.resolve(this.instances.get(name)?.credentials);
   }
 

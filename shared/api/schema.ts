@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { poolDemandSchema } from '../domain/autoscale.js';
 import { poolUsageSchema } from '../domain/usage.js';
+import { tlsFingerprintSchema } from '../tls/fingerprint.js';
 
 /** `{"error": {"code", "message", "field"?}}`. */
 export const apiErrorBodySchema = z.object({
@@ -148,15 +149,19 @@ export type ApiRelay = z.infer<typeof relaySchema>;
 /** `GET /v1/relays`. */
 export const relayListSchema = z.object({ items: z.array(relaySchema) });
 
-/** One entry of `GET /v1/discovery?format=json`. */
+/**
+ * One entry of `GET /v1/discovery?format=json`. Its URLs and fingerprint are checked, not only
+ * typed: the gateway dials with them, and a TLS URL is only used pinned to a well-formed fingerprint.
+ */
 export const discoveredSchema = z.looseObject({
-  name: z.string(),
+  name: z.string().min(1),
   provider: z.string(),
-  url: z.string(),
+  /** `http://user:pass@ip:port`: the proxy itself, in clear (inside the proxy's network only). */
+  url: z.url({ protocol: /^http$/ }),
   /** `https://user:pass@ip:tlsPort`: the proxy behind its TLS listener; null until a probe pinned its certificate. */
-  tlsUrl: z.string().nullish(),
+  tlsUrl: z.url({ protocol: /^https$/ }).nullish(),
   /** Lowercase hex SHA-256 of the TLS listener's DER certificate, to pin. */
-  tlsFingerprint: z.string().nullish(),
+  tlsFingerprint: tlsFingerprintSchema.nullish(),
   egressIp: z.string().nullish(),
   /** ISO 3166-1 alpha-2, upper case; null when the database does not place the egress IP. */
   country: z.string().nullish(),

@@ -1,6 +1,6 @@
 /** Proxy state as stored in Firestore `proxies/{name}` (docs/architecture.md "State in Firestore"): phases, conditions, status. */
 import { z } from 'zod';
-import { tlsFingerprintSchema } from '../tls/pinned.js';
+import { tlsFingerprintSchema } from '../tls/fingerprint.js';
 import { labelsSchema, specSchema } from './proxy.js';
 import { banSchema, reportTallySchema } from './reports.js';
 

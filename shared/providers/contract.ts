@@ -6,57 +6,69 @@
  * The rules are listed once, in `./contract-rules.ts#CONTRACT_RULES`, and cited by id
  * (`rule created-at-nonzero`); `docs/providers.md` gives each the code that relies on it.
  */
-import type { Health, InstanceState } from '../domain/status.js';
-import type { ErrorInfo } from '../errors.js';
+import { z } from 'zod';
+import { dnsLabel } from '../domain/names.js';
+import { healthSchema, INSTANCE_STATES, type InstanceState } from '../domain/status.js';
+import { errorInfoSchema } from '../errors.js';
 
 export type { InstanceState };
 
-/** What the reconciler asks a provider to create. */
-export interface InstanceSpec {
-  /** Backend instance name, from `instanceName(installationId, proxy)`. */
-  name: string;
-  /** The owning proxy's name (`proxies/{proxy}`). */
-  proxy: string;
-  /** This installation's id; every instance is labelled with it and GC only touches its own. */
-  installationId: string;
-  /** The desired spec hash; stored on the instance so drift can be detected. */
-  specHash: string;
-  /** The proxy port; `0` lets the provider choose. */
-  port: number;
-  /** Placement after catalogue resolution (provider-specific keys). */
-  placement: Record<string, unknown>;
-  /** Per-proxy credentials the proxy must require (407 without them). Never log them. */
-  credentials: { username: string; password: string };
-}
+const portSchema = z.number().int().min(0).max(65535);
 
-/** An instance as the backend sees it. */
-export interface Instance {
-  name: string;
-  proxy: string;
-  installationId: string;
-  specHash: string;
-  state: InstanceState;
+/** Per-proxy credentials the proxy must require (407 without them). Never log them. */
+export const credentialsSchema = z.strictObject({
+  username: z.string().min(1).max(128),
+  password: z.string().min(1).max(256),
+});
+export type Credentials = z.infer<typeof credentialsSchema>;
+
+/** What the reconciler asks a provider to create (the relay protocol carries it in a create command). */
+export const instanceSpecSchema = z.object({
+  /** Backend instance name, from `instanceName(installationId, proxy)`. */
+  name: dnsLabel,
+  /** The owning proxy's name (`proxies/{proxy}`). */
+  proxy: dnsLabel,
+  /** This installation's id; every instance is labelled with it and GC only touches its own. */
+  installationId: dnsLabel,
+  /** The desired spec hash; stored on the instance so drift can be detected. */
+  specHash: z.string().max(64),
+  /** The proxy port; `0` lets the provider choose. */
+  port: portSchema,
+  /** Placement after catalogue resolution (provider-specific keys). */
+  placement: z.record(z.string(), z.unknown()),
+  credentials: credentialsSchema,
+});
+export type InstanceSpec = z.infer<typeof instanceSpecSchema>;
+
+/** An instance as the backend sees it (the relay protocol carries it in a report's inventory). */
+export const instanceSchema = z.object({
+  name: dnsLabel,
+  proxy: dnsLabel,
+  installationId: dnsLabel,
+  specHash: z.string().max(64),
+  state: z.enum(INSTANCE_STATES),
   /** Address clients reach (discovery, `status.address`; rule reachable-with-credentials); empty while Pending. */
-  ip: string;
+  ip: z.string().max(64),
   /**
    * Address the check function probes instead of `ip`, when the two differ: the instance's address
    * inside the network the functions reach it through (a VM's internal IP over the VPC connector).
    * Unset: the prober uses `ip`. Empty while Pending, as `ip` is.
    */
-  probeIp?: string | undefined;
-  port: number;
+  probeIp: z.string().max(64).optional(),
+  port: portSchema,
   /**
    * The TLS listener in front of the proxy (stunnel), on `ip` (and `probeIp`): the same proxy
    * behind a self-signed certificate, whose fingerprint the first probe learns. Absent: none.
    */
-  tlsPort?: number | undefined;
+  tlsPort: z.number().int().min(1).max(65535).optional(),
   /** Epoch milliseconds; MUST be non-zero (rule created-at-nonzero). */
-  createdAt: number;
+  createdAt: z.number(),
   /** Set with state `Failed`: why an asynchronous create failed (quota, permanent, transient). */
-  error?: ErrorInfo | undefined;
+  error: errorInfoSchema.optional(),
   /** Probe results, for providers whose probes run on the backend side (the relay). */
-  health?: Health | undefined;
-}
+  health: healthSchema.optional(),
+});
+export type Instance = z.infer<typeof instanceSchema>;
 
 /** Result of a provider health check. */
 export interface ProviderHealth {

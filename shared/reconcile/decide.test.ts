@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProxyStatus } from '../domain/status.js';
 import type { Instance } from '../providers/contract.js';
-import { decide } from './decide.js';
+import { decide, MAX_PENDING_RECHECK_MS } from './decide.js';
 import { backoffMs, type DecideInput, type Observation } from './decision.js';
 import { nextStatus, recordFailure, statusChanged } from './status.js';
 
@@ -129,6 +129,15 @@ describe('decide: replacement waits for NotFound (rule report-until-gone) and St
       { action: 'none', phase: 'Provisioning' },
     ],
   ]);
+  it('looks at a starting instance every pollMs at first, then less often as it waits (an eighth of its age, 20 s at most)', () => {
+    const recheck = (ageMs: number) =>
+      decide(input({ observation: found({ state: 'Pending', health: undefined, createdAt: NOW - ageMs }) }))
+        .recheckAfterMs;
+    expect(recheck(1000)).toBe(policy.pollMs);
+    expect(recheck(16_000)).toBe(policy.pollMs);
+    expect(recheck(40_000)).toBe(5000);
+    expect(recheck(600_000)).toBe(MAX_PENDING_RECHECK_MS);
+  });
   it('asks for a recheck while waiting for NotFound', () => {
     expect(decide(input({ observation: found({ state: 'Terminated' }) })).recheckAfterMs).toBe(policy.pollMs);
   });

@@ -103,7 +103,7 @@ function decideLiving(input: DecideInput): Decision {
     }
     return waiting(status.phase, 'ObserveFailed', message, o.error.retryAfterMs ?? policy.pollMs);
   }
-  if (o.kind === 'notFound') return decideCreate(input, input.desiredHash);
+  if (o.kind === 'notFound') return decideCreate(input, input.desiredHash, o.why);
   return decideFound(input, input.desiredHash, o.instance);
 }
 
@@ -112,7 +112,8 @@ function decideFound(input: DecideInput, desiredHash: string, instance: Instance
   const { status, policy, now } = input;
   if (instance.state === 'Failed') return decideFailedInstance(input, instance);
   if (instance.state === 'Pending') {
-    return waiting('Provisioning', 'InstancePending', `instance ${instance.name} is starting`, policy.pollMs);
+    const recheck = pendingRecheckMs(now - instance.createdAt, policy.pollMs);
+    return waiting('Provisioning', 'InstancePending', `instance ${instance.name} is starting`, recheck);
   }
   if ((instance.state === 'Stopped' || instance.state === 'Terminated') && input.pooled) {
     return poolReplaces(instance, `instance ${instance.name} is ${instance.state}; its pool replaces it`);
@@ -173,6 +174,21 @@ function decideHealth(input: DecideInput, instance: Instance, banned: boolean): 
   return ready(instance, banned ? 'reported banned (status.ban); left to its pool to replace' : 'proxy is ready');
 }
 
+/** The longest wait between two looks at a starting instance (the sweep is the backstop of a lost one). */
+export const MAX_PENDING_RECHECK_MS = 20_000;
+
+/**
+ * When to look again at an instance that is still starting, `ageMs` after it was asked for: every
+ * `pollMs` at first, then an eighth of its age, at most {@link MAX_PENDING_RECHECK_MS}. A create
+ * that waits behind hundreds of others on a relay (a 500-proxy ramp) was looked at every 2 s, and
+ * those looks were most of the control plane's work while the relay worked through its queue; an
+ * instance that turns Running is seen at once anyway when its backend reports (a relay's report
+ * kicks a check), and a VM that boots in 40 s is seen at most 5 s late.
+ */
+export function pendingRecheckMs(ageMs: number, pollMs: number): number {
+  return Math.round(Math.min(MAX_PENDING_RECHECK_MS, Math.max(pollMs, ageMs / 8)));
+}
+
 /**
  * Replaces a dead or unreachable instance; one that never passed a probe is counted, and the one
  * that reaches `neverReadyLimit` is deleted without a successor (`status.unreachable`).
@@ -214,7 +230,7 @@ function decideStopped({ observation: o, status, policy }: DecideInput): Decisio
   return o.kind === 'error' ? { ...failed, recheckAfterMs: o.error.retryAfterMs ?? policy.pollMs } : failed;
 }
 
-function decideCreate({ status, now, policy }: DecideInput, desiredHash: string): Decision {
+function decideCreate({ status, now, policy }: DecideInput, desiredHash: string, why?: string): Decision {
   if (status.failedSpecHash === desiredHash) {
     const message = conditionMessage(status, 'Provisioned') ?? 'a permanent error was reported for this spec';
     return { action: 'none', phase: 'Failed', message, conditions: failedConditions('PermanentError', message) };
@@ -232,7 +248,7 @@ function decideCreate({ status, now, policy }: DecideInput, desiredHash: string)
   return {
     action: 'create',
     phase: 'Provisioning',
-    message: status.everCreated ? 'no instance; creating a new one' : 'creating the instance',
+    message: status.everCreated ? `no instance (${why ?? 'not found'}); creating a new one` : 'creating the instance',
     conditions: failedConditions('Creating', 'creating the instance'),
     recheckAfterMs: policy.pollMs,
   };

@@ -10,7 +10,10 @@ import type { NeverReady } from './never-ready.js';
 /** What the provider said about the proxy's instance. */
 export type Observation =
   | { kind: 'found'; instance: Instance }
-  | { kind: 'notFound' }
+  | {
+      kind: 'notFound';
+      /** The provider's word for it, when it gave one (a relayed create resent, say). */ why?: string;
+    }
   /** `get` failed: a permanent error, or a transient one (Retryable/QuotaExceeded). */
   | { kind: 'error'; error: ErrorInfo }
   /** `spec.provider` names no configured provider. */

@@ -73,7 +73,7 @@ async function getInstance(provider: Provider, name: string, health: ProviderHea
     return { kind: 'found', instance: await provider.get(name) };
   } catch (err) {
     const e = asEgressError(err);
-    return e.code === 'NotFound' ? { kind: 'notFound' } : { kind: 'error', error: e.toInfo() };
+    return e.code === 'NotFound' ? { kind: 'notFound', why: e.message } : { kind: 'error', error: e.toInfo() };
   }
 }
 

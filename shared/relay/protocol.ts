@@ -1,40 +1,9 @@
 /** Messages between the functions and a relay: commands out on `relay-commands`, reports back on `relay-reports`. */
 import { z } from 'zod';
 import { dnsLabel } from '../domain/names.js';
-import { errorCodeSchema } from '../errors.js';
-import { healthSchema, INSTANCE_STATES } from '../domain/status.js';
-import { credentialsSchema, sealedCredentialsSchema } from './sealed-credentials.js';
-
-const errorInfoSchema = z.object({
-  code: errorCodeSchema,
-  message: z.string().max(2048),
-  field: z.string().max(256).optional(),
-  retryAfterMs: z.number().optional(),
-});
-
-export const instanceSpecSchema = z.object({
-  name: dnsLabel,
-  proxy: dnsLabel,
-  installationId: dnsLabel,
-  specHash: z.string().max(64),
-  port: z.number().int().min(0).max(65535),
-  placement: z.record(z.string(), z.unknown()),
-  credentials: credentialsSchema,
-});
-
-export const instanceSchema = z.object({
-  name: dnsLabel,
-  proxy: dnsLabel,
-  installationId: dnsLabel,
-  specHash: z.string().max(64),
-  state: z.enum(INSTANCE_STATES),
-  ip: z.string().max(64),
-  port: z.number().int().min(0).max(65535),
-  tlsPort: z.number().int().min(1).max(65535).optional(),
-  createdAt: z.number(),
-  error: errorInfoSchema.optional(),
-  health: healthSchema.optional(),
-});
+import { errorInfoSchema } from '../errors.js';
+import { credentialsSchema, instanceSchema, instanceSpecSchema } from '../providers/contract.js';
+import { sealedCredentialsSchema } from './sealed-credentials.js';
 
 /** One instance in a relay's inventory: the provider it belongs to and the last command applied. */
 export const inventoryItemSchema = instanceSchema.extend({

@@ -12,13 +12,8 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { credentialsSchema, type Credentials } from '../providers/contract.js';
 import type { SigningKey } from './signature.js';
-
-export const credentialsSchema = z.strictObject({
-  username: z.string().min(1).max(128),
-  password: z.string().min(1).max(256),
-});
-export type ClearCredentials = z.infer<typeof credentialsSchema>;
 
 const base64url = (max: number) =>
   z
@@ -56,11 +51,7 @@ function associated({ relay, commandId, name }: SealContext): Buffer {
 }
 
 /** Seals credentials under the relay's (first, signing) key. */
-export function sealCredentials(
-  key: SigningKey,
-  context: SealContext,
-  credentials: ClearCredentials,
-): SealedCredentials {
+export function sealCredentials(key: SigningKey, context: SealContext, credentials: Credentials): SealedCredentials {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', boxKey(key), iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(associated(context));
@@ -81,7 +72,7 @@ export function openCredentials(
   context: SealContext,
   sealed: SealedCredentials,
   field: string,
-): ClearCredentials {
+): Credentials {
   const key = keys.find((k) => k.id === sealed.keyId);
   if (!key)
     throw new ValidationError(`${field}.keyId`, `key ${JSON.stringify(sealed.keyId)} is not one of this relay's`);

@@ -4,12 +4,6 @@
  */
 import { createHash } from 'node:crypto';
 import tls from 'node:tls';
-import { z } from 'zod';
-
-/** A certificate's fingerprint as discovery publishes it: lowercase hex SHA-256 of the DER bytes. */
-export const tlsFingerprintSchema = z
-  .string()
-  .regex(/^[0-9a-f]{64}$/, 'must be the lowercase hex SHA-256 of the DER certificate');
 
 /** The fingerprint of a DER certificate (`PeerCertificate.raw`). */
 export function fingerprintOf(der: Buffer): string {

@@ -34,6 +34,8 @@ export interface ChaosOptions {
 export interface ChaosReport {
   seed: number;
   proxies: number;
+  /** From the first apply to every proxy Ready and running, before churn and faults. */
+  rampMs: number;
   churn: ChurnCounts;
   faults: Record<FaultKind, number>;
   requests: number;
@@ -100,7 +102,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     opts.log(`seed ${opts.seed}: applying ${names.length} proxies`);
     await churn.rampUp();
     // Traffic starts on a Ready fleet: before it, "no Ready fleet proxy" is the truth, not a failure.
-    const up = await settle(stack.db, stack.home, 'local', churn.wanted, 180_000);
+    // The ramp is not what is judged: it may take longer than 180 s while proxies keep coming up
+    // (on 2 cores each create spawns tinyproxy, openssl and stunnel), not while none does for 60 s.
+    const up = await settle(stack.db, stack.home, 'local', churn.wanted, 180_000, 60_000);
     if (up.problems.length > 0) throw new Error(`the fleet never came up:\n  ${up.problems.join('\n  ')}`);
     opts.log(
       `${names.length} proxies Ready in ${(up.ms / 1000).toFixed(1)} s; churn and faults for ${opts.churnSeconds} s`,
@@ -144,6 +148,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     return {
       seed: opts.seed,
       proxies: opts.proxies,
+      rampMs: up.ms,
       churn: churn.counts,
       faults: {
         relay: count('relay'),

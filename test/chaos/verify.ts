@@ -73,8 +73,9 @@ export function processProblems(
 }
 
 /**
- * Polls until both checks find nothing (at most `timeoutMs`), then confirms once more a few
- * seconds later that nothing moved.
+ * Polls until both checks find nothing (at most `timeoutMs`, or with `stallMs` for as long as some
+ * name settled within the last `stallMs`), then confirms once more a few seconds later that
+ * nothing moved.
  *
  * @returns the time it took, or the problems still seen at the deadline; and per wanted name, when
  *   it was first seen without a problem and stayed so (absent: never settled)
@@ -85,10 +86,13 @@ export async function settle(
   installationId: string,
   wanted: ReadonlyMap<string, Wanted | null>,
   timeoutMs: number,
+  stallMs?: number,
 ): Promise<{ ms: number; problems: string[]; settledAt: Map<string, number> }> {
   const started = Date.now();
   const settledAt = new Map<string, number>();
   let problems: string[] = [];
+  // With `stallMs`, the wait goes on past `timeoutMs` while names keep settling.
+  let progressAt = started;
   for (let clean = 0; clean < 2;) {
     problems = [
       ...(await storeProblems(db, wanted).catch((err: unknown) => [`reading the store: ${String(err)}`])),
@@ -99,10 +103,14 @@ export async function settle(
     const troubled = new Set(problems.map((p) => p.split(':')[0] ?? ''));
     for (const name of wanted.keys()) {
       if (troubled.has(name)) settledAt.delete(name);
-      else if (!settledAt.has(name)) settledAt.set(name, now);
+      else if (!settledAt.has(name)) {
+        settledAt.set(name, now);
+        progressAt = now;
+      }
     }
     clean = problems.length === 0 ? clean + 1 : 0;
-    if (Date.now() - started > timeoutMs) return { ms: Date.now() - started, problems, settledAt };
+    const stalled = stallMs === undefined || Date.now() - progressAt > stallMs;
+    if (Date.now() - started > timeoutMs && stalled) return { ms: Date.now() - started, problems, settledAt };
     await new Promise((resolve) => setTimeout(resolve, clean > 0 ? 5000 : 1000));
   }
   return { ms: Date.now() - started, problems: [], settledAt };

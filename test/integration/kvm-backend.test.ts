@@ -19,7 +19,7 @@ import type { ProbeOptions } from '../../shared/probe/probe.js';
 import { loopbackOnlyProbe } from '../support/loopback-probe.js';
 import { METADATA_NS, parseMetadata } from '../../relay/backends/kvm/domain-xml.js';
 import { buildSeed } from '../../relay/backends/kvm/seed.js';
-import { kvmBackendSchema } from '../../relay/config.js';
+import { kvmBackendSchema } from '../../relay/backends/kvm/index.js';
 import { LibvirtConnectionLostError, MetadataType } from '../../relay/libvirt/index.js';
 import { startKvmHost, type KvmHost } from '../support/kvm-host.js';
 import { recordSpans } from '../support/span-recorder.js';

@@ -19,7 +19,7 @@ import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
 import { buildUserData } from '../../shared/providers/gcp/cloud-init.js';
 import { fingerprintOf, TlsPinError } from '../../shared/tls/pinned.js';
-import { kvmHostSchema } from '../../relay/config.js';
+import { kvmHostSchema } from '../../relay/backends/kvm/index.js';
 import { pinnedCurlArgs, presentedCertificate } from '../support/pinned-proxy.js';
 import { domainXml } from '../../relay/backends/kvm/domain-xml.js';
 import { buildIso9660 } from '../../relay/backends/kvm/iso9660.js';

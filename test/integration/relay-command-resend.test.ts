@@ -9,6 +9,7 @@ import type { Bus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import { instanceName } from '../../shared/domain/names.js';
 import { createLogger } from '../../shared/logger.js';
+import { QUEUED_RESENDS } from '../../shared/providers/relayed/index.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { relayCommandSchema, type RelayCommand } from '../../shared/relay/protocol.js';
@@ -61,7 +62,10 @@ function dyingBus(): Bus & { reached: Promise<void> } {
   };
 }
 
-/** The relay's heartbeat, as its report would store it: up now, running `later`. */
+/** When the relay's running boot started (`startedAt` of its reports). */
+let bootStartedAt = clock;
+
+/** The relay's heartbeat, as its report would store it: up now, running `later`, since `bootStartedAt`. */
 const heartbeat = () =>
   db
     .collection('relays')
@@ -70,7 +74,7 @@ const heartbeat = () =>
       bootId: 'boot',
       seq: 1,
       sentAt: clock,
-      startedAt: clock,
+      startedAt: bootStartedAt,
       heartbeatAt: clock,
       providers: [{ name: 'later', type: 'process', ok: true, message: 'ok' }],
     });
@@ -123,11 +127,13 @@ describe('relay commands that were lost are sent again', () => {
     expect((await proxies.get('lost-1'))?.doc.status.phase).toBe('Provisioning');
   });
 
-  it('a create published and never applied is sent again after commandResendSeconds, the same command, and not before', async () => {
+  it('a create published and never applied by a relay that restarted since is sent again after commandResendSeconds, the same command, and not before', async () => {
     await proxies.apply(applyRequest('lost-2', 'later'), clock, clock);
     const first = recordingBus();
     await check(first, 'lost-2');
     expect(first.commands).toHaveLength(1);
+    // The boot it was sent to died; the next one reports.
+    bootStartedAt = clock + 1000;
 
     clock += (RESEND_SECONDS - 1) * 1000;
     const early = recordingBus();
@@ -137,6 +143,30 @@ describe('relay commands that were lost are sent again', () => {
     clock += 2000;
     const late = recordingBus();
     await check(late, 'lost-2');
+    expect(late.commands).toEqual([first.commands[0]]);
+  });
+
+  it('a create waiting in the queue of the relay that has run since it was sent is not sent again until QUEUED_RESENDS delays have passed', async () => {
+    bootStartedAt = clock - 1000;
+    await proxies.apply(applyRequest('queued-1', 'later'), clock, clock);
+    const first = recordingBus();
+    await check(first, 'queued-1');
+    expect(first.commands).toHaveLength(1);
+
+    // Every resend delay the same boot reports (the relay is busy with the creates before it).
+    for (let i = 1; i < QUEUED_RESENDS; i++) {
+      clock += RESEND_SECONDS * 1000;
+      const early = recordingBus();
+      await check(early, 'queued-1');
+      expect(early.commands, `after ${i} resend delays`).toEqual([]);
+      await expect(depsWith(early).registry.get('later')?.get(instanceName('it', 'queued-1'))).resolves.toMatchObject({
+        state: 'Pending',
+      });
+    }
+    // Dead-lettered, say: sent again at last.
+    clock += RESEND_SECONDS * 1000 + 1000;
+    const late = recordingBus();
+    await check(late, 'queued-1');
     expect(late.commands).toEqual([first.commands[0]]);
   });
 

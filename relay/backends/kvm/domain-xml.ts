@@ -1,5 +1,5 @@
 /** The XML the kvm backend hands to libvirt (domain, volumes) and the metadata element it reads back. */
-import type { KvmHostConfig } from '../../config.js';
+import type { KvmHostConfig } from './options.js';
 
 /** Our metadata namespace: a domain carrying an element in it was created by this backend. */
 export const METADATA_NS = 'https://egress.dev/xmlns/kvm-instance/1';

@@ -6,7 +6,7 @@
 import { EgressError, PermanentError, RetryableError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
-import type { KvmBackendConfig, KvmHostConfig } from '../../config.js';
+import type { KvmBackendConfig, KvmHostConfig } from './options.js';
 import {
   connect,
   ErrorCode,

@@ -7,21 +7,23 @@
  */
 import { NotFoundError, PermanentError, RetryableError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
-import type { Instance, InstanceSpec, ProviderHealth } from '../../../shared/providers/contract.js';
+import type { Credentials, Instance, InstanceSpec, ProviderHealth } from '../../../shared/providers/contract.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
-import type { KvmBackendConfig } from '../../config.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
 import { ErrorCode, UndefineFlags, type DomainRef, type LibvirtConnection } from '../../libvirt/index.js';
-import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
+import { parseCreateSpec, type RelayBackend } from '../backend.js';
 import { domainXml, type InstanceMetadata } from './domain-xml.js';
 import { checkHosts } from './health.js';
 import { attrs, ignoring, KvmHosts, message, type Found } from './hosts.js';
 import { InstanceViewer } from './instance-view.js';
 import { isActive } from './observe.js';
+import type { KvmBackendConfig } from './options.js';
 import { resolveKvmPlacement } from './placement.js';
 import { RecordStore } from './records.js';
 import { buildSeed } from './seed.js';
 import { createVolumes, deleteVolumes } from './volumes.js';
+
+export { kvmBackendSchema, kvmHostSchema, type KvmBackendConfig } from './options.js';
 
 /** How a kvm backend is set up (one per configured `kvm` provider on a relay). */
 export interface KvmBackendOptions {
@@ -210,7 +212,7 @@ class KvmBackend implements RelayBackend {
     return checkHosts(this.hosts);
   }
 
-  async credentials(name: string): Promise<ProxyCredentials | undefined> {
+  async credentials(name: string): Promise<Credentials | undefined> {
     return (await this.records.read(name))?.credentials;
   }
 

@@ -1,6 +1,6 @@
 /** Placement of a kvm instance: which host, and which configured size. */
 import { ValidationError } from '../../../shared/errors.js';
-import type { KvmBackendConfig } from '../../config.js';
+import type { KvmBackendConfig } from './options.js';
 
 /**
  * Placement keys: `host` (required when the provider has several) and `size` (a configured size).

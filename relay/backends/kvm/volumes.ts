@@ -1,7 +1,7 @@
 /** The kvm backend's volumes: each instance's qcow2 overlay of the base image and its NoCloud seed. */
 import { RetryableError } from '../../../shared/errors.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
-import type { KvmBackendConfig } from '../../config.js';
+import type { KvmBackendConfig } from './options.js';
 import { ErrorCode, isLibvirtError, type LibvirtConnection, type StoragePoolRef } from '../../libvirt/index.js';
 import { overlayVolumeXml, seedVolumeXml, volumeNames } from './domain-xml.js';
 import { attrs, ignoring, type KvmHosts } from './hosts.js';

@@ -5,17 +5,22 @@
  * client sends.
  */
 import { spawn } from 'node:child_process';
+import { z } from 'zod';
 import { nftFence, type EgressPolicy } from '../../../shared/config/egress-policy.js';
 import { RetryableError } from '../../../shared/errors.js';
 
 /** Debian's `nft` (package nftables). */
 export const NFT_PATH = '/usr/sbin/nft';
 
+const id = z
+  .number()
+  .int()
+  .min(1)
+  .max(2 ** 32 - 2);
+
 /** The uid and gid the proxy processes run as. */
-export interface RunAs {
-  uid: number;
-  gid: number;
-}
+export const runAsSchema = z.strictObject({ uid: id, gid: id });
+export type RunAs = z.infer<typeof runAsSchema>;
 
 /**
  * The table of one provider's fence on one uid: nftables names take letters, digits and

@@ -3,14 +3,20 @@ import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { NotFoundError, PermanentError, RetryableError, ValidationError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
-import type { Instance, InstanceSpec, InstanceState, ProviderHealth } from '../../../shared/providers/contract.js';
+import type {
+  Credentials,
+  Instance,
+  InstanceSpec,
+  InstanceState,
+  ProviderHealth,
+} from '../../../shared/providers/contract.js';
 import { backendCall } from '../../../shared/telemetry/spans.js';
 import { KeyedSerializer } from '../../keyed-serializer.js';
-import { parseCreateSpec, type ProxyCredentials, type RelayBackend } from '../backend.js';
+import { parseCreateSpec, type RelayBackend } from '../backend.js';
 import { cursorPath, EgressAllocator, forwarderHost, isLoopback, parseIpv4Range } from './egress.js';
 import { fenceTable, loadFence } from './fence.js';
 import { Forwarder } from './forwarder.js';
-import { checkHealth, resolveBindAddress, type ProcessBackendOptions } from './options.js';
+import { checkHealth, resolveBindAddress, startTimeoutMs, type ProcessBackendOptions } from './options.js';
 import { PortAllocator } from './ports.js';
 import { awaitExit, findByMarkers, isOurs, LeftoverProcesses, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
@@ -18,7 +24,7 @@ import { newInstanceRecord, StateStore, type InstanceRecord, type ReadResult } f
 import { PortInUseError, spawnTinyproxy, TINYPROXY_PATH, tinyproxyConfig } from './tinyproxy.js';
 import { startTlsListener, STUNNEL_PATH, tlsMarkers } from './tls-listener.js';
 
-export type { ProcessBackendOptions } from './options.js';
+export { processBackendSchema, type ProcessBackendConfig, type ProcessBackendOptions } from './options.js';
 export { stopAllInstances } from './stop-all.js';
 
 const MAX_START_ATTEMPTS = 3;
@@ -54,7 +60,7 @@ class ProcessBackend implements RelayBackend {
         provider: opts.provider,
         listen: { host: forwarderHost(range), port: opts.portRange[0] },
         tinyproxyPath: opts.tinyproxyPath ?? TINYPROXY_PATH,
-        timeoutMs: opts.startTimeoutMs ?? 10_000,
+        timeoutMs: startTimeoutMs(opts),
         egress: opts.egress,
         runAs: opts.runAs,
         logger: this.log,
@@ -175,7 +181,7 @@ class ProcessBackend implements RelayBackend {
                 listen: { host, port },
                 configPath: store.confPath(spec.name),
                 logPath: store.logPath(spec.name),
-                timeoutMs: this.opts.startTimeoutMs ?? 10_000,
+                timeoutMs: startTimeoutMs(this.opts),
                 runAs: this.opts.runAs,
               },
               (spawned) => store.write({ ...record, pid: spawned }),
@@ -234,7 +240,7 @@ class ProcessBackend implements RelayBackend {
               listen: { host, port: tlsPort },
               proxy: { host, port: record.port },
               stunnelPath: this.opts.stunnelPath ?? STUNNEL_PATH,
-              timeoutMs: this.opts.startTimeoutMs ?? 10_000,
+              timeoutMs: startTimeoutMs(this.opts),
               runAs: this.opts.runAs,
             },
             (spawned) => store.write({ ...withPort, tlsPid: spawned }),
@@ -312,7 +318,7 @@ class ProcessBackend implements RelayBackend {
     );
   }
 
-  async credentials(name: string): Promise<ProxyCredentials | undefined> {
+  async credentials(name: string): Promise<Credentials | undefined> {
     const result = await (await this.state()).read(name);
     return result.kind === 'ok' && result.record.provider === this.name ? result.record.credentials : undefined;
   }

@@ -126,9 +126,9 @@ class RelayedProvider implements Provider {
       if (cmd.sentAt === undefined) {
         if (this.now() - cmd.issuedAt > this.sendingMs)
           throw new NotFoundError(`create of ${name} was recorded but never published; sending it again`);
-      } else if (this.now() - cmd.sentAt > this.resendAfterMs) {
+      } else if (this.now() - cmd.sentAt > this.resendAfterMs && (await this.lost(cmd.sentAt))) {
         throw new NotFoundError(
-          `create of ${name} not applied by relay ${this.relay} after ${Math.round(this.resendAfterMs / 1000)}s; sending it again`,
+          `create of ${name} not applied by relay ${this.relay} after ${Math.round((this.now() - cmd.sentAt) / 1000)}s; sending it again`,
         );
       }
       return pending(name, cmd.proxy, this.deps.installationId, cmd.specHash, cmd.issuedAt);
@@ -140,6 +140,22 @@ class RelayedProvider implements Provider {
         error: cmd.error,
       };
     throw new NotFoundError(`instance ${name} is no longer in relay ${this.relay}'s inventory`);
+  }
+
+  /**
+   * Whether a create sent at `sentAt` and still not applied counts as lost: when the relay started
+   * again since (the boot that held it may have applied it and died before reporting), or after
+   * {@link QUEUED_RESENDS} resend delays in any case (a command dead-lettered). While the boot it
+   * was sent to keeps reporting, the command waits in that relay's queue: Pub/Sub delivers it
+   * until it is acknowledged, and the relay acknowledges only what it applied. Resending it then
+   * only lengthens the queue: a 500-proxy ramp with a 10 s resend sent every create about twenty
+   * times, and the relay adopted the copies one by one while the queue grew. The relay's start
+   * is on its own clock: a restart it dates before `sentAt` waits the longer delay.
+   */
+  private async lost(sentAt: number): Promise<boolean> {
+    if (this.now() - sentAt > this.resendAfterMs * QUEUED_RESENDS) return true;
+    const relay = await this.firestore('get', '', () => this.deps.relays.relay(this.relay));
+    return !relay || relay.startedAt > sentAt;
   }
 
   async delete(name: string): Promise<void> {
@@ -250,6 +266,9 @@ class RelayedProvider implements Provider {
     await this.firestore('set', 'commands', () => this.deps.relays.markSent(this.relay, name, command.commandId, at));
   }
 }
+
+/** A create sent to a relay that kept running is sent again after this many resend delays (see `lost`). */
+export const QUEUED_RESENDS = 10;
 
 function pending(name: string, proxy: string, installationId: string, specHash: string, createdAt: number): Instance {
   return { name, proxy, installationId, specHash, state: 'Pending', ip: '', port: 0, createdAt };
