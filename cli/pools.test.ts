@@ -210,17 +210,46 @@ describe('pool cost: get pools -o wide and describe pool', () => {
     },
   });
 
-  it('wide adds COST/H (+? when some members are not priced); the table stays as it was', () => {
-    const wide = formatPools([tiered], 'wide', NOW);
-    expect(wide.split('\n')[0]).toMatch(/SPREAD\s+AGE\s+COST\/H$/);
+  const GIB = 2 ** 30;
+  const day = { requests: 2000, succeeded: 1000, bytesIn: 3 * GIB, bytesOut: GIB, instanceUsd: 0.75, egressUsd: 0.48 };
+  const used = poolSchema.parse({
+    ...tiered,
+    status: {
+      ...tiered.status,
+      usage: {
+        total: { ...day, requests: 5000, since: Date.UTC(2026, 11, 5) },
+        hours: [{ hour: Date.UTC(2026, 11, 6), ...day }],
+        last24h: { ...day, perGibUsd: 1.23 / 4, perThousandSucceededUsd: 1.23 },
+        folded: {},
+        foldedAt: Date.UTC(2026, 11, 6, 0, 30),
+      },
+    },
+  });
+
+  it('wide adds COST/H (+? when some members are not priced), COST/GIB and COST/1K-OK; the table stays as it was', () => {
+    const wide = formatPools([tiered, used], 'wide', NOW);
+    const [header, unused, measured] = wide.split('\n');
+    expect(header).toMatch(/SPREAD\s+AGE\s+COST\/H\s+COST\/GIB\s+COST\/1K-OK$/);
     expect(wide).toContain('local 1/2, vendor t1 1/1');
-    expect(wide).toMatch(/\$0\.0312\+\?\n$/);
+    // No usage reported yet: no figure rather than a zero.
+    expect(unused).toMatch(/\$0\.0312\+\?\s+<none>\s+<none>$/);
+    expect(measured).toMatch(/\$0\.0312\+\?\s+\$0\.31\s+\$1\.23$/);
     expect(formatPools([tiered], 'table', NOW)).not.toContain('COST');
+  });
+
+  it('describe shows the last 24 h of usage with its cost per GiB and per 1,000 answered requests, and the total', () => {
+    expect(describePool(tiered, NOW)).toContain('Usage:         <none> (no gateway has reported any)');
+    const text = describePool(used, NOW);
+    expect(text).toContain(
+      'Usage (24 h):  2000 requests, 1000 answered, 3.00 GiB in, 1.00 GiB out; instances $0.75, egress $0.48',
+    );
+    expect(text).toContain('  per GiB: $0.31, per 1,000 answered: $1.23 (as of 2026-12-06T00:30:00.000Z)');
+    expect(text).toContain('  since 2026-12-05T00:00:00.000Z: 5000 requests, 1000 answered');
   });
 
   it('describe shows the cost an hour by kind, what is not priced, the budget, and each entry’s tier and cap', () => {
     const text = describePool(tiered, NOW);
-    expect(text).toContain('Cost:          $0.0312 an hour (prices of 2026-12-06;');
+    expect(text).toContain('Cost:          $0.0312 an hour (prices of 2026-12-06)\n');
     expect(text).toContain('  vendor: static endpoint: 1 members, $0.0300/h');
     expect(text).toContain('  not priced: 2 × local: process (no price configured)');
     expect(text).toContain('  maxCostPerHour: $0.50');

@@ -5,6 +5,7 @@ import { toValidationError } from '../shared/domain/proxy.js';
 import { canonicalJson } from '../shared/domain/spec-hash.js';
 import type { ApiClient } from './api-client.js';
 import type { ApiPool } from '../shared/api/schema.js';
+import type { UsageTotals } from '../shared/domain/usage.js';
 import type { GetOutput } from './command.js';
 import { NONE, age, alignRows, toJson, toYaml } from './format.js';
 import { WaitError, type ProgressOutput } from './wait.js';
@@ -43,12 +44,46 @@ function costCell(p: ApiPool): string {
   return `${usd(cost.perHourUsd)}${cost.unpriced.length > 0 ? '+?' : ''}`;
 }
 
+/** USD per GiB carried over the last 24 h (instance-hours and Internet egress over the bytes); none before any traffic. */
+function perGibCell(p: ApiPool): string {
+  const v = p.status.usage?.last24h.perGibUsd;
+  return v === undefined ? NONE : usd(v);
+}
+
+/** USD per 1,000 answered requests over the last 24 h; none before any request was answered. */
+function perThousandCell(p: ApiPool): string {
+  const v = p.status.usage?.last24h.perThousandSucceededUsd;
+  return v === undefined ? NONE : usd(v);
+}
+
+/** `1.50 GiB` */
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(2)} GiB`;
+
+/** One line of usage: its counts, then what it cost. */
+function usageLine(u: UsageTotals): string {
+  return (
+    `${u.requests} requests, ${u.succeeded} answered, ${gib(u.bytesIn)} in, ${gib(u.bytesOut)} out; ` +
+    `instances ${usd(u.instanceUsd)}, egress ${usd(u.egressUsd)}`
+  );
+}
+
+/** The `Usage:` lines of `describe pool`: the last 24 h with its cost per GiB and per 1,000 answered requests, and the total. */
+function usageLines(p: ApiPool): string[] {
+  const u = p.status.usage;
+  if (!u) return [`Usage:         ${NONE} (no gateway has reported any)`];
+  return [
+    `Usage (24 h):  ${usageLine(u.last24h)}`,
+    `  per GiB: ${perGibCell(p)}, per 1,000 answered: ${perThousandCell(p)} (as of ${new Date(u.foldedAt).toISOString()})`,
+    `  since ${new Date(u.total.since).toISOString()}: ${usageLine(u.total)}`,
+  ];
+}
+
 /** The `Cost:` lines of `describe pool`: per hour, by kind of member, and what is not priced. */
 function costLines(p: ApiPool): string[] {
   const cost = p.status.cost;
   if (!cost) return [`Cost:          ${NONE} (not priced yet)`];
   return [
-    `Cost:          ${usd(cost.perHourUsd)} an hour (prices of ${cost.pricesOf}; per GB and per 1,000 requests need the gateways' usage, which no gateway reports to the API yet)`,
+    `Cost:          ${usd(cost.perHourUsd)} an hour (prices of ${cost.pricesOf})`,
     ...cost.lines.map((l) => `  ${l.what}: ${l.members} members, ${usd(l.perHourUsd)}/h`),
     ...cost.unpriced.map((u) => `  not priced: ${u}`),
     ...(p.spec.maxCostPerHour !== undefined ? [`  maxCostPerHour: ${usd(p.spec.maxCostPerHour)}`] : []),
@@ -69,9 +104,9 @@ export function formatPools(pools: readonly ApiPool[], output: GetOutput, now: n
     demandCell(p),
     spreadCell(p),
     age(p.metadata.createdAt, now),
-    ...(wide ? [costCell(p)] : []),
+    ...(wide ? [costCell(p), perGibCell(p), perThousandCell(p)] : []),
   ]);
-  const header = wide ? [...POOL_HEADER, 'COST/H'] : POOL_HEADER;
+  const header = wide ? [...POOL_HEADER, 'COST/H', 'COST/GIB', 'COST/1K-OK'] : POOL_HEADER;
   return `${alignRows([header, ...rows]).join('\n')}\n`;
 }
 
@@ -98,7 +133,7 @@ export function describePool(p: ApiPool, now: number): string {
     `Created:       ${p.metadata.createdAt ?? NONE} (${age(p.metadata.createdAt, now)} ago)`,
   ];
   if (p.metadata.deletionRequestedAt) lines.push(`Deleting:      ${p.metadata.deletionRequestedAt}`);
-  lines.push(...costLines(p));
+  lines.push(...costLines(p), ...usageLines(p));
   const entries =
     p.status.entries.length > 0
       ? p.status.entries

@@ -1,7 +1,8 @@
 /**
- * The gateway's demand per pool (docs/gateway.md "Demand and wake-from-zero"): requests in flight,
- * started per second, and held waiting for a sleeping pool, reported to the API every interval for
- * the pools used in it or the one before, and at once when a request starts waiting.
+ * The gateway's demand and usage per pool (docs/gateway.md "Demand and wake-from-zero"): requests
+ * in flight, started per second, and held waiting for a sleeping pool, and the counters of requests,
+ * answered requests and bytes, reported to the API every interval for the pools used in it or the
+ * one before, and at once when a request starts waiting.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../shared/logger.js';
@@ -9,6 +10,25 @@ import type { DemandAnswer, FleetApi } from './fleet-api.js';
 
 /** How often demand is reported (default): the API's autoscaler reads it at its own interval. */
 export const DEMAND_INTERVAL_MS = 5000;
+/**
+ * A pool's usage counters begin again (a new series) after this long without a report the API
+ * took: the API keeps a gateway's document two days past its last report (demand-rules.ts
+ * USAGE_KEEP_MS), so counters are never sent to a document made again after its deletion.
+ */
+export const USAGE_SERIES_MS = 86_400_000;
+
+/** Counters of one series: they only grow until the series ends. */
+interface Series {
+  since: number;
+  requests: number;
+  succeeded: number;
+  bytesIn: number;
+  bytesOut: number;
+  /** Counts changed since the last report the API took. */
+  dirty: boolean;
+  /** When the API last took a report of this series (or when the series began). */
+  ackedAt: number;
+}
 
 interface Tally {
   inFlight: number;
@@ -18,6 +38,7 @@ interface Tally {
   reported: boolean;
   /** Members this gateway's sessions hold, per router scoped to the pool. */
   holders: Set<() => string[]>;
+  usage: Series;
 }
 
 export class DemandReporter {
@@ -55,22 +76,60 @@ export class DemandReporter {
   private tally(pool: string): Tally {
     let t = this.pools.get(pool);
     if (!t) {
-      t = { inFlight: 0, started: 0, waiting: 0, reported: false, holders: new Set() };
+      t = { inFlight: 0, started: 0, waiting: 0, reported: false, holders: new Set(), usage: this.series() };
       this.pools.set(pool, t);
     }
     return t;
   }
 
-  /** A request or tunnel for `pool` starts; call the returned function when it ends. */
-  begin(pool: string): () => void {
+  /** The pool's series to count in: a new one when the API took none of its reports for {@link USAGE_SERIES_MS}. */
+  private counting(t: Tally): Series {
+    if (this.now() - t.usage.ackedAt > USAGE_SERIES_MS) t.usage = this.series();
+    return t.usage;
+  }
+
+  private series(): Series {
+    return {
+      since: ++this.sequence,
+      requests: 0,
+      succeeded: 0,
+      bytesIn: 0,
+      bytesOut: 0,
+      dirty: false,
+      ackedAt: this.now(),
+    };
+  }
+
+  /**
+   * A request or tunnel for `pool` starts; call the returned function when it has been routed,
+   * with whether a member answered it (a response head, an established tunnel).
+   */
+  begin(pool: string): (answered: boolean) => void {
     const t = this.tally(pool);
     t.inFlight++;
     t.started++;
+    const u = this.counting(t);
+    u.requests++;
+    u.dirty = true;
     let ended = false;
-    return () => {
-      if (!ended) t.inFlight--;
+    return (answered) => {
+      if (ended) return;
       ended = true;
+      t.inFlight--;
+      if (!answered) return;
+      // The series may have been replaced meanwhile: count in the current one.
+      const now = this.counting(this.tally(pool));
+      now.succeeded = Math.min(now.requests, now.succeeded + 1);
+      now.dirty = true;
     };
+  }
+
+  /** The bytes of one answered request or closed tunnel through `pool`: received from the member, and sent to it. */
+  bytes(pool: string, received: number, sent: number): void {
+    const u = this.counting(this.tally(pool));
+    u.bytesIn += received;
+    u.bytesOut += sent;
+    u.dirty = true;
   }
 
   /** The members a router's sessions hold (reported so the autoscaler keeps them); returns the unregistration. */
@@ -107,7 +166,7 @@ export class DemandReporter {
     const now = this.now();
     const sends: Promise<unknown>[] = [];
     for (const [pool, t] of this.pools) {
-      const used = t.inFlight > 0 || t.started > 0 || t.waiting > 0;
+      const used = t.inFlight > 0 || t.started > 0 || t.waiting > 0 || t.usage.dirty;
       if (used || t.reported)
         sends.push(
           this.send(pool, t, now).catch((err: unknown) =>
@@ -123,6 +182,7 @@ export class DemandReporter {
   private async send(pool: string, t: Tally, now: number): Promise<DemandAnswer> {
     if (!this.fleet.demand) return { autoscaled: false };
     const seconds = Math.max(1, (now - this.lastFlushAt) / 1000);
+    const { dirty: _d, ackedAt: _a, ...counts } = t.usage;
     const report = {
       gateway: this.gateway,
       sequence: ++this.sequence,
@@ -131,9 +191,20 @@ export class DemandReporter {
       waiting: t.waiting,
       intervalSeconds: this.intervalMs / 1000,
       held: [...new Set([...t.holders].flatMap((members) => members()))].slice(0, 200),
+      usage: counts,
     };
     t.started = 0;
     t.reported = report.inFlight > 0 || report.waiting > 0 || report.startedPerSecond > 0;
-    return this.fleet.demand(pool, report);
+    const series = t.usage;
+    series.dirty = false;
+    try {
+      const answer = await this.fleet.demand(pool, report);
+      series.ackedAt = this.now();
+      return answer;
+    } catch (err) {
+      // Counters, not increments: the next report carries these counts again.
+      series.dirty = true;
+      throw err;
+    }
   }
 }

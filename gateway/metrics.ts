@@ -122,9 +122,10 @@ export class GatewayMetrics {
    *
    * @param pool - the pool the router serves (`--pool` or the username's `pool-`); session
    *   traffic is summed under it, or under `*` when none was asked for
+   * @param onBytes - also told the bytes of each answered request or closed tunnel (the pool's usage report)
    */
-  recorder(pool: string | undefined): UsageRecorder {
-    return new UsageRecorder(this, this.instruments, pool ?? ANY_POOL);
+  recorder(pool: string | undefined, onBytes?: (received: number, sent: number) => void): UsageRecorder {
+    return new UsageRecorder(this, this.instruments, pool ?? ANY_POOL, onBytes);
   }
 
   /** The domain's label: itself while fewer than the cap are known, else `(other)`. */
@@ -190,6 +191,7 @@ export class UsageRecorder {
     readonly all: GatewayMetrics,
     private readonly instruments: Instruments,
     private readonly pool: string,
+    private readonly onBytes?: (received: number, sent: number) => void,
   ) {}
 
   /** One attempt through `use.proxy`; `seconds` (to the answer) is recorded for answered attempts. */
@@ -217,6 +219,7 @@ export class UsageRecorder {
       counter.add(received, { ...attributes, 'network.io.direction': 'receive' });
       counter.add(sent, { ...attributes, 'network.io.direction': 'transmit' });
     }
+    this.onBytes?.(received, sent);
   }
 
   /** A request or tunnel the gateway refused or answered itself with an error (400, 407, 413, 502, 505, a SOCKS5 refusal). */

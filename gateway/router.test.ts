@@ -1,5 +1,7 @@
 /** FleetRouter's tries: how many proxies one request may go through, and what a refusal costs. */
 import { describe, expect, it } from 'vitest';
+import type { DemandReport } from '../shared/domain/autoscale.js';
+import { DemandReporter } from './demand.js';
 import { FleetRouter } from './router.js';
 import { createMemoryFleet, upstreamNamed } from './testing.js';
 
@@ -175,5 +177,32 @@ describe('router discovery', () => {
     now += 10_000;
     await router.refresh();
     expect(perDomain() - first).toBe(4);
+  });
+});
+
+describe('pool cost: a router counts its pool’s usage for the demand report', () => {
+  it('every request routed, those answered, and the bytes its recorder is told', async () => {
+    const sent: DemandReport[] = [];
+    let now = 1_000_000;
+    const demand = new DemandReporter(
+      { demand: (_pool, report) => Promise.resolve(void sent.push(report)).then(() => ({ autoscaled: false })) },
+      { now: () => now },
+    );
+    const router = new FleetRouter({
+      fleet: createMemoryFleet(['a', 'b', 'c', 'd'].map(upstreamNamed)).api,
+      filters: { pool: 'crawl' },
+      demand,
+      now: () => now,
+    });
+    await router.refresh(true);
+    const ok = await router.route({ session: undefined, domain: 'x' }, (u) =>
+      Promise.resolve({ ok: true as const, value: u.name }),
+    );
+    if (ok.ok) router.metrics.bytes({ proxy: ok.upstream.name, domain: 'x', session: undefined }, 2048, 64);
+    await router.route({ session: undefined, domain: 'x' }, () => Promise.resolve(reset));
+    now += 5000;
+    await demand.flush();
+    expect(sent.at(-1)?.usage).toMatchObject({ requests: 2, succeeded: 1, bytesIn: 2048, bytesOut: 64 });
+    router.stop();
   });
 });

@@ -98,8 +98,11 @@ export class FleetRouter {
     const selection = { ...DEFAULT_SELECTION, ...options.selection, now: this.now };
     const learning = options.learning ?? new Learning(DEFAULT_LEARNING, this.now);
     this.selector = new Selector(selection, learning || undefined);
-    this.metrics = (options.counters ?? new GatewayMetrics()).recorder(options.filters?.pool);
     const pool = options.filters?.pool;
+    const demand = options.demand;
+    // The pool's bytes go into its usage counters too (reported with its demand).
+    const onBytes = pool && demand ? (received: number, sent: number) => demand.bytes(pool, received, sent) : undefined;
+    this.metrics = (options.counters ?? new GatewayMetrics()).recorder(pool, onBytes);
     // Sessions used within two report intervals hold their members from being scaled away.
     if (pool && options.demand)
       this.unhold = options.demand.holdSessions(pool, () => this.selector.sessionMembers(this.now() - 10_000));
@@ -277,10 +280,13 @@ export class FleetRouter {
     this.noteDomain(ctx.domain);
     const pool = this.options.filters?.pool;
     const end = pool ? this.options.demand?.begin(pool) : undefined;
+    let answered = false;
     try {
-      return await this.attempts(ctx, attempt);
+      const routed = await this.attempts(ctx, attempt);
+      answered = routed.ok;
+      return routed;
     } finally {
-      end?.();
+      end?.(answered);
     }
   }
 

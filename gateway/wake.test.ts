@@ -95,7 +95,7 @@ describe('autoscale: the gateway demand reporter', () => {
       { intervalMs: 5000, now: () => now },
     );
     const end = reporter.begin('crawl');
-    reporter.begin('crawl')();
+    reporter.begin('crawl')(false);
     reporter.holdSessions('crawl', () => ['crawl-aaaaa']);
     now += 5000;
     await reporter.flush();
@@ -111,7 +111,7 @@ describe('autoscale: the gateway demand reporter', () => {
         }) as DemandReport,
       },
     ]);
-    end();
+    end(true);
     now += 5000;
     await reporter.flush();
     now += 5000;
@@ -119,5 +119,70 @@ describe('autoscale: the gateway demand reporter', () => {
     expect(sent.map((s) => s.report.inFlight)).toEqual([1, 0]);
     const sequences = sent.map((s) => s.report.sequence);
     expect(sequences[1]).toBeGreaterThan(sequences[0]!);
+  });
+});
+
+describe('pool cost: the gateway usage counters', () => {
+  it('reports counters with the demand: a failed report loses nothing, a new series starts after a day unacknowledged', async () => {
+    const sent: DemandReport[] = [];
+    let fail = false;
+    let now = 1_000_000;
+    const reporter = new DemandReporter(
+      {
+        demand: (_pool, report) => {
+          if (fail) return Promise.reject(new Error('API unreachable'));
+          sent.push(report);
+          return Promise.resolve({ autoscaled: false });
+        },
+      },
+      { intervalMs: 5000, now: () => now },
+    );
+    reporter.begin('crawl')(true);
+    reporter.bytes('crawl', 1000, 100);
+    reporter.begin('crawl')(false);
+    now += 5000;
+    await reporter.flush();
+    const first = sent[0]?.usage;
+    expect(first).toMatchObject({ requests: 2, succeeded: 1, bytesIn: 1000, bytesOut: 100 });
+    reporter.begin('crawl')(true);
+    now += 5000;
+    await reporter.flush();
+    // Bytes of a body that ended after its request, lost on the way: the next report carries them
+    // (nothing else would make it report: no demand is left).
+    fail = true;
+    reporter.bytes('crawl', 500, 50);
+    now += 5000;
+    await reporter.flush();
+    fail = false;
+    now += 5000;
+    await reporter.flush();
+    expect(sent.at(-1)?.usage).toEqual({
+      since: first?.since,
+      requests: 3,
+      succeeded: 2,
+      bytesIn: 1500,
+      bytesOut: 150,
+    });
+    // Bytes that come after the request ended (a body still streaming) are reported, then the pool rests.
+    reporter.bytes('crawl', 10, 0);
+    now += 5000;
+    await reporter.flush();
+    expect(sent.at(-1)?.usage?.bytesIn).toBe(1510);
+    const count = sent.length;
+    now += 5000;
+    await reporter.flush();
+    expect(sent.length).toBe(count);
+    // A day without a report the API took: counting begins again, under a new series.
+    fail = true;
+    reporter.begin('crawl')(true);
+    now += 5000;
+    await reporter.flush();
+    now += 86_400_000;
+    fail = false;
+    reporter.begin('crawl')(true);
+    await reporter.flush();
+    const last = sent.at(-1)?.usage;
+    expect(last).toMatchObject({ requests: 1, succeeded: 1, bytesIn: 0 });
+    expect(last?.since).toBeGreaterThan(first?.since ?? Infinity);
   });
 });

@@ -83,8 +83,9 @@ resource "google_firestore_field" "ban_budgets_ttl" {
   index_config {}
 }
 
-# poolDemand/{pool}.{gateway}: a gateway's demand report, deleted some time after expireAt (three of
-# its report intervals after it was taken; the autoscaler ignores it from then on: demand-rules.ts).
+# poolDemand/{pool}.{gateway}: a gateway's demand and usage report, deleted some time after expireAt
+# (two days after its demand expired, three report intervals after it was taken; the autoscaler
+# ignores its demand from then on, and the pool controller has folded its usage: demand-rules.ts).
 resource "google_firestore_field" "pool_demand_ttl" {
   project    = var.project
   database   = google_firestore_database.default.name

@@ -6,10 +6,10 @@ import { ApiError, type ApiResponse } from './http.js';
 import { parseObjectBody } from './json-body.js';
 
 /**
- * Records one gateway's demand for pool `name`: one read of the pool, and for an autoscaled pool
- * one transaction on `poolDemand/{pool}.{gateway}` (one read, at most one write). A report that
- * makes demand appear, or requests wait, reconciles the pool at once; any other is read by the
- * pool's next interval.
+ * Records one gateway's demand and usage for pool `name`: one read of the pool, and one transaction
+ * on `poolDemand/{pool}.{gateway}` (one read, at most one write), for a fixed pool too (its usage
+ * is counted). A report that makes demand appear, or requests wait, or brings usage where none was
+ * waiting to be folded, reconciles the pool at once; any other is read by the pool's next interval.
  *
  * @returns 202 `{accepted, name, autoscaled, applied}`: `applied` false for a duplicated or late report
  * @throws ApiError 404 (no such pool); ValidationError (400) naming the field
@@ -24,9 +24,10 @@ export async function postDemand(deps: ApiDeps, name: string, body: unknown): Pr
   );
   const pool = await deps.pools.get(name);
   if (!pool || pool.deletionRequestedAt) throw new ApiError('NotFound', `pool "${name}" not found`);
-  // Only an autoscaled pool reads demand: a fixed one costs no write.
-  if (!pool.spec.autoscale) return { status: 202, body: { accepted: true, name, autoscaled: false, applied: false } };
-  const outcome = await deps.demand.record(name, report, (deps.now ?? Date.now)());
-  if (outcome.kick) await kickPools(deps.bus, [name]);
-  return { status: 202, body: { accepted: true, name, autoscaled: true, applied: outcome.applied } };
+  const folded = pool.status.usage?.folded[report.gateway];
+  const outcome = await deps.demand.record(name, report, (deps.now ?? Date.now)(), folded);
+  // Demand moves only an autoscaled pool; usage is folded for every pool.
+  const autoscaled = pool.spec.autoscale !== undefined;
+  if ((autoscaled && outcome.kick) || outcome.fold) await kickPools(deps.bus, [name]);
+  return { status: 202, body: { accepted: true, name, autoscaled, applied: outcome.applied } };
 }

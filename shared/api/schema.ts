@@ -1,6 +1,7 @@
 /** zod schemas for the HTTP API's answers (docs/api.md), the one copy: the CLI and the dashboard parse with them, the handler's views and the test fake are checked against them. Extra fields kept. */
 import { z } from 'zod';
 import { poolDemandSchema } from '../domain/autoscale.js';
+import { poolUsageSchema } from '../domain/usage.js';
 import { tlsFingerprintSchema } from '../tls/fingerprint.js';
 
 /** `{"error": {"code", "message", "field"?}}`. */
@@ -243,6 +244,7 @@ export const poolSchema = z.looseObject({
       .optional(),
     desiredReplicas: z.number().optional(),
     demand: poolDemandSchema.optional(),
+    usage: poolUsageSchema.optional(),
   }),
   members: z.array(poolMemberSchema).default([]),
   events: z.array(eventSchema).default([]),

@@ -113,6 +113,11 @@ export const configSchema = z
      * minimum): one reconcile per interval whatever the number of gateways reporting its demand.
      */
     autoscaleIntervalSeconds: seconds.default(5),
+    /**
+     * A pool folds its gateways' usage reports into `status.usage` at most this often (one write of
+     * the pool's document), while reports bring new counts.
+     */
+    usageIntervalSeconds: seconds.default(60),
     /** Feedback from traffic (`POST /v1/proxies/{name}/reports`, docs/api.md). */
     reports: z
       .strictObject({

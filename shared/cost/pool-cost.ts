@@ -50,6 +50,30 @@ export function memberPrice(
 }
 
 /**
+ * What one GiB through the pool costs in Internet egress: the catalogue's first-tier rate for the
+ * share of its live members that are cloud VMs (traffic taken as spread evenly over the members;
+ * a static endpoint, a local process or a Pod pays no egress to Google here).
+ */
+export function egressPerGib(
+  providers: readonly ProviderConfig[],
+  members: readonly { provider: string; placement: Record<string, unknown> }[],
+  catalogue: Catalogue = CATALOGUE,
+): number {
+  if (members.length === 0) return 0;
+  const vms = members.filter((m) => {
+    const index = providers.findIndex((p) => p.name === m.provider);
+    const provider = providers[index];
+    if (!provider) return false;
+    try {
+      return footprintOf(provider, m.placement, `config.providers.${index}`).kind === 'vm';
+    } catch {
+      return false;
+    }
+  }).length;
+  return ((catalogue.internetEgress.tiers[0]?.perGib ?? 0) * vms) / members.length;
+}
+
+/**
  * @param members - the pool's live members' provider and placement
  * @returns the lines by kind of member, the control plane's share, what is not priced, the total
  */

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
+import { reportedUsageSchema } from './usage.js';
 
 /** At most this many members per pool (one pool reconcile reads and writes them in one transaction). */
 export const MAX_REPLICAS = 200;
@@ -96,6 +97,8 @@ export const demandReportSchema = demandSchema.extend({
   intervalSeconds: z.number().min(1).max(300).default(5),
   /** Members that sessions in use hold: not scaled away while held. */
   held: z.array(z.string().max(63)).max(200).default([]),
+  /** The gateway's usage of the pool: counters since `usage.since` (docs/api.md "Usage and cost per GiB"). */
+  usage: reportedUsageSchema.optional(),
 });
 export type DemandReport = z.infer<typeof demandReportSchema>;
 

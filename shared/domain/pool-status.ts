@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { labelsSchema } from './proxy.js';
 import { poolSpecSchema, spreadEntrySchema } from './pool.js';
 import { poolDemandSchema } from './autoscale.js';
+import { poolUsageSchema } from './usage.js';
 
 /** One spread entry as the controller last saw it: its share, its members, and its availability. */
 export const entryStatusSchema = spreadEntrySchema.extend({
@@ -71,6 +72,8 @@ export const poolStatusSchema = z.object({
   desiredReplicas: z.number().int().optional(),
   /** The live gateways' summed demand, as the autoscaler last read it. */
   demand: poolDemandSchema.optional(),
+  /** The gateways' usage folded, and what it cost per GiB and per 1,000 answered requests; absent until a gateway reported any. */
+  usage: poolUsageSchema.optional(),
   /** The autoscaler's memory: recent recommendations (its stabilisation windows) and the last demand seen. */
   autoscale: z
     .object({

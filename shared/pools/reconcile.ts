@@ -2,7 +2,7 @@
 import type { Bus } from '../bus/pubsub.js';
 import type { Config } from '../config/schema.js';
 import { memberSpec, spreadOf, templateHash } from '../domain/pool.js';
-import { memberPrice, poolCost } from '../cost/pool-cost.js';
+import { egressPerGib, memberPrice, poolCost } from '../cost/pool-cost.js';
 import {
   NEVER_REACHABLE,
   type PoolCondition,
@@ -25,6 +25,7 @@ import { sumDemand } from '../store/demand-rules.js';
 import type { PoolDemand } from '../domain/autoscale.js';
 import { decideReplicas, hasDemand, type AutoscaleDecision } from './autoscale.js';
 import { planPool, TEMPLATE_LABEL, wantedReplicas, type Plan } from './plan.js';
+import { foldUsage, type FoldResult } from './usage.js';
 
 export interface PoolDeps {
   config: Config;
@@ -99,7 +100,7 @@ function statusOf(
   wanted: number,
   now: number,
   cost: PoolCost,
-): Omit<PoolStatus, 'revision' | 'lastReconcileAt' | 'demand' | 'autoscale'> {
+): Omit<PoolStatus, 'revision' | 'lastReconcileAt' | 'demand' | 'autoscale' | 'usage'> {
   const spec = pool.spec;
   const min = Math.min(spec.minAvailable ?? wanted, wanted);
   const prev = pool.status.conditions;
@@ -168,8 +169,8 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
   const log = deps.logger.child({ pool: name });
   const price = (entry: { provider: string; placement: Record<string, unknown> }) =>
     memberPrice(deps.config.providers, entry).hourlyUsd ?? 0;
-  const reports = (await deps.demand?.live(name, clock())) ?? [];
-  type Decided = { plan: Plan; pool: PoolDoc; now: number; scale?: Scale } | undefined;
+  const reports = (await deps.demand?.all(name)) ?? [];
+  type Decided = { plan: Plan; pool: PoolDoc; now: number; scale?: Scale; usage: FoldResult } | undefined;
   const { result, created } = await deps.pools.reconcile<Decided>(name, clock, (pool, members, now) => {
     if (!pool) return { writes: { create: [], drain: [] }, result: undefined };
     const banned = deps.banned ?? isBanned;
@@ -187,7 +188,8 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       banned,
       memberHourly: (entry) => price(memberSpec(pool.spec.template, entry)),
       ...(scale && { replicas: scale.decision.desired }),
-      held,
+      // Sessions hold members of an autoscaled pool only: a fixed pool's reports carry usage alone.
+      held: pool.spec.autoscale ? held : new Set(),
     });
     const hash = templateHash(pool.spec.template);
     const labels = { ...pool.spec.template.metadata.labels, [TEMPLATE_LABEL]: hash };
@@ -197,6 +199,14 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       finalise: plan.finalise,
     };
     const live = members.filter((m) => !m.deletionRequestedAt).map((m) => m.spec);
+    const usage = foldUsage({
+      previous: pool.status.usage,
+      docs: reports,
+      perHourUsd: pool.status.cost?.perHourUsd ?? 0,
+      egressPerGibUsd: egressPerGib(deps.config.providers, live),
+      now,
+      everyMs: deps.config.usageIntervalSeconds * 1000,
+    });
     const next = {
       ...statusOf(
         pool,
@@ -206,15 +216,16 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
         poolCost(deps.config, live),
       ),
       ...(scale && { demand: scale.demand, autoscale: scale.decision.state }),
+      ...(usage.usage && { usage: usage.usage }),
     };
     const { revision, lastReconcileAt: _at, ...before } = pool.status;
     const acting = writes.create.length + writes.drain.length > 0;
     if (acting || JSON.stringify(before) !== JSON.stringify(next))
       writes.status = { ...next, revision: revision + 1, lastReconcileAt: new Date(now).toISOString() };
-    return { writes, result: { plan, pool, now, ...(scale && { scale }) } };
+    return { writes, result: { plan, pool, now, usage, ...(scale && { scale }) } };
   });
   if (!result) return { name, created: [], drained: [], settled: true };
-  const { plan, pool, now, scale } = result;
+  const { plan, pool, now, scale, usage } = result;
   const drained = plan.drains.map((d) => d.name);
   if (scale) await scaleEvent(deps, pool, scale.decision, now);
   await events(deps, pool, plan, created, now, wantedReplicas({ pool, replicas: scale?.decision.desired }));
@@ -241,6 +252,10 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
     const interval = deps.config.autoscaleIntervalSeconds * 1000;
     out.recheckAfterMs = Math.min(out.recheckAfterMs ?? interval, interval);
   }
+  // Counts folded now or waiting: look again when the next fold is due (a fixed pool too), until a
+  // fold finds nothing new; a report with counts where none were waiting kicks the pool (demand-rules.ts).
+  const foldIn = usage.counted ? deps.config.usageIntervalSeconds * 1000 : usage.dueInMs;
+  if (foldIn !== undefined) out.recheckAfterMs = Math.min(out.recheckAfterMs ?? foldIn, foldIn);
   return out;
 }
 

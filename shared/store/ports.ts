@@ -6,6 +6,7 @@
  */
 import type { PoolApplyRequest } from '../domain/pool.js';
 import type { DemandReport } from '../domain/autoscale.js';
+import type { FoldedMark } from '../domain/usage.js';
 import type { DemandOutcome, StoredDemand } from './demand-rules.js';
 import type { PoolDoc, PoolStatus } from '../domain/pool-status.js';
 import type { ApplyRequest } from '../domain/proxy.js';
@@ -233,15 +234,17 @@ export interface PoolRepository {
   removeEvents(name: string): Promise<void>;
 }
 
-/** `poolDemand/{pool}.{gateway}`: each gateway's latest demand report per pool (demand-rules.ts). */
+/** `poolDemand/{pool}.{gateway}`: each gateway's latest demand and usage report per pool (demand-rules.ts). */
 export interface DemandRepository {
   /**
    * Records one report: at most one write; a report whose sequence is not above the stored one
    * (duplicated, or delivered late) changes nothing.
+   *
+   * @param folded - how much of this gateway's document the pool has counted (decides the kick)
    */
-  record(pool: string, report: DemandReport, now: number): Promise<DemandOutcome>;
-  /** The pool's reports that have not expired at `now`. */
-  live(pool: string, now: number): Promise<StoredDemand[]>;
+  record(pool: string, report: DemandReport, now: number, folded?: FoldedMark): Promise<DemandOutcome>;
+  /** The pool's documents, their demand expired or not (sumDemand counts the live ones; their usage is folded). */
+  all(pool: string): Promise<StoredDemand[]>;
 }
 
 /** `providers/{name}`: the provider-health monitor's latest verdict per provider. */

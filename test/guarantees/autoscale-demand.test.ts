@@ -1,13 +1,15 @@
 /**
  * autoscale guarantees: seeded scenarios. Demand reports from several gateways, each delivered once
  * or twice, in a shuffled order and concurrently, converge on the Firestore store (the emulator) to
- * each gateway's newest report; and whatever demand came before, once it vanishes the autoscaler
- * asks for zero members within scaleToZeroAfter (plus one interval), so none is left running.
+ * each gateway's newest report, and their usage counters to what each gateway counted, once; and
+ * whatever demand came before, once it vanishes the autoscaler asks for zero members within
+ * scaleToZeroAfter (plus one interval), so none is left running.
  */
 import { describe, expect, it } from 'vitest';
 import { autoscaleSchema, type DemandReport } from '../../shared/domain/autoscale.js';
 import { decideReplicas, type AutoscaleState } from '../../shared/pools/autoscale.js';
 import { DemandStore } from '../../shared/store/demand.js';
+import { isLive, usageOfDoc } from '../../shared/store/demand-rules.js';
 import { createFirestore } from '../../shared/store/firestore.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { mulberry32, replayHint, scenarioCount, suiteSeed } from './support/prng.js';
@@ -27,8 +29,16 @@ describe('autoscale: duplicated and reordered demand reports converge', () => {
         const pool = `p${s}`;
         const gateways = 1 + Math.floor(rng.next() * 3);
         const sent: DemandReport[] = [];
-        for (let g = 0; g < gateways; g++)
-          for (let k = 1; k <= 1 + Math.floor(rng.next() * 4); k++)
+        // pool cost: each gateway's usage counters, in series it begins now and then; what it used is
+        // the sum of each series' last counters.
+        const used = new Map<string, number>();
+        for (let g = 0; g < gateways; g++) {
+          const series = { since: 0, requests: 0 };
+          const finals = new Map<number, number>();
+          for (let k = 1; k <= 1 + Math.floor(rng.next() * 4); k++) {
+            if (k === 1 || rng.chance(0.3)) Object.assign(series, { since: k, requests: 0 });
+            series.requests += Math.floor(rng.next() * 10);
+            finals.set(series.since, series.requests);
             sent.push({
               gateway: `gw-${g}`,
               sequence: k,
@@ -37,17 +47,28 @@ describe('autoscale: duplicated and reordered demand reports converge', () => {
               waiting: Math.floor(rng.next() * 2),
               intervalSeconds: 60,
               held: [],
+              usage: { ...series, succeeded: series.requests, bytesIn: series.requests * 100, bytesOut: 0 },
             });
+          }
+          used.set(
+            `gw-${g}`,
+            [...finals.values()].reduce((a, b) => a + b, 0),
+          );
+        }
         const deliveries = rng.shuffle(sent.flatMap((r) => (rng.chance(0.4) ? [r, r] : [r])));
         // Two at a time: concurrent copies race in the store's transaction.
         for (let i = 0; i < deliveries.length; i += 2)
           await Promise.all(deliveries.slice(i, i + 2).map((r) => store.record(pool, r, now)));
         const newest = new Map<string, DemandReport>();
         for (const r of sent) if ((newest.get(r.gateway)?.sequence ?? 0) < r.sequence) newest.set(r.gateway, r);
-        const live = await store.live(pool, now + 1);
+        const live = (await store.all(pool)).filter((d) => isLive(d, now + 1));
         const got = live.map((d) => [d.gateway, d.sequence, d.inFlight, d.waiting]).sort();
         const want = [...newest.values()].map((r) => [r.gateway, r.sequence, r.inFlight, r.waiting]).sort();
         expect(got, replayHint(FILE, SEED + s)).toEqual(want);
+        const counted = (await store.all(pool)).map((d) => [d.gateway, usageOfDoc(d).requests, usageOfDoc(d).bytesIn]);
+        expect(counted.sort(), replayHint(FILE, SEED + s)).toEqual(
+          [...used].map(([gateway, requests]) => [gateway, requests, requests * 100]).sort(),
+        );
       }
     } finally {
       await db.terminate();

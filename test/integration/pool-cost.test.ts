@@ -1,10 +1,16 @@
 /**
  * A pool's running cost on the emulators: the pool controller prices its live members (static
- * endpoints at their configured `hourlyUsd`, the control plane's share) into `status.cost`, and
- * `spec.maxCostPerHour` holds members back with a condition saying what they would cost.
+ * endpoints at their configured `hourlyUsd`, the control plane's share) into `status.cost`,
+ * `spec.maxCostPerHour` holds members back with a condition saying what they would cost, and the
+ * gateways' usage counters (duplicated, reordered, concurrent) are folded once into `status.usage`.
  */
+import { Timestamp } from '@google-cloud/firestore';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { PoolApplyRequest } from '../../shared/domain/pool.js';
+import { demandReportSchema, type DemandReport } from '../../shared/domain/autoscale.js';
+import { COLLECTIONS } from '../../shared/store/firestore.js';
+import { demandId, USAGE_KEEP_MS } from '../../shared/store/demand-rules.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, readyMembers, type PoolDriver } from '../support/pool-driver.js';
 import { startStaticHarness, type StaticHarness } from '../support/static-harness.js';
@@ -33,10 +39,17 @@ const apply = (replicas: number, maxCostPerHour?: number) => {
 };
 
 beforeAll(async () => {
-  h = await startStaticHarness('pool-cost', 3, { releaseCooldownSeconds: 0 }, [], {
-    vendor: { endpoints: [0, 1, 2], hourlyUsd: 0.01 },
-  });
-  driver = drivePool({ ...h.deps, pools: h.pools }, 'priced');
+  h = await startStaticHarness(
+    'pool-cost',
+    3,
+    { releaseCooldownSeconds: 0 },
+    [],
+    {
+      vendor: { endpoints: [0, 1, 2], hourlyUsd: 0.01 },
+    },
+    { usageIntervalSeconds: 1 },
+  );
+  driver = drivePool({ ...h.deps, pools: h.pools, demand: h.demand }, 'priced');
 }, 60_000);
 afterAll(async () => {
   await driver?.stop();
@@ -78,4 +91,70 @@ describe('pool cost: the controller prices the members and keeps to maxCostPerHo
       500,
     );
   }, 120_000);
+});
+
+describe('pool cost: usage from the gateways, folded once', () => {
+  const KIB = 1024;
+  /** A gateway's reports: counters growing over two series, the second begun after the first. */
+  const reports = (gateway: string, scale: number): DemandReport[] =>
+    [
+      [1, 1, 3],
+      [2, 1, 7],
+      [3, 1, 10],
+      [5, 5, 2],
+      [6, 5, 4],
+    ].map(([sequence = 0, since = 0, requests = 0]) =>
+      demandReportSchema.parse({
+        gateway,
+        sequence,
+        inFlight: 0,
+        startedPerSecond: 0,
+        waiting: 0,
+        usage: {
+          since,
+          requests: requests * scale,
+          succeeded: requests * scale - 1,
+          bytesIn: requests * scale * KIB,
+          bytesOut: 0,
+        },
+      }),
+    );
+  // Each gateway's final counters: 10 of the first series and 4 of the second, times its scale.
+  const want = { requests: 14 + 28, succeeded: 12 + 26, bytesIn: (14 + 28) * KIB, bytesOut: 0 };
+
+  const deliver = async (all: DemandReport[]) => {
+    // Two at a time: concurrent copies race in the store's transaction, as two API instances would.
+    for (let i = 0; i < all.length; i += 2)
+      await Promise.all(all.slice(i, i + 2).map((r) => h.demand.record('priced', r, Date.now())));
+  };
+
+  it('duplicated, reordered and concurrent reports of two gateways are counted once, and priced', async () => {
+    const sent = [...reports('gw-a', 1), ...reports('gw-b', 2)];
+    // Reversed (the newest first), then everything again.
+    await deliver([...sent].reverse());
+    await deliver(sent);
+    const usage = await eventually(
+      async () => {
+        const u = (await h.pools.get('priced'))?.status.usage;
+        expect(u?.total).toMatchObject(want);
+        return u;
+      },
+      30_000,
+      250,
+    );
+    expect(usage?.last24h).toMatchObject({ ...want, egressUsd: 0 });
+    // The member is a static endpoint at $0.01 an hour: instance-hours, no Internet egress billed here.
+    expect(usage?.last24h.perThousandSucceededUsd).toBeGreaterThan(0);
+    expect(usage?.last24h.perGibUsd).toBeGreaterThan(0);
+    // Folds go on each interval; the same reports delivered again change nothing.
+    await deliver(sent);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await h.pools.get('priced'))?.status.usage?.total).toMatchObject(want);
+  }, 120_000);
+
+  it('keeps a gateway document two days past its demand’s expiry (the TTL field), for its counters to be folded', async () => {
+    const raw = (await h.db.collection(COLLECTIONS.poolDemand).doc(demandId('priced', 'gw-a')).get()).data();
+    const doc = z.object({ expireAt: z.instanceof(Timestamp), expiresAtMs: z.number() }).parse(raw);
+    expect(doc.expireAt.toMillis()).toBe(doc.expiresAtMs + USAGE_KEEP_MS);
+  });
 });

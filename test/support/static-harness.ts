@@ -8,6 +8,8 @@ import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server
 import type { Provider, Registry } from '../../shared/providers/contract.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
 import { COLLECTIONS } from '../../shared/store/firestore.js';
+import type { Firestore } from '@google-cloud/firestore';
+import { DemandStore } from '../../shared/store/demand.js';
 import { PoolStore } from '../../shared/store/pools.js';
 import { ProxyStore } from '../../shared/store/proxies.js';
 import { StaticClaimStore } from '../../shared/store/static-claims.js';
@@ -21,6 +23,9 @@ export interface StaticHarness {
   /** The provider named `vendor` (the first, with `split`). */
   provider: Provider;
   pools: PoolStore;
+  /** The gateways' demand and usage documents (`poolDemand`). */
+  demand: DemandStore;
+  db: Firestore;
   proxies: ProxyStore;
   claims: StaticClaimStore;
   echo: EchoServer;
@@ -99,6 +104,8 @@ export async function startStaticHarness(
     proxies,
     claims,
     pools: new PoolStore(db, logger),
+    demand: new DemandStore(db),
+    db,
     echo,
     deps: { config, proxies, registry, logger, bus, providerStatus, countReplacing: (p) => proxies.countReplacing(p) },
     async resetClaims() {

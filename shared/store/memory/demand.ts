@@ -1,31 +1,25 @@
 /** `poolDemand/{pool}.{gateway}` in memory: the rules of demand-rules.ts, as the Firestore store. */
 import type { DemandReport } from '../../domain/autoscale.js';
-import {
-  demandId,
-  demandStep,
-  isLive,
-  storedDemandSchema,
-  type DemandOutcome,
-  type StoredDemand,
-} from '../demand-rules.js';
+import type { FoldedMark } from '../../domain/usage.js';
+import { demandId, demandStep, storedDemandSchema, type DemandOutcome, type StoredDemand } from '../demand-rules.js';
 import type { DemandRepository } from '../ports.js';
 import { byName } from './state.js';
 
 export class MemoryDemandRepository implements DemandRepository {
   private readonly docs = new Map<string, StoredDemand>();
 
-  record(pool: string, report: DemandReport, now: number): Promise<DemandOutcome> {
+  record(pool: string, report: DemandReport, now: number, folded?: FoldedMark): Promise<DemandOutcome> {
     const id = demandId(pool, report.gateway);
-    const { write, outcome } = demandStep(this.docs.get(id), pool, report, now);
+    const { write, outcome } = demandStep(this.docs.get(id), pool, report, now, folded);
     if (write) this.docs.set(id, structuredClone(write));
     return Promise.resolve(outcome);
   }
 
-  live(pool: string, now: number): Promise<StoredDemand[]> {
+  all(pool: string): Promise<StoredDemand[]> {
     return Promise.resolve(
       byName(this.docs)
         .map(([, d]) => storedDemandSchema.parse(structuredClone(d)))
-        .filter((d) => d.pool === pool && isLive(d, now)),
+        .filter((d) => d.pool === pool),
     );
   }
 }

@@ -1,0 +1,134 @@
+/** pool cost: folding the gateways' usage into status.usage: each count once, instance-hours and egress priced, 24 hours kept. */
+import { describe, expect, it } from 'vitest';
+import type { StoredDemand } from '../store/demand-rules.js';
+import { foldUsage, MAX_GATEWAYS_COUNTED, type FoldInput } from './usage.js';
+
+const HOUR = 3_600_000;
+const T = Date.UTC(2026, 11, 7, 10); // a whole hour
+const GIB = 2 ** 30;
+
+const doc = (gateway: string, requests: number, bytes: number, over: Partial<StoredDemand> = {}): StoredDemand => ({
+  pool: 'crawl',
+  gateway,
+  sequence: 1,
+  inFlight: 0,
+  startedPerSecond: 0,
+  waiting: 0,
+  held: [],
+  at: T,
+  expiresAtMs: T + 15_000,
+  first: T,
+  series: [{ since: 1, requests, succeeded: requests, bytesIn: bytes, bytesOut: 0 }],
+  ...over,
+});
+
+const input = (over: Partial<FoldInput>): FoldInput => ({
+  previous: undefined,
+  docs: [],
+  perHourUsd: 0,
+  egressPerGibUsd: 0,
+  now: T,
+  everyMs: 60_000,
+  ...over,
+});
+
+describe('pool cost: folding usage', () => {
+  it('counts each document once however often it is folded, and a stale read adds nothing', () => {
+    const first = foldUsage(input({ docs: [doc('gw-a', 10, GIB), doc('gw-b', 5, 0)] }));
+    expect(first.counted).toBe(true);
+    expect(first.usage?.total).toMatchObject({ requests: 15, bytesIn: GIB, since: T });
+    // The same documents a minute later: nothing more.
+    const again = foldUsage(
+      input({ previous: first.usage, docs: [doc('gw-a', 10, GIB), doc('gw-b', 5, 0)], now: T + 60_000 }),
+    );
+    expect(again.counted).toBe(false);
+    expect(again.usage?.total.requests).toBe(15);
+    // gw-a grew to 12; gw-b read before the last fold (fewer counts): it subtracts nothing, its mark stays.
+    const more = foldUsage(
+      input({ previous: again.usage, docs: [doc('gw-a', 12, GIB), doc('gw-b', 3, 0)], now: T + 120_000 }),
+    );
+    expect(more.usage?.total.requests).toBe(17);
+    expect(more.usage?.folded['gw-b']).toMatchObject({ requests: 5 });
+  });
+
+  it('counts a document made again after its deletion from zero, and forgets marks of documents gone', () => {
+    const first = foldUsage(input({ docs: [doc('gw-a', 10, 0)] }));
+    const remade = foldUsage(
+      input({ previous: first.usage, docs: [doc('gw-a', 3, 0, { first: T + 50_000 })], now: T + 60_000 }),
+    );
+    expect(remade.usage?.total.requests).toBe(13);
+    const gone = foldUsage(input({ previous: remade.usage, docs: [doc('gw-b', 1, 0)], now: T + 120_000 }));
+    expect(Object.keys(gone.usage?.folded ?? {})).toEqual(['gw-b']);
+  });
+
+  it('folds at most once an interval: counts waiting say when the fold is due', () => {
+    const first = foldUsage(input({ docs: [doc('gw-a', 10, 0)] }));
+    const early = foldUsage(input({ previous: first.usage, docs: [doc('gw-a', 11, 0)], now: T + 20_000 }));
+    expect(early).toEqual({ usage: first.usage, counted: false, dueInMs: 40_000 });
+    expect(foldUsage(input({ previous: first.usage, docs: [doc('gw-a', 10, 0)], now: T + 20_000 }))).toEqual({
+      usage: first.usage,
+      counted: false,
+    });
+    expect(foldUsage(input({ docs: [] }))).toEqual({ usage: undefined, counted: false });
+    // No new counts: the instance-hours alone are folded once an hour.
+    const idle = input({ previous: first.usage, docs: [doc('gw-a', 10, 0)], perHourUsd: 1 });
+    expect(foldUsage({ ...idle, now: T + HOUR - 1 })).toEqual({ usage: first.usage, counted: false });
+    expect(foldUsage({ ...idle, now: T + HOUR }).usage?.total).toMatchObject({ requests: 10, instanceUsd: 1 });
+  });
+
+  it('prices instance-hours over the whole hours they span, egress per GiB, and keeps 24 hours', () => {
+    const first = foldUsage(
+      input({ docs: [doc('gw-a', 0, 0, { series: [] }), doc('gw-b', 1000, 2 * GIB)], egressPerGibUsd: 0.12 }),
+    );
+    expect(first.usage?.hours).toEqual([
+      { hour: T, requests: 1000, succeeded: 1000, bytesIn: 2 * GIB, bytesOut: 0, instanceUsd: 0, egressUsd: 0.24 },
+    ]);
+    // 90 minutes later at $0.50 an hour: $0.50 in the first hour, $0.25 in the next.
+    const later = foldUsage(
+      input({ previous: first.usage, docs: [doc('gw-b', 1000, 2 * GIB)], perHourUsd: 0.5, now: T + 90 * 60_000 }),
+    );
+    expect(later.usage?.hours.map((h) => [h.hour, h.instanceUsd])).toEqual([
+      [T, 0.5],
+      [T + HOUR, 0.25],
+    ]);
+    const last24h = later.usage?.last24h;
+    expect(last24h).toMatchObject({ requests: 1000, instanceUsd: 0.75, egressUsd: 0.24 });
+    // $0.99 over 2 GiB and over 1,000 answered requests.
+    expect(last24h?.perGibUsd).toBeCloseTo(0.495, 12);
+    expect(last24h?.perThousandSucceededUsd).toBeCloseTo(0.99, 12);
+    // A day and more on: the old hours leave the window, the total keeps them.
+    const dayOn = foldUsage(
+      input({ previous: later.usage, docs: [doc('gw-b', 1001, 2 * GIB)], perHourUsd: 0.5, now: T + 26 * HOUR }),
+    );
+    expect(dayOn.usage?.hours.length).toBe(24);
+    expect(dayOn.usage?.hours[0]?.hour).toBe(T + 3 * HOUR);
+    // The window: the current hour (just begun) and the 23 before it.
+    expect(dayOn.usage?.last24h).toMatchObject({ requests: 1, instanceUsd: 11.5, egressUsd: 0 });
+    expect(dayOn.usage?.last24h.perGibUsd).toBeUndefined();
+    expect(dayOn.usage?.last24h.perThousandSucceededUsd).toBeCloseTo(11_500, 9);
+    // The total keeps every hour: 24.5 more at $0.50.
+    expect(dayOn.usage?.total).toMatchObject({ requests: 1001, egressUsd: 0.24 });
+    expect(dayOn.usage?.total.instanceUsd).toBeCloseTo(0.75 + 12.25, 12);
+  });
+
+  it('counts at most MAX_GATEWAYS_COUNTED documents: a marked one always, the newest others while there is room', () => {
+    const many = Array.from({ length: MAX_GATEWAYS_COUNTED + 10 }, (_, i) => doc(`gw-${i}`, 1, 0, { at: T + i }));
+    const first = foldUsage(input({ docs: many }));
+    expect(Object.keys(first.usage?.folded ?? {})).toHaveLength(MAX_GATEWAYS_COUNTED);
+    expect(first.usage?.folded['gw-0']).toBeUndefined();
+    expect(first.usage?.total.requests).toBe(MAX_GATEWAYS_COUNTED);
+    // A newer gateway appears: the marked ones keep their marks (and their counts are not counted again).
+    const later = foldUsage(
+      input({ previous: first.usage, docs: [...many, doc('gw-new', 5, 0, { at: T + 99_999 })], now: T + 60_000 }),
+    );
+    expect(later.usage?.folded['gw-new']).toBeUndefined();
+    expect(later.usage?.total.requests).toBe(MAX_GATEWAYS_COUNTED);
+    // Documents deleted (TTL) free marks: a waiting one still there is counted then, once (gw-0…9, deleted
+    // before they had room, never were).
+    const freed = foldUsage(
+      input({ previous: later.usage, docs: [...many.slice(20), doc('gw-new', 5, 0)], now: T + 120_000 }),
+    );
+    expect(freed.usage?.folded['gw-new']).toBeDefined();
+    expect(freed.usage?.total.requests).toBe(MAX_GATEWAYS_COUNTED + 5);
+  });
+});

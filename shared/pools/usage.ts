@@ -1,0 +1,157 @@
+/**
+ * Folds the gateways' usage documents into a pool's `status.usage` (docs/api.md "Usage and cost
+ * per GiB"): a pure decision, run inside the pool's reconcile transaction, so each count is added
+ * once however often a document is read, and its instance-hours and egress priced.
+ */
+import { countedOf, usageOfDoc, type StoredDemand } from '../store/demand-rules.js';
+import {
+  addCounts,
+  maxCounts,
+  ZERO_USAGE,
+  type FoldedMark,
+  type PoolUsage,
+  type UsageCounts,
+  type UsageFigures,
+  type UsageHour,
+  type UsageTotals,
+} from '../domain/usage.js';
+
+const HOUR_MS = 3_600_000;
+const GIB = 2 ** 30;
+/** Whole hours kept in `hours`: the current one and the 23 before it. */
+const HOURS_KEPT = 24;
+/**
+ * Gateway documents counted per pool (marks in `status.usage.folded`): bounds the pool's document,
+ * whatever number of gateway ids a `discover` token reports under.
+ */
+export const MAX_GATEWAYS_COUNTED = 256;
+
+export interface FoldInput {
+  previous: PoolUsage | undefined;
+  /** The pool's gateway documents (`poolDemand/{pool}.*`), as read before the transaction. */
+  docs: readonly StoredDemand[];
+  /** USD an hour the members cost since the last fold (`status.cost` as the last reconcile priced them). */
+  perHourUsd: number;
+  /** USD a GiB carried costs in Internet egress (the catalogue's rate, for the share of members that are cloud VMs). */
+  egressPerGibUsd: number;
+  now: number;
+  /** At most one fold this often (a write of the pool's document). */
+  everyMs: number;
+}
+
+export interface FoldResult {
+  /** The next `status.usage` (the previous one when no fold was due or there is nothing to count yet). */
+  usage: PoolUsage | undefined;
+  /** Counts were added by this fold: the next interval looks again, for what came after. */
+  counted: boolean;
+  /** Counts wait for a fold that is not due yet: when it is (ms from now). */
+  dueInMs?: number;
+}
+
+/** `a - b` per count, never below zero: a document read before a concurrent fold counted it adds nothing. */
+function minus(a: UsageCounts, b: UsageCounts): UsageCounts {
+  return {
+    requests: Math.max(0, a.requests - b.requests),
+    succeeded: Math.max(0, a.succeeded - b.succeeded),
+    bytesIn: Math.max(0, a.bytesIn - b.bytesIn),
+    bytesOut: Math.max(0, a.bytesOut - b.bytesOut),
+  };
+}
+
+const ZERO_TOTALS: UsageTotals = { ...ZERO_USAGE, instanceUsd: 0, egressUsd: 0 };
+
+function addTotals(a: UsageTotals, b: UsageTotals): UsageTotals {
+  return { ...addCounts(a, b), instanceUsd: a.instanceUsd + b.instanceUsd, egressUsd: a.egressUsd + b.egressUsd };
+}
+
+/**
+ * The documents a fold counts: every one the pool has a mark for, then the newest others while
+ * fewer than {@link MAX_GATEWAYS_COUNTED} are marked. One left out keeps its counts for a later
+ * fold; never dropping a mark of a document still there is what keeps it from being counted twice.
+ */
+function countable(previous: PoolUsage | undefined, docs: readonly StoredDemand[]): StoredDemand[] {
+  const marked = docs.filter((d) => previous?.folded[d.gateway] !== undefined);
+  const others = docs.filter((d) => previous?.folded[d.gateway] === undefined).sort((a, b) => b.at - a.at);
+  return [...marked, ...others.slice(0, Math.max(0, MAX_GATEWAYS_COUNTED - marked.length))];
+}
+
+/** The counts not yet counted in each document, and the marks that count them. */
+function uncounted(
+  previous: PoolUsage | undefined,
+  docs: readonly StoredDemand[],
+): { delta: UsageCounts; marks: Record<string, FoldedMark> } {
+  let delta = ZERO_USAGE;
+  const marks: Record<string, FoldedMark> = {};
+  for (const d of countable(previous, docs)) {
+    const counted = countedOf(d, previous?.folded[d.gateway]);
+    const total = usageOfDoc(d);
+    delta = addCounts(delta, minus(total, counted));
+    marks[d.gateway] = { first: d.first ?? d.at, ...maxCounts(total, counted) };
+  }
+  return { delta, marks };
+}
+
+/** The instance cost of `[from, to)` at `perHourUsd`, split over the whole UTC hours it spans from `oldest` on. */
+function instanceHours(from: number, to: number, perHourUsd: number, oldest: number): Map<number, number> {
+  const out = new Map<number, number>();
+  if (perHourUsd <= 0) return out;
+  for (let at = Math.max(from, oldest); at < to;) {
+    const hour = Math.floor(at / HOUR_MS) * HOUR_MS;
+    const end = Math.min(to, hour + HOUR_MS);
+    out.set(hour, (out.get(hour) ?? 0) + (perHourUsd * (end - at)) / HOUR_MS);
+    at = end;
+  }
+  return out;
+}
+
+/** Totals with what they cost per GiB carried and per 1,000 answered requests. */
+export function figuresOf(t: UsageTotals): UsageFigures {
+  const usd = t.instanceUsd + t.egressUsd;
+  const gib = (t.bytesIn + t.bytesOut) / GIB;
+  return {
+    ...t,
+    ...(gib > 0 && { perGibUsd: usd / gib }),
+    ...(t.succeeded > 0 && { perThousandSucceededUsd: (usd / t.succeeded) * 1000 }),
+  };
+}
+
+/**
+ * The pool's usage after counting what its gateway documents hold beyond their marks, and the
+ * members' cost since the last fold; at most one fold every `everyMs`.
+ */
+export function foldUsage(input: FoldInput): FoldResult {
+  const { previous, now } = input;
+  const { delta, marks } = uncounted(previous, input.docs);
+  const pending = delta.requests + delta.succeeded + delta.bytesIn + delta.bytesOut > 0;
+  // Nothing to count yet: a pool no gateway used has no usage (and costs no write for it).
+  if (!previous && !pending) return { usage: undefined, counted: false };
+  if (previous && now - previous.foldedAt < input.everyMs)
+    return { usage: previous, counted: false, ...(pending && { dueInMs: previous.foldedAt + input.everyMs - now }) };
+  // Without new counts only the instance-hours move: once an hour is enough (the sweep reconciles
+  // every pool every check interval, and each fold is a write).
+  if (previous && !pending && now - previous.foldedAt < HOUR_MS) return { usage: previous, counted: false };
+  const current = Math.floor(now / HOUR_MS) * HOUR_MS;
+  const oldest = current - (HOURS_KEPT - 1) * HOUR_MS;
+  const hours = new Map<number, UsageTotals>(
+    (previous?.hours ?? []).filter((h) => h.hour >= oldest).map(({ hour, ...t }) => [hour, t]),
+  );
+  const egressUsd = ((delta.bytesIn + delta.bytesOut) / GIB) * input.egressPerGibUsd;
+  const added: UsageTotals = { ...delta, instanceUsd: 0, egressUsd };
+  hours.set(current, addTotals(hours.get(current) ?? ZERO_TOTALS, added));
+  const from = previous?.foldedAt ?? now;
+  const instanceUsd = (input.perHourUsd * (now - from)) / HOUR_MS;
+  for (const [hour, usd] of instanceHours(from, now, input.perHourUsd, oldest))
+    hours.set(hour, addTotals(hours.get(hour) ?? ZERO_TOTALS, { ...ZERO_TOTALS, instanceUsd: usd }));
+  const sorted: UsageHour[] = [...hours].sort(([a], [b]) => a - b).map(([hour, t]) => ({ hour, ...t }));
+  const total = addTotals(previous?.total ?? ZERO_TOTALS, { ...added, instanceUsd });
+  return {
+    usage: {
+      total: { ...total, since: previous?.total.since ?? now },
+      hours: sorted,
+      last24h: figuresOf(sorted.reduce<UsageTotals>((s, { hour: _h, ...t }) => addTotals(s, t), ZERO_TOTALS)),
+      folded: marks,
+      foldedAt: now,
+    },
+    counted: pending,
+  };
+}
