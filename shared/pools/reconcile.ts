@@ -1,4 +1,5 @@
 /** The pool controller: one pool reconcile, planned and committed in one transaction on `pools/{name}`. */
+import { canonicalJson } from '../domain/spec-hash.js';
 import type { Bus } from '../bus/pubsub.js';
 import type { Config } from '../config/schema.js';
 import { memberSpec, spreadOf, templateHash } from '../domain/pool.js';
@@ -220,7 +221,8 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
     };
     const { revision, lastReconcileAt: _at, ...before } = pool.status;
     const acting = writes.create.length + writes.drain.length > 0;
-    if (acting || JSON.stringify(before) !== JSON.stringify(next))
+    // Key order is not content: the stored status comes back with its keys in another order.
+    if (acting || canonicalJson(before) !== canonicalJson(next))
       writes.status = { ...next, revision: revision + 1, lastReconcileAt: new Date(now).toISOString() };
     return { writes, result: { plan, pool, now, usage, ...(scale && { scale }) } };
   });
