@@ -74,34 +74,27 @@ export const poolUsageSchema = z.object({
 });
 export type PoolUsage = z.infer<typeof poolUsageSchema>;
 
-/** The counts summed. */
-export function addCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
-  return {
-    requests: a.requests + b.requests,
-    succeeded: a.succeeded + b.succeeded,
-    bytesIn: a.bytesIn + b.bytesIn,
-    bytesOut: a.bytesOut + b.bytesOut,
-  };
+/** The four counts, from the schema: every helper below goes over these keys. */
+const COUNT_KEYS = usageCountsSchema.keyof().options;
+
+/** `op` applied to each count of `a` and `b`. */
+function eachCount(a: UsageCounts, b: UsageCounts, op: (x: number, y: number) => number): UsageCounts {
+  const out = { ...ZERO_USAGE };
+  for (const k of COUNT_KEYS) out[k] = op(a[k], b[k]);
+  return out;
 }
+
+/** The counts summed. */
+export const addCounts = (a: UsageCounts, b: UsageCounts) => eachCount(a, b, (x, y) => x + y);
 
 /** The higher of each count (counters only grow: the higher is the later). */
-export function maxCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
-  return {
-    requests: Math.max(a.requests, b.requests),
-    succeeded: Math.max(a.succeeded, b.succeeded),
-    bytesIn: Math.max(a.bytesIn, b.bytesIn),
-    bytesOut: Math.max(a.bytesOut, b.bytesOut),
-  };
-}
+export const maxCounts = (a: UsageCounts, b: UsageCounts) => eachCount(a, b, Math.max);
+
+/** `a - b` per count, never below zero. */
+export const subtractCounts = (a: UsageCounts, b: UsageCounts) => eachCount(a, b, (x, y) => Math.max(0, x - y));
 
 /** Whether `a` and `b` are the same counts. */
-export const sameCounts = (a: UsageCounts, b: UsageCounts) =>
-  a.requests === b.requests && a.succeeded === b.succeeded && a.bytesIn === b.bytesIn && a.bytesOut === b.bytesOut;
+export const sameCounts = (a: UsageCounts, b: UsageCounts) => COUNT_KEYS.every((k) => a[k] === b[k]);
 
 /** Only the four counts of a larger object. */
-export const countsOf = ({ requests, succeeded, bytesIn, bytesOut }: UsageCounts): UsageCounts => ({
-  requests,
-  succeeded,
-  bytesIn,
-  bytesOut,
-});
+export const countsOf = (c: UsageCounts): UsageCounts => eachCount(c, ZERO_USAGE, (x) => x);

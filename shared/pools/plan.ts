@@ -225,8 +225,8 @@ function neverReachableMessage(provider: string, members: string[]): string {
  * evenly, each up to its `maxReplicas`; what they cannot hold overflows to the next tier. When
  * `replicas` falls, the highest tiers lose their share first (drain back to the lowest). With no
  * entry available, all of them are filled the same way (members keep being tried somewhere). An
- * entry unavailable only for quota keeps the members it has that serve (`serving`). Members beyond every cap are not
- * placed: the sum falls short of `replicas`.
+ * entry unavailable only for quota keeps the members it has that serve (`serving`). Members beyond
+ * every cap are not placed: the sum falls short of `replicas`.
  */
 export function shares(replicas: number, entries: EntryStatus[], good: number[], serving: number[] = good): number[] {
   const available = entries.map((e, i) => (e.available ? i : -1)).filter((i) => i >= 0);

@@ -7,6 +7,7 @@ import { countedOf, usageOfDoc, type StoredDemand } from '../store/demand-rules.
 import {
   addCounts,
   maxCounts,
+  subtractCounts,
   ZERO_USAGE,
   type FoldedMark,
   type PoolUsage,
@@ -48,16 +49,6 @@ export interface FoldResult {
   dueInMs?: number;
 }
 
-/** `a - b` per count, never below zero: a document read before a concurrent fold counted it adds nothing. */
-function minus(a: UsageCounts, b: UsageCounts): UsageCounts {
-  return {
-    requests: Math.max(0, a.requests - b.requests),
-    succeeded: Math.max(0, a.succeeded - b.succeeded),
-    bytesIn: Math.max(0, a.bytesIn - b.bytesIn),
-    bytesOut: Math.max(0, a.bytesOut - b.bytesOut),
-  };
-}
-
 const ZERO_TOTALS: UsageTotals = { ...ZERO_USAGE, instanceUsd: 0, egressUsd: 0 };
 
 function addTotals(a: UsageTotals, b: UsageTotals): UsageTotals {
@@ -85,7 +76,8 @@ function uncounted(
   for (const d of countable(previous, docs)) {
     const counted = countedOf(d, previous?.folded[d.gateway]);
     const total = usageOfDoc(d);
-    delta = addCounts(delta, minus(total, counted));
+    // Never below zero: a document read before a concurrent fold counted it adds nothing.
+    delta = addCounts(delta, subtractCounts(total, counted));
     marks[d.gateway] = { first: d.first ?? d.at, ...maxCounts(total, counted) };
   }
   return { delta, marks };

@@ -22,8 +22,8 @@ export const credentialsSchema = z.strictObject({
 });
 export type Credentials = z.infer<typeof credentialsSchema>;
 
-/** What the reconciler asks a provider to create (the relay protocol carries it in a create command). */
-export const instanceSpecSchema = z.object({
+/** What names an instance and ties it to its proxy, in a spec and in what the backend reports alike. */
+const instanceIdentitySchema = z.object({
   /** Backend instance name, from `instanceName(installationId, proxy)`. */
   name: dnsLabel,
   /** The owning proxy's name (`proxies/{proxy}`). */
@@ -32,6 +32,10 @@ export const instanceSpecSchema = z.object({
   installationId: dnsLabel,
   /** The desired spec hash; stored on the instance so drift can be detected. */
   specHash: z.string().max(64),
+});
+
+/** What the reconciler asks a provider to create (the relay protocol carries it in a create command). */
+export const instanceSpecSchema = instanceIdentitySchema.extend({
   /** The proxy port; `0` lets the provider choose. */
   port: portSchema,
   /** Placement after catalogue resolution (provider-specific keys). */
@@ -41,11 +45,7 @@ export const instanceSpecSchema = z.object({
 export type InstanceSpec = z.infer<typeof instanceSpecSchema>;
 
 /** An instance as the backend sees it (the relay protocol carries it in a report's inventory). */
-export const instanceSchema = z.object({
-  name: dnsLabel,
-  proxy: dnsLabel,
-  installationId: dnsLabel,
-  specHash: z.string().max(64),
+export const instanceSchema = instanceIdentitySchema.extend({
   state: z.enum(INSTANCE_STATES),
   /** Address clients reach (discovery, `status.address`; rule reachable-with-credentials); empty while Pending. */
   ip: z.string().max(64),

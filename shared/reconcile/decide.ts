@@ -179,11 +179,11 @@ export const MAX_PENDING_RECHECK_MS = 20_000;
 
 /**
  * When to look again at an instance that is still starting, `ageMs` after it was asked for: every
- * `pollMs` at first, then an eighth of its age, at most {@link MAX_PENDING_RECHECK_MS}. A create
- * that waits behind hundreds of others on a relay (a 500-proxy ramp) was looked at every 2 s, and
- * those looks were most of the control plane's work while the relay worked through its queue; an
- * instance that turns Running is seen at once anyway when its backend reports (a relay's report
- * kicks a check), and a VM that boots in 40 s is seen at most 5 s late.
+ * `pollMs` at first, then an eighth of its age, at most {@link MAX_PENDING_RECHECK_MS}. Creates
+ * queued behind hundreds of others on a relay would otherwise be looked at every `pollMs` each,
+ * most of the control plane's work while the relay works through its queue; an instance that
+ * turns Running is seen at once anyway when its backend reports (a relay's report kicks a check),
+ * and a VM that boots in 40 s is seen at most 5 s late.
  */
 export function pendingRecheckMs(ageMs: number, pollMs: number): number {
   return Math.round(Math.min(MAX_PENDING_RECHECK_MS, Math.max(pollMs, ageMs / 8)));

@@ -148,9 +148,9 @@ class RelayedProvider implements Provider {
    * {@link QUEUED_RESENDS} resend delays in any case (a command dead-lettered). While the boot it
    * was sent to keeps reporting, the command waits in that relay's queue: Pub/Sub delivers it
    * until it is acknowledged, and the relay acknowledges only what it applied. Resending it then
-   * only lengthens the queue: a 500-proxy ramp with a 10 s resend sent every create about twenty
-   * times, and the relay adopted the copies one by one while the queue grew. The relay's start
-   * is on its own clock: a restart it dates before `sentAt` waits the longer delay.
+   * only lengthens the queue, by a copy per create per delay once the queue is longer than one
+   * delay, and the relay applies (adopts) each copy in turn. The relay's start is on its own
+   * clock: a restart it dates before `sentAt` waits the longer delay.
    */
   private async lost(sentAt: number): Promise<boolean> {
     if (this.now() - sentAt > this.resendAfterMs * QUEUED_RESENDS) return true;
