@@ -209,7 +209,12 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       everyMs: deps.config.usageIntervalSeconds * 1000,
     });
     // The hours follow the Ready members and the demand the live gateways report (in flight or waiting).
-    const followed = trackLevels(usage.usage, { members: plan.ready, demand: demand.inFlight + demand.waiting }, now);
+    const followed = trackLevels(
+      usage.usage,
+      { members: plan.ready, demand: demand.inFlight + demand.waiting },
+      now,
+      deps.config.usageIntervalSeconds * 1000,
+    );
     const next = {
       ...statusOf(
         pool,

@@ -183,15 +183,22 @@ function held(level: HourLevel | undefined, value: number, seconds: number): Hou
 /**
  * `usage` with its hours following the pool's levels (Ready members, demand): the levels last
  * observed are added to each hour they were held in (its peak and time-weighted mean) when they
- * change or a new hour begins, and the new ones count toward the current hour's peak. Levels
- * unchanged within the hour leave `usage` as it was, so a settled pool's reconcile writes nothing
- * for them; a pool no gateway used yet has no usage to follow.
+ * change or a new hour begins, and the new ones count toward the current hour's peak. At most once
+ * every `everyMs` within an hour (each is a write of the pool's document, and demand moves with
+ * every report): a change sooner waits, counted as held until then. Levels unchanged within the
+ * hour leave `usage` as it was; a pool no gateway used yet has no usage to follow.
  */
-export function trackLevels(usage: PoolUsage | undefined, levels: Levels, now: number): PoolUsage | undefined {
+export function trackLevels(
+  usage: PoolUsage | undefined,
+  levels: Levels,
+  now: number,
+  everyMs: number,
+): PoolUsage | undefined {
   if (!usage) return usage;
   const last = usage.levels;
+  const sameHour = last !== undefined && hourOf(last.at) === hourOf(now);
   const same = last && last.members === levels.members && last.demand === levels.demand;
-  if (same && hourOf(last.at) === hourOf(now)) return usage;
+  if (sameHour && (same || now - last.at < everyMs)) return usage;
   const hours = keptHours(usage.hours, now);
   const level = (h: UsageHour, value: Levels, seconds: number): UsageHour => ({
     ...h,
