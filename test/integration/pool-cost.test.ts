@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { PoolApplyRequest } from '../../shared/domain/pool.js';
 import { demandReportSchema, type DemandReport } from '../../shared/domain/autoscale.js';
-import { COLLECTIONS } from '../../shared/store/firestore.js';
+import { COLLECTIONS } from '../../shared/store/firestore/client.js';
 import { demandId, USAGE_KEEP_MS } from '../../shared/store/demand-rules.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, readyMembers, type PoolDriver } from '../support/pool-driver.js';

@@ -11,13 +11,13 @@ import type { PoolApplyRequest } from '../../shared/domain/pool.js';
 import { TEMPLATE_LABEL } from '../../shared/pools/plan.js';
 import { templateHash } from '../../shared/domain/pool.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
-import type { PoolStore } from '../../shared/store/pools.js';
+import type { FirestorePoolRepository } from '../../shared/store/firestore/pools.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, poolCheckDeps, readyMembers, samplePool, type PoolDriver } from '../support/pool-driver.js';
 import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
 let h: RelayHarness;
-let deps: CheckDeps & { pools: PoolStore };
+let deps: CheckDeps & { pools: FirestorePoolRepository };
 let driver: PoolDriver | undefined;
 /** The pool controller's clock: moved an hour on to make every member due for maxAge. */
 let shift = 0;

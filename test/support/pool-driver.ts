@@ -8,13 +8,13 @@ import { POOL_LABEL } from '../../shared/domain/pool.js';
 import type { ProxyDoc } from '../../shared/domain/status.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { reconcilePool, type PoolDeps } from '../../shared/pools/reconcile.js';
-import { PoolStore } from '../../shared/store/pools.js';
+import { FirestorePoolRepository } from '../../shared/store/firestore/pools.js';
 import type { RelayHarness } from './relay-harness.js';
 
 /** What the check function runs pools with, on a relay harness's stores and providers. */
-export function poolCheckDeps(h: RelayHarness): CheckDeps & { pools: PoolStore } {
+export function poolCheckDeps(h: RelayHarness): CheckDeps & { pools: FirestorePoolRepository } {
   const { config, proxies, registry, logger, bus, providerStatus } = h;
-  return { config, proxies, registry, logger, bus, providerStatus, pools: new PoolStore(h.db, h.logger) };
+  return { config, proxies, registry, logger, bus, providerStatus, pools: new FirestorePoolRepository(h.db, h.logger) };
 }
 
 /** Members that serve: Ready and not being drained (what discovery hands out). */
@@ -31,7 +31,7 @@ export interface PoolDriver {
  * @param clock - the pool controller's clock (a test moves it forward to make members due for maxAge)
  */
 export function drivePool(
-  deps: CheckDeps & { pools: PoolStore },
+  deps: CheckDeps & { pools: FirestorePoolRepository },
   pool: string,
   clock: () => number = Date.now,
 ): PoolDriver {
@@ -84,7 +84,7 @@ export interface Sampler {
 }
 
 /** Samples the pool's Ready, live and all members every `everyMs`. */
-export function samplePool(pools: PoolStore, pool: string, everyMs = 250): Sampler {
+export function samplePool(pools: FirestorePoolRepository, pool: string, everyMs = 250): Sampler {
   let running = true;
   const sampler: Sampler = { samples: [], stop: async () => {} };
   const loop = (async () => {
