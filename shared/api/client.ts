@@ -89,18 +89,21 @@ function refusal(status: number, text: string, request: string, headers: Headers
   } catch {
     body = undefined;
   }
-  const error = typeof body === 'object' && body !== null && 'error' in body ? body.error : undefined;
-  const field = (key: string): unknown =>
-    typeof error === 'object' && error !== null ? (error as Record<string, unknown>)[key] : undefined;
-  const code = field('code');
-  const message = field('message');
-  if (typeof code !== 'string' || !isApiErrorCode(code) || typeof message !== 'string')
+  // Read field by field, without zod (the dashboard's bundle has none): anything else is not this API's error.
+  const error: unknown = typeof body === 'object' && body !== null ? Reflect.get(body, 'error') : undefined;
+  const part = (key: string): string | undefined => {
+    const value: unknown = typeof error === 'object' && error !== null ? Reflect.get(error, key) : undefined;
+    return typeof value === 'string' ? value : undefined;
+  };
+  const code = part('code');
+  const message = part('message');
+  if (code === undefined || !isApiErrorCode(code) || message === undefined)
     return new ApiError('BadResponse', `HTTP ${status} from ${request}: ${text.slice(0, 200)}`, { status });
   const hint = status === 401 && !hasToken ? ' (no token: set EGRESS_TOKEN)' : '';
   const retryAfter = Number(headers.get('retry-after') ?? Number.NaN);
   return new ApiError(code, `${message}${hint}`, {
     status,
-    field: typeof field('field') === 'string' ? String(field('field')) : undefined,
+    field: part('field'),
     retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
   });
 }
