@@ -1,6 +1,6 @@
 /** The CLI's calls of the HTTP API (docs/api.md), over the shared client with every answer checked with zod. */
 import { ApiError } from '../shared/api/api-error.js';
-import { createApiClient as createClient, type Query } from '../shared/api/client.js';
+import { createRouteClient, type Query } from '../shared/api/client.js';
 import { createApiAuth } from '../shared/api/cloud-run-auth.js';
 import type { PoolApplyRequest } from '../shared/domain/pool.js';
 import type { ApplyRequest } from '../shared/domain/proxy.js';
@@ -111,7 +111,7 @@ async function urlList(res: Response): Promise<string[]> {
  * @returns a client; its methods throw ApiError (shared/api/api-error.ts)
  */
 export function createApiClient(config: CliConfig, signal?: AbortSignal): ApiClient {
-  const api = createClient({
+  const api = createRouteClient({
     baseUrl: config.apiUrl,
     token: config.token,
     auth: createApiAuth(config.apiAuth),

@@ -1,6 +1,6 @@
 /** The calls the gateway makes to the fleet's HTTP API, over the shared client: discovery (one request per page), reports, demand. */
 import type { DemandReport } from '../shared/domain/autoscale.js';
-import { createApiClient } from '../shared/api/client.js';
+import { createRouteClient } from '../shared/api/client.js';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import type { RouteBodies } from '../shared/api/routes.js';
 import * as answers from '../shared/api/schema.js';
@@ -73,7 +73,7 @@ export function createFleetApi(options: {
   auth?: ApiAuth | undefined;
   timeoutMs?: number;
 }): FleetApi {
-  const api = createApiClient({
+  const api = createRouteClient({
     baseUrl: options.apiUrl,
     token: options.token,
     auth: options.auth ?? createApiAuth(undefined),

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../test/support/api-server.js';
 import { startMemoryFleet, type MemoryFleet } from '../../test/support/memory-fleet.js';
 import { ApiError } from './api-error.js';
-import { createApiClient, type ApiClient, type RouteInput } from './client.js';
+import { createRouteClient, type RouteClient, type RouteInput } from './client.js';
 import { ROUTE_LIST, type RouteName } from './routes.js';
 import * as answers from './schema.js';
 
@@ -14,12 +14,12 @@ const DISCOVER = 'discover-token-for-the-client';
 
 let fleet: MemoryFleet;
 let api: ApiServer;
-let client: ApiClient;
+let client: RouteClient;
 
 beforeAll(async () => {
   fleet = await startMemoryFleet({ apiTokens: [`admin:${ADMIN}`, `discover:${DISCOVER}`] });
   api = await startApiServer(fleet);
-  client = createApiClient({ baseUrl: api.url, token: ADMIN, answers });
+  client = createRouteClient({ baseUrl: api.url, token: ADMIN, answers });
 });
 afterAll(() => api.close());
 
@@ -110,10 +110,10 @@ describe('answers', () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"items": [{}]}'),
     );
     try {
-      const err = await failure(() => createApiClient({ baseUrl: odd.url, answers }).call('listPools'));
+      const err = await failure(() => createRouteClient({ baseUrl: odd.url, answers }).call('listPools'));
       expect(err).toMatchObject({ code: 'BadResponse', status: 200 });
       expect(String(err)).toMatch(/unexpected answer to GET \/v1\/pools at items\.0\.apiVersion/);
-      expect(await createApiClient({ baseUrl: odd.url }).call('listPools')).toEqual({ items: [{}] });
+      expect(await createRouteClient({ baseUrl: odd.url }).call('listPools')).toEqual({ items: [{}] });
     } finally {
       await odd.close();
     }
@@ -133,9 +133,9 @@ describe('errors: one class, from the API’s body', () => {
   });
 
   it('a scope too small is Forbidden; no token says to set one', async () => {
-    const forbidden = await failure(() => createApiClient({ baseUrl: api.url, token: DISCOVER }).call('listPools'));
+    const forbidden = await failure(() => createRouteClient({ baseUrl: api.url, token: DISCOVER }).call('listPools'));
     expect(forbidden).toMatchObject({ code: 'Forbidden', status: 403 });
-    const none = await failure(() => createApiClient({ baseUrl: api.url }).call('listPools'));
+    const none = await failure(() => createRouteClient({ baseUrl: api.url }).call('listPools'));
     expect(none).toMatchObject({ code: 'Unauthorized', status: 401 });
     expect((none as Error).message).toBe('missing or invalid bearer token (no token: set EGRESS_TOKEN)');
   });
@@ -149,7 +149,7 @@ describe('errors: one class, from the API’s body', () => {
             .end('{"error":{"code":"TooManyRequests","message":"slow down"}}'),
     );
     try {
-      const c = createApiClient({ baseUrl: busy.url });
+      const c = createRouteClient({ baseUrl: busy.url });
       expect(await failure(() => c.call('listPools'))).toMatchObject({ code: 'TooManyRequests', retryAfterSeconds: 7 });
       const bad = await failure(() => c.call('health'));
       expect(bad).toMatchObject({ code: 'BadResponse', status: 502, transient: true });
@@ -160,15 +160,15 @@ describe('errors: one class, from the API’s body', () => {
   });
 
   it('no answer is Network (transient); a timeout too; the caller’s own abort is rethrown as it is', async () => {
-    const down = await failure(() => createApiClient({ baseUrl: 'http://127.0.0.1:1' }).call('health'));
+    const down = await failure(() => createRouteClient({ baseUrl: 'http://127.0.0.1:1' }).call('health'));
     expect(down).toMatchObject({ code: 'Network', status: 0, transient: true });
     expect((down as Error).message).toMatch(/^cannot reach the API at http:\/\/127\.0\.0\.1:1: /);
     const silent = await answering(() => undefined);
     try {
-      const slow = await failure(() => createApiClient({ baseUrl: silent.url, timeoutMs: 100 }).call('health'));
+      const slow = await failure(() => createRouteClient({ baseUrl: silent.url, timeoutMs: 100 }).call('health'));
       expect(slow).toMatchObject({ code: 'Network' });
       const stop = new AbortController();
-      const pending = failure(() => createApiClient({ baseUrl: silent.url, signal: stop.signal }).call('health'));
+      const pending = failure(() => createRouteClient({ baseUrl: silent.url, signal: stop.signal }).call('health'));
       stop.abort();
       const aborted = await pending;
       expect(aborted).not.toBeInstanceOf(ApiError);
@@ -185,8 +185,8 @@ describe('errors: one class, from the API’s body', () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"accepted":true,"name":"x","messageId":"1"}');
     });
     try {
-      await createApiClient({ baseUrl: `${front.url}/api` }).call('deleteProxy', { name: 'a b/c' });
-      await createApiClient({ baseUrl: `${front.url}/api/` }).call('listPools');
+      await createRouteClient({ baseUrl: `${front.url}/api` }).call('deleteProxy', { name: 'a b/c' });
+      await createRouteClient({ baseUrl: `${front.url}/api/` }).call('listPools');
       expect(seen).toEqual(['/api/v1/proxies/a%20b%2Fc', '/api/v1/pools']);
     } finally {
       await front.close();

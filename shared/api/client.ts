@@ -25,7 +25,7 @@ export type PagedRoute = { [K in RouteName]: Routes[K] extends { paged: true } ?
 export type Item<K extends PagedRoute> =
   Answer<K> extends { items: (infer I)[] } ? I : Answer<K> extends (infer I)[] ? I : never;
 
-export interface ApiClientOptions {
+export interface RouteClientOptions {
   /** The API's base URL; it may carry a path (a Cloud Functions URL ends in `/api`), which every route's path extends. */
   baseUrl: string;
   /** The bearer token; without one a 401 says to set EGRESS_TOKEN. */
@@ -40,7 +40,7 @@ export interface ApiClientOptions {
   timeoutMs?: number | undefined;
 }
 
-export interface ApiClient {
+export interface RouteClient {
   /**
    * One request; its answer when 2xx, unread.
    *
@@ -124,10 +124,10 @@ function itemsOf(answer: unknown): unknown[] {
 
 /**
  * @example
- * const api = createApiClient({ baseUrl: 'http://127.0.0.1:8080', token, answers: schemas });
+ * const api = createRouteClient({ baseUrl: 'http://127.0.0.1:8080', token, answers: schemas });
  * const proxy = await api.call('getProxy', { name: 'eu-1' });
  */
-export function createApiClient(options: ApiClientOptions): ApiClient {
+export function createRouteClient(options: RouteClientOptions): RouteClient {
   const { baseUrl, token, auth, answers, signal, timeoutMs } = options;
 
   async function headersOf(body: boolean): Promise<Record<string, string>> {

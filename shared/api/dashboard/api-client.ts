@@ -1,6 +1,6 @@
 /** The dashboard's calls of the JSON API (docs/api.md): the shared client with the token typed in, at paths relative to the page. */
 import { ApiError } from '../api-error.js';
-import { createApiClient, type ApiClient } from '../client.js';
+import { createRouteClient, type RouteClient } from '../client.js';
 import type { Answer } from '../routes.js';
 import type { ApiDiscovered, ApiPool, ApiProviderList, ApiProxy, ApiProxyWithEvents, ApiRelay } from '../schema.js';
 
@@ -36,10 +36,10 @@ function apiBase(): string {
  * zod in the page. Every call throws ApiError (shared/api/api-error.ts) for anything but 2xx.
  */
 export class Api {
-  private readonly api: ApiClient;
+  private readonly api: RouteClient;
 
   constructor(token: string) {
-    this.api = createApiClient({ baseUrl: apiBase(), token });
+    this.api = createRouteClient({ baseUrl: apiBase(), token });
   }
 
   /** Every proxy, page after page (shared/api/paging.ts). */
