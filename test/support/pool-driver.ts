@@ -59,9 +59,27 @@ export function drivePool(
   return driver;
 }
 
+/**
+ * Live members that serve, or whose last probe only timed out: a probe that times out because the
+ * machine stalled (several at once under a loaded `npm test`) takes a member out of Ready until the
+ * next probe passes, and no rollout can keep a member's probe from timing out. A member whose probe
+ * is refused or reset (its process stopped) counts as down, as does every other phase.
+ */
+export const servingMembers = (members: ProxyDoc[]) =>
+  members.filter(
+    (m) =>
+      !m.deletionRequestedAt &&
+      (m.status.phase === 'Ready' ||
+        (m.status.phase === 'Unhealthy' &&
+          /timed out/.test(m.status.conditions.find((c) => c.type === 'Healthy')?.message ?? ''))),
+  ).length;
+
 export interface Sampler {
-  /** `live`: members not being drained; `members`: all of them, drained ones still being deleted included. */
-  samples: { at: number; ready: number; live: number; members: number }[];
+  /**
+   * `serving`: as `servingMembers` counts; `live`: members not being drained; `members`: all of
+   * them, drained ones still being deleted included.
+   */
+  samples: { at: number; ready: number; serving: number; live: number; members: number }[];
   stop(): Promise<void>;
 }
 
@@ -75,7 +93,8 @@ export function samplePool(pools: PoolStore, pool: string, everyMs = 250): Sampl
       const members = await pools.members(pool);
       const mine = members.filter((m) => m.metadata.labels[POOL_LABEL] === pool);
       const live = mine.filter((m) => !m.deletionRequestedAt);
-      sampler.samples.push({ at: started, ready: readyMembers(mine), live: live.length, members: mine.length });
+      const counts = { ready: readyMembers(mine), serving: servingMembers(mine) };
+      sampler.samples.push({ at: started, ...counts, live: live.length, members: mine.length });
       await sleep(Math.max(0, everyMs - (Date.now() - started)));
     }
   })();
