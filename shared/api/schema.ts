@@ -1,4 +1,4 @@
-/** zod schemas for the HTTP API's answers (docs/api.md), the one copy: the CLI and the dashboard parse with them, the handler's views and the test fake are checked against them. Extra fields kept. */
+/** zod schemas of the HTTP API's answers (docs/api.md), the one copy: the route table names each route's (shared/api/routes.ts), the CLI and the gateway parse with them, the dashboard takes their types, and the handler's views are checked against them. Extra fields kept. */
 import { z } from 'zod';
 import { poolDemandSchema } from '../domain/autoscale.js';
 import { poolUsageSchema } from '../domain/usage.js';
