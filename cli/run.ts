@@ -1,5 +1,6 @@
 /** `egress <args>` as a function: parses, runs the command with its verb's definition, maps failures to exit codes. */
-import { ApiError, createApiClient, type ApiClient } from './api-client.js';
+import { ApiError } from '../shared/api/api-error.js';
+import { createApiClient, type ApiClient } from './api-client.js';
 import { USAGE, parseCommand } from './args.js';
 import { UsageError } from './command.js';
 import { apiErrorText, ReportedFailure, type Io } from './commands.js';

@@ -1,7 +1,8 @@
 /** `--wait`: polls the API until every proxy is Ready (or gone), showing progress; fails on Failed or timeout. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApplyRequest } from '../shared/domain/proxy.js';
-import { ApiError, type ApiClient } from './api-client.js';
+import { ApiError } from '../shared/api/api-error.js';
+import type { ApiClient } from './api-client.js';
 import type { ApiCondition, ApiProxy } from '../shared/api/schema.js';
 import { humanDuration } from './format.js';
 

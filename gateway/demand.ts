@@ -143,7 +143,7 @@ export class DemandReporter {
    * A request for `pool` starts waiting for a Ready member: reported at once.
    *
    * @returns the API's answer, and the function that ends the wait
-   * @throws FleetApiError when the API refuses the report (404: no such pool)
+   * @throws ApiError when the API refuses the report (404: no such pool)
    */
   async wait(pool: string): Promise<{ answer: DemandAnswer; done: () => void }> {
     const t = this.tally(pool);

@@ -96,9 +96,16 @@ describe('fleet API client', () => {
 
   it('says what is wrong with an error answer, a bad entry, or no API', async () => {
     answer = { status: 401, body: '{"error":{"code":"Unauthorized","message":"no token"}}' };
-    await expect(createFleetApi({ apiUrl: base }).discover({})).rejects.toThrow(/GET \/v1\/discovery answered 401/);
+    await expect(createFleetApi({ apiUrl: base }).discover({})).rejects.toMatchObject({
+      name: 'ApiError',
+      code: 'Unauthorized',
+      status: 401,
+      message: 'no token (no token: set EGRESS_TOKEN)',
+    });
     answer = { status: 200, body: '[{"name":"x","provider":"p","url":"ftp://h:1"}]' };
-    await expect(createFleetApi({ apiUrl: base }).discover({})).rejects.toThrow(/unexpected discovery answer at 0.url/);
+    await expect(createFleetApi({ apiUrl: base }).discover({})).rejects.toThrow(
+      /unexpected answer to GET \/v1\/discovery at 0.url/,
+    );
     await expect(createFleetApi({ apiUrl: 'http://127.0.0.1:1' }).discover({})).rejects.toThrow(/cannot reach the API/);
   });
 

@@ -1,10 +1,10 @@
-/** The calls the gateway makes to the fleet's HTTP API: discovery (one request per list), reports, demand. */
-import { z } from 'zod';
+/** The calls the gateway makes to the fleet's HTTP API, over the shared client: discovery (one request per page), reports, demand. */
 import type { DemandReport } from '../shared/domain/autoscale.js';
+import { createRouteClient } from '../shared/api/client.js';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
-import { IdTokenError } from '../shared/api/id-token.js';
-import { discoveryListSchema, type ApiDiscovered } from '../shared/api/schema.js';
-import type { reportRequestSchema } from '../shared/domain/reports.js';
+import type { RouteBodies } from '../shared/api/routes.js';
+import * as answers from '../shared/api/schema.js';
+import type { ApiDiscovered } from '../shared/api/schema.js';
 import type { Upstream } from './selection.js';
 
 /** Which proxies the gateway may use (docs/api.md, `GET /v1/discovery`). */
@@ -20,7 +20,7 @@ export interface FleetFilters {
  * the gateway sends it: `observedAt` is when the failure was seen, so a report that arrives after
  * the proxy's instance was replaced bans nothing.
  */
-export type ProxyReport = Omit<z.input<typeof reportRequestSchema>, 'requestId'>;
+export type ProxyReport = Omit<RouteBodies['report'], 'requestId'>;
 
 /** The fleet as the gateway sees it; the API client below, or an in-memory twin in tests and benches. */
 export interface FleetApi {
@@ -60,34 +60,12 @@ export function upstreamOf(entry: ApiDiscovered): Upstream {
   };
 }
 
-/** The API could not be reached or answered something unexpected. */
-export class FleetApiError extends Error {
-  override readonly name = 'FleetApiError';
-  /** The API's HTTP status, when it answered. */
-  constructor(
-    message: string,
-    options?: ErrorOptions,
-    readonly status?: number,
-  ) {
-    super(message, options);
-  }
-}
-
-/** The ID token headers, or a FleetApiError saying why there is none. */
-async function authHeaders(auth: ApiAuth): Promise<Record<string, string>> {
-  try {
-    return await auth.headers();
-  } catch (err) {
-    if (err instanceof IdTokenError) throw new FleetApiError(err.message, { cause: err });
-    throw err;
-  }
-}
-
 /**
  * @param options.apiUrl - the API base URL (`EGRESS_API_URL`)
  * @param options.token - the bearer token (`EGRESS_TOKEN`)
  * @param options.auth - a Google ID token for Cloud Run IAM (shared/api/cloud-run-auth.ts; default: none)
  * @param options.timeoutMs - per request (default 5 s)
+ * @returns the fleet; its calls throw ApiError (shared/api/api-error.ts)
  */
 export function createFleetApi(options: {
   apiUrl: string;
@@ -95,73 +73,31 @@ export function createFleetApi(options: {
   auth?: ApiAuth | undefined;
   timeoutMs?: number;
 }): FleetApi {
-  const base = options.apiUrl.replace(/\/+$/, '');
-  const auth = options.auth ?? createApiAuth(undefined);
-  const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
-    const headers: Record<string, string> = { accept: 'application/json', ...(await authHeaders(auth)) };
-    if (options.token) headers['authorization'] = `Bearer ${options.token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await fetch(`${base}${path}`, {
-        method,
-        headers,
-        // The API never redirects; following one would carry X-Serverless-Authorization (which
-        // fetch keeps across origins, unlike Authorization) to another host.
-        redirect: 'error',
-        signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
-        ...(body !== undefined && { body: JSON.stringify(body) }),
-      });
-    } catch (err) {
-      const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
-      throw new FleetApiError(`cannot reach the API at ${base}: ${cause}`);
-    }
-    if (!res.ok) {
-      const text = await res.text().catch(() => '');
-      const refused = auth.refusal(res.status, text);
-      if (refused) throw new FleetApiError(refused);
-      throw new FleetApiError(
-        `${method} ${path.split('?')[0] ?? path} answered ${res.status}: ${text.slice(0, 200)}`,
-        undefined,
-        res.status,
-      );
-    }
-    return res;
-  };
+  const api = createRouteClient({
+    baseUrl: options.apiUrl,
+    token: options.token,
+    auth: options.auth ?? createApiAuth(undefined),
+    answers,
+    timeoutMs: options.timeoutMs ?? 5000,
+  });
   return {
     async discover(filters, forDomain) {
-      const params = new URLSearchParams({ format: 'json' });
-      if (filters.pool) params.set('pool', filters.pool);
-      if (filters.provider) params.set('provider', filters.provider);
-      for (const l of filters.labels ?? []) params.append('label', l);
-      if (forDomain) params.set('for', forDomain);
-      // Every page: each reads at most `limit` proxies, the next cursor travels in X-Next-Cursor.
-      const upstreams: Upstream[] = [];
-      let cursor: string | null = null;
-      do {
-        if (cursor !== null) params.set('cursor', cursor);
-        const res = await call('GET', `/v1/discovery?${params.toString()}`);
-        const parsed = discoveryListSchema.safeParse(await res.json().catch(() => undefined));
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0];
-          throw new FleetApiError(
-            `unexpected discovery answer at ${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''}`,
-          );
-        }
-        upstreams.push(...parsed.data.map(upstreamOf));
-        cursor = res.headers.get('x-next-cursor');
-      } while (cursor !== null);
-      return upstreams;
+      const query = {
+        format: 'json',
+        pool: filters.pool,
+        provider: filters.provider,
+        label: filters.labels,
+        for: forDomain,
+      };
+      return (await api.every('discovery', { query })).map(upstreamOf);
     },
     async report(name, report) {
-      const res = await call('POST', `/v1/proxies/${encodeURIComponent(name)}/reports`, report);
-      await res.body?.cancel();
+      // The answer says whether the report counted; the gateway sends and moves on.
+      await (await api.send('report', { name, body: report })).body?.cancel();
     },
     async demand(pool, report) {
-      const res = await call('POST', `/v1/pools/${encodeURIComponent(pool)}/demand`, report);
-      const parsed = z.looseObject({ autoscaled: z.boolean() }).safeParse(await res.json().catch(() => undefined));
-      if (!parsed.success) throw new FleetApiError('unexpected demand answer: no "autoscaled"');
-      return { autoscaled: parsed.data.autoscaled };
+      const { autoscaled } = await api.call('demand', { name: pool, body: report });
+      return { autoscaled };
     },
   };
 }

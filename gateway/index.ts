@@ -3,14 +3,7 @@ export * from './auth.js';
 export { GrammarError, parseSteering, type Steering } from './grammar.js';
 export { DEFAULT_LEARNING, Learning, type LearningOptions } from './learning.js';
 export { createFleetAgent, createFleetHttpsAgent, type FleetAgentOptions } from './agent.js';
-export {
-  createFleetApi,
-  FleetApiError,
-  upstreamOf,
-  type FleetApi,
-  type FleetFilters,
-  type ProxyReport,
-} from './fleet-api.js';
+export { createFleetApi, upstreamOf, type FleetApi, type FleetFilters, type ProxyReport } from './fleet-api.js';
 export { GatewayMetrics } from './metrics.js';
 export { FleetRouter, type RouterOptions } from './router.js';
 export type { Upstream } from './selection.js';

@@ -10,7 +10,7 @@ import type { Learning } from './learning.js';
 import type { GatewayMetrics } from './metrics.js';
 import { FleetRouter, type RouterOptions } from './router.js';
 import type { Upstream } from './selection.js';
-import { FleetApiError } from './fleet-api.js';
+import { ApiError } from '../shared/api/api-error.js';
 
 /** A request for a sleeping pool waited `--wake-timeout` and no member became Ready: 503 with Retry-After. */
 export class WakeTimeoutError extends Error {
@@ -139,7 +139,7 @@ export class ScopedRouters {
     const timeoutMs = this.options.wakeTimeoutMs ?? DEFAULT_WAKE_TIMEOUT_MS;
     const startedAt = now();
     const waiting = await demand.wait(pool).catch((err: unknown) => {
-      if (err instanceof FleetApiError && err.status === 404) throw new GrammarError('pool', `no pool "${pool}"`);
+      if (err instanceof ApiError && err.status === 404) throw new GrammarError('pool', `no pool "${pool}"`);
       throw new GrammarError('pool', `cannot wake pool "${pool}": ${err instanceof Error ? err.message : String(err)}`);
     });
     try {

@@ -2,7 +2,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DemandReport } from '../shared/domain/autoscale.js';
 import { DemandReporter } from './demand.js';
-import { FleetApiError, type FleetApi } from './fleet-api.js';
+import { ApiError } from '../shared/api/api-error.js';
+import type { FleetApi } from './fleet-api.js';
 import type { Upstream } from './selection.js';
 import { startGateway, type Gateway } from './server.js';
 import { curl, startTestProxy, startTestTarget, type TestProxy, type TestTarget } from './testing.js';
@@ -21,7 +22,7 @@ function poolFleet(pools: Record<string, { autoscaled: boolean; wakeMs: number }
     demand(pool, report) {
       reports.push({ pool, report });
       const p = pools[pool];
-      if (!p) return Promise.reject(new FleetApiError(`pool "${pool}" not found`, undefined, 404));
+      if (!p) return Promise.reject(new ApiError('NotFound', `pool "${pool}" not found`));
       if (p.autoscaled && report.waiting > 0) setTimeout(() => lists.set(pool, [proxy.upstream]), p.wakeMs).unref();
       return Promise.resolve({ autoscaled: p.autoscaled });
     },

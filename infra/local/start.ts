@@ -9,7 +9,8 @@ import { loadConfig } from '../../shared/config/load.js';
 import { parseProxyDocuments } from '../../shared/domain/documents.js';
 import type { Logger } from '../../shared/logger.js';
 import { leastToken } from '../../shared/api/scopes.js';
-import { createFleetApi, FleetApiError, startGateway, type Gateway } from '../../gateway/index.js';
+import { createFleetApi, startGateway, type Gateway } from '../../gateway/index.js';
+import { ApiError } from '../../shared/api/api-error.js';
 import { GATEWAY_PORT, startStack, stackHome, type Stack } from './stack.js';
 
 /** Human-readable launcher output (this is a terminal program, not a function). */
@@ -103,7 +104,7 @@ async function startLocalGateway(stack: Stack, home: string, portOffset: number,
       try {
         return await startGateway({ fleet, listen: { host: '127.0.0.1', port }, logger });
       } catch (err) {
-        if (!(err instanceof FleetApiError) || Date.now() > deadline) throw err;
+        if (!(err instanceof ApiError) || Date.now() > deadline) throw err;
         logger.info('the gateway is waiting for the API to answer', { error: err });
         await sleep(1000);
       }

@@ -2,7 +2,8 @@
 import { demandReportSchema } from '../domain/autoscale.js';
 import { kickPools } from '../reconcile/kick.js';
 import type { ApiDeps } from './deps.js';
-import { ApiError, type ApiResponse } from './http.js';
+import { ApiError } from './api-error.js';
+import type { ApiResponse } from './http.js';
 import { parseObjectBody } from './json-body.js';
 
 /**

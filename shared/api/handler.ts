@@ -16,7 +16,9 @@ import {
 import { documentView } from './views.js';
 import { encodeCursor, nextPageHeaders, parseCursor, parseLimit, PROXY_PAGE } from './paging.js';
 import { deletePool, getPool, listPools, putPool, refuseMemberRequest } from './pools.js';
-import { ApiError, callerId, errorResponse, tokenScope, type ApiRequest, type ApiResponse } from './http.js';
+import { ApiError } from './api-error.js';
+import { callerId, errorAnswer, tokenScope, type ApiRequest, type ApiResponse } from './http.js';
+import { ROUTE_LIST, ROUTES, type RouteName } from './routes.js';
 import { grants, type ApiScope } from './scopes.js';
 import { dashboardPage } from './dashboard-page.js';
 import { postReport } from './reports.js';
@@ -36,11 +38,15 @@ function nameFrom(raw: string): string {
   try {
     name = decodeURIComponent(raw);
   } catch {
-    throw new ApiError('Validation', 'metadata.name: the path has a malformed percent-encoding', 'metadata.name');
+    throw new ApiError('Validation', 'metadata.name: the path has a malformed percent-encoding', {
+      field: 'metadata.name',
+    });
   }
   const parsed = dnsLabel.safeParse(name);
   if (!parsed.success)
-    throw new ApiError('Validation', `metadata.name: ${parsed.error.issues[0]?.message ?? 'invalid'}`, 'metadata.name');
+    throw new ApiError('Validation', `metadata.name: ${parsed.error.issues[0]?.message ?? 'invalid'}`, {
+      field: 'metadata.name',
+    });
   return name;
 }
 
@@ -58,7 +64,7 @@ async function listProxies(deps: ApiDeps, q: URLSearchParams): Promise<ApiRespon
     );
   return {
     status: 200,
-    headers: nextPageHeaders('/v1/proxies', q, page.next),
+    headers: nextPageHeaders(ROUTES.listProxies.path, q, page.next),
     body: { items: items.map(proxyView), nextCursor: page.next === null ? null : encodeCursor(page.next) },
   };
 }
@@ -77,7 +83,7 @@ async function putProxy(deps: ApiDeps, name: string, body: unknown): Promise<Api
     throw new ApiError(
       'Conflict',
       `spec.provider is immutable: proxy "${name}" uses provider "${existing.spec.provider}"; delete it first`,
-      'spec.provider',
+      { field: 'spec.provider' },
     );
   }
   const messageId = await deps.bus.publish(TOPICS.proxyRequests, request, { action: 'apply' });
@@ -107,7 +113,7 @@ async function discovery(deps: ApiDeps, params: URLSearchParams, signal?: AbortS
     now,
   );
   // The body stays a JSON array (clients parse it as one); the next page is in the headers.
-  const headers = nextPageHeaders('/v1/discovery', params, page.next);
+  const headers = nextPageHeaders(ROUTES.discovery.path, params, page.next);
   // The credentials are read at once, not one round trip after another (a gateway asks every 2 s
   // with a 5 s timeout, and a slow answer leaves it on a stale list), and remembered per instance.
   const credentials = await Promise.all(
@@ -177,72 +183,27 @@ async function relays(deps: ApiDeps): Promise<ApiResponse> {
   return { status: 200, body: { items } };
 }
 
-type Method = 'GET' | 'PUT' | 'DELETE' | 'POST';
+/** Answers one route's request; `name` is the decoded `{name}` ('' when the path has none). */
+type Handle = (deps: ApiDeps, req: ApiRequest, name: string) => Promise<ApiResponse>;
 
-/** One route of the API; docs/api.md lists them with their scopes. */
-export interface Route {
-  method: Method;
-  /** The path; `{name}` stands for one segment, percent-decoded and checked as a DNS-1123 label. */
-  path: string;
-  /** What the caller's token must grant (shared/api/scopes.ts), or `public`: no token at all. */
-  scope: ApiScope | 'public';
-  /** Answers the request; `name` is the decoded `{name}` ('' when the path has none). */
-  handle(deps: ApiDeps, req: ApiRequest, name: string): Promise<ApiResponse>;
-}
-
-/** Every route. Discovery, reports and demand are what a gateway needs, so `discover` is all it is given. */
-export const ROUTES: readonly Route[] = [
-  {
-    method: 'GET',
-    path: '/healthz',
-    scope: 'public',
-    handle: () => Promise.resolve({ status: 200, body: { ok: true } }),
-  },
-  { method: 'GET', path: '/', scope: 'public', handle: (deps) => Promise.resolve(dashboardPage(deps.dashboardHtml)) },
-  {
-    method: 'GET',
-    path: '/v1/discovery',
-    scope: 'discover',
-    handle: (deps, req) => discovery(deps, req.query, req.signal),
-  },
-  {
-    method: 'POST',
-    path: '/v1/proxies/{name}/reports',
-    scope: 'discover',
-    handle: (deps, req, name) => postReport(deps, name, callerId(req.headers['authorization']), req.body, req.signal),
-  },
-  {
-    method: 'POST',
-    path: '/v1/pools/{name}/demand',
-    scope: 'discover',
-    handle: (deps, req, name) => postDemand(deps, name, req.body),
-  },
-  { method: 'GET', path: '/v1/proxies', scope: 'read', handle: (deps, req) => listProxies(deps, req.query) },
-  { method: 'GET', path: '/v1/proxies/{name}', scope: 'read', handle: (deps, _req, name) => getProxy(deps, name) },
-  { method: 'GET', path: '/v1/providers', scope: 'read', handle: (deps) => providers(deps) },
-  { method: 'GET', path: '/v1/relays', scope: 'read', handle: (deps) => relays(deps) },
-  { method: 'GET', path: '/v1/pools', scope: 'read', handle: (deps) => listPools(deps) },
-  { method: 'GET', path: '/v1/pools/{name}', scope: 'read', handle: (deps, _req, name) => getPool(deps, name) },
-  {
-    method: 'PUT',
-    path: '/v1/proxies/{name}',
-    scope: 'admin',
-    handle: (deps, req, name) => putProxy(deps, name, req.body),
-  },
-  {
-    method: 'DELETE',
-    path: '/v1/proxies/{name}',
-    scope: 'admin',
-    handle: (deps, _req, name) => deleteProxy(deps, name),
-  },
-  {
-    method: 'PUT',
-    path: '/v1/pools/{name}',
-    scope: 'admin',
-    handle: (deps, req, name) => putPool(deps, name, req.body),
-  },
-  { method: 'DELETE', path: '/v1/pools/{name}', scope: 'admin', handle: (deps, _req, name) => deletePool(deps, name) },
-];
+/** What answers each route of the table (shared/api/routes.ts); the compiler checks that none is missing. */
+const HANDLERS: Record<RouteName, Handle> = {
+  health: () => Promise.resolve({ status: 200, body: { ok: true } }),
+  dashboard: (deps) => Promise.resolve(dashboardPage(deps.dashboardHtml)),
+  discovery: (deps, req) => discovery(deps, req.query, req.signal),
+  report: (deps, req, name) => postReport(deps, name, callerId(req.headers['authorization']), req.body, req.signal),
+  demand: (deps, req, name) => postDemand(deps, name, req.body),
+  listProxies: (deps, req) => listProxies(deps, req.query),
+  getProxy: (deps, _req, name) => getProxy(deps, name),
+  listProviders: (deps) => providers(deps),
+  listRelays: (deps) => relays(deps),
+  listPools: (deps) => listPools(deps),
+  getPool: (deps, _req, name) => getPool(deps, name),
+  putProxy: (deps, req, name) => putProxy(deps, name, req.body),
+  deleteProxy: (deps, _req, name) => deleteProxy(deps, name),
+  putPool: (deps, req, name) => putPool(deps, name, req.body),
+  deletePool: (deps, _req, name) => deletePool(deps, name),
+};
 
 /** The raw `{name}` segment when `path` fits `template` ('' when it has none); undefined when it does not fit. */
 function fit(template: string, path: string): string | undefined {
@@ -282,12 +243,12 @@ function authenticate(deps: ApiDeps, req: ApiRequest): ApiScope {
 async function route(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
   const { method, path } = req;
   refuseLargeBody(req);
-  const onPath = ROUTES.flatMap((r) => {
+  const onPath = ROUTE_LIST.flatMap((r) => {
     const name = fit(r.path, path);
     return name === undefined ? [] : [{ route: r, name }];
   });
   const hit = onPath.find((c) => c.route.method === method);
-  if (hit?.route.scope === 'public') return hit.route.handle(deps, req, hit.name);
+  if (hit?.route.scope === 'public') return HANDLERS[hit.route.name](deps, req, hit.name);
   // Anything else, a 404 or a 405 included, is answered only to a known token.
   const scope = authenticate(deps, req);
   if (!hit) {
@@ -301,7 +262,7 @@ async function route(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
       'Forbidden',
       `${method} ${hit.route.path} needs a token with the "${needed}" scope; this token has "${scope}"`,
     );
-  return hit.route.handle(deps, req, hit.name === '' ? '' : nameFrom(hit.name));
+  return HANDLERS[hit.route.name](deps, req, hit.name === '' ? '' : nameFrom(hit.name));
 }
 
 /** Answers one request; never throws. */
@@ -330,16 +291,12 @@ const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /** The answer for an error a route threw. */
 function failure(deps: ApiDeps, req: ApiRequest, err: unknown): ApiResponse {
-  if (err instanceof ApiError) {
-    const response = errorResponse(err.code, err.message, err.field);
-    if (err.retryAfterSeconds === undefined) return response;
-    return { ...response, headers: { 'retry-after': String(err.retryAfterSeconds) } };
-  }
-  if (err instanceof ValidationError) return errorResponse('Validation', err.message, err.field);
-  if (err instanceof EgressError) return errorResponse('Unavailable', err.message);
+  if (err instanceof ApiError) return errorAnswer(err);
+  if (err instanceof ValidationError) return errorAnswer(new ApiError('Validation', err.message, { field: err.field }));
+  if (err instanceof EgressError) return errorAnswer(new ApiError('Unavailable', err.message));
   if (err instanceof CallerGone) {
     deps.logger.info('request abandoned by its caller; its work was stopped', { method: req.method, path: req.path });
-    return errorResponse('Unavailable', err.message);
+    return errorAnswer(new ApiError('Unavailable', err.message));
   }
   const code = grpcCode(err);
   // gRPC UNAVAILABLE / DEADLINE_EXCEEDED from Firestore or Pub/Sub: a dependency is down or a
@@ -352,11 +309,12 @@ function failure(deps: ApiDeps, req: ApiRequest, err: unknown): ApiResponse {
       code: Object.entries(GRPC_CODES).find(([, c]) => c === code)?.[0],
       error: err,
     });
-    return {
-      ...errorResponse('Unavailable', 'a backing service is unavailable or busy; try again'),
-      headers: { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) },
-    };
+    return errorAnswer(
+      new ApiError('Unavailable', 'a backing service is unavailable or busy; try again', {
+        retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS,
+      }),
+    );
   }
   deps.logger.error('api request failed', { method: req.method, path: req.path, error: err });
-  return errorResponse('Internal', 'internal error');
+  return errorAnswer(new ApiError('Internal', 'internal error'));
 }

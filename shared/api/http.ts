@@ -1,5 +1,6 @@
 /** The API's transport-neutral request/response shapes, JSON errors and bearer-token check. */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ApiError } from './api-error.js';
 import type { ApiScope, ApiToken } from './scopes.js';
 
 export interface ApiRequest {
@@ -23,46 +24,14 @@ export interface ApiResponse {
   body: unknown;
 }
 
-export type ApiErrorCode =
-  | 'Unauthorized'
-  | 'Forbidden'
-  | 'PayloadTooLarge'
-  | 'NotFound'
-  | 'Validation'
-  | 'Conflict'
-  | 'Unavailable'
-  | 'Internal'
-  | 'MethodNotAllowed'
-  | 'TooManyRequests';
-
-const STATUS: Record<ApiErrorCode, number> = {
-  Unauthorized: 401,
-  Forbidden: 403,
-  PayloadTooLarge: 413,
-  NotFound: 404,
-  Validation: 400,
-  Conflict: 409,
-  MethodNotAllowed: 405,
-  TooManyRequests: 429,
-  Unavailable: 503,
-  Internal: 500,
-};
-
-/** An error the API answers with `{error: {code, message, field?}}`. */
-export class ApiError extends Error {
-  constructor(
-    readonly code: ApiErrorCode,
-    message: string,
-    readonly field?: string,
-    /** For `TooManyRequests`: the `Retry-After` header, in seconds. */
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(message);
-  }
-}
-
-export function errorResponse(code: ApiErrorCode, message: string, field?: string): ApiResponse {
-  return { status: STATUS[code], body: { error: { code, message, ...(field ? { field } : {}) } } };
+/** The answer for an ApiError: `{error: {code, message, field?}}` at its status, with `Retry-After` when it has one. */
+export function errorAnswer(err: ApiError): ApiResponse {
+  const { code, message, field, retryAfterSeconds } = err;
+  return {
+    status: err.status,
+    ...(retryAfterSeconds !== undefined && { headers: { 'retry-after': String(retryAfterSeconds) } }),
+    body: { error: { code, message, ...(field ? { field } : {}) } },
+  };
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();

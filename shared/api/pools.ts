@@ -8,7 +8,8 @@ import { ValidationError } from '../errors.js';
 import { refuseMember } from '../store/proxy-rules.js';
 import type { ApiDeps } from './deps.js';
 import { documentView } from './views.js';
-import { ApiError, type ApiResponse } from './http.js';
+import { ApiError } from './api-error.js';
+import type { ApiResponse } from './http.js';
 import { TOPICS } from '../bus/topics.js';
 
 /** A pool as the API shows it. */
@@ -94,7 +95,7 @@ export function refuseMemberRequest(doc: ProxyDoc | undefined): void {
   try {
     if (doc) refuseMember(doc);
   } catch (err) {
-    if (err instanceof ValidationError) throw new ApiError('Conflict', err.reason, err.field);
+    if (err instanceof ValidationError) throw new ApiError('Conflict', err.reason, { field: err.field });
     throw err;
   }
 }

@@ -2,7 +2,8 @@
 import { reportRequestSchema } from '../domain/reports.js';
 import { kickChecks } from '../reconcile/kick.js';
 import type { ApiDeps } from './deps.js';
-import { ApiError, type ApiResponse } from './http.js';
+import { ApiError } from './api-error.js';
+import type { ApiResponse } from './http.js';
 import { parseObjectBody } from './json-body.js';
 
 /**
@@ -48,8 +49,7 @@ export async function postReport(
     throw new ApiError(
       'TooManyRequests',
       `too many reports from this caller: at most ${outcome.limit} a minute (config reports.perCallerPerMinute); retry after ${outcome.retryAfterSeconds}s`,
-      undefined,
-      outcome.retryAfterSeconds,
+      { retryAfterSeconds: outcome.retryAfterSeconds },
     );
   }
   if (outcome.kind === 'duplicate')

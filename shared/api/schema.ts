@@ -1,4 +1,4 @@
-/** zod schemas for the HTTP API's answers (docs/api.md), the one copy: the CLI and the dashboard parse with them, the handler's views and the test fake are checked against them. Extra fields kept. */
+/** zod schemas of the HTTP API's answers (docs/api.md), the one copy: the route table names each route's (shared/api/routes.ts), the CLI and the gateway parse with them, the dashboard takes their types, and the handler's views are checked against them. Extra fields kept. */
 import { z } from 'zod';
 import { poolDemandSchema } from '../domain/autoscale.js';
 import { poolUsageSchema } from '../domain/usage.js';
@@ -96,6 +96,9 @@ export const proxyListSchema = z.object({
   nextCursor: z.string().nullable().default(null),
 });
 
+/** `GET /healthz`. */
+export const healthSchema = z.object({ ok: z.literal(true) });
+
 /** `202` from PUT and DELETE. */
 export const acceptedSchema = z.object({ accepted: z.literal(true), name: z.string(), messageId: z.string() });
 
@@ -108,6 +111,14 @@ export const reportAcceptedSchema = z.looseObject({
   stale: z.boolean().default(false),
 });
 export type ApiReportAccepted = z.infer<typeof reportAcceptedSchema>;
+
+/** `202` from `POST /v1/pools/{name}/demand`: whether the pool is autoscaled (a sleeping one wakes). */
+export const demandAcceptedSchema = z.looseObject({
+  accepted: z.literal(true),
+  name: z.string(),
+  autoscaled: z.boolean(),
+  applied: z.boolean(),
+});
 
 /** One provider's health as `GET /v1/providers` lists it. */
 export const providerSchema = z.looseObject({

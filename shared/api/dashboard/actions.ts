@@ -1,5 +1,6 @@
 /** The dashboard's actions: apply documents from the form, delete a proxy after a confirm step, copy a proxy URL. */
-import { ApiFailure, describeError, type Api } from './api-client.js';
+import { ApiError } from '../api-error.js';
+import { describeError, type Api } from './api-client.js';
 import { byId, h } from './dom.js';
 import { parseDocuments, sampleDocument } from './format.js';
 
@@ -7,7 +8,7 @@ export interface ActionContext {
   /** The signed-in client, or undefined when signed out. */
   api(): Api | undefined;
   /** Called with a 401: back to the token form. */
-  unauthorised(err: ApiFailure): void;
+  unauthorised(err: ApiError): void;
   /** Asks for a refresh now (an action changed the fleet). */
   refresh(): void;
 }
@@ -20,7 +21,7 @@ function show(id: string, text: string, kind: 'ok' | 'error' | 'info'): void {
 }
 
 function failed(ctx: ActionContext, err: unknown): boolean {
-  if (err instanceof ApiFailure && err.status === 401) {
+  if (err instanceof ApiError && err.status === 401) {
     ctx.unauthorised(err);
     return true;
   }

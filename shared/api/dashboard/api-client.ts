@@ -1,23 +1,8 @@
-/** The dashboard's client for the JSON API (docs/api.md): bearer token, typed answers, JSON errors as ApiFailure. */
-
-import type { z } from 'zod';
-import type {
-  acceptedSchema,
-  apiErrorBodySchema,
-  discoveryListSchema,
-  poolListSchema,
-  poolSchema,
-  providerListSchema,
-  proxyListSchema,
-  proxyWithEventsSchema,
-  relayListSchema,
-  ApiDiscovered,
-  ApiPool,
-  ApiProviderList,
-  ApiProxy,
-  ApiProxyWithEvents,
-  ApiRelay,
-} from '../schema.js';
+/** The dashboard's calls of the JSON API (docs/api.md): the shared client with the token typed in, at paths relative to the page. */
+import { ApiError } from '../api-error.js';
+import { createRouteClient, type RouteClient } from '../client.js';
+import type { Answer } from '../routes.js';
+import type { ApiDiscovered, ApiPool, ApiProviderList, ApiProxy, ApiProxyWithEvents, ApiRelay } from '../schema.js';
 
 // The answers' types are the API schema's (shared/api/schema.ts), under the dashboard's names.
 export type {
@@ -32,27 +17,11 @@ export type {
   ApiRelay as Relay,
   ApiDiscovered as DiscoveryEntry,
 } from '../schema.js';
-export type Accepted = z.infer<typeof acceptedSchema>;
+export type Accepted = Answer<'putProxy'>;
 
-/** An answer other than 2xx, or no answer at all (`status` 0, code `Network`). */
-export class ApiFailure extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly field?: string,
-  ) {
-    super(message);
-  }
-
-  /** `Validation: spec.provider: … (field spec.provider)`: what the user reads. */
-  describe(): string {
-    return `${this.code}: ${this.message}${this.field ? ` (field ${this.field})` : ''}`;
-  }
-}
-
+/** `Validation: spec.provider: … (field spec.provider)`: what the user reads. */
 export function describeError(err: unknown): string {
-  if (err instanceof ApiFailure) return err.describe();
+  if (err instanceof ApiError) return `${err.code}: ${err.message}${err.field ? ` (field ${err.field})` : ''}`;
   return err instanceof Error ? err.message : String(err);
 }
 
@@ -62,108 +31,51 @@ function apiBase(): string {
   return `${window.location.origin}${path.endsWith('/') ? path : `${path}/`}`;
 }
 
+/**
+ * The signed-in session's client. Answers are typed by their schemas, not parsed: that would put
+ * zod in the page. Every call throws ApiError (shared/api/api-error.ts) for anything but 2xx.
+ */
 export class Api {
-  private readonly base = apiBase();
+  private readonly api: RouteClient;
 
-  constructor(private readonly token: string) {}
-
-  /** One call; anything but 2xx becomes an ApiFailure. The answer is typed by its schema, not parsed (that would put zod in the page). */
-  private async request<S extends z.ZodType>(method: string, path: string, body?: unknown): Promise<z.infer<S>> {
-    return (await this.exchange<S>(method, path, body)).value;
-  }
-
-  /** As `request`, with the answer's headers (discovery's next page is in `X-Next-Cursor`). */
-  private async exchange<S extends z.ZodType>(
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ value: z.infer<S>; headers: Headers }> {
-    let res: Response;
-    try {
-      res = await fetch(new URL(path, this.base), {
-        method,
-        headers: {
-          authorization: `Bearer ${this.token}`,
-          accept: 'application/json',
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        cache: 'no-store',
-      });
-    } catch (err) {
-      throw new ApiFailure(0, 'Network', `cannot reach the API (${err instanceof Error ? err.message : String(err)})`);
-    }
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    if (!res.ok) {
-      const error = (parsed as Partial<z.infer<typeof apiErrorBodySchema>> | undefined)?.error;
-      throw new ApiFailure(
-        res.status,
-        error?.code ?? `HTTP ${res.status}`,
-        error?.message ?? (text.slice(0, 200) || res.statusText),
-        error?.field,
-      );
-    }
-    return { value: parsed as z.infer<S>, headers: res.headers };
+  constructor(token: string) {
+    this.api = createRouteClient({ baseUrl: apiBase(), token });
   }
 
   /** Every proxy, page after page (shared/api/paging.ts). */
-  async proxies(): Promise<ApiProxy[]> {
-    const items: ApiProxy[] = [];
-    let cursor: string | null = null;
-    do {
-      const path: string = cursor === null ? 'v1/proxies' : `v1/proxies?cursor=${encodeURIComponent(cursor)}`;
-      const page = await this.request<typeof proxyListSchema>('GET', path);
-      items.push(...page.items);
-      cursor = page.nextCursor ?? null;
-    } while (cursor !== null);
-    return items;
+  proxies(): Promise<ApiProxy[]> {
+    return this.api.every('listProxies', {});
   }
 
   proxy(name: string): Promise<ApiProxyWithEvents> {
-    return this.request<typeof proxyWithEventsSchema>('GET', `v1/proxies/${encodeURIComponent(name)}`);
+    return this.api.call('getProxy', { name });
   }
 
   providers(): Promise<ApiProviderList> {
-    return this.request<typeof providerListSchema>('GET', 'v1/providers');
+    return this.api.call('listProviders');
   }
 
   async relays(): Promise<ApiRelay[]> {
-    return (await this.request<typeof relayListSchema>('GET', 'v1/relays')).items;
+    return (await this.api.call('listRelays')).items;
   }
 
-  /** Every proxy discovery hands out, page after page (the next cursor travels in `X-Next-Cursor`). */
-  async discovery(): Promise<ApiDiscovered[]> {
-    const entries: ApiDiscovered[] = [];
-    let cursor: string | null = null;
-    do {
-      const path: string = `v1/discovery?format=json${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
-      const page = await this.exchange<typeof discoveryListSchema>('GET', path);
-      entries.push(...page.value);
-      cursor = page.headers.get('x-next-cursor');
-    } while (cursor !== null);
-    return entries;
+  /** Every proxy discovery hands out, page after page. */
+  discovery(): Promise<ApiDiscovered[]> {
+    return this.api.every('discovery', { query: { format: 'json' } });
   }
 
   /** `PUT /v1/pools/{name}` for a `kind: ProxyPool` document, `PUT /v1/proxies/{name}` otherwise. */
-  apply(name: string, document: unknown): Promise<Accepted> {
-    const kind = (document as { kind?: unknown } | null)?.kind;
-    const collection = kind === 'ProxyPool' ? 'pools' : 'proxies';
-    return this.request<typeof acceptedSchema>('PUT', `v1/${collection}/${encodeURIComponent(name)}`, document);
+  apply(name: string, document: Record<string, unknown>): Promise<Accepted> {
+    return this.api.call(document['kind'] === 'ProxyPool' ? 'putPool' : 'putProxy', { name, body: document });
   }
 
   async pools(): Promise<ApiPool[]> {
-    return (await this.request<typeof poolListSchema>('GET', 'v1/pools')).items;
+    return (await this.api.call('listPools')).items;
   }
 
   /** Applies the pool as stored with `replicas` N (minAvailable lowered to N when above it). */
   async scalePool(name: string, replicas: number): Promise<Accepted> {
-    const pool = await this.request<typeof poolSchema>('GET', `v1/pools/${encodeURIComponent(name)}`);
+    const pool = await this.api.call('getPool', { name });
     const spec = { ...pool.spec, replicas };
     if (spec.minAvailable !== undefined && spec.minAvailable > replicas) spec.minAvailable = replicas;
     const body = {
@@ -172,10 +84,10 @@ export class Api {
       metadata: { name, labels: pool.metadata.labels ?? {} },
       spec,
     };
-    return this.request<typeof acceptedSchema>('PUT', `v1/pools/${encodeURIComponent(name)}`, body);
+    return this.api.call('putPool', { name, body });
   }
 
   remove(name: string): Promise<Accepted> {
-    return this.request<typeof acceptedSchema>('DELETE', `v1/proxies/${encodeURIComponent(name)}`);
+    return this.api.call('deleteProxy', { name });
   }
 }

@@ -1,6 +1,7 @@
 /** The dashboard's entry point: asks for the API token, polls the JSON API every 2 s and renders the fleet. */
 import { offerSample, setupActions } from './actions.js';
-import { Api, ApiFailure, describeError } from './api-client.js';
+import { ApiError } from '../api-error.js';
+import { Api, describeError } from './api-client.js';
 import { renderDetail, renderGone, renderNoSelection } from './detail.js';
 import { byId } from './dom.js';
 import { renderPools } from './pools.js';
@@ -45,7 +46,7 @@ function signIn(token: string): void {
   refresh();
 }
 
-function unauthorised(err: ApiFailure): void {
+function unauthorised(err: ApiError): void {
   signOut(`The API refused the token (${err.message}). Enter a valid one.`);
 }
 
@@ -63,7 +64,7 @@ async function poll(client: Api, mine: number): Promise<void> {
     try {
       detail = await client.proxy(name);
     } catch (err) {
-      if (!(err instanceof ApiFailure && err.status === 404)) throw err;
+      if (!(err instanceof ApiError && err.status === 404)) throw err;
       gone = `${name} is gone: it was deleted.`;
     }
   }
@@ -87,7 +88,7 @@ async function poll(client: Api, mine: number): Promise<void> {
 
 function failedPoll(err: unknown, mine: number): void {
   if (mine !== session) return;
-  if (err instanceof ApiFailure && err.status === 401) {
+  if (err instanceof ApiError && err.status === 401) {
     unauthorised(err);
     return;
   }

@@ -1,11 +1,12 @@
 /** The dashboard's Pools card: each pool with its Ready count, spread, members, and a scale action. */
-import { ApiFailure, describeError, type Api, type Pool } from './api-client.js';
+import { ApiError } from '../api-error.js';
+import { describeError, type Api, type Pool } from './api-client.js';
 import { byId, emptyRow, h, setText, syncRows } from './dom.js';
 import { poolSize } from './format.js';
 
 export interface PoolActions {
   api(): Api | undefined;
-  unauthorised(err: ApiFailure): void;
+  unauthorised(err: ApiError): void;
   refresh(): void;
 }
 
@@ -30,7 +31,7 @@ async function scale(ctx: PoolActions, name: string, input: HTMLInputElement): P
     status(`pool/${name}: scaling to ${replicas} accepted`, 'ok');
     ctx.refresh();
   } catch (err) {
-    if (err instanceof ApiFailure && err.status === 401) ctx.unauthorised(err);
+    if (err instanceof ApiError && err.status === 401) ctx.unauthorised(err);
     else status(`pool/${name}: ${describeError(err)}`, 'error');
   }
 }
