@@ -2,7 +2,7 @@
 // providers and relay backends kept apart, provider SDKs in their provider's folder, and import
 // cycles, type-only imports included (eslint's `no-cycle` rules skip `import type` edges, and a
 // type-only cycle is the kind this project has had: relay/libvirt/* <-> index.ts, a provider <->
-// registry.ts). Paths are resolved files, so `shared/relay/` is never taken for the top-level `relay/`.
+// registry.ts). Paths are resolved files, so `shared/wire/` is never taken for the top-level `relay/`.
 
 /** Top-level folders a layer must not import from. */
 const LAYER_BANS = {

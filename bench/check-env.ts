@@ -20,10 +20,10 @@ import { collectGarbage } from '../shared/reconcile/gc.js';
 import { InventoryCache } from '../shared/reconcile/gc-inventory.js';
 import { SweepCache } from '../shared/reconcile/sweep-cache.js';
 import { handleRelayReport } from '../shared/relay-report.js';
-import type { RelayReport } from '../shared/relay/protocol.js';
-import { ProviderStore } from '../shared/store/providers.js';
-import { ProxyStore } from '../shared/store/proxies.js';
-import { RelayStore } from '../shared/store/relays.js';
+import type { RelayReport } from '../shared/wire/protocol.js';
+import { FirestoreProviderStatusRepository } from '../shared/store/firestore/providers.js';
+import { FirestoreProxyRepository } from '../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../shared/store/firestore/relays.js';
 import { countedFirestore, countInvocation, countMessage, type Counts } from './counting.js';
 import { TOPICS } from '../shared/bus/topics.js';
 
@@ -38,8 +38,8 @@ export interface CheckEnv {
   config: Config;
   db: Firestore;
   counts: Counts;
-  proxies: ProxyStore;
-  relays: RelayStore;
+  proxies: FirestoreProxyRepository;
+  relays: FirestoreRelayRepository;
   registry: Registry;
   bus: Bus;
   logger: Logger;
@@ -92,8 +92,8 @@ export function createCheckEnv(
   const config = benchConfig(kind, project, echoUrl);
   const { db, counts } = countedFirestore(project);
   const logger = benchLogger(logFile);
-  const proxies = new ProxyStore(db, logger);
-  const relays = new RelayStore(db, logger, config.statusRefreshSeconds * 1000);
+  const proxies = new FirestoreProxyRepository(db, logger);
+  const relays = new FirestoreRelayRepository(db, logger, config.statusRefreshSeconds * 1000);
   const inFlight = new Set<Promise<void>>();
   const failures: string[] = [];
   /** Runs one function invocation, counting it and its wall time. */
@@ -125,7 +125,7 @@ export function createCheckEnv(
   const registry: Registry = direct
     ? { get: (n) => (n === direct.name ? direct : undefined), missing: (n) => `no provider ${n}`, all: () => [direct] }
     : createRegistry({ config, relays, bus, logger });
-  const providerStatus = new ProviderStore(db);
+  const providerStatus = new FirestoreProviderStatusRepository(db);
   const deps: CheckDeps = {
     config,
     proxies,

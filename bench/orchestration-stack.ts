@@ -11,7 +11,7 @@ import { PubSub } from '@google-cloud/pubsub';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LOCAL_DEFAULT_CONFIG } from '../shared/config/local-default.js';
 import { createPubSubBus } from '../shared/bus/pubsub.js';
-import { createFirestore } from '../shared/store/firestore.js';
+import { createFirestore } from '../shared/store/firestore/client.js';
 import { startEchoServer, type EchoServer } from '../shared/probe/echo-server.js';
 import { createRelayAgent, type RelayAgent } from '../relay/agent.js';
 import type { RelayBackend } from '../relay/backends/backend.js';
@@ -27,7 +27,7 @@ import type { Artifacts } from './artifacts.js';
 import { startStatusTally, type StatusTally } from './status-tally.js';
 import { benchLogger } from './check-env.js';
 import type { Cleanup } from './cleanup.js';
-import { generateRelayKeys, parseRelayKeys, RELAY_KEYS_ENV } from '../shared/relay/signature.js';
+import { generateRelayKeys, parseRelayKeys, RELAY_KEYS_ENV } from '../shared/wire/signature.js';
 
 export const FLOOR_TOPIC = 'bench-floor';
 const PROVIDER = LOCAL_DEFAULT_CONFIG.providers[0]?.name ?? 'local';

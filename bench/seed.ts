@@ -13,13 +13,13 @@ import type { Registry } from '../shared/providers/contract.js';
 import { createRegistry } from '../shared/providers/registry.js';
 import { newCheckBatch } from '../shared/reconcile/batch.js';
 import { reconcileProxy } from '../shared/reconcile/reconcile.js';
-import type { InventoryItem, RelayReport } from '../shared/relay/protocol.js';
-import { createFirestore } from '../shared/store/firestore.js';
+import type { InventoryItem, RelayReport } from '../shared/wire/protocol.js';
+import { createFirestore } from '../shared/store/firestore/client.js';
 import { generateCredentials } from '../shared/store/credentials-memo.js';
-import type { ProxyEvent } from '../shared/store/events.js';
+import type { ProxyEvent } from '../shared/store/firestore/events.js';
 import type { Credentials } from '../shared/store/ports.js';
-import { ProxyStore } from '../shared/store/proxies.js';
-import { RelayStore } from '../shared/store/relays.js';
+import { FirestoreProxyRepository } from '../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../shared/store/firestore/relays.js';
 import { PROVIDER, RELAY_ID, type CheckEnv } from './check-env.js';
 
 /** The stored fleet and what the bench needs to keep it healthy. */
@@ -68,7 +68,7 @@ export function createPoolProvider(ports: number[], installationId: string, crea
 }
 
 /** Captures what reconcile would write, so the settled status can be bulk-written afterwards. */
-class RecordingStore extends ProxyStore {
+class RecordingStore extends FirestoreProxyRepository {
   readonly statuses = new Map<string, ProxyStatus>();
   constructor(
     db: Firestore,
@@ -174,7 +174,7 @@ export async function seedFleet(env: CheckEnv, n: number, direct?: Provider): Pr
   const bus: Bus = { publish: () => Promise.resolve('seed') };
   const registry: Registry = direct
     ? { get: (p) => (p === direct.name ? direct : undefined), missing: () => 'none', all: () => [direct] }
-    : createRegistry({ config, relays: new RelayStore(db, silent), bus, logger: silent });
+    : createRegistry({ config, relays: new FirestoreRelayRepository(db, silent), bus, logger: silent });
   const docs = names.map((name): ProxyDoc => ({
     apiVersion: 'egress.dev/v1',
     kind: 'Proxy',

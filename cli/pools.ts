@@ -5,6 +5,7 @@ import { toValidationError } from '../shared/domain/proxy.js';
 import { canonicalJson } from '../shared/domain/spec-hash.js';
 import type { ApiClient } from './api-client.js';
 import type { ApiPool } from '../shared/api/schema.js';
+import { usd } from '../shared/cost/usd.js';
 import type { UsageTotals } from '../shared/domain/usage.js';
 import type { GetOutput } from './command.js';
 import { NONE, age, alignRows, toJson, toYaml } from './format.js';
@@ -33,9 +34,6 @@ function spreadCell(p: ApiPool): string {
     .map((e) => `${e.provider}${tierOf(e)} ${e.ready}/${e.desired}${e.available ? '' : ' (out)'}`)
     .join(', ');
 }
-
-/** USD an hour, to the cent below a dollar's tenth: `$0.0251`, `$1.20`. */
-const usd = (n: number) => `$${n < 0.1 ? n.toFixed(4) : n.toFixed(2)}`;
 
 /** The pool's running cost an hour, `+?` when some members are not priced. */
 function costCell(p: ApiPool): string {

@@ -13,15 +13,15 @@ import { createLogger } from '../shared/logger.js';
 import { traceIdOf } from '../shared/telemetry/propagation.js';
 import { eventually } from '../test/support/eventually.js';
 import { recordSpans } from '../test/support/span-recorder.js';
-import { toWire } from '../shared/relay/command-wire.js';
-import { relayReportSchema, type RelayCommand, type RelayReport } from '../shared/relay/protocol.js';
+import { toWire } from '../shared/wire/command-wire.js';
+import { relayReportSchema, type RelayCommand, type RelayReport } from '../shared/wire/protocol.js';
 import {
   generateRelayKeys,
   parseRelayKeys,
   signText,
   verifySignature,
   type SigningKey,
-} from '../shared/relay/signature.js';
+} from '../shared/wire/signature.js';
 import { createRelayAgent, type RelayAgent } from './agent.js';
 import { LOCAL_RELAY_CONFIG, parseRelayConfig } from './config.js';
 import { FakeBackend } from './testing/fake-backend.js';

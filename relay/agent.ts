@@ -3,7 +3,7 @@ import { ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Bus } from '../shared/bus/pubsub.js';
 import type { Logger } from '../shared/logger.js';
 import type { ProbeOptions, ProbeResult } from '../shared/probe/probe.js';
-import type { SigningKey } from '../shared/relay/signature.js';
+import type { SigningKey } from '../shared/wire/signature.js';
 import { inSpan } from '../shared/telemetry/spans.js';
 import type { RelayBackend } from './backends/backend.js';
 import { createCommandIntake } from './command-intake.js';

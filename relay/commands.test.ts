@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PermanentError, QuotaExceededError, RetryableError } from '../shared/errors.js';
 import { createLogger } from '../shared/logger.js';
-import type { RelayCommand } from '../shared/relay/protocol.js';
+import type { RelayCommand } from '../shared/wire/protocol.js';
 import { applyCommand, createCommandExecutor, type CommandDeps } from './commands.js';
 import { KeyedSerializer } from './keyed-serializer.js';
 import { CommandLedger, ledgerKey } from './ledger.js';

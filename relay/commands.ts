@@ -1,7 +1,7 @@
 /** Executing relay commands on backends: one at a time per instance, refusing stale ones. */
 import { asEgressError, PermanentError, RetryableError, type ErrorInfo } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import type { CommandResult, RelayCommand } from '../shared/relay/protocol.js';
+import type { CommandResult, RelayCommand } from '../shared/wire/protocol.js';
 import { inSpan } from '../shared/telemetry/spans.js';
 import type { RelayBackend } from './backends/backend.js';
 import { KeyedSerializer } from './keyed-serializer.js';

@@ -2,7 +2,7 @@
 import { PubSub } from '@google-cloud/pubsub';
 import { createPubSubBus } from '../shared/bus/pubsub.js';
 import { createLogger } from '../shared/logger.js';
-import { relayOwnKeys, UNSIGNED_RELAYS_ENV, type SigningKey } from '../shared/relay/signature.js';
+import { relayOwnKeys, UNSIGNED_RELAYS_ENV, type SigningKey } from '../shared/wire/signature.js';
 import { loadTelemetryConfig } from '../shared/telemetry/config.js';
 import { startTelemetry, type Telemetry } from '../shared/telemetry/setup.js';
 import { createRelayAgent } from './agent.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../shared/logger.js';
 import type { ProbeOptions, ProbeResult } from '../shared/probe/probe.js';
 import type { Instance } from '../shared/providers/contract.js';
-import { inventoryItemSchema, relayReportSchema, type CommandResult } from '../shared/relay/protocol.js';
+import { inventoryItemSchema, relayReportSchema, type CommandResult } from '../shared/wire/protocol.js';
 import { CommandLedger } from './ledger.js';
 import { HealthBook, probeRound } from './probes.js';
 import { buildReport, MAX_RESULTS_PER_REPORT } from './report.js';

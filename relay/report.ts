@@ -6,7 +6,7 @@ import {
   type CommandResult,
   type InventoryItem,
   type RelayReport,
-} from '../shared/relay/protocol.js';
+} from '../shared/wire/protocol.js';
 import type { RelayBackend } from './backends/backend.js';
 import { ledgerKey, type CommandLedger } from './ledger.js';
 import type { HealthBook } from './probes.js';

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { recordSpans } from '../test/support/span-recorder.js';
-import type { InventoryItem } from '../shared/relay/protocol.js';
+import type { InventoryItem } from '../shared/wire/protocol.js';
 import { TraceBook } from './traces.js';
 
 const TP = (n: number) => `00-${String(n).padStart(32, '0')}-00f067aa0ba902b7-01`;

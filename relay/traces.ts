@@ -1,6 +1,6 @@
 /** Which trace each settling instance belongs to, so reports and probes continue the trace of its command. */
 import type { Link } from '@opentelemetry/api';
-import type { RelayReport } from '../shared/relay/protocol.js';
+import type { RelayReport } from '../shared/wire/protocol.js';
 import { linkTo } from '../shared/telemetry/propagation.js';
 
 interface Entry {

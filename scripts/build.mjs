@@ -2,7 +2,7 @@
 // is bundled WITH its dependencies and minified (its cold start is mostly module loading); the relay,
 // the launcher and the CLI keep theirs in node_modules.
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { builtinModules } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -11,6 +11,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const rootPackage = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const builtins = new Set(builtinModules);
+const rootRequire = createRequire(join(root, 'package.json'));
 
 /** ESM bundles have no `require`; a CommonJS dependency that calls it still works with this. */
 const banner = {
@@ -259,8 +260,9 @@ function writeFunctionPackage(fn, metafile, outfile) {
 }
 
 /**
- * The dashboard (`GET /` on the api function) as ONE file beside the function: its stylesheets and
- * its script, bundled for the browser, inlined into index.html. No package.json dependency comes of it.
+ * The dashboard (`GET /` on the api function) as ONE file beside the function: its stylesheets (its
+ * own and uPlot's) and its script with uPlot, bundled for the browser, inlined into index.html. No
+ * package.json dependency of the function comes of it.
  */
 async function buildDashboard() {
   const dir = join(root, 'shared', 'api', 'dashboard');
@@ -282,9 +284,11 @@ async function buildDashboard() {
   const script = outputFiles[0].text.replace(/<\/(script)/gi, '<\\/$1');
   let inlined = 0;
   const html = readFileSync(join(dir, 'index.html'), 'utf8')
-    .replace(/<link rel="stylesheet" href="([\w-]+\.css)" \/>/g, (_, file) => {
+    .replace(/<link rel="stylesheet" href="([\w./-]+\.css)" \/>/g, (_, file) => {
       inlined += 1;
-      return `<style>\n${readFileSync(join(dir, file), 'utf8')}</style>`;
+      // A bare name is the dashboard's own sheet; a path is a package's (`uplot/dist/uPlot.min.css`).
+      const path = file.includes('/') ? rootRequire.resolve(file) : join(dir, file);
+      return `<style>\n${readFileSync(path, 'utf8')}</style>`;
     })
     .replace('<script src="app.ts"></script>', () => {
       inlined += 1;

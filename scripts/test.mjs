@@ -9,8 +9,11 @@
 // Every phase runs even when an earlier one failed; the exit code is non-zero when any did. Each
 // vitest writes its JSON report to test-results/vitest-<projects>.json (vitest-unit+integration.json,
 // vitest-guests.json, …). Arguments are passed to every vitest (a file filter, `-t`), with
-// --passWithNoTests so that a phase the filter leaves empty passes.
+// --passWithNoTests so that a phase the filter leaves empty passes. The summary at the end names
+// every failed test with the first line of its error, read back from those reports, so that the
+// tail of a long log says what failed.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const PHASES = [[['unit', 'integration']], [['guests'], ['e2e', 'waits']], [['chaos']]];
@@ -20,7 +23,7 @@ const extra = process.argv.slice(2);
 function vitest(projects, prefix) {
   const name = projects.join('+');
   const args = ['vitest', 'run', ...projects.flatMap((p) => ['--project', p])];
-  args.push(`--outputFile.json=test-results/vitest-${name}.json`);
+  args.push(`--outputFile.json=${reportPath(name)}`);
   if (extra.length > 0) args.push('--passWithNoTests', ...extra);
   const started = Date.now();
   const child = spawn('npx', args, { stdio: prefix ? ['inherit', 'pipe', 'pipe'] : 'inherit' });
@@ -39,6 +42,31 @@ function vitest(projects, prefix) {
   });
 }
 
+function reportPath(name) {
+  return `test-results/vitest-${name}.json`;
+}
+
+/** `file > test: first line of the error` for every failed test (or failed file) of a report. */
+function failures(name) {
+  let report;
+  try {
+    report = JSON.parse(readFileSync(reportPath(name), 'utf8'));
+  } catch (err) {
+    return [`(no report: ${err.message})`];
+  }
+  const firstLine = (text) =>
+    String(text ?? '')
+      .trim()
+      .split('\n')[0]
+      .slice(0, 300);
+  return report.testResults.flatMap((file) => {
+    const where = file.name.replace(`${process.cwd()}/`, '');
+    const failed = file.assertionResults.filter((t) => t.status === 'failed');
+    if (failed.length === 0) return file.status === 'failed' ? [`${where}: ${firstLine(file.message)}`] : [];
+    return failed.map((t) => `${where} > ${t.fullName}: ${firstLine(t.failureMessages[0])}`);
+  });
+}
+
 const results = [];
 const started = Date.now();
 for (const phase of PHASES) {
@@ -48,5 +76,6 @@ console.log(`\nnpm test: ${Math.round((Date.now() - started) / 1000)} s of vites
 for (const r of results) {
   const how = r.code === 0 ? 'passed' : `FAILED (${r.signal ?? `exit ${r.code}`}${r.error ? `: ${r.error}` : ''})`;
   console.log(`  ${r.name.padEnd(18)} ${String(r.seconds).padStart(5)} s  ${how}`);
+  if (r.code !== 0) for (const line of failures(r.name)) console.log(`    ${line}`);
 }
 process.exit(results.every((r) => r.code === 0) ? 0 : 1);

@@ -8,7 +8,7 @@ import type { Bus } from './bus/pubsub.js';
 import { parseConfig } from './config/load.js';
 import { instanceName } from './domain/names.js';
 import { createLogger } from './logger.js';
-import type { InventoryItem } from './relay/protocol.js';
+import type { InventoryItem } from './wire/protocol.js';
 import { CHECKED_IN_REPORT, handleRelayReport, type RelayReportDeps } from './relay-report.js';
 import { ManualClock } from './store/clock.js';
 import { MemoryRelayRepository } from './store/memory/relays.js';

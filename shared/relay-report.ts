@@ -6,8 +6,8 @@ import { toValidationError } from './domain/proxy.js';
 import type { Logger } from './logger.js';
 import { checkNowOrKick, type CheckNow } from './reconcile/check.js';
 import { kickChecks } from './reconcile/kick.js';
-import { relayReportSchema, type RelayReport } from './relay/protocol.js';
-import { MISSING_KEYS_REASON, RELAY_KEYS_ENV, verifySignature, type RelayKeyring } from './relay/signature.js';
+import { relayReportSchema, type RelayReport } from './wire/protocol.js';
+import { MISSING_KEYS_REASON, RELAY_KEYS_ENV, verifySignature, type RelayKeyring } from './wire/signature.js';
 import { inTraceOf } from './telemetry/spans.js';
 import type { RelayRepository } from './store/ports.js';
 
@@ -15,7 +15,7 @@ export interface RelayReportDeps {
   /** The configured providers name the relays that may report. */
   config: Pick<Config, 'providers'>;
   relays: RelayRepository;
-  /** Every report must be signed with a key of the relay it names (shared/relay/signature.ts). */
+  /** Every report must be signed with a key of the relay it names (shared/wire/signature.ts). */
   relayKeys?: RelayKeyring | undefined;
   /** Without `relayKeys`, reports are refused unless this says unsigned ones are accepted (development only). */
   allowUnsignedRelays?: boolean;

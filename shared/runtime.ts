@@ -12,15 +12,15 @@ import {
   relayKeysFromEnv,
   unsignedRelaysAllowed,
   type RelayKeyring,
-} from './relay/signature.js';
-import { createFirestore } from './store/firestore.js';
-import { ProxyStore } from './store/proxies.js';
-import { PoolStore } from './store/pools.js';
-import { DemandStore } from './store/demand.js';
-import { ProviderStore } from './store/providers.js';
-import { RelayStore } from './store/relays.js';
-import { StaticClaimStore } from './store/static-claims.js';
-import { ReportStore } from './store/reports.js';
+} from './wire/signature.js';
+import { createFirestore } from './store/firestore/client.js';
+import { FirestoreProxyRepository } from './store/firestore/proxies.js';
+import { FirestorePoolRepository } from './store/firestore/pools.js';
+import { FirestoreDemandRepository } from './store/firestore/demand.js';
+import { FirestoreProviderStatusRepository } from './store/firestore/providers.js';
+import { FirestoreRelayRepository } from './store/firestore/relays.js';
+import { FirestoreStaticClaimRepository } from './store/firestore/static-claims.js';
+import { FirestoreReportRepository } from './store/firestore/reports.js';
 import type {
   PoolRepository,
   DemandRepository,
@@ -62,8 +62,8 @@ export function createRuntime(
   const logger = createLogger({ project: config.project, base });
   const db = createFirestore(config.project);
   const bus = createRestBus({ project: config.project, emulatorHost: env['PUBSUB_EMULATOR_HOST'] });
-  const proxies = new ProxyStore(db, logger);
-  const relays = new RelayStore(db, logger, config.statusRefreshSeconds * 1000);
+  const proxies = new FirestoreProxyRepository(db, logger);
+  const relays = new FirestoreRelayRepository(db, logger, config.statusRefreshSeconds * 1000);
   const relayKeys = relayKeysFromEnv(env);
   const allowUnsignedRelays = unsignedRelaysAllowed(env);
   let warned = false;
@@ -82,7 +82,7 @@ export function createRuntime(
       const refuse = relayed && !relayKeys && !allowUnsignedRelays;
       if (refuse) logger.error(`relay-backed providers are not configured: ${RELAY_KEYS_ENV} ${MISSING_KEYS_REASON}`);
       else if (relayed) warnUnsignedRelayMessages();
-      const claims = new StaticClaimStore(db, logger);
+      const claims = new FirestoreStaticClaimRepository(db, logger);
       built = createRegistry({ config, relays, bus, logger, relayKeys: refuse ? new Map() : relayKeys, claims });
     }
     return built;
@@ -100,11 +100,11 @@ export function createRuntime(
     relays,
     relayKeys,
     allowUnsignedRelays,
-    reports: new ReportStore(db, logger),
+    reports: new FirestoreReportRepository(db, logger),
     registry,
-    providerStatus: new ProviderStore(db),
-    pools: new PoolStore(db, logger),
-    demand: new DemandStore(db),
+    providerStatus: new FirestoreProviderStatusRepository(db),
+    pools: new FirestorePoolRepository(db, logger),
+    demand: new FirestoreDemandRepository(db),
     maxEvents: config.maxEvents,
     countReplacing: (p) => proxies.countReplacing(p),
     warnUnsignedRelayMessages,

@@ -10,7 +10,7 @@ import { RELAY_TYPES, type Config } from '../../shared/config/schema.js';
 import type { Logger } from '../../shared/logger.js';
 import { DEFAULT_ECHO_MAP, parseEchoMap } from './echo-map.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
-import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/relay/signature.js';
+import { generateRelayKeys, RELAY_KEYS_ENV } from '../../shared/wire/signature.js';
 import { stopAllInstances } from '../../relay/backends/process/index.js';
 import { NFT_PATH, removeFence } from '../../relay/backends/process/fence.js';
 import { TINYPROXY_PATH } from '../../relay/backends/process/tinyproxy.js';

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseConfig } from '../../shared/config/load.js';
-import { COLLECTIONS } from '../../shared/store/firestore.js';
+import { COLLECTIONS } from '../../shared/store/firestore/client.js';
 import { parseRelayConfig } from '../../relay/config.js';
 import { findTopologyFile, loadTopology } from '../local/topology.js';
 import { readTerraformDir, unresolvedReferences, type TerraformDir } from './hcl-files.js';

@@ -4,7 +4,7 @@ import { dnsLabel } from '../domain/names.js';
 import { EgressError, ValidationError } from '../errors.js';
 import type { ApiDeps } from './deps.js';
 import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
-import { CallerGone } from '../store/transaction.js';
+import { CallerGone } from '../store/firestore/transaction.js';
 import {
   matchesLabels,
   parseDiscoveryQuery,

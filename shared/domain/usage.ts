@@ -44,8 +44,31 @@ const spendSchema = z.object({
 export const usageTotalsSchema = usageCountsSchema.extend(spendSchema.shape);
 export type UsageTotals = z.infer<typeof usageTotalsSchema>;
 
-/** One hour of a pool's usage; `hour` is its start (epoch ms, a whole UTC hour). */
-export const usageHourSchema = usageTotalsSchema.extend({ hour: z.number() });
+/**
+ * A level held over part of an hour (Ready members, demand): its highest, and its time-weighted
+ * mean over the `seconds` of the hour it was observed (the mean of a level held 3 for 30 min and
+ * 1 for 30 min is 2).
+ */
+export const hourLevelSchema = z.object({
+  peak: z.number().min(0),
+  mean: z.number().min(0),
+  seconds: z.number().min(0).max(3600),
+});
+export type HourLevel = z.infer<typeof hourLevelSchema>;
+
+/**
+ * The levels a pool's hours follow: `members` its Ready members; `demand` the requests in flight
+ * through it or waiting for a member, summed over the live gateways' reports.
+ */
+export const levelsSchema = z.object({ members: z.number().int().min(0), demand: z.number().min(0) });
+export type Levels = z.infer<typeof levelsSchema>;
+
+/** One hour of a pool's usage; `hour` is its start (epoch ms, a whole UTC hour); the levels while they were observed. */
+export const usageHourSchema = usageTotalsSchema.extend({
+  hour: z.number(),
+  members: hourLevelSchema.optional(),
+  demand: hourLevelSchema.optional(),
+});
 export type UsageHour = z.infer<typeof usageHourSchema>;
 
 /** The cost of a pool's traffic over a stretch: per GiB carried and per 1,000 answered requests (absent: nothing carried). */
@@ -71,6 +94,8 @@ export const poolUsageSchema = z.object({
   folded: z.record(z.string(), foldedMarkSchema),
   /** When the counts and the instance-hours were last folded (epoch ms). */
   foldedAt: z.number(),
+  /** The levels as last observed, and since when (epoch ms): held until the next change, then added to the hours they span. */
+  levels: levelsSchema.extend({ at: z.number() }).optional(),
 });
 export type PoolUsage = z.infer<typeof poolUsageSchema>;
 

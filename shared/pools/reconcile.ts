@@ -26,7 +26,7 @@ import { sumDemand } from '../store/demand-rules.js';
 import type { PoolDemand } from '../domain/autoscale.js';
 import { decideReplicas, hasDemand, type AutoscaleDecision } from './autoscale.js';
 import { planPool, TEMPLATE_LABEL, wantedReplicas, type Plan } from './plan.js';
-import { foldUsage, type FoldResult } from './usage.js';
+import { foldUsage, trackLevels, type FoldResult } from './usage.js';
 
 export interface PoolDeps {
   config: Config;
@@ -208,6 +208,13 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
       now,
       everyMs: deps.config.usageIntervalSeconds * 1000,
     });
+    // The hours follow the Ready members and the demand the live gateways report (in flight or waiting).
+    const followed = trackLevels(
+      usage.usage,
+      { members: plan.ready, demand: demand.inFlight + demand.waiting },
+      now,
+      deps.config.usageIntervalSeconds * 1000,
+    );
     const next = {
       ...statusOf(
         pool,
@@ -217,7 +224,7 @@ export async function reconcilePool(deps: PoolDeps, name: string): Promise<PoolR
         poolCost(deps.config, live),
       ),
       ...(scale && { demand: scale.demand, autoscale: scale.decision.state }),
-      ...(usage.usage && { usage: usage.usage }),
+      ...(followed && { usage: followed }),
     };
     const { revision, lastReconcileAt: _at, ...before } = pool.status;
     const acting = writes.create.length + writes.drain.length > 0;

@@ -1,7 +1,10 @@
-/** pool cost: folding the gateways' usage into status.usage: each count once, instance-hours and egress priced, 24 hours kept. */
+/**
+ * pool cost: folding the gateways' usage into status.usage: each count once, instance-hours and
+ * egress priced, 24 hours kept; the hours follow the Ready members and the demand.
+ */
 import { describe, expect, it } from 'vitest';
 import type { StoredDemand } from '../store/demand-rules.js';
-import { foldUsage, MAX_GATEWAYS_COUNTED, type FoldInput } from './usage.js';
+import { foldUsage, MAX_GATEWAYS_COUNTED, trackLevels, type FoldInput } from './usage.js';
 
 const HOUR = 3_600_000;
 const T = Date.UTC(2026, 11, 7, 10); // a whole hour
@@ -130,5 +133,66 @@ describe('pool cost: folding usage', () => {
     );
     expect(freed.usage?.folded['gw-new']).toBeDefined();
     expect(freed.usage?.total.requests).toBe(MAX_GATEWAYS_COUNTED + 5);
+  });
+});
+
+describe('pool cost: the hours follow the members and the demand', () => {
+  const MIN = 60_000;
+  const used = () => foldUsage(input({ docs: [doc('gw-a', 10, 0)] })).usage;
+
+  it('gives each hour the peak and the time-weighted mean of what was held in it', () => {
+    // 3 members for 30 min, then 1 for 30 min: mean 2, peak 3; demand 6 then 0.
+    let usage = trackLevels(used(), { members: 3, demand: 6 }, T, MIN);
+    usage = trackLevels(usage, { members: 1, demand: 0 }, T + 30 * MIN, MIN);
+    usage = trackLevels(usage, { members: 1, demand: 0 }, T + HOUR, MIN);
+    expect(usage?.hours[0]).toMatchObject({
+      hour: T,
+      requests: 10,
+      members: { peak: 3, mean: 2, seconds: 3600 },
+      demand: { peak: 6, mean: 3, seconds: 3600 },
+    });
+    // The new hour has begun with 1 member held, seen at its first instant.
+    expect(usage?.hours[1]).toMatchObject({
+      hour: T + HOUR,
+      requests: 0,
+      members: { peak: 1, mean: 0, seconds: 0 },
+    });
+    expect(usage?.levels).toEqual({ members: 1, demand: 0, at: T + HOUR });
+  });
+
+  it('changes nothing while the levels stay within the hour (no write), and nothing without usage', () => {
+    const usage = trackLevels(used(), { members: 2, demand: 1 }, T, MIN);
+    expect(trackLevels(usage, { members: 2, demand: 1 }, T + 59 * MIN, MIN)).toBe(usage);
+    expect(trackLevels(undefined, { members: 2, demand: 1 }, T, MIN)).toBeUndefined();
+  });
+
+  it('follows a change at most once an interval: sooner, the last levels count as held until then', () => {
+    const usage = trackLevels(used(), { members: 2, demand: 1 }, T, MIN);
+    expect(trackLevels(usage, { members: 2, demand: 7 }, T + 30_000, MIN)).toBe(usage);
+    const later = trackLevels(usage, { members: 2, demand: 7 }, T + 2 * MIN, MIN);
+    expect(later?.hours[0]?.demand).toEqual({ peak: 7, mean: 1, seconds: 120 });
+  });
+
+  it('splits a level held across hours over each of them, and keeps 24 hours', () => {
+    const start = trackLevels(used(), { members: 4, demand: 0 }, T + 45 * MIN, MIN);
+    // Held 4 for 75 min: 15 min of the first hour, the whole second, then 2 from the third on.
+    const later = trackLevels(start, { members: 2, demand: 0 }, T + 2 * HOUR, MIN);
+    expect(later?.hours.map((h) => [h.hour, h.members])).toEqual([
+      [T, { peak: 4, mean: 4, seconds: 900 }],
+      [T + HOUR, { peak: 4, mean: 4, seconds: 3600 }],
+      [T + 2 * HOUR, { peak: 2, mean: 0, seconds: 0 }],
+    ]);
+    const dayOn = trackLevels(later, { members: 0, demand: 0 }, T + 30 * HOUR, MIN);
+    expect(dayOn?.hours).toHaveLength(24);
+    expect(dayOn?.hours[0]).toMatchObject({ hour: T + 7 * HOUR, members: { peak: 2, mean: 2, seconds: 3600 } });
+    // The hours left the window: the last 24 h no longer count the first one's requests.
+    expect(dayOn?.last24h.requests).toBe(0);
+  });
+
+  it('a fold keeps the levels of the hours it adds to', () => {
+    const followed = trackLevels(used(), { members: 2, demand: 3 }, T, MIN);
+    const folded = foldUsage(input({ previous: followed, docs: [doc('gw-a', 15, 0)], now: T + 10 * MIN }));
+    expect(folded.usage?.hours[0]).toMatchObject({ requests: 15, members: { peak: 2 }, demand: { peak: 3 } });
+    expect(folded.usage?.levels).toEqual({ members: 2, demand: 3, at: T });
   });
 });

@@ -10,6 +10,8 @@ import {
   subtractCounts,
   ZERO_USAGE,
   type FoldedMark,
+  type HourLevel,
+  type Levels,
   type PoolUsage,
   type UsageCounts,
   type UsageFigures,
@@ -83,17 +85,39 @@ function uncounted(
   return { delta, marks };
 }
 
-/** The instance cost of `[from, to)` at `perHourUsd`, split over the whole UTC hours it spans from `oldest` on. */
-function instanceHours(from: number, to: number, perHourUsd: number, oldest: number): Map<number, number> {
+/** The start of the UTC hour `at` is in. */
+const hourOf = (at: number) => Math.floor(at / HOUR_MS) * HOUR_MS;
+
+/** The oldest hour kept at `now`: {@link HOURS_KEPT} whole hours, the current one included. */
+const oldestKept = (now: number) => hourOf(now) - (HOURS_KEPT - 1) * HOUR_MS;
+
+/** The milliseconds of `[from, to)` in each whole UTC hour it spans, from `oldest` on. */
+function hourSpans(from: number, to: number, oldest: number): Map<number, number> {
   const out = new Map<number, number>();
-  if (perHourUsd <= 0) return out;
   for (let at = Math.max(from, oldest); at < to;) {
-    const hour = Math.floor(at / HOUR_MS) * HOUR_MS;
-    const end = Math.min(to, hour + HOUR_MS);
-    out.set(hour, (out.get(hour) ?? 0) + (perHourUsd * (end - at)) / HOUR_MS);
+    const end = Math.min(to, hourOf(at) + HOUR_MS);
+    out.set(hourOf(at), end - at);
     at = end;
   }
   return out;
+}
+
+/** `t` added to the totals of `hour` (made when missing), its levels kept. */
+function addToHour(hours: Map<number, UsageHour>, hour: number, t: UsageTotals): void {
+  const h = hours.get(hour) ?? { hour, ...ZERO_TOTALS };
+  hours.set(hour, { ...h, ...addTotals(h, t) });
+}
+
+/** The hours of `previous` still kept at `now`, by their start. */
+function keptHours(previous: readonly UsageHour[], now: number): Map<number, UsageHour> {
+  const oldest = oldestKept(now);
+  return new Map(previous.filter((h) => h.hour >= oldest).map((h) => [h.hour, h]));
+}
+
+/** The hours oldest first, and their sum with its cost per GiB and per 1,000 answered requests. */
+function summed(hours: Map<number, UsageHour>): Pick<PoolUsage, 'hours' | 'last24h'> {
+  const sorted = [...hours.values()].sort((a, b) => a.hour - b.hour);
+  return { hours: sorted, last24h: figuresOf(sorted.reduce<UsageTotals>((s, h) => addTotals(s, h), ZERO_TOTALS)) };
 }
 
 /** Totals with what they cost per GiB carried and per 1,000 answered requests. */
@@ -122,28 +146,69 @@ export function foldUsage(input: FoldInput): FoldResult {
   // Without new counts only the instance-hours move: once an hour is enough (the sweep reconciles
   // every pool every check interval, and each fold is a write).
   if (previous && !pending && now - previous.foldedAt < HOUR_MS) return { usage: previous, counted: false };
-  const current = Math.floor(now / HOUR_MS) * HOUR_MS;
-  const oldest = current - (HOURS_KEPT - 1) * HOUR_MS;
-  const hours = new Map<number, UsageTotals>(
-    (previous?.hours ?? []).filter((h) => h.hour >= oldest).map(({ hour, ...t }) => [hour, t]),
-  );
+  const hours = keptHours(previous?.hours ?? [], now);
   const egressUsd = ((delta.bytesIn + delta.bytesOut) / GIB) * input.egressPerGibUsd;
   const added: UsageTotals = { ...delta, instanceUsd: 0, egressUsd };
-  hours.set(current, addTotals(hours.get(current) ?? ZERO_TOTALS, added));
+  addToHour(hours, hourOf(now), added);
   const from = previous?.foldedAt ?? now;
   const instanceUsd = (input.perHourUsd * (now - from)) / HOUR_MS;
-  for (const [hour, usd] of instanceHours(from, now, input.perHourUsd, oldest))
-    hours.set(hour, addTotals(hours.get(hour) ?? ZERO_TOTALS, { ...ZERO_TOTALS, instanceUsd: usd }));
-  const sorted: UsageHour[] = [...hours].sort(([a], [b]) => a - b).map(([hour, t]) => ({ hour, ...t }));
+  if (input.perHourUsd > 0)
+    for (const [hour, ms] of hourSpans(from, now, oldestKept(now)))
+      addToHour(hours, hour, { ...ZERO_TOTALS, instanceUsd: (input.perHourUsd * ms) / HOUR_MS });
   const total = addTotals(previous?.total ?? ZERO_TOTALS, { ...added, instanceUsd });
   return {
     usage: {
+      ...previous,
       total: { ...total, since: previous?.total.since ?? now },
-      hours: sorted,
-      last24h: figuresOf(sorted.reduce<UsageTotals>((s, { hour: _h, ...t }) => addTotals(s, t), ZERO_TOTALS)),
+      ...summed(hours),
       folded: marks,
       foldedAt: now,
     },
     counted: pending,
   };
+}
+
+/** `level` after `value` was held for `seconds` of its hour (0: only seen). */
+function held(level: HourLevel | undefined, value: number, seconds: number): HourLevel {
+  const before = level ?? { peak: 0, mean: 0, seconds: 0 };
+  const observed = before.seconds + seconds;
+  return {
+    peak: Math.max(before.peak, value),
+    mean: observed > 0 ? (before.mean * before.seconds + value * seconds) / observed : 0,
+    // At most the hour: a clock that stepped back cannot make it longer.
+    seconds: Math.min(HOUR_MS / 1000, observed),
+  };
+}
+
+/**
+ * `usage` with its hours following the pool's levels (Ready members, demand): the levels last
+ * observed are added to each hour they were held in (its peak and time-weighted mean) when they
+ * change or a new hour begins, and the new ones count toward the current hour's peak. At most once
+ * every `everyMs` within an hour (each is a write of the pool's document, and demand moves with
+ * every report): a change sooner waits, counted as held until then. Levels unchanged within the
+ * hour leave `usage` as it was; a pool no gateway used yet has no usage to follow.
+ */
+export function trackLevels(
+  usage: PoolUsage | undefined,
+  levels: Levels,
+  now: number,
+  everyMs: number,
+): PoolUsage | undefined {
+  if (!usage) return usage;
+  const last = usage.levels;
+  const sameHour = last !== undefined && hourOf(last.at) === hourOf(now);
+  const same = last && last.members === levels.members && last.demand === levels.demand;
+  if (sameHour && (same || now - last.at < everyMs)) return usage;
+  const hours = keptHours(usage.hours, now);
+  const level = (h: UsageHour, value: Levels, seconds: number): UsageHour => ({
+    ...h,
+    members: held(h.members, value.members, seconds),
+    demand: held(h.demand, value.demand, seconds),
+  });
+  if (last)
+    for (const [hour, ms] of hourSpans(last.at, now, oldestKept(now)))
+      hours.set(hour, level(hours.get(hour) ?? { hour, ...ZERO_TOTALS }, last, ms / 1000));
+  const current = hourOf(now);
+  hours.set(current, level(hours.get(current) ?? { hour: current, ...ZERO_TOTALS }, levels, 0));
+  return { ...usage, ...summed(hours), levels: { ...levels, at: now } };
 }

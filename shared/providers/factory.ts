@@ -5,7 +5,7 @@
 import type { Bus } from '../bus/pubsub.js';
 import type { Config, ProviderConfig } from '../config/schema.js';
 import type { Logger } from '../logger.js';
-import type { RelayKeyring } from '../relay/signature.js';
+import type { RelayKeyring } from '../wire/signature.js';
 import type { Provider } from './contract.js';
 import type { RelayRepository, StaticClaimRepository } from '../store/ports.js';
 
@@ -17,7 +17,7 @@ export interface RegistryDeps {
   logger: Logger;
   /** The clock of providers that keep time (relay-backed, gcp, kubernetes); default `Date.now`. */
   now?: () => number;
-  /** When set, commands to a relay are signed with its first key (shared/relay/signature.ts). */
+  /** When set, commands to a relay are signed with its first key (shared/wire/signature.ts). */
   relayKeys?: RelayKeyring | undefined;
   /** The `static` provider's endpoint claims; a static provider is not built without it. */
   claims?: StaticClaimRepository | undefined;

@@ -1,7 +1,7 @@
 /** Builds the configured providers (instrumented) from a table of factories by type, and says why a name has none. */
 import type { ProviderType } from '../config/schema.js';
 import { ValidationError } from '../errors.js';
-import { RELAY_KEYS_ENV } from '../relay/signature.js';
+import { RELAY_KEYS_ENV } from '../wire/signature.js';
 import type { Provider, Registry } from './contract.js';
 import type { ProviderFactory, RegistryDeps } from './factory.js';
 import { createGcpProvider } from './gcp/index.js';

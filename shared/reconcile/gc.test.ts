@@ -9,7 +9,7 @@ import { parseConfig } from '../config/load.js';
 import { instanceName } from '../domain/names.js';
 import { createLogger } from '../logger.js';
 import { createRegistry } from '../providers/registry.js';
-import type { InventoryItem } from '../relay/protocol.js';
+import type { InventoryItem } from '../wire/protocol.js';
 import { ManualClock } from '../store/clock.js';
 import { MemoryProxyRepository } from '../store/memory/proxies.js';
 import { MemoryRelayRepository } from '../store/memory/relays.js';

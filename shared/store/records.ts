@@ -3,7 +3,7 @@
  * `providers/{name}`), parsed on every read by both implementations of their ports.
  */
 import { z } from 'zod';
-import { inventoryItemSchema } from '../relay/protocol.js';
+import { inventoryItemSchema } from '../wire/protocol.js';
 
 export const relayDocSchema = z.object({
   bootId: z.string(),

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/spec-hash.js';
-import type { CommandResult, InventoryItem, RelayReport } from '../relay/protocol.js';
+import type { CommandResult, InventoryItem, RelayReport } from '../wire/protocol.js';
 import type { InventoryRead } from './ports.js';
 import { parseJsonAs, type CommandDoc, type InventoryMark, type RelayDoc } from './records.js';
 

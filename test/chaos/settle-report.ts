@@ -1,13 +1,13 @@
 /**
  * What a chaos run reports about convergence: per name, the time from its last request to the state
  * it settled in (as a distribution), and the documents the store's transaction log lines name most
- * (shared/store/transaction.ts), from the functions' logs of the stack.
+ * (shared/store/firestore/transaction.ts), from the functions' logs of the stack.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 
-/** The part of a `transaction` log line (shared/store/transaction.ts#TransactionRecord) the ranking reads. */
+/** The part of a `transaction` log line (shared/store/firestore/transaction.ts#TransactionRecord) the ranking reads. */
 const transactionLineSchema = z.object({
   transaction: z.object({
     reads: z.array(z.string()),

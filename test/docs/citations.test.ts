@@ -57,11 +57,14 @@ describe('code citations (`path#name`) in the docs', () => {
   });
 
   it('finds functions, classes, methods and Terraform blocks, and misses what is not there', () => {
-    const src = 'export function decide(x) {}\nexport class ProxyStore {\n  async countReplacing(p: string) {}\n}\n';
+    const src =
+      'export function decide(x) {}\nexport class FirestoreProxyRepository {\n  async countReplacing(p: string) {}\n}\n';
     expect(missingDefinition(src, 'decide')).toBeUndefined();
-    expect(missingDefinition(src, 'ProxyStore.countReplacing')).toBeUndefined();
+    expect(missingDefinition(src, 'FirestoreProxyRepository.countReplacing')).toBeUndefined();
     expect(missingDefinition(src, 'decideNothing')).toBe('decideNothing is not defined');
-    expect(missingDefinition(src, 'ProxyStore.nothing')).toBe('ProxyStore has no member nothing');
+    expect(missingDefinition(src, 'FirestoreProxyRepository.nothing')).toBe(
+      'FirestoreProxyRepository has no member nothing',
+    );
     expect(missingDefinition('resource "google_x" "proxy" {\n}\n', 'proxy')).toBeUndefined();
   });
 });

@@ -8,6 +8,8 @@ import { CHROMIUM, CHROMIUM_ARGS } from './chromium.js';
 import { startLocalStack, type RunningStack } from './stack.js';
 
 const SCREENSHOT = join('test-results', 'dashboard.png');
+const USAGE_SCREENSHOT = join('test-results', 'dashboard-usage.png');
+const HOUR = 3_600_000;
 const FLEET = ['local-1', 'local-2', 'local-rotating'];
 
 let stack: RunningStack | undefined;
@@ -155,7 +157,98 @@ describe('e2e: dashboard in a browser', () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
   });
 
+  it("charts a pool's last 24 h (members, demand, success rate, cost) and says so when a pool has none", async () => {
+    const pool = ['apiVersion: egress.dev/v1', 'kind: ProxyPool', 'metadata: { name: charted }', 'spec:'];
+    pool.push('  replicas: 0', '  template: { spec: { provider: local } }', '');
+    await page.getByLabel(/Proxy documents/).fill(pool.join('\n'));
+    await page.getByRole('button', { name: 'Apply', exact: true }).click();
+    await expect.poll(() => text('#apply-results')).toMatch(/charted: accepted/);
+    const doc = stack?.db.collection('pools').doc('charted');
+    await expect
+      .poll(async () => Number((await doc?.get())?.get('status.revision') ?? 0), { timeout: 30_000 })
+      .toBeGreaterThan(0);
+    // 24 h of usage as the pool controller keeps it (its levels held at 0 members and no demand now,
+    // as this pool has: its reconciles leave the hours as they are).
+    // Not across an hour's end: the charts' window would move by an hour under the assertions.
+    const toNextHour = HOUR - (Date.now() % HOUR);
+    if (toNextHour < 30_000) await new Promise((r) => setTimeout(r, toNextHour + 1000));
+    await doc?.update({ 'status.usage': dayOfUsage(Date.now()) });
+
+    const usageCard = page.locator('#pool-usage');
+    await page.getByTestId('usage-pool').selectOption('charted');
+    await page.locator('[data-testid="usage-chart-cost"] canvas').waitFor();
+    const charts = ['members', 'demand', 'success', 'cost'];
+    expect(await usageCard.locator('figure.usage-chart').count()).toBe(4);
+    // Series per chart, the time axis not counted (uPlot's legend has a row for each).
+    const series = await Promise.all(
+      charts.map((c) => page.locator(`[data-testid="usage-chart-${c}"] .u-legend .u-series`).count()),
+    );
+    expect(series.map((n) => n - 1)).toEqual([2, 2, 1, 2]);
+    const label = (c: string) =>
+      page.locator(`[data-testid="usage-chart-${c}"] [role="img"]`).getAttribute('aria-label');
+    expect(await label('members')).toBe('Ready members, last 24 h: peak 4, mean 2');
+    expect(await label('demand')).toBe('Demand (in flight or waiting), last 24 h: peak 10, mean 2.5');
+    expect(await label('success')).toBe('Success rate, last 24 h: 95.0 % (22,800 of 24,000 requests answered)');
+    expect(await label('cost')).toBe('Cost, last 24 h: $1.44 (instances $1.20, egress $0.24)');
+    expect(await page.getByTestId('usage-summary-cost').textContent()).toBe(await label('cost'));
+    // Drawn: each canvas has its size and far more than a blank canvas's painted pixels (robust to
+    // fonts and anti-aliasing, unlike a pixel-exact golden image).
+    for (const c of charts) {
+      const drawn = await page.evaluate<{ width: number; height: number; painted: number }, string>((id) => {
+        const canvas = document.querySelector<HTMLCanvasElement>(`[data-testid="usage-chart-${id}"] canvas`);
+        const ctx = canvas?.getContext('2d');
+        if (!canvas || !ctx) return { width: 0, height: 0, painted: 0 };
+        const pixels = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+        let painted = 0;
+        for (let i = 3; i < pixels.length; i += 4) if ((pixels[i] ?? 0) > 0) painted += 1;
+        return { width: canvas.clientWidth, height: canvas.clientHeight, painted };
+      }, c);
+      expect(drawn.width, c).toBeGreaterThanOrEqual(260);
+      expect(drawn.height, c).toBeGreaterThan(60);
+      expect(drawn.painted, c).toBeGreaterThan(1000);
+    }
+    mkdirSync('test-results', { recursive: true });
+    const png = await usageCard.screenshot({ path: USAGE_SCREENSHOT });
+    expect(png.length).toBeGreaterThan(10_000);
+
+    // A pool no gateway has used: a sentence, no chart.
+    await page.getByTestId('usage-pool').selectOption('dash');
+    await expect.poll(() => text('[data-testid="usage-empty"]')).toMatch(/^No usage of pool dash in the last 24 hours/);
+    expect(await usageCard.locator('canvas').count()).toBe(0);
+  });
+
   it('ran under its Content-Security-Policy: nothing it needs was blocked', () => {
     expect(policyViolations).toEqual([]);
   });
 });
+
+/**
+ * A day of a pool's usage as shared/pools/usage.ts keeps it: each hour 1,000 requests, 950 answered,
+ * $0.05 of instances and $0.01 of egress; Ready members held at 0.5–3.5 (peaks 1–4), demand 0–5 (peaks 0–10).
+ */
+function dayOfUsage(now: number) {
+  const current = Math.floor(now / HOUR) * HOUR;
+  const counts = { requests: 1000, succeeded: 950, bytesIn: 2 ** 20, bytesOut: 0, instanceUsd: 0.05, egressUsd: 0.01 };
+  const hours = Array.from({ length: 24 }, (_, i) => ({
+    hour: current - (23 - i) * HOUR,
+    ...counts,
+    members: { peak: 1 + (i % 4), mean: 0.5 + (i % 4), seconds: 3600 },
+    demand: { peak: 2 * (i % 6), mean: i % 6, seconds: 3600 },
+  }));
+  const day = {
+    requests: 24_000,
+    succeeded: 22_800,
+    bytesIn: 24 * 2 ** 20,
+    bytesOut: 0,
+    instanceUsd: 1.2,
+    egressUsd: 0.24,
+  };
+  return {
+    total: { ...day, since: current - 23 * HOUR },
+    hours,
+    last24h: day,
+    folded: {},
+    foldedAt: now,
+    levels: { members: 0, demand: 0, at: now },
+  };
+}

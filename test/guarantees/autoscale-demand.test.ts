@@ -8,9 +8,9 @@
 import { describe, expect, it } from 'vitest';
 import { autoscaleSchema, type DemandReport } from '../../shared/domain/autoscale.js';
 import { decideReplicas, type AutoscaleState } from '../../shared/pools/autoscale.js';
-import { DemandStore } from '../../shared/store/demand.js';
+import { FirestoreDemandRepository } from '../../shared/store/firestore/demand.js';
 import { isLive, usageOfDoc } from '../../shared/store/demand-rules.js';
-import { createFirestore } from '../../shared/store/firestore.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { mulberry32, replayHint, scenarioCount, suiteSeed } from './support/prng.js';
 
@@ -21,7 +21,7 @@ const COUNT = scenarioCount(20, 200);
 describe('autoscale: duplicated and reordered demand reports converge', () => {
   it(`${COUNT} seeded scenarios on the emulator`, async () => {
     const db = createFirestore(emulatorEnv('autoscale-demand').projectId);
-    const store = new DemandStore(db);
+    const store = new FirestoreDemandRepository(db);
     const now = Date.now();
     try {
       for (let s = 0; s < COUNT; s++) {

@@ -16,10 +16,10 @@ import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server
 import { createRegistry } from '../../shared/providers/registry.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage, type GcDeps } from '../../shared/reconcile/gc.js';
-import type { RelayReport } from '../../shared/relay/protocol.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
+import type { RelayReport } from '../../shared/wire/protocol.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
 import { startFakeGce, type FakeGce } from '../fakes/gce/index.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { eventually } from '../support/eventually.js';
@@ -268,12 +268,12 @@ describe('guarantee: GC never deletes on a failed or partial listing', () => {
       gcGraceSeconds: 1,
       providers: [{ name: 'proc', type: 'process', relay: 'sim', options: { heartbeatTimeoutSeconds: 1 } }],
     });
-    const relays = new RelayStore(db, logger);
+    const relays = new FirestoreRelayRepository(db, logger);
     // The functions' clock: the test moves it past the heartbeat timeout instead of waiting that long.
     let ahead = 0;
     const now = () => Date.now() + ahead;
     const registry = createRegistry({ config, relays, bus: createPubSubBus(pubsub), logger, now });
-    const deps: GcDeps = { config, registry, proxies: new ProxyStore(db, logger), logger, now };
+    const deps: GcDeps = { config, registry, proxies: new FirestoreProxyRepository(db, logger), logger, now };
     const orphanItem = {
       name: instanceName('it', 'r-orphan'),
       proxy: 'r-orphan',

@@ -10,7 +10,7 @@ import { PubSub } from '@google-cloud/pubsub';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clip } from '../../shared/domain/text.js';
-import { createFirestore } from '../../shared/store/firestore.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { apiCaller, byFramework, capProblems, overCap, type Answer } from './support/api-answers.js';
 import { Figures } from './support/figures.js';

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import { PubSub } from '@google-cloud/pubsub';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFirestore } from '../../shared/store/firestore.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { apiCaller, byFramework, capProblems, overCap, type Answer } from './support/api-answers.js';
 import { Figures } from './support/figures.js';

@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { LOCAL_DEFAULT_CONFIG } from '../../shared/config/local-default.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RelayReport } from '../../shared/relay/protocol.js';
-import { parseRelayKeys, signText, type SigningKey } from '../../shared/relay/signature.js';
-import { createFirestore } from '../../shared/store/firestore.js';
+import type { RelayReport } from '../../shared/wire/protocol.js';
+import { parseRelayKeys, signText, type SigningKey } from '../../shared/wire/signature.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { Figures } from './support/figures.js';
 import {

@@ -7,7 +7,7 @@
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyDocSchema } from '../../shared/domain/status.js';
-import { createFirestore } from '../../shared/store/firestore.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { Figures } from './support/figures.js';
 import {

@@ -14,7 +14,7 @@ import { templateHash, type PoolApplyRequest } from '../../shared/domain/pool.js
 import { TEMPLATE_LABEL } from '../../shared/pools/plan.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
-import type { PoolStore } from '../../shared/store/pools.js';
+import type { FirestorePoolRepository } from '../../shared/store/firestore/pools.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, poolCheckDeps, readyMembers, type PoolDriver } from '../support/pool-driver.js';
 import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
@@ -26,7 +26,7 @@ const SCENARIOS = scenarioCount(4, 40);
 const rng = mulberry32(SEED);
 
 let h: RelayHarness;
-let deps: CheckDeps & { pools: PoolStore };
+let deps: CheckDeps & { pools: FirestorePoolRepository };
 let requests: RequestDeps;
 const drivers: PoolDriver[] = [];
 

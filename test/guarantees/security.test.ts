@@ -15,8 +15,8 @@ import type { ApplyRequest } from '../../shared/domain/proxy.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
 import { generateCredentials } from '../../shared/store/credentials-memo.js';
-import { ProviderStore } from '../../shared/store/providers.js';
-import { ReportStore } from '../../shared/store/reports.js';
+import { FirestoreProviderStatusRepository } from '../../shared/store/firestore/providers.js';
+import { FirestoreReportRepository } from '../../shared/store/firestore/reports.js';
 import { eventually } from '../support/eventually.js';
 import { startKubeHarness } from '../support/kube-harness.js';
 import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
@@ -169,8 +169,8 @@ describe('guarantee: the API gives credentials only to the right token', () => {
     const api = {
       ...deps,
       relays: h.relays,
-      reports: new ReportStore(h.db, h.logger),
-      providerStatus: new ProviderStore(h.db),
+      reports: new FirestoreReportRepository(h.db, h.logger),
+      providerStatus: new FirestoreProviderStatusRepository(h.db),
     };
     const call = (path: string, authorization?: string) =>
       handleApi(api, {

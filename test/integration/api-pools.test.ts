@@ -5,12 +5,12 @@ import type { ApiDeps } from '../../shared/api/deps.js';
 import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import { createLogger } from '../../shared/logger.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { PoolStore } from '../../shared/store/pools.js';
-import { ProviderStore } from '../../shared/store/providers.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
-import { ReportStore } from '../../shared/store/reports.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestorePoolRepository } from '../../shared/store/firestore/pools.js';
+import { FirestoreProviderStatusRepository } from '../../shared/store/firestore/providers.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
+import { FirestoreReportRepository } from '../../shared/store/firestore/reports.js';
 import { callApi } from '../support/api-call.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { eventually } from '../support/eventually.js';
@@ -21,7 +21,7 @@ const db = createFirestore(emu.projectId);
 const logger = createLogger({ write: () => undefined });
 const pubsub = new PubSub({ projectId: emu.projectId });
 const published: Message[] = [];
-const pools = new PoolStore(db, logger);
+const pools = new FirestorePoolRepository(db, logger);
 let deps: ApiDeps;
 
 const call = (method: string, target: string, body?: unknown) => callApi(deps, method, target, body, TOKEN);
@@ -56,10 +56,10 @@ beforeAll(async () => {
   });
   deps = {
     config,
-    proxies: new ProxyStore(db, logger),
-    relays: new RelayStore(db, logger),
-    reports: new ReportStore(db, logger),
-    providerStatus: new ProviderStore(db),
+    proxies: new FirestoreProxyRepository(db, logger),
+    relays: new FirestoreRelayRepository(db, logger),
+    reports: new FirestoreReportRepository(db, logger),
+    providerStatus: new FirestoreProviderStatusRepository(db),
     pools,
     bus: createPubSubBus(pubsub),
     logger,

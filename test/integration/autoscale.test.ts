@@ -9,14 +9,14 @@ import type { ApiDeps } from '../../shared/api/deps.js';
 import { postDemand } from '../../shared/api/demand.js';
 import { decodeBody } from '../../shared/bus/message.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
-import { DemandStore } from '../../shared/store/demand.js';
-import { ReportStore } from '../../shared/store/reports.js';
+import { FirestoreDemandRepository } from '../../shared/store/firestore/demand.js';
+import { FirestoreReportRepository } from '../../shared/store/firestore/reports.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, poolCheckDeps, readyMembers, type PoolDriver } from '../support/pool-driver.js';
 import { startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 
 let h: RelayHarness;
-let deps: ReturnType<typeof poolCheckDeps> & { demand: DemandStore };
+let deps: ReturnType<typeof poolCheckDeps> & { demand: FirestoreDemandRepository };
 let api: ApiDeps;
 let driver: PoolDriver | undefined;
 
@@ -64,8 +64,8 @@ function reportEvery(everyMs: number, next: () => ReturnType<typeof report>): { 
 
 beforeAll(async () => {
   h = await startRelayHarness('autoscale', [24620, 24629], { poolRecoverSeconds: 3, autoscaleIntervalSeconds: 1 });
-  deps = { ...poolCheckDeps(h), demand: new DemandStore(h.db) };
-  api = { ...h, reports: new ReportStore(h.db, h.logger), pools: deps.pools, demand: deps.demand };
+  deps = { ...poolCheckDeps(h), demand: new FirestoreDemandRepository(h.db) };
+  api = { ...h, reports: new FirestoreReportRepository(h.db, h.logger), pools: deps.pools, demand: deps.demand };
   const requests: RequestDeps = {
     proxies: h.proxies,
     bus: h.bus,

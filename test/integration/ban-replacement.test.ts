@@ -9,7 +9,7 @@ import type { ApiDeps } from '../../shared/api/deps.js';
 import type { ProxyDoc } from '../../shared/domain/status.js';
 import { probeThroughProxy } from '../../shared/probe/probe.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
-import { ReportStore } from '../../shared/store/reports.js';
+import { FirestoreReportRepository } from '../../shared/store/firestore/reports.js';
 import { callApi } from '../support/api-call.js';
 import { eventually } from '../support/eventually.js';
 import { applyRequest, settle } from '../support/reconcile-steps.js';
@@ -68,7 +68,12 @@ beforeAll(async () => {
     },
   );
   deps = { config: h.config, proxies: h.proxies, registry: h.registry, logger: h.logger, bus: h.bus };
-  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db, h.logger), providerStatus: h.providerStatus };
+  api = {
+    ...deps,
+    relays: h.relays,
+    reports: new FirestoreReportRepository(h.db, h.logger),
+    providerStatus: h.providerStatus,
+  };
   await h.proxies.apply(applyRequest('b-1', 'proc'), Date.now(), Date.now());
   await h.proxies.apply(applyRequest('p-1', 'proc'), Date.now(), Date.now());
   await markPoolMember(h.db, 'p-1', 'p');

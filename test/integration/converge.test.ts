@@ -10,12 +10,12 @@ import type { Bus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { ProxyStatus } from '../../shared/domain/status.js';
 import { createLogger } from '../../shared/logger.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProviderStore } from '../../shared/store/providers.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
-import { ReportStore } from '../../shared/store/reports.js';
-import type { TransactionRecord } from '../../shared/store/transaction.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProviderStatusRepository } from '../../shared/store/firestore/providers.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
+import { FirestoreReportRepository } from '../../shared/store/firestore/reports.js';
+import type { TransactionRecord } from '../../shared/store/firestore/transaction.js';
 import { callApi } from '../support/api-call.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
@@ -31,7 +31,7 @@ const logger = createLogger({
   level: 'DEBUG',
   write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>),
 });
-const proxies = new ProxyStore(db, logger);
+const proxies = new FirestoreProxyRepository(db, logger);
 const names = Array.from({ length: PROXIES }, (_, i) => `cv-${i}`);
 /** The checks the bans asked for (the bus is not what is tested here). */
 const kicked: unknown[] = [];
@@ -43,7 +43,7 @@ const bus: Bus = {
 };
 let deps: ApiDeps;
 
-/** A transaction's log line (shared/store/transaction.ts). */
+/** A transaction's log line (shared/store/firestore/transaction.ts). */
 function isTransaction(v: unknown): v is TransactionRecord {
   return typeof v === 'object' && v !== null && 'kind' in v && 'reads' in v && 'attempts' in v;
 }
@@ -76,9 +76,9 @@ beforeAll(async () => {
       providers: [{ name: 'local', type: 'process', relay: 'r1' }],
     }),
     proxies,
-    relays: new RelayStore(db, logger),
-    reports: new ReportStore(db, logger),
-    providerStatus: new ProviderStore(db),
+    relays: new FirestoreRelayRepository(db, logger),
+    reports: new FirestoreReportRepository(db, logger),
+    providerStatus: new FirestoreProviderStatusRepository(db),
     bus,
     logger,
   };

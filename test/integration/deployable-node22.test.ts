@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/emulators.js';
 import { waitForPort } from '../../infra/local/children.js';
 import { TOPICS } from '../../shared/bus/topics.js';
-import { createFirestore } from '../../shared/store/firestore.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { node22 } from '../support/node22.js';
 
@@ -98,7 +98,7 @@ beforeAll(async () => {
     const main = join(source, 'node_modules', '@google-cloud', 'functions-framework', 'build', 'src', 'main.js');
     const child = spawn(node, [main, `--target=${name}`, `--source=${source}`, `--port=${port}`], {
       // No relay keys, by the development flag (without it the relay-backed providers are refused:
-      // shared/runtime.ts, tested in shared/relay/signature.test.ts): what the warning below checks.
+      // shared/runtime.ts, tested in shared/wire/signature.test.ts): what the warning below checks.
       env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...emu.env, EGRESS_UNSIGNED_RELAYS: 'development' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

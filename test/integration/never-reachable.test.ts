@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiDeps } from '../../shared/api/deps.js';
 import type { ProxyDoc } from '../../shared/domain/status.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
-import { ReportStore } from '../../shared/store/reports.js';
+import { FirestoreReportRepository } from '../../shared/store/firestore/reports.js';
 import type { RelayBackend } from '../../relay/backends/backend.js';
 import { callApi } from '../support/api-call.js';
 import { eventually } from '../support/eventually.js';
@@ -91,7 +91,12 @@ beforeAll(async () => {
     },
   );
   deps = { config: h.config, proxies: h.proxies, registry: h.registry, logger: h.logger, bus: h.bus };
-  api = { ...deps, relays: h.relays, reports: new ReportStore(h.db, h.logger), providerStatus: h.providerStatus };
+  api = {
+    ...deps,
+    relays: h.relays,
+    reports: new FirestoreReportRepository(h.db, h.logger),
+    providerStatus: h.providerStatus,
+  };
 }, 90_000);
 afterAll(() => h?.close(), 60_000);
 

@@ -2,14 +2,15 @@
  * A pool's running cost on the emulators: the pool controller prices its live members (static
  * endpoints at their configured `hourlyUsd`, the control plane's share) into `status.cost`,
  * `spec.maxCostPerHour` holds members back with a condition saying what they would cost, and the
- * gateways' usage counters (duplicated, reordered, concurrent) are folded once into `status.usage`.
+ * gateways' usage counters (duplicated, reordered, concurrent) are folded once into `status.usage`,
+ * whose hours follow the Ready members.
  */
 import { Timestamp } from '@google-cloud/firestore';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { PoolApplyRequest } from '../../shared/domain/pool.js';
 import { demandReportSchema, type DemandReport } from '../../shared/domain/autoscale.js';
-import { COLLECTIONS } from '../../shared/store/firestore.js';
+import { COLLECTIONS } from '../../shared/store/firestore/client.js';
 import { demandId, USAGE_KEEP_MS } from '../../shared/store/demand-rules.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, readyMembers, type PoolDriver } from '../support/pool-driver.js';
@@ -143,6 +144,9 @@ describe('pool cost: usage from the gateways, folded once', () => {
       250,
     );
     expect(usage?.last24h).toMatchObject({ ...want, egressUsd: 0 });
+    // The hours follow the pool's one Ready member (maxCostPerHour holds it there) and no demand.
+    expect(usage?.levels).toMatchObject({ members: 1, demand: 0 });
+    expect(usage?.hours.at(-1)).toMatchObject({ members: { peak: 1 }, demand: { peak: 0 } });
     // The member is a static endpoint at $0.01 an hour: instance-hours, no Internet egress billed here.
     expect(usage?.last24h.perThousandSucceededUsd).toBeGreaterThan(0);
     expect(usage?.last24h.perGibUsd).toBeGreaterThan(0);

@@ -10,14 +10,14 @@ import { decodeBody } from '../../shared/bus/message.js';
 import type { PoolApplyRequest } from '../../shared/domain/pool.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
-import type { PoolStore } from '../../shared/store/pools.js';
+import type { FirestorePoolRepository } from '../../shared/store/firestore/pools.js';
 import { eventually } from '../support/eventually.js';
 import { drivePool, poolCheckDeps, readyMembers, type PoolDriver } from '../support/pool-driver.js';
 import { proxyPorts, startRelayHarness, type RelayHarness } from '../support/relay-harness.js';
 import { applyRequest } from '../support/reconcile-steps.js';
 
 let h: RelayHarness;
-let deps: CheckDeps & { pools: PoolStore };
+let deps: CheckDeps & { pools: FirestorePoolRepository };
 let requests: RequestDeps;
 let driver: PoolDriver | undefined;
 let published = Date.now();

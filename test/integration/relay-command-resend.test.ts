@@ -12,10 +12,10 @@ import { createLogger } from '../../shared/logger.js';
 import { QUEUED_RESENDS } from '../../shared/providers/relayed/index.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
-import { relayCommandSchema, type RelayCommand } from '../../shared/relay/protocol.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
+import { relayCommandSchema, type RelayCommand } from '../../shared/wire/protocol.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { applyRequest } from '../support/reconcile-steps.js';
 
@@ -25,8 +25,8 @@ const LEASE_SECONDS = 5;
 const emu = emulatorEnv('resend');
 const db = createFirestore(emu.projectId);
 const logger = createLogger({ write: () => undefined });
-const proxies = new ProxyStore(db, logger);
-const relays = new RelayStore(db, logger);
+const proxies = new FirestoreProxyRepository(db, logger);
+const relays = new FirestoreRelayRepository(db, logger);
 const config = parseConfig({
   installationId: 'it',
   echoUrl: 'http://127.0.0.1:9/',

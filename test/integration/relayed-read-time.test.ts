@@ -12,15 +12,15 @@ import { parseConfig } from '../../shared/config/load.js';
 import { instanceName } from '../../shared/domain/names.js';
 import { createLogger } from '../../shared/logger.js';
 import { createRegistry } from '../../shared/providers/registry.js';
-import type { RelayReport } from '../../shared/relay/protocol.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { RelayStore } from '../../shared/store/relays.js';
+import type { RelayReport } from '../../shared/wire/protocol.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
 const RELAY = 'readtime';
 const emu = emulatorEnv('readtime');
 const logger = createLogger({ write: () => undefined });
-const relays = new RelayStore(createFirestore(emu.projectId), logger);
+const relays = new FirestoreRelayRepository(createFirestore(emu.projectId), logger);
 const config = parseConfig({
   installationId: 'it',
   echoUrl: 'http://127.0.0.1:9/',
@@ -57,7 +57,7 @@ const applied = (seq: number): RelayReport => ({
  * The store as a provider sees it while that report lands after its first read of this instance
  * completes: every later read of it starts only once the report is stored.
  */
-function reportLandingAfterFirstRead(store: RelayStore): RelayStore {
+function reportLandingAfterFirstRead(store: FirestoreRelayRepository): FirestoreRelayRepository {
   let landed: Promise<void> | undefined;
   const read = async <T>(call: () => Promise<T>): Promise<T> => {
     if (landed) {
@@ -72,7 +72,7 @@ function reportLandingAfterFirstRead(store: RelayStore): RelayStore {
     await landed;
     return first as T;
   };
-  const racing = Object.create(store) as RelayStore;
+  const racing = Object.create(store) as FirestoreRelayRepository;
   racing.instance = (relay, name) => read(() => store.instance(relay, name));
   racing.command = (relay, name) => read(() => store.command(relay, name));
   racing.instanceAndCommand = (relay, name) => read(() => store.instanceAndCommand(relay, name));

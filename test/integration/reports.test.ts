@@ -6,11 +6,11 @@ import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { parseConfig } from '../../shared/config/load.js';
 import type { ProxyStatus } from '../../shared/domain/status.js';
 import { createLogger } from '../../shared/logger.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProviderStore } from '../../shared/store/providers.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
-import { ReportStore } from '../../shared/store/reports.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProviderStatusRepository } from '../../shared/store/firestore/providers.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
+import { FirestoreReportRepository } from '../../shared/store/firestore/reports.js';
 import { callApi } from '../support/api-call.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { eventually } from '../support/eventually.js';
@@ -23,7 +23,7 @@ const OTHER = 'other-token-0123456789abcdef';
 const emu = emulatorEnv('reports');
 const db = createFirestore(emu.projectId);
 const logger = createLogger({ write: () => undefined });
-const proxies = new ProxyStore(db, logger);
+const proxies = new FirestoreProxyRepository(db, logger);
 const pubsub = new PubSub({ projectId: emu.projectId });
 const checks: unknown[] = [];
 let deps: ApiDeps;
@@ -84,9 +84,9 @@ beforeAll(async () => {
       providers: [{ name: 'local', type: 'process', relay: 'r1' }],
     }),
     proxies,
-    relays: new RelayStore(db, logger),
-    reports: new ReportStore(db, logger),
-    providerStatus: new ProviderStore(db),
+    relays: new FirestoreRelayRepository(db, logger),
+    reports: new FirestoreReportRepository(db, logger),
+    providerStatus: new FirestoreProviderStatusRepository(db),
     bus: createPubSubBus(pubsub),
     logger,
   };

@@ -5,15 +5,15 @@ import { decodeBody } from '../../shared/bus/message.js';
 import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { createLogger } from '../../shared/logger.js';
 import { handleRequest, type RequestDeps } from '../../shared/requests.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
 import { initialStatus } from '../../shared/domain/status.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
 const emu = emulatorEnv('requests');
 const db = createFirestore(emu.projectId);
 const logger = createLogger({ write: () => undefined });
-const proxies = new ProxyStore(db, logger);
+const proxies = new FirestoreProxyRepository(db, logger);
 let deps: RequestDeps;
 let seq = 0;
 

@@ -2,7 +2,7 @@
 import { PubSub, type Message } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createRestBus } from '../../shared/bus/rest.js';
-import { parseRelayKeys, generateRelayKeys, signer, verifySignature } from '../../shared/relay/signature.js';
+import { parseRelayKeys, generateRelayKeys, signer, verifySignature } from '../../shared/wire/signature.js';
 import { eventually } from '../support/eventually.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 

@@ -2,15 +2,15 @@
 import { Timestamp } from '@google-cloud/firestore';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logger.js';
-import { COLLECTIONS, createFirestore } from '../../shared/store/firestore.js';
-import { EVENT_RETENTION_MS, trimQuery } from '../../shared/store/events.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
+import { COLLECTIONS, createFirestore } from '../../shared/store/firestore/client.js';
+import { EVENT_RETENTION_MS, trimQuery } from '../../shared/store/firestore/events.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
 import { REJECTION_RETENTION_MS } from '../../shared/store/proxy-rules.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
 const emu = emulatorEnv('retention');
 const db = createFirestore(emu.projectId);
-const proxies = new ProxyStore(db, createLogger({ write: () => undefined }));
+const proxies = new FirestoreProxyRepository(db, createLogger({ write: () => undefined }));
 
 describe('retention fields', () => {
   it('an event expires EVENT_RETENTION_MS after it happened, as a Firestore timestamp', async () => {

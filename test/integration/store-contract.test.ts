@@ -8,12 +8,12 @@ import { findTopologyFile } from '../../infra/local/topology.js';
 import { checkIndexes, queryShape } from '../../infra/terraform/firestore-indexes.js';
 import { readTerraformDir } from '../../infra/terraform/hcl-files.js';
 import { createLogger } from '../../shared/logger.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { PoolStore } from '../../shared/store/pools.js';
-import { ProviderStore } from '../../shared/store/providers.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
-import { ReportStore } from '../../shared/store/reports.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestorePoolRepository } from '../../shared/store/firestore/pools.js';
+import { FirestoreProviderStatusRepository } from '../../shared/store/firestore/providers.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
+import { FirestoreReportRepository } from '../../shared/store/firestore/reports.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 import { recordQueries, type RecordedQuery } from '../support/query-recorder.js';
 import { storeContract } from '../support/store-contract.js';
@@ -24,11 +24,11 @@ storeContract('firestore', (heartbeatMs) => {
   // A project of its own per test: an empty store.
   const db = createFirestore(emulatorEnv('store').projectId);
   return Promise.resolve({
-    proxies: new ProxyStore(db, logger),
-    relays: new RelayStore(db, logger, heartbeatMs),
-    pools: new PoolStore(db, logger),
-    providerStatus: new ProviderStore(db),
-    reports: new ReportStore(db, logger),
+    proxies: new FirestoreProxyRepository(db, logger),
+    relays: new FirestoreRelayRepository(db, logger, heartbeatMs),
+    pools: new FirestorePoolRepository(db, logger),
+    providerStatus: new FirestoreProviderStatusRepository(db),
+    reports: new FirestoreReportRepository(db, logger),
     close: () => db.terminate(),
   });
 });

@@ -19,17 +19,17 @@ import type { Instance, Provider } from '../../shared/providers/contract.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { SweepCache } from '../../shared/reconcile/sweep-cache.js';
-import type { InventoryItem } from '../../shared/relay/protocol.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
+import type { InventoryItem } from '../../shared/wire/protocol.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
 import { emulatorEnv } from '../support/emulator-env.js';
 
 const emu = emulatorEnv('sweep-reads');
 const db = createFirestore(emu.projectId);
 const logger = createLogger({ write: () => undefined });
-const relays = new RelayStore(db, logger, 600_000);
-const proxies = new ProxyStore(db, logger);
+const relays = new FirestoreRelayRepository(db, logger, 600_000);
+const proxies = new FirestoreProxyRepository(db, logger);
 const config = parseConfig({
   installationId: 'it',
   echoUrl: 'http://127.0.0.1:9/',

@@ -9,7 +9,7 @@ import { parseConfig } from '../../shared/config/load.js';
 import { createLogger } from '../../shared/logger.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import type { Bus } from '../../shared/bus/pubsub.js';
-import type { RelayStore } from '../../shared/store/relays.js';
+import type { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
 import { startFakeGce } from '../fakes/gce/index.js';
 import { runProviderContract } from './contract.case.js';
 
@@ -42,7 +42,7 @@ runProviderContract({
       ],
     });
     // The gcp provider uses neither: it talks to Compute only.
-    const unused = {} as RelayStore & Bus;
+    const unused = {} as FirestoreRelayRepository & Bus;
     const registry = createRegistry({ config, relays: unused, bus: unused, logger });
     const provider = registry.get('gce');
     if (!provider) throw new Error('registry built no gcp provider');

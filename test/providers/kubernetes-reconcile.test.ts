@@ -9,9 +9,9 @@ import { checkProviders } from '../../shared/health.js';
 import { createRegistry } from '../../shared/providers/registry.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { collectGarbage } from '../../shared/reconcile/gc.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
 import { probeThroughProxy } from '../../shared/probe/probe.js';
 import { fingerprintOf, TlsPinError } from '../../shared/tls/pinned.js';
 import { emulatorEnv } from '../support/emulator-env.js';
@@ -162,8 +162,13 @@ describe('kubernetes provider through the reconciler', () => {
     const emu = emulatorEnv('k8s-other');
     const db = createFirestore(emu.projectId);
     const config = parseConfig({ ...h.config, installationId: 'other', gcGraceSeconds: 60 });
-    const registry = createRegistry({ config, relays: new RelayStore(db, h.logger), bus: h.bus, logger: h.logger });
-    const proxies = new ProxyStore(db, h.logger);
+    const registry = createRegistry({
+      config,
+      relays: new FirestoreRelayRepository(db, h.logger),
+      bus: h.bus,
+      logger: h.logger,
+    });
+    const proxies = new FirestoreProxyRepository(db, h.logger);
     const other: CheckDeps = { ...h.deps, config, registry, proxies };
     try {
       // The same proxy name in both installations: two Pods, each owned by its own installation.

@@ -12,10 +12,10 @@ import { createLogger, type Logger } from '../../shared/logger.js';
 import type { Registry } from '../../shared/providers/contract.js';
 import type { RegistryDeps } from '../../shared/providers/factory.js';
 import { createRegistry } from '../../shared/providers/registry.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProviderStore } from '../../shared/store/providers.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { RelayStore } from '../../shared/store/relays.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProviderStatusRepository } from '../../shared/store/firestore/providers.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
 import { emulatorEnv } from './emulator-env.js';
 
 export interface CheckWorld {
@@ -23,9 +23,9 @@ export interface CheckWorld {
   db: Firestore;
   bus: Bus;
   registry: Registry;
-  proxies: ProxyStore;
+  proxies: FirestoreProxyRepository;
   /** `providers/{name}`, written by the provider-health monitor. */
-  providerStatus: ProviderStore;
+  providerStatus: FirestoreProviderStatusRepository;
   /** Closes the Pub/Sub and Firestore clients. */
   close(): Promise<void>;
 }
@@ -51,14 +51,20 @@ export async function startCheckWorld(
   const pubsub = new PubSub({ projectId: emu.projectId });
   await pubsub.createTopic('proxy-checks');
   const bus = createPubSubBus(pubsub);
-  const registry = createRegistry({ config, relays: new RelayStore(db, logger), bus, logger, ...extra(db, logger) });
+  const registry = createRegistry({
+    config,
+    relays: new FirestoreRelayRepository(db, logger),
+    bus,
+    logger,
+    ...extra(db, logger),
+  });
   return {
     logger,
     db,
     bus,
     registry,
-    proxies: new ProxyStore(db, logger),
-    providerStatus: new ProviderStore(db),
+    proxies: new FirestoreProxyRepository(db, logger),
+    providerStatus: new FirestoreProviderStatusRepository(db),
     async close() {
       await pubsub.close();
       await db.terminate();

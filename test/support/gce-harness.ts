@@ -11,7 +11,7 @@ import type { EchoServer } from '../../shared/probe/echo-server.js';
 import type { Provider } from '../../shared/providers/contract.js';
 import type { Registry } from '../../shared/providers/contract.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
 import type { FakeGce } from '../fakes/gce/index.js';
 import { startCheckWorld } from './check-world.js';
 
@@ -20,7 +20,7 @@ export interface GceHarness {
   registry: Registry;
   /** The provider named `gce`. */
   provider: Provider;
-  proxies: ProxyStore;
+  proxies: FirestoreProxyRepository;
   bus: Bus;
   logger: Logger;
   /** What `runCheck` needs. */

@@ -11,8 +11,8 @@ import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server
 import type { Provider } from '../../shared/providers/contract.js';
 import type { Registry } from '../../shared/providers/contract.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
-import { ProviderStore } from '../../shared/store/providers.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
+import { FirestoreProviderStatusRepository } from '../../shared/store/firestore/providers.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
 import { startFakeKube, type FakeKube, type FakeKubeOptions } from '../fakes/kube/index.js';
 import { startCheckWorld } from './check-world.js';
 
@@ -22,9 +22,9 @@ export interface KubeHarness {
   registry: Registry;
   /** The provider named `k8s`. */
   provider: Provider;
-  proxies: ProxyStore;
+  proxies: FirestoreProxyRepository;
   /** `providers/{name}`, written by the provider-health monitor. */
-  providerStatus: ProviderStore;
+  providerStatus: FirestoreProviderStatusRepository;
   bus: Bus;
   logger: Logger;
   echo: EchoServer;

@@ -8,13 +8,13 @@ import { POOL_LABEL } from '../../shared/domain/pool.js';
 import type { ProxyDoc } from '../../shared/domain/status.js';
 import { runCheck, type CheckDeps } from '../../shared/reconcile/check.js';
 import { reconcilePool, type PoolDeps } from '../../shared/pools/reconcile.js';
-import { PoolStore } from '../../shared/store/pools.js';
+import { FirestorePoolRepository } from '../../shared/store/firestore/pools.js';
 import type { RelayHarness } from './relay-harness.js';
 
 /** What the check function runs pools with, on a relay harness's stores and providers. */
-export function poolCheckDeps(h: RelayHarness): CheckDeps & { pools: PoolStore } {
+export function poolCheckDeps(h: RelayHarness): CheckDeps & { pools: FirestorePoolRepository } {
   const { config, proxies, registry, logger, bus, providerStatus } = h;
-  return { config, proxies, registry, logger, bus, providerStatus, pools: new PoolStore(h.db, h.logger) };
+  return { config, proxies, registry, logger, bus, providerStatus, pools: new FirestorePoolRepository(h.db, h.logger) };
 }
 
 /** Members that serve: Ready and not being drained (what discovery hands out). */
@@ -31,7 +31,7 @@ export interface PoolDriver {
  * @param clock - the pool controller's clock (a test moves it forward to make members due for maxAge)
  */
 export function drivePool(
-  deps: CheckDeps & { pools: PoolStore },
+  deps: CheckDeps & { pools: FirestorePoolRepository },
   pool: string,
   clock: () => number = Date.now,
 ): PoolDriver {
@@ -59,14 +59,32 @@ export function drivePool(
   return driver;
 }
 
+/**
+ * Live members that serve, or whose last probe only timed out: a probe that times out because the
+ * machine stalled (several at once under a loaded `npm test`) takes a member out of Ready until the
+ * next probe passes, and no rollout can keep a member's probe from timing out. A member whose probe
+ * is refused or reset (its process stopped) counts as down, as does every other phase.
+ */
+export const servingMembers = (members: ProxyDoc[]) =>
+  members.filter(
+    (m) =>
+      !m.deletionRequestedAt &&
+      (m.status.phase === 'Ready' ||
+        (m.status.phase === 'Unhealthy' &&
+          /timed out/.test(m.status.conditions.find((c) => c.type === 'Healthy')?.message ?? ''))),
+  ).length;
+
 export interface Sampler {
-  /** `live`: members not being drained; `members`: all of them, drained ones still being deleted included. */
-  samples: { at: number; ready: number; live: number; members: number }[];
+  /**
+   * `serving`: as `servingMembers` counts; `live`: members not being drained; `members`: all of
+   * them, drained ones still being deleted included.
+   */
+  samples: { at: number; ready: number; serving: number; live: number; members: number }[];
   stop(): Promise<void>;
 }
 
 /** Samples the pool's Ready, live and all members every `everyMs`. */
-export function samplePool(pools: PoolStore, pool: string, everyMs = 250): Sampler {
+export function samplePool(pools: FirestorePoolRepository, pool: string, everyMs = 250): Sampler {
   let running = true;
   const sampler: Sampler = { samples: [], stop: async () => {} };
   const loop = (async () => {
@@ -75,7 +93,8 @@ export function samplePool(pools: PoolStore, pool: string, everyMs = 250): Sampl
       const members = await pools.members(pool);
       const mine = members.filter((m) => m.metadata.labels[POOL_LABEL] === pool);
       const live = mine.filter((m) => !m.deletionRequestedAt);
-      sampler.samples.push({ at: started, ready: readyMembers(mine), live: live.length, members: mine.length });
+      const counts = { ready: readyMembers(mine), serving: servingMembers(mine) };
+      sampler.samples.push({ at: started, ...counts, live: live.length, members: mine.length });
       await sleep(Math.max(0, everyMs - (Date.now() - started)));
     }
   })();

@@ -16,13 +16,13 @@ import type { Firestore } from '@google-cloud/firestore';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import type { Registry } from '../../shared/providers/contract.js';
 import { createRegistry } from '../../shared/providers/registry.js';
-import { generateRelayKeys, parseRelayKeys, type RelayKeyring } from '../../shared/relay/signature.js';
+import { generateRelayKeys, parseRelayKeys, type RelayKeyring } from '../../shared/wire/signature.js';
 import { handleRelayReport } from '../../shared/relay-report.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
-import { createFirestore } from '../../shared/store/firestore.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { ProviderStore } from '../../shared/store/providers.js';
-import { RelayStore } from '../../shared/store/relays.js';
+import { createFirestore } from '../../shared/store/firestore/client.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreProviderStatusRepository } from '../../shared/store/firestore/providers.js';
+import { FirestoreRelayRepository } from '../../shared/store/firestore/relays.js';
 import { createRelayAgent, type RelayAgent, type RelayAgentDeps } from '../../relay/agent.js';
 import type { RelayBackend } from '../../relay/backends/backend.js';
 import { createBackends } from '../../relay/backends/create-backends.js';
@@ -37,9 +37,9 @@ export interface RelayHarness {
   /** The Firestore client of this harness's emulator project. */
   db: Firestore;
   registry: Registry;
-  proxies: ProxyStore;
-  relays: RelayStore;
-  providerStatus: ProviderStore;
+  proxies: FirestoreProxyRepository;
+  relays: FirestoreRelayRepository;
+  providerStatus: FirestoreProviderStatusRepository;
   bus: Bus;
   logger: Logger;
   agent: RelayAgent;
@@ -154,8 +154,8 @@ export async function startRelayHarness(
   await agent.start();
 
   const db = createFirestore(emu.projectId);
-  const relays = new RelayStore(db, logger);
-  const proxies = new ProxyStore(db, logger);
+  const relays = new FirestoreRelayRepository(db, logger);
+  const proxies = new FirestoreProxyRepository(db, logger);
   const apply = (message: BusMessage) => handleRelayReport({ config, relays, relayKeys, bus, logger }, message);
   const deliver = options.deliverReport ?? (async (message: BusMessage) => void (await apply(message)));
   reports.on('message', (m: Message) => {
@@ -174,7 +174,7 @@ export async function startRelayHarness(
     registry,
     proxies,
     relays,
-    providerStatus: new ProviderStore(db),
+    providerStatus: new FirestoreProviderStatusRepository(db),
     bus,
     logger,
     agent,

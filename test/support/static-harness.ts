@@ -7,12 +7,12 @@ import type { Config } from '../../shared/config/schema.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import type { Provider, Registry } from '../../shared/providers/contract.js';
 import type { CheckDeps } from '../../shared/reconcile/check.js';
-import { COLLECTIONS } from '../../shared/store/firestore.js';
+import { COLLECTIONS } from '../../shared/store/firestore/client.js';
 import type { Firestore } from '@google-cloud/firestore';
-import { DemandStore } from '../../shared/store/demand.js';
-import { PoolStore } from '../../shared/store/pools.js';
-import { ProxyStore } from '../../shared/store/proxies.js';
-import { StaticClaimStore } from '../../shared/store/static-claims.js';
+import { FirestoreDemandRepository } from '../../shared/store/firestore/demand.js';
+import { FirestorePoolRepository } from '../../shared/store/firestore/pools.js';
+import { FirestoreProxyRepository } from '../../shared/store/firestore/proxies.js';
+import { FirestoreStaticClaimRepository } from '../../shared/store/firestore/static-claims.js';
 import { startVendor, type Vendor } from './static-vendor.js';
 import { startCheckWorld } from './check-world.js';
 
@@ -22,12 +22,12 @@ export interface StaticHarness {
   registry: Registry;
   /** The provider named `vendor` (the first, with `split`). */
   provider: Provider;
-  pools: PoolStore;
+  pools: FirestorePoolRepository;
   /** The gateways' demand and usage documents (`poolDemand`). */
-  demand: DemandStore;
+  demand: FirestoreDemandRepository;
   db: Firestore;
-  proxies: ProxyStore;
-  claims: StaticClaimStore;
+  proxies: FirestoreProxyRepository;
+  claims: FirestoreStaticClaimRepository;
   echo: EchoServer;
   /** What `runCheck` needs. */
   deps: CheckDeps;
@@ -88,9 +88,9 @@ export async function startStaticHarness(
     })),
     ...overrides,
   });
-  let claims: StaticClaimStore | undefined;
+  let claims: FirestoreStaticClaimRepository | undefined;
   const world = await startCheckWorld(name, config, (db, logger) => ({
-    claims: (claims = new StaticClaimStore(db, logger)),
+    claims: (claims = new FirestoreStaticClaimRepository(db, logger)),
   }));
   const { db, registry, proxies, providerStatus, bus, logger } = world;
   const first = config.providers[0]?.name ?? '';
@@ -103,8 +103,8 @@ export async function startStaticHarness(
     provider,
     proxies,
     claims,
-    pools: new PoolStore(db, logger),
-    demand: new DemandStore(db),
+    pools: new FirestorePoolRepository(db, logger),
+    demand: new FirestoreDemandRepository(db),
     db,
     echo,
     deps: { config, proxies, registry, logger, bus, providerStatus, countReplacing: (p) => proxies.countReplacing(p) },

@@ -4,7 +4,7 @@
  * rest and the whole inventory is read.
  */
 import { describe, expect, it } from 'vitest';
-import type { InventoryItem, RelayReport } from '../../shared/relay/protocol.js';
+import type { InventoryItem, RelayReport } from '../../shared/wire/protocol.js';
 import type { InventoryRead, RelayRepository } from '../../shared/store/ports.js';
 import type { InventoryMark } from '../../shared/store/records.js';
 

@@ -3,7 +3,7 @@
  * listings, concurrent reports, and which reports read the stored inventory.
  */
 import { describe, expect, it, vi } from 'vitest';
-import type { InventoryItem, RelayReport } from '../../shared/relay/protocol.js';
+import type { InventoryItem, RelayReport } from '../../shared/wire/protocol.js';
 import type { RelayRepository } from '../../shared/store/ports.js';
 
 const T = Date.UTC(2026, 5, 1);

@@ -5,6 +5,7 @@ import { renderDetail, renderGone, renderNoSelection } from './detail.js';
 import { byId } from './dom.js';
 import { renderPools } from './pools.js';
 import { renderCounts, renderEgressDatabase, renderProviders, renderProxies, renderRelays } from './render.js';
+import { renderUsage } from './usage-charts.js';
 
 const TOKEN_KEY = 'egress.dashboard.token';
 const POLL_MS = 2000;
@@ -74,6 +75,7 @@ async function poll(client: Api, mine: number): Promise<void> {
   renderEgressDatabase(providers.egressDatabase);
   renderRelays(relays);
   renderPools(pools, { api: () => api, unauthorised, refresh });
+  renderUsage(pools, now);
   offerSample(providers.items[0]?.name);
   if (name && name === selected) {
     if (detail) renderDetail(detail, now);

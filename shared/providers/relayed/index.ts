@@ -7,14 +7,14 @@ import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../bus/pubsub.js';
 import type { Config, ProviderConfig } from '../../config/schema.js';
 import { NotFoundError, RetryableError, ValidationError } from '../../errors.js';
-import type { InventoryItem, RelayCommand } from '../../relay/protocol.js';
+import type { InventoryItem, RelayCommand } from '../../wire/protocol.js';
 import { inventoryMarkSchema, parseJsonAs, type CommandDoc, type RelayDoc } from '../../store/records.js';
 import { changedSince } from '../../store/relay-rules.js';
 import { recordRelayHeartbeatAge } from '../../telemetry/metrics.js';
 import { firestoreCall } from '../../telemetry/spans.js';
 import type { Instance, InstanceDelta, InstanceSpec, Provider, ProviderHealth } from '../contract.js';
-import { toWire } from '../../relay/command-wire.js';
-import { signer, type SigningKey } from '../../relay/signature.js';
+import { toWire } from '../../wire/command-wire.js';
+import { signer, type SigningKey } from '../../wire/signature.js';
 import { TOPICS } from '../../bus/topics.js';
 import type { ProviderFactoryDeps } from '../factory.js';
 import type { RelayRepository } from '../../store/ports.js';
@@ -44,8 +44,8 @@ interface RelayedSettings {
    */
   sendingMs?: number;
   /**
-   * Signs every command (shared/relay/signature.ts) and seals a create's credentials with it
-   * (shared/relay/sealed-credentials.ts); the relay refuses unsigned commands and clear credentials when it has keys.
+   * Signs every command (shared/wire/signature.ts) and seals a create's credentials with it
+   * (shared/wire/sealed-credentials.ts); the relay refuses unsigned commands and clear credentials when it has keys.
    */
   signingKey?: SigningKey | undefined;
   now?: () => number;

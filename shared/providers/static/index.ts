@@ -2,7 +2,7 @@
  * The `static` provider (functions side): its instances are entries of a configured list of proxy
  * endpoints (a vendor's host:port with per-session usernames, or servers you run). `create` claims
  * a free endpoint, `delete` releases it; the claim is a Firestore document per endpoint, taken in a
- * transaction (`shared/store/static-claims.ts`), so two creates never hold one endpoint, whichever
+ * transaction (`shared/store/firestore/static-claims.ts`), so two creates never hold one endpoint, whichever
  * function instances run them. The check function probes the endpoints as it probes VMs.
  */
 import { connect } from 'node:net';

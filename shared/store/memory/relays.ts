@@ -5,7 +5,7 @@
  * several batches, which only ever makes the stored inventory digest absent).
  */
 import { RetryableError } from '../../errors.js';
-import type { InventoryItem, RelayReport } from '../../relay/protocol.js';
+import type { InventoryItem, RelayReport } from '../../wire/protocol.js';
 import type { Clock, InstanceAndCommand, InventoryRead, RelayRepository, ReportOutcome } from '../ports.js';
 import { commandDocSchema, relayDocSchema, type CommandDoc, type InventoryMark, type RelayDoc } from '../records.js';
 import {

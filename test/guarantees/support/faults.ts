@@ -5,7 +5,7 @@
 import type { BusMessage } from '../../../shared/bus/message.js';
 import type { Bus } from '../../../shared/bus/pubsub.js';
 import type { RelayBackend } from '../../../relay/backends/backend.js';
-import { relayReportSchema, wireCommandSchema } from '../../../shared/relay/protocol.js';
+import { relayReportSchema, wireCommandSchema } from '../../../shared/wire/protocol.js';
 import type { ProviderHooks } from './counting-provider.js';
 import { Crash, type CrashHook } from './faulty-store.js';
 import type { Figures } from './figures.js';
@@ -131,7 +131,7 @@ export class Faults {
   commandBus(inner: Bus): Bus {
     return {
       publish: (topic, data, attributes, sign) => {
-        // As published: a create's credentials are sealed for the relay (shared/relay/command-wire.ts).
+        // As published: a create's credentials are sealed for the relay (shared/wire/command-wire.ts).
         const command = wireCommandSchema.safeParse(data);
         const target = command.success
           ? command.data.kind === 'create'

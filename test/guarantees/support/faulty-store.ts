@@ -1,10 +1,10 @@
-/** A ProxyStore with crash points: a hook runs before and after each write, and may throw (a crash) or wait. */
+/** A FirestoreProxyRepository with crash points: a hook runs before and after each write, and may throw (a crash) or wait. */
 import type { Firestore } from '@google-cloud/firestore';
 import type { ApplyRequest } from '../../../shared/domain/proxy.js';
 import type { ProxyStatus } from '../../../shared/domain/status.js';
 import type { Logger } from '../../../shared/logger.js';
-import type { ProxyEvent } from '../../../shared/store/events.js';
-import { ProxyStore } from '../../../shared/store/proxies.js';
+import type { ProxyEvent } from '../../../shared/store/firestore/events.js';
+import { FirestoreProxyRepository } from '../../../shared/store/firestore/proxies.js';
 import type { ApplyOutcome, DeleteOutcome } from '../../../shared/store/proxy-rules.js';
 
 export type StoreWrite = 'apply' | 'requestDelete' | 'acquireLease' | 'writeStatus' | 'finalise' | 'addEvent';
@@ -28,7 +28,7 @@ export type CrashHook = (
 ) => void | Promise<void>;
 
 /** Each write of the real store, with the hook around it. */
-export class FaultyProxyStore extends ProxyStore {
+export class FaultyProxyStore extends FirestoreProxyRepository {
   hook: CrashHook = () => undefined;
 
   constructor(db: Firestore, logger: Logger) {
@@ -50,7 +50,7 @@ export class FaultyProxyStore extends ProxyStore {
     return this.around('requestDelete', name, undefined, () => super.requestDelete(name, publishTime, now));
   }
 
-  override acquireLease(...args: Parameters<ProxyStore['acquireLease']>): Promise<number | undefined> {
+  override acquireLease(...args: Parameters<FirestoreProxyRepository['acquireLease']>): Promise<number | undefined> {
     const [name, holder] = args;
     return this.around('acquireLease', name, holder, () => super.acquireLease(...args));
   }

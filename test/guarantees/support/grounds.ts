@@ -19,9 +19,9 @@ import { NotFoundError } from '../../../shared/errors.js';
 import { createLogger, type Logger } from '../../../shared/logger.js';
 import { startEchoServer } from '../../../shared/probe/echo-server.js';
 import { createRegistry } from '../../../shared/providers/registry.js';
-import type { RelayKeyring } from '../../../shared/relay/signature.js';
-import { createFirestore } from '../../../shared/store/firestore.js';
-import { RelayStore } from '../../../shared/store/relays.js';
+import type { RelayKeyring } from '../../../shared/wire/signature.js';
+import { createFirestore } from '../../../shared/store/firestore/client.js';
+import { FirestoreRelayRepository } from '../../../shared/store/firestore/relays.js';
 import { startFakeGce } from '../../fakes/gce/index.js';
 import { startFakeKube } from '../../fakes/kube/index.js';
 import { emulatorEnv } from '../../support/emulator-env.js';
@@ -74,7 +74,7 @@ export interface Ground {
   config: Config;
   db: Firestore;
   logger: Logger;
-  relays: RelayStore;
+  relays: FirestoreRelayRepository;
   /** The bus relay commands go out on (cloud providers publish nothing). */
   bus: Bus;
   relayKeys?: RelayKeyring;
@@ -225,7 +225,7 @@ async function cloudGround(o: GroundOptions): Promise<Ground> {
     ],
   });
   const db = createFirestore(emu.projectId);
-  const relays = new RelayStore(db, logger);
+  const relays = new FirestoreRelayRepository(db, logger);
   // Cloud providers publish no commands: a bus that takes nothing is all they get.
   const bus: Bus = { publish: () => Promise.reject(new Error(`the ${kind} provider publishes nothing`)) };
   const raw = createRegistry({ config, relays, bus, logger }).get(o.provider);

@@ -7,12 +7,12 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FieldValue, type Firestore } from '@google-cloud/firestore';
-import { proxyDocSchema } from '../domain/status.js';
-import type { Logger } from '../logger.js';
-import { grpcCode, GRPC_CODES } from './grpc-codes.js';
-import { changeStamp, COLLECTIONS } from './firestore.js';
+import { proxyDocSchema } from '../../domain/status.js';
+import type { Logger } from '../../logger.js';
+import { grpcCode, GRPC_CODES } from '../grpc-codes.js';
+import { changeStamp, COLLECTIONS } from './client.js';
 import { EVENT_RETENTION_MS } from './events.js';
-import type { ReportRepository } from './ports.js';
+import type { ReportRepository } from '../ports.js';
 import {
   banBudgetExpiry,
   banBudgetId,
@@ -21,15 +21,15 @@ import {
   reportStep,
   type RecordOutcome,
   type ReportInput,
-} from './report-rules.js';
+} from '../report-rules.js';
 import { CallerGone, logTransaction, reasonOf, type TransactionRecord } from './transaction.js';
 
 /** Reads and writes of one report before it gives up as ABORTED (each lost only to a write in between). */
 const ATTEMPTS = 10;
 
-export { reportEventId, type RecordOutcome, type ReportInput } from './report-rules.js';
+export { reportEventId, type RecordOutcome, type ReportInput } from '../report-rules.js';
 
-export class ReportStore implements ReportRepository {
+export class FirestoreReportRepository implements ReportRepository {
   private readonly minutes = new CallerMinutes();
 
   constructor(

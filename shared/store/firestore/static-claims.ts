@@ -1,15 +1,15 @@
 /** The `static` provider's endpoint claims in Firestore `staticClaims/{id}` (the port: `StaticClaimRepository`). */
 import { FieldValue, type Firestore } from '@google-cloud/firestore';
-import type { Logger } from '../logger.js';
-import { COLLECTIONS } from './firestore.js';
-import type { ClaimOutcome, ClaimRequest, StaticClaimRepository } from './ports.js';
-import { staticClaimSchema, type StaticClaim } from './records.js';
-import { GRPC_CODES, grpcCode } from './grpc-codes.js';
+import type { Logger } from '../../logger.js';
+import { COLLECTIONS } from './client.js';
+import type { ClaimOutcome, ClaimRequest, StaticClaimRepository } from '../ports.js';
+import { staticClaimSchema, type StaticClaim } from '../records.js';
+import { GRPC_CODES, grpcCode } from '../grpc-codes.js';
 import { reasonOf, runTransaction } from './transaction.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export class StaticClaimStore implements StaticClaimRepository {
+export class FirestoreStaticClaimRepository implements StaticClaimRepository {
   constructor(
     private readonly db: Firestore,
     private readonly logger: Logger,

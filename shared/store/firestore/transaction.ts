@@ -4,8 +4,8 @@
  * why it was retried (docs/guarantees.md, "Converge after chaos").
  */
 import type { Firestore, Transaction } from '@google-cloud/firestore';
-import type { Logger } from '../logger.js';
-import { grpcCode, GRPC_CODES } from './grpc-codes.js';
+import type { Logger } from '../../logger.js';
+import { grpcCode, GRPC_CODES } from '../grpc-codes.js';
 
 /** How a transaction runs. */
 export interface TransactionOptions {

@@ -6,13 +6,13 @@ import {
   type Firestore,
   type WriteBatch,
 } from '@google-cloud/firestore';
-import { RetryableError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import { inventoryItemSchema, type CommandResult, type InventoryItem, type RelayReport } from '../relay/protocol.js';
-import { COLLECTIONS } from './firestore.js';
-import { grpcCode, GRPC_CODES } from './grpc-codes.js';
-import type { InstanceAndCommand, InventoryRead, RelayRepository, ReportOutcome } from './ports.js';
-import { commandDocSchema, relayDocSchema, type CommandDoc, type InventoryMark, type RelayDoc } from './records.js';
+import { RetryableError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import { inventoryItemSchema, type CommandResult, type InventoryItem, type RelayReport } from '../../wire/protocol.js';
+import { COLLECTIONS } from './client.js';
+import { grpcCode, GRPC_CODES } from '../grpc-codes.js';
+import type { InstanceAndCommand, InventoryRead, RelayRepository, ReportOutcome } from '../ports.js';
+import { commandDocSchema, relayDocSchema, type CommandDoc, type InventoryMark, type RelayDoc } from '../records.js';
 import {
   BATCH_SIZE,
   readInventorySince,
@@ -22,12 +22,12 @@ import {
   mayChangeInventory,
   noDiff,
   relayRecord,
-} from './relay-rules.js';
+} from '../relay-rules.js';
 import { runTransaction } from './transaction.js';
 
-export { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from './records.js';
-export { changedSince, inventoryDigest } from './relay-rules.js';
-export type { ReportOutcome } from './ports.js';
+export { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from '../records.js';
+export { changedSince, inventoryDigest } from '../relay-rules.js';
+export type { ReportOutcome } from '../ports.js';
 
 function parseCommand(snap: DocumentSnapshot): CommandDoc | undefined {
   if (!snap.exists) return undefined;
@@ -35,7 +35,7 @@ function parseCommand(snap: DocumentSnapshot): CommandDoc | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
-export class RelayStore implements RelayRepository {
+export class FirestoreRelayRepository implements RelayRepository {
   constructor(
     private readonly db: Firestore,
     private readonly logger: Logger,

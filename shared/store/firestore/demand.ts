@@ -1,7 +1,7 @@
 /** `poolDemand/{pool}.{gateway}` on Firestore: the gateways' demand and usage reports (rules in demand-rules.ts). */
 import type { Firestore } from '@google-cloud/firestore';
-import type { DemandReport } from '../domain/autoscale.js';
-import type { FoldedMark } from '../domain/usage.js';
+import type { DemandReport } from '../../domain/autoscale.js';
+import type { FoldedMark } from '../../domain/usage.js';
 import {
   demandId,
   demandStep,
@@ -9,11 +9,11 @@ import {
   USAGE_KEEP_MS,
   type DemandOutcome,
   type StoredDemand,
-} from './demand-rules.js';
-import { COLLECTIONS } from './firestore.js';
-import type { DemandRepository } from './ports.js';
+} from '../demand-rules.js';
+import { COLLECTIONS } from './client.js';
+import type { DemandRepository } from '../ports.js';
 
-export class DemandStore implements DemandRepository {
+export class FirestoreDemandRepository implements DemandRepository {
   constructor(private readonly db: Firestore) {}
 
   /** One read and at most one write, in a transaction: a concurrent copy of the report is decided on what this one wrote. */

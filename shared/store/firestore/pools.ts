@@ -1,24 +1,24 @@
 /** The `pools/{name}` repository: pool requests, the members' query, and the reconcile transaction. */
 import { FieldPath, FieldValue, type Firestore, type Transaction } from '@google-cloud/firestore';
-import { POOL_LABEL, type PoolApplyRequest } from '../domain/pool.js';
-import { poolDocSchema, type PoolDoc } from '../domain/pool-status.js';
-import { proxyDocSchema, type ProxyDoc } from '../domain/status.js';
-import type { Logger } from '../logger.js';
-import { generateCredentials } from './credentials-memo.js';
-import { abortIfClosed } from './grpc-codes.js';
-import { changeStamp, COLLECTIONS } from './firestore.js';
+import { POOL_LABEL, type PoolApplyRequest } from '../../domain/pool.js';
+import { poolDocSchema, type PoolDoc } from '../../domain/pool-status.js';
+import { proxyDocSchema, type ProxyDoc } from '../../domain/status.js';
+import type { Logger } from '../../logger.js';
+import { generateCredentials } from '../credentials-memo.js';
+import { abortIfClosed } from '../grpc-codes.js';
+import { changeStamp, COLLECTIONS } from './client.js';
 import { appendEvent, readEvents, type ProxyEvent } from './events.js';
-import type { PoolRepository, PoolWrites } from './ports.js';
-import { memberDocs, poolApplyStep, poolTombId } from './pool-rules.js';
-import { orderDelete, type ApplyOutcome, type DeleteOutcome } from './proxy-rules.js';
+import type { PoolRepository, PoolWrites } from '../ports.js';
+import { memberDocs, poolApplyStep, poolTombId } from '../pool-rules.js';
+import { orderDelete, type ApplyOutcome, type DeleteOutcome } from '../proxy-rules.js';
 import { runTransaction } from './transaction.js';
 
-export type { PoolWrites } from './ports.js';
-export { memberName } from './pool-rules.js';
+export type { PoolWrites } from '../ports.js';
+export { memberName } from '../pool-rules.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export class PoolStore implements PoolRepository {
+export class FirestorePoolRepository implements PoolRepository {
   constructor(
     private readonly db: Firestore,
     private readonly logger: Logger,

@@ -1,6 +1,6 @@
 /** The Firestore client, configured once (the emulator is found through FIRESTORE_EMULATOR_HOST). */
 import { FieldValue, Firestore, Timestamp } from '@google-cloud/firestore';
-import { updateTimeText } from './clock.js';
+import { updateTimeText } from '../clock.js';
 
 /** Collection names: the public state layout (docs/architecture.md "State in Firestore"). */
 export const COLLECTIONS = {
@@ -32,7 +32,7 @@ const emulatorAuth = {
 /**
  * Firestore's REST transport (`preferRest`: no gRPC stack to load on the first call) is off. Its
  * first blocker, an instance leaked by the redelivery guarantee suite, was our own race (the
- * relayed provider's two separate reads: `RelayStore.instanceAndCommand`), fixed. It stays off
+ * relayed provider's two separate reads: `FirestoreRelayRepository.instanceAndCommand`), fixed. It stays off
  * until the guarantee suites are green with it: after the fix, under a machine load of 15–42,
  * redelivery and crash-points runs with REST failed on timeouts (no leak); crash-points passed
  * with it once the load fell. See docs/performance.md.
@@ -67,7 +67,7 @@ export function updateTimeOf(readAt: string): Timestamp | undefined {
 /**
  * `proxies/{name}.changedAt`: the server time of the document's last write, set by every write of
  * a proxy document (this repository's, the pools' and the reports'), indexed, so that a cached
- * sweep page asks only for what changed since it was read (`ProxyStore.changes`).
+ * sweep page asks only for what changed since it was read (`FirestoreProxyRepository.changes`).
  */
 export const CHANGED_AT = 'changedAt';
 

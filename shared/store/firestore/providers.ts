@@ -1,12 +1,12 @@
 /** `providers/{name}` on Firestore: the provider-health monitor's latest verdict per provider. */
 import type { Firestore } from '@google-cloud/firestore';
-import { COLLECTIONS } from './firestore.js';
-import type { ProviderStatusRepository } from './ports.js';
-import { providerStatusSchema, type ProviderStatus } from './records.js';
+import { COLLECTIONS } from './client.js';
+import type { ProviderStatusRepository } from '../ports.js';
+import { providerStatusSchema, type ProviderStatus } from '../records.js';
 
-export { providerStatusSchema, type ProviderStatus } from './records.js';
+export { providerStatusSchema, type ProviderStatus } from '../records.js';
 
-export class ProviderStore implements ProviderStatusRepository {
+export class FirestoreProviderStatusRepository implements ProviderStatusRepository {
   constructor(private readonly db: Firestore) {}
 
   async write(status: ProviderStatus): Promise<void> {

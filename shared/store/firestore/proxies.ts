@@ -1,15 +1,15 @@
 /** The `proxies/{name}` repository on Firestore: the rules in proxy-rules.ts, read and written transactionally or preconditioned. */
 import { FieldPath, FieldValue, type Firestore, type Timestamp } from '@google-cloud/firestore';
-import type { ApplyRequest } from '../domain/proxy.js';
-import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../domain/status.js';
-import type { ErrorInfo } from '../errors.js';
-import type { Logger } from '../logger.js';
+import type { ApplyRequest } from '../../domain/proxy.js';
+import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../../domain/status.js';
+import type { ErrorInfo } from '../../errors.js';
+import type { Logger } from '../../logger.js';
 import { changedInRange } from './changes-query.js';
-import { CredentialsMemo, credentialsThrough, generateCredentials } from './credentials-memo.js';
+import { CredentialsMemo, credentialsThrough, generateCredentials } from '../credentials-memo.js';
 import { appendEvent, readEvents, trimEvents, type ProxyEvent } from './events.js';
-import { abortIfClosed } from './grpc-codes.js';
-import { changeStamp, COLLECTIONS, readAtOf, updateTimeOf } from './firestore.js';
-import type { Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from './ports.js';
+import { abortIfClosed } from '../grpc-codes.js';
+import { changeStamp, COLLECTIONS, readAtOf, updateTimeOf } from './client.js';
+import type { Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from '../ports.js';
 import {
   applyStep,
   deleteStep,
@@ -20,13 +20,13 @@ import {
   statusStep,
   type ApplyOutcome,
   type DeleteOutcome,
-} from './proxy-rules.js';
+} from '../proxy-rules.js';
 import { writeIfUnchanged, type QueuedWrite } from './write-if-unchanged.js';
 import { runTransaction } from './transaction.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export class ProxyStore implements ProxyRepository {
+export class FirestoreProxyRepository implements ProxyRepository {
   private readonly memo = new CredentialsMemo();
 
   constructor(

@@ -1,7 +1,7 @@
 /** A read-decide-write loop on one document, preconditioned on its update time instead of a transaction. */
 import type { DocumentReference, Firestore, Precondition, Timestamp, WriteBatch } from '@google-cloud/firestore';
-import type { ProxyDoc } from '../domain/status.js';
-import { grpcCode, GRPC_CODES } from './grpc-codes.js';
+import type { ProxyDoc } from '../../domain/status.js';
+import { grpcCode, GRPC_CODES } from '../grpc-codes.js';
 
 /** The writes a decision queues on a batch, each guarded by `unchanged`; undefined means no write. */
 export type QueuedWrite = (batch: WriteBatch, unchanged: Precondition) => void;
@@ -9,7 +9,7 @@ export type QueuedWrite = (batch: WriteBatch, unchanged: Precondition) => void;
 /**
  * Reads a proxy and commits the writes `change(doc)` queues only if the document did not change
  * in between (preconditioned on its update time; redone on a fresh read when it did); `change`
- * returning undefined means no write. No transaction, for the reason `RelayStore.applyReport`
+ * returning undefined means no write. No transaction, for the reason `FirestoreRelayRepository.applyReport`
  * has none: a transaction locks what it reads, and concurrent checks on one proxy would queue on
  * that lock.
  *

@@ -1,6 +1,6 @@
 /** The Firestore side of the warm sweep's delta read (`ProxyRepository.changes`): one query and one count. */
 import { FieldPath, type Firestore, type Query, type QueryDocumentSnapshot, Timestamp } from '@google-cloud/firestore';
-import { CHANGED_AT, COLLECTIONS } from './firestore.js';
+import { CHANGED_AT, COLLECTIONS } from './client.js';
 
 /**
  * How far before `since` a changes query looks: the emulator stamps a server timestamp a few
