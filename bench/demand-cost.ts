@@ -23,12 +23,12 @@ import { poolApplySchema } from '../shared/domain/pool.js';
 import { createRegistry } from '../shared/providers/registry.js';
 import { handleCheckMessage, type CheckDeps } from '../shared/reconcile/check.js';
 import { FollowUpLedger } from '../shared/reconcile/follow-up.js';
-import { DemandStore } from '../shared/store/demand.js';
-import { PoolStore } from '../shared/store/pools.js';
-import { ProviderStore } from '../shared/store/providers.js';
-import { ProxyStore } from '../shared/store/proxies.js';
-import { RelayStore } from '../shared/store/relays.js';
-import { ReportStore } from '../shared/store/reports.js';
+import { FirestoreDemandRepository } from '../shared/store/firestore/demand.js';
+import { FirestorePoolRepository } from '../shared/store/firestore/pools.js';
+import { FirestoreProviderStatusRepository } from '../shared/store/firestore/providers.js';
+import { FirestoreProxyRepository } from '../shared/store/firestore/proxies.js';
+import { FirestoreRelayRepository } from '../shared/store/firestore/relays.js';
+import { FirestoreReportRepository } from '../shared/store/firestore/reports.js';
 import { DemandReporter, DEMAND_INTERVAL_MS } from '../gateway/demand.js';
 import type { DemandAnswer } from '../gateway/fleet-api.js';
 import { benchLogger } from './check-env.js';
@@ -105,7 +105,7 @@ export async function measureDemandCost(opts: {
   // The controller: the check function's pool path, its follow-ups held until due (as `check` does).
   const ctl = countedFirestore(project);
   const reconciles: Record<string, number> = { [onePool]: 0, [manyPool]: 0 };
-  const pools = new PoolStore(ctl.db, logger);
+  const pools = new FirestorePoolRepository(ctl.db, logger);
   const reconcile = pools.reconcile.bind(pools);
   pools.reconcile = (name, ...rest) => {
     reconciles[name] = (reconciles[name] ?? 0) + 1;
@@ -126,18 +126,18 @@ export async function measureDemandCost(opts: {
       return Promise.resolve('bench');
     },
   };
-  const proxies = new ProxyStore(ctl.db, logger);
-  const relays = new RelayStore(ctl.db, logger, config.statusRefreshSeconds * 1000);
+  const proxies = new FirestoreProxyRepository(ctl.db, logger);
+  const relays = new FirestoreRelayRepository(ctl.db, logger, config.statusRefreshSeconds * 1000);
   const checkDeps: CheckDeps = {
     config,
     proxies,
     registry: createRegistry({ config, relays, bus, logger }),
     logger,
     bus,
-    providerStatus: new ProviderStore(ctl.db),
+    providerStatus: new FirestoreProviderStatusRepository(ctl.db),
     countReplacing: (p) => proxies.countReplacing(p),
     pools,
-    demand: new DemandStore(ctl.db),
+    demand: new FirestoreDemandRepository(ctl.db),
     followUps: new FollowUpLedger(),
     wait: (ms) => sleep(ms),
   };
@@ -161,12 +161,12 @@ export async function measureDemandCost(opts: {
   const api = countedFirestore(project);
   const apiDeps: ApiDeps = {
     config,
-    proxies: new ProxyStore(api.db, logger),
-    relays: new RelayStore(api.db, logger, config.statusRefreshSeconds * 1000),
-    reports: new ReportStore(api.db, logger),
-    providerStatus: new ProviderStore(api.db),
-    pools: new PoolStore(api.db, logger),
-    demand: new DemandStore(api.db),
+    proxies: new FirestoreProxyRepository(api.db, logger),
+    relays: new FirestoreRelayRepository(api.db, logger, config.statusRefreshSeconds * 1000),
+    reports: new FirestoreReportRepository(api.db, logger),
+    providerStatus: new FirestoreProviderStatusRepository(api.db),
+    pools: new FirestorePoolRepository(api.db, logger),
+    demand: new FirestoreDemandRepository(api.db),
     bus,
     logger,
   };

@@ -12,7 +12,7 @@ import { stringify } from 'yaml';
 import { z } from 'zod';
 import { LOCAL_DEFAULT_CONFIG } from '../../shared/config/local-default.js';
 import { poolMemberSchema } from '../../shared/api/schema.js';
-import { COLLECTIONS } from '../../shared/store/firestore.js';
+import { COLLECTIONS } from '../../shared/store/firestore/client.js';
 import { eventually } from '../support/eventually.js';
 import { startVendor, type Vendor } from '../support/static-vendor.js';
 import { curl, requestsPerProxy, startCliGateway, type CliGateway } from './gateway/clients.js';
