@@ -2,7 +2,8 @@
  * `npm run bench`: starts its own emulators on free ports, measures cold start, orchestration
  * overhead and the fleet's steady-state cost and scale, prints the tables, stops what it started.
  * Options: `--quick` (small sizes, few repeats, short peer rounds), `--sizes=100,1000,10000`,
- * `--only=cold,orch,fleet,libvirt,gateway,learning,peers,local`, `--tunnels=N` (CONNECT tunnels the
+ * `--only=cold,orch,fleet,libvirt,gateway,learning,peers,local,demand` (`demand` starts `npm start`'s
+ * stack at EGRESS_PORT_OFFSET, default 1500; `--quick` halves its trace), `--tunnels=N` (CONNECT tunnels the
  * peer section holds for its RSS row; default 10,000, 200 with `--quick`),
  * `--soak[=SECONDS]` (the gateway's RSS soak, default 600 s: the issue's 10 minutes; left out
  * of the default run so it stays short),
@@ -18,6 +19,7 @@ import { prepareArtifacts, startNode, type Artifacts, type BenchChild } from './
 import { Cleanup } from './cleanup.js';
 import { importBreakdown, runColdStart } from './cold-start.js';
 import { steadyCycle, sweepFleet, type CycleCost, type SweepResult } from './fleet-bench.js';
+import { runDemandBench } from './demand-bench.js';
 import { runGatewayBench } from './gateway-bench.js';
 import { runLearningBench } from './learning-bench.js';
 import { runLocalProxiesBench } from './local-proxies.js';
@@ -41,7 +43,7 @@ function repoRoot(): string {
 const optionsSchema = z.object({
   quick: z.boolean(),
   sizes: z.array(z.number().int().min(1).max(20_000)).min(1),
-  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'learning', 'peers', 'local'])).min(1),
+  only: z.array(z.enum(['cold', 'orch', 'fleet', 'libvirt', 'gateway', 'learning', 'peers', 'local', 'demand'])).min(1),
   tunnels: z.number().int().min(1).max(20_000),
   soak: z.number().int().min(60).max(86_400).optional(),
   out: z.string().min(1).optional(),
@@ -60,6 +62,7 @@ function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
     'learning',
     'peers',
     'local',
+    'demand',
   ];
   const tunnels = Number(value('tunnels') ?? (quick ? 200 : 10_000));
   const soak = argv.includes('--soak') ? 600 : value('soak') === undefined ? undefined : Number(value('soak'));
@@ -227,6 +230,15 @@ async function main(): Promise<void> {
     if (opts.only.includes('libvirt')) {
       log('libvirt: state look-ups pipelined on one connection, then through virsh');
       results.libvirt = await libvirtBench()();
+    }
+    // Last: it starts the local stack, which points this process's Firestore and Pub/Sub clients at its emulators.
+    if (opts.only.includes('demand')) {
+      try {
+        results.demand = await runDemandBench({ quick: opts.quick, logDir: out, log }, cleanup);
+      } catch (err) {
+        results.errors.push(`demand: ${err instanceof Error ? err.message : String(err)}`);
+        log(`demand failed: ${results.errors.at(-1) ?? ''}`);
+      }
     }
   } finally {
     await cleanup.run();

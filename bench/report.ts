@@ -4,6 +4,8 @@ import { backgroundRows, KIND_LABEL } from './report-background.js';
 import { coldRows } from './report-cold.js';
 import { gatewayRows, libvirtRow, type LibvirtRatio } from './report-gateway.js';
 import { learningRows } from './report-learning.js';
+import { demandRows } from './report-demand.js';
+import type { DemandResults } from './demand-bench.js';
 import { peerRows } from './report-peers.js';
 import type { PeerResults } from './peer-bench.js';
 import type { LearningResults } from './learning-bench.js';
@@ -40,6 +42,8 @@ export interface BenchResults {
   peers?: PeerResults;
   /** The process backend's proxies at scale (bench/local-proxies.ts), unless left out with `--only`. */
   localProxies?: LocalProxiesResults;
+  /** Fleets that follow demand on the local stack (bench/demand-bench.ts), unless left out with `--only`. */
+  demand?: DemandResults;
   /** Sections that failed (their targets show as not run). */
   errors: string[];
 }
@@ -208,6 +212,7 @@ export function targetsTable(r: BenchResults): string {
     ...learningRows(r.learning),
     ...peerRows(r.peers),
     ...localProxyRows(r.localProxies),
+    ...demandRows(r.demand),
   ];
   return markdownTable(['measure', 'target', 'result', 'met'], rows);
 }

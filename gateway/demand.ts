@@ -38,6 +38,8 @@ interface Tally {
   reported: boolean;
   /** Members this gateway's sessions hold, per router scoped to the pool. */
   holders: Set<() => string[]>;
+  /** The report a request starting to wait sent at once, shared by those that start waiting within the interval. */
+  woken?: { at: number; answer: Promise<DemandAnswer> };
   usage: Series;
 }
 
@@ -140,7 +142,9 @@ export class DemandReporter {
   }
 
   /**
-   * A request for `pool` starts waiting for a Ready member: reported at once.
+   * A request for `pool` starts waiting for a Ready member: reported at once, unless another
+   * request's wait was reported within the interval (a burst at a sleeping pool costs one report,
+   * one write, not one each: its count goes with the next regular report).
    *
    * @returns the API's answer, and the function that ends the wait
    * @throws ApiError when the API refuses the report (404: no such pool)
@@ -154,7 +158,17 @@ export class DemandReporter {
       ended = true;
     };
     try {
-      return { answer: await this.send(pool, t, this.now()), done };
+      const now = this.now();
+      let woken = t.woken;
+      if (!woken || now - woken.at >= this.intervalMs) {
+        const sent = { at: now, answer: this.send(pool, t, now) };
+        // A refused report is not shared: the next request to wait asks again.
+        sent.answer.catch(() => {
+          if (t.woken === sent) t.woken = undefined;
+        });
+        t.woken = woken = sent;
+      }
+      return { answer: await woken.answer, done };
     } catch (err) {
       done();
       throw err;

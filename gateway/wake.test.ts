@@ -123,6 +123,32 @@ describe('autoscale: the gateway demand reporter', () => {
   });
 });
 
+describe('wake: a burst of requests at a sleeping pool', () => {
+  it('costs one report at once, not one each; the next interval reports them all', async () => {
+    const sent: DemandReport[] = [];
+    let now = 1_000_000;
+    const reporter = new DemandReporter(
+      {
+        demand: (_pool, report) => {
+          sent.push(report);
+          return Promise.resolve({ autoscaled: true });
+        },
+      },
+      { intervalMs: 5000, now: () => now },
+    );
+    const waits = await Promise.all(Array.from({ length: 10 }, () => reporter.wait('sleepy')));
+    expect(waits.every((w) => w.answer.autoscaled)).toBe(true);
+    expect(sent.map((r) => r.waiting)).toEqual([1]);
+    now += 5000;
+    await reporter.flush();
+    expect(sent.map((r) => r.waiting)).toEqual([1, 10]);
+    // A wait after the interval is reported at once again.
+    await reporter.wait('sleepy');
+    expect(sent.map((r) => r.waiting)).toEqual([1, 10, 11]);
+    for (const w of waits) w.done();
+  });
+});
+
 describe('pool cost: the gateway usage counters', () => {
   it('reports counters with the demand: a failed report loses nothing, a new series starts after a day unacknowledged', async () => {
     const sent: DemandReport[] = [];

@@ -66,3 +66,26 @@ describe('pool cost: a fixed pool’s usage through the demand route', () => {
     expect(await total()).toBe(8);
   });
 });
+
+describe('pool cost: usage from many gateways after a fold', () => {
+  const from = (gateway: string, sequence: number, requests: number) => ({ ...report(sequence, requests), gateway });
+  const poolKicks = () =>
+    fleet.bus.published.filter((m) => {
+      const data: unknown = m.data;
+      return m.topic === 'proxy-checks' && typeof data === 'object' && data !== null && 'pools' in data;
+    }).length;
+
+  it('does not kick the pool once per gateway while the fold that counted looks again anyway', async () => {
+    fleet.clock.advance(25_000);
+    await post(from('gw-a', 3, 10));
+    await fleet.bus.deliver();
+    expect(await total()).toBe(10);
+    const kicks = poolKicks();
+    for (const [i, gw] of ['gw-b', 'gw-c', 'gw-d', 'gw-e'].entries()) await post(from(gw, 1, i + 1));
+    // Each gateway's first counts arrive where none were waiting: without the due check, four kicks.
+    expect(poolKicks()).toBe(kicks);
+    fleet.clock.advance(20_000);
+    await fleet.bus.deliver();
+    expect(await total()).toBe(10 + 1 + 2 + 3 + 4);
+  });
+});
