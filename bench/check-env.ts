@@ -77,7 +77,7 @@ export function benchConfig(kind: FleetKind, project: string, echoUrl: string): 
 }
 
 /**
- * Long (~110 lines) on purpose: it wires one check function's dependencies (counted Firestore, stores,
+ * Kept whole: it wires one check function's dependencies (counted Firestore, stores,
  * provider registry, provider health, sweep caches) the way `functions/check` does, in one place the bench can read.
  *
  * @param direct - for kind `direct`: the provider standing in for a cloud API (no Firestore use)

@@ -157,7 +157,7 @@ async function until(what: string, timeoutMs: number, test: () => Promise<boolea
 }
 
 /**
- * Long (~110 lines) on purpose: one run on one stack in the order its parts depend on (pools up,
+ * Kept whole: one run on one stack in the order its parts depend on (pools up,
  * the wake rounds on a quiet stack, then the trace with the cost measure beside it), each thing it
  * starts registered with `cleanup` as it starts.
  *

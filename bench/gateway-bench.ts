@@ -2,8 +2,8 @@
  * The gateway against going straight through one fleet proxy, side by side in one run: p50 added
  * latency, throughput, 1,000 CONNECT tunnels held (the gateway's RSS), and RSS over a soak.
  * The fleet proxy is tinyproxy as every backend runs it (`tinyproxy-fleet.ts`), in rounds of their
- * own; the tunnels, the soak and reference rounds use the keep-alive Node proxy-server the process
- * backend ran before issue 17. The gateway runs as its own process.
+ * own; the tunnels, the soak and reference rounds use the keep-alive Node proxy-server of
+ * `bench/node-proxy/`, which no backend runs. The gateway runs as its own process.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';

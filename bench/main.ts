@@ -88,7 +88,7 @@ function libvirtBench(): () => Promise<LibvirtRatio> {
 }
 
 /**
- * The bench: each `--only` section in turn, then the tables. Long (~125 lines) on purpose: the
+ * The bench: each `--only` section in turn, then the tables. Kept whole: the
  * sections run in this order and share the emulators, the echo pool and one cleanup, and each
  * section's block is a few lines of wiring around a module that does the work (bench/*.ts).
  */

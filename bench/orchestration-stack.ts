@@ -93,7 +93,7 @@ function proxyPorts(size: number): [number, number] {
 
 /**
  * Starts the functions, their push wiring, a relay and the health ticks for the orchestration trials.
- * Long (~125 lines) on purpose: one start-up sequence in which every step pushes its own stopper
+ * Kept whole: one start-up sequence in which every step pushes its own stopper
  * before the next starts, so an interrupted start-up stops exactly what it started; split up, the
  * stopper list would be threaded through every part.
  */

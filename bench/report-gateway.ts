@@ -35,9 +35,9 @@ function soakRow(soak: GatewayResults['soak']): string[] {
 
 /**
  * Issue 16's targets for the gateway, each a ratio or a figure from the same run. "One fleet proxy"
- * is tinyproxy, what every backend runs since issue 17 (process, kvm and gcp guests): the latency and
- * throughput targets are measured against it. The Node proxy-server the process backend ran before
- * (now only the wire fakes' guests) keeps connections alive and costs about what the gateway costs,
+ * is tinyproxy, what every backend runs (process, kvm and gcp guests, the wire fakes' instances): the
+ * latency and throughput targets are measured against it. The Node proxy-server of `bench/node-proxy/`
+ * (which no backend runs) keeps connections alive and costs about what the gateway costs,
  * so on shared cores its ratio shows the price of a second Node hop: kept as reference rows.
  */
 export function gatewayRows(g: GatewayResults | undefined): string[][] {
@@ -83,7 +83,7 @@ function tinyproxyRows(t: GatewayResults['tinyproxy']): string[][] {
   ];
 }
 
-/** The same pairs and rounds against a keep-alive Node proxy-server (not a fleet proxy since issue 17), and the CPU split. */
+/** The same pairs and rounds against the keep-alive Node proxy-server of bench/node-proxy/ (no fleet proxy), and the CPU split. */
 function referenceRows(g: GatewayResults): string[][] {
   const added = g.gatewayP50Ms - g.directP50Ms;
   const ratio = g.gatewayRps / g.directRps;

@@ -103,7 +103,7 @@ async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>
 /**
  * Seeds `n` healthy proxies of `env.kind` into `env.config.project`.
  *
- * Long (~95 lines) on purpose: one seeding pass in the order its parts depend on: the relay's
+ * Kept whole: one seeding pass in the order its parts depend on: the relay's
  * inventory, then each proxy reconciled once to its settled status and written in bulk with its
  * credentials.
  *

@@ -204,7 +204,7 @@ type Clients = {
 };
 
 /**
- * The port over the SDK's clients. Long on purpose: one short entry per Compute call, each traced
+ * The port over the SDK's clients. Kept whole: one short entry per Compute call, each traced
  * with its deadline; split up, the table would be harder to check against `ComputeApi`.
  */
 function createSdkApi(project: string, c: Clients, timeout: number): ComputeApi {
