@@ -2,8 +2,9 @@
  * Fleets that follow demand, measured (issue 43) on the stack `npm start` runs (process backend,
  * real tinyproxy members, the functions and emulators) through a real `egress gateway` process:
  *
- * - wake: the first request for a pool at zero, its first byte against its member's own create →
- *   Ready time (the same member, Firestore's create and update times);
+ * - wake: the first request for a pool at zero, its first byte against the pool's own create →
+ *   Ready time: a pool of one applied by hand (the API's PUT sent → its member Ready), the same
+ *   control plane hops without the gateway; the woken member's own create → Ready beside it;
  * - trace: one demand trace (an hour compressed: idle, base, a burst of 10× the base, base, idle) replayed side by
  *   side against an autoscaled pool and a fixed pool sized for the peak: member-seconds, answers,
  *   and the reaction to the step from base to burst;
@@ -31,7 +32,7 @@ import {
   poolClient,
   replay,
   startSlowTarget,
-  timeUntil,
+  stepReaction,
   watchMembers,
   watchPool,
   type Answers,
@@ -89,7 +90,9 @@ export function traceShape(quick: boolean): TraceShape {
 export interface WakeRound {
   /** Sending the first request → its first byte. */
   firstByteMs: number;
-  /** The member that served it: its document created → Ready. */
+  /** A pool of one applied by hand: the apply sent → its member Ready (the pool's own create → Ready). */
+  poolCreateToReadyMs: number;
+  /** The member that served the woken request: its document created → Ready. */
   createToReadyMs: number;
 }
 
@@ -102,8 +105,10 @@ export interface DemandResults {
     fixed: { memberSeconds: number; answers: Answers };
     /** The autoscaled pool's members in ms from the trace's start (created, Ready, gone), for reading the figures. */
     autoscaledMembers: { createdAt: number; readyAt?: number; goneAt?: number }[];
+    /** The fixed pool's size, sized for the nominal peak. */
+    fixedMembers: number;
     /** From the step base → burst: the autoscaler's decision for the peak, and the peak Ready. */
-    stepUp: { decidedMs?: number; readyMs?: number; members: number };
+    stepUp: ReturnType<typeof stepReaction>;
   };
   /** Report and autoscale intervals of the stack (seconds), for the step-up target. */
   intervals: { report: number; autoscale: number };
@@ -221,9 +226,20 @@ export async function runDemandBench(
         await until(`${pool}'s member seen Ready`, 10_000, () => Promise.resolve(member() !== undefined));
         const m = member();
         if (m?.readyAt === undefined) throw new Error(`wake ${pool}: no Ready member`);
-        wake.push({ firstByteMs: answer.firstByteAt - sent, createToReadyMs: m.readyAt - m.createdAt });
+        const byHand = `cold${i}`;
+        const applied = Date.now();
+        await egress.apply(byHand, { replicas: 1 });
+        const coldMember = () => [...members.lives.values()].find((l) => l.pool === byHand && l.readyAt !== undefined);
+        await until(`${byHand}'s member Ready`, 60_000, () => Promise.resolve(coldMember() !== undefined));
+        const poolCreateToReadyMs = (coldMember()?.readyAt ?? applied) - applied;
+        await egress.apply(byHand, { replicas: 0 });
+        wake.push({
+          firstByteMs: answer.firstByteAt - sent,
+          poolCreateToReadyMs,
+          createToReadyMs: m.readyAt - m.createdAt,
+        });
         log(
-          `demand: wake ${pool}: first byte ${wake.at(-1)?.firstByteMs} ms, member create → Ready ${m.readyAt - m.createdAt} ms`,
+          `demand: wake ${pool}: first byte ${wake.at(-1)?.firstByteMs} ms; ${byHand} applied → Ready ${poolCreateToReadyMs} ms; woken member create → Ready ${m.readyAt - m.createdAt} ms`,
         );
       }
 
@@ -269,17 +285,9 @@ export async function runDemandBench(
               ...optional('readyAt', l.readyAt === undefined ? undefined : l.readyAt - startAt),
               ...optional('goneAt', l.goneAt === undefined ? undefined : l.goneAt - startAt),
             })),
-          stepUp: {
-            members: PEAK_MEMBERS,
-            ...optional(
-              'decidedMs',
-              timeUntil(autoPool.samples, step, (s) => s.desired >= PEAK_MEMBERS),
-            ),
-            ...optional(
-              'readyMs',
-              timeUntil(autoPool.samples, step, (s) => s.ready >= PEAK_MEMBERS),
-            ),
-          },
+          fixedMembers: PEAK_MEMBERS,
+          // The burst ends where the steady phase starts.
+          stepUp: stepReaction(autoPool.samples, step, startAt + phaseStart(shape.phases, 'steady')),
         },
         intervals: { report: DEMAND_INTERVAL_MS / 1000, autoscale: STACK_CONFIG.autoscaleIntervalSeconds },
         ...(await costRun),

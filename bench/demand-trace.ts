@@ -223,3 +223,27 @@ export function timeUntil(
   const hit = samples.find((s) => s.at >= from && reached(s));
   return hit ? hit.at - from : undefined;
 }
+
+/**
+ * The autoscaler's reaction to the step at `from`, judged against its own decision rather than a
+ * member count fixed in advance: the load generator's in-flight count is what the gateways report,
+ * and on a loaded machine it falls short of the nominal 10× (8 of 10 in flight asks for 4 members,
+ * not 5). `members` is the highest desired count the pool reached before `to`; `decidedMs` is when
+ * the pool first asked for that many, `readyMs` when that many were Ready (undefined: not reached).
+ */
+export function stepReaction(
+  samples: readonly PoolSample[],
+  from: number,
+  to: number,
+): { members: number; decidedMs?: number; readyMs?: number } {
+  const during = samples.filter((s) => s.at >= from && s.at < to);
+  const members = Math.max(0, ...during.map((s) => s.desired));
+  if (members === 0) return { members };
+  const decidedMs = timeUntil(samples, from, (s) => s.desired >= members);
+  const readyMs = timeUntil(samples, from, (s) => s.ready >= members);
+  return {
+    members,
+    ...(decidedMs !== undefined && { decidedMs }),
+    ...(readyMs !== undefined && { readyMs }),
+  };
+}

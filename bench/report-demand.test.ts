@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DemandCost } from './demand-cost.js';
 import type { DemandResults } from './demand-bench.js';
-import { memberSeconds, phaseAt, phaseStart, timeUntil, type MemberLife } from './demand-trace.js';
+import { memberSeconds, phaseAt, phaseStart, stepReaction, timeUntil, type MemberLife } from './demand-trace.js';
 import { demandRows } from './report-demand.js';
 import { zeroCounts } from './counting.js';
 
@@ -22,8 +22,8 @@ const cost = (over: Partial<DemandCost> = {}): DemandCost => ({
 
 const results = (over: Partial<DemandResults['trace']> = {}, c = cost()): DemandResults => ({
   wake: [
-    { firstByteMs: 2200, createToReadyMs: 2000 },
-    { firstByteMs: 2100, createToReadyMs: 2000 },
+    { firstByteMs: 2200, poolCreateToReadyMs: 2000, createToReadyMs: 1500 },
+    { firstByteMs: 2100, poolCreateToReadyMs: 2000, createToReadyMs: 1500 },
   ],
   trace: {
     shape: { phases: [], scaleDownAfter: '15s', scaleToZeroAfter: '20s' },
@@ -31,6 +31,7 @@ const results = (over: Partial<DemandResults['trace']> = {}, c = cost()): Demand
     autoscaled: { memberSeconds: 290, answers: { served: 1000, refused: 0, lost: 0, samples: [] } },
     fixed: { memberSeconds: 750, answers: { served: 1000, refused: 0, lost: 0, samples: [] } },
     autoscaledMembers: [],
+    fixedMembers: 5,
     stepUp: { decidedMs: 6000, readyMs: 9000, members: 5 },
     ...over,
   },
@@ -100,5 +101,27 @@ describe('demand trace helpers', () => {
     ];
     expect(timeUntil(samples, 500, (s) => s.desired >= 5)).toBe(3500);
     expect(timeUntil(samples, 500, (s) => s.ready >= 6)).toBeUndefined();
+  });
+});
+
+describe("demand: the step reaction is judged against the autoscaler's own peak decision", () => {
+  const at = (t: number, desired: number, ready: number) => ({ at: t, desired, ready });
+  const samples = [
+    at(0, 1, 1),
+    at(900, 1, 1),
+    at(1000, 2, 1),
+    at(1500, 4, 1),
+    at(3000, 4, 3),
+    at(4000, 4, 4),
+    at(9000, 1, 4),
+  ];
+
+  it('takes the highest desired count within the step, when it was asked for and when it was Ready', () => {
+    expect(stepReaction(samples, 950, 8000)).toEqual({ members: 4, decidedMs: 550, readyMs: 3050 });
+  });
+
+  it('leaves out what was not reached, and a step with no decision asks for nothing', () => {
+    expect(stepReaction(samples.slice(0, 5), 950, 8000)).toEqual({ members: 4, decidedMs: 550 });
+    expect(stepReaction([at(0, 0, 0)], 950, 8000)).toEqual({ members: 0 });
   });
 });
