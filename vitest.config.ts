@@ -6,7 +6,6 @@
  * and `e2e` + `waits` as two vitest processes at once.
  */
 import { defineConfig } from 'vitest/config';
-import { LongestFirst } from './test/support/longest-first.js';
 
 /**
  * Files at once in the unit and integration projects (one group: they must agree). Vitest's
@@ -33,7 +32,6 @@ const GUEST_TESTS = ['test/integration/kvm-guest.test.ts', 'test/providers/kvm.t
 
 export default defineConfig({
   test: {
-    sequence: { sequencer: LongestFirst },
     reporters: ['default', 'json'],
     outputFile: { json: 'test-results/vitest.json' },
     projects: [
