@@ -108,6 +108,14 @@ describe('selection', () => {
     expect(picks(s, 3, { domain: 'd.example' }).sort()).toEqual(['a', 'b', 'c']);
   });
 
+  it('a proxy that joins the fleet after a domain list was loaded is usable for that domain', () => {
+    const { s } = selector(['a', 'b', 'c']);
+    s.setAllowedForDomain('d.example', new Set(['a', 'b']));
+    // Churn: a and b are deleted, d and e are new; the domain's list is not loaded again yet.
+    s.setUpstreams(['c', 'd', 'e'].map(up));
+    expect(picks(s, 4, { domain: 'd.example' }).sort()).toEqual(['d', 'd', 'e', 'e']);
+  });
+
   it('gateway grammar: a strict session (oneip-true) picks nothing rather than move; sesstime is its own idle time', () => {
     const { s, advance } = selector(['a', 'b']);
     expect(s.pick({ session: 'x', strict: true })?.name).toBe('a');

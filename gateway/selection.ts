@@ -67,8 +67,14 @@ export class Selector {
   private readonly bans = new Map<string, number>();
   /** Session id → proxy name; Map order is least recently used first. */
   private readonly sessions = new Map<string, { proxy: string; usedAt: number; idleMs: number }>();
-  /** Domain → the proxies discovery allows for it (`?for=`), when loaded. */
-  private readonly allowed = new Map<string, ReadonlySet<string>>();
+  /**
+   * Domain → the proxies discovery left out for it (`?for=`): those listed when its list was loaded
+   * and missing from it. Recorded as exclusions, not as the allowed names, so that a proxy which
+   * joins the fleet after the domain's list was loaded is usable for it at once: kept as allowed
+   * names, a fleet that churned past the domain's list left nothing usable for the domain until its
+   * next load (CI13's chaos run: 6 requests answered "no Ready fleet proxy matches" within 300 ms).
+   */
+  private readonly excluded = new Map<string, ReadonlySet<string>>();
 
   /**
    * @param learning - per-domain scores to choose by; without it, round-robin
@@ -99,10 +105,16 @@ export class Selector {
     }
   }
 
-  /** The proxies discovery allows for `domain`, or undefined to forget the domain's list. */
+  /**
+   * The proxies discovery allows for `domain` (its `?for=` list): every proxy listed now and not in
+   * it is left out for the domain; undefined forgets the domain's list.
+   */
   setAllowedForDomain(domain: string, names: ReadonlySet<string> | undefined): void {
-    if (names) this.allowed.set(domain, names);
-    else this.allowed.delete(domain);
+    if (!names) {
+      this.excluded.delete(domain);
+      return;
+    }
+    this.excluded.set(domain, new Set(this.list.filter((u) => !names.has(u.name)).map((u) => u.name)));
   }
 
   upstreams(): readonly Upstream[] {
@@ -136,7 +148,7 @@ export class Selector {
       !exclude.has(u.name) &&
       !(skipping && this.skipped(u.name, now)) &&
       !(domain !== undefined && this.bannedFor(u.name, domain, now)) &&
-      (domain === undefined || this.allowed.get(domain)?.has(u.name) !== false);
+      !(domain !== undefined && this.excluded.get(domain)?.has(u.name));
     const idleMs = request.sessionIdleMs ?? this.options.sessionIdleMs;
     if (session !== undefined) {
       const held = this.sessions.get(session);
