@@ -377,9 +377,13 @@ describe('fence: on the npm start stack, fleet proxies and the gateway never rea
       `http://${env['PUBSUB_EMULATOR_HOST']}/`,
     ];
   };
-  /** A fleet proxy's URL with its credentials, as discovery hands it out. */
+  /**
+   * A fleet proxy's URL with its credentials, as discovery hands it out: not the one the session
+   * test killed, which discovery may still list at its old address while it is replaced (CI13
+   * picked it: every attempt through it, the ordinary one too, failed to connect).
+   */
   const fleetProxy = async () => {
-    const found = (await discovery())[0];
+    const found = (await discovery()).find((p) => p.name !== killed);
     if (!found) throw new Error('discovery lists no proxy');
     return found.url;
   };
