@@ -195,7 +195,11 @@ export function pendingRecheckMs(ageMs: number, pollMs: number): number {
  */
 function replaceCounted(input: DecideInput, instance: Instance, why: 'stopped' | 'unhealthy', what: string): Decision {
   const { status, generation, policy } = input;
-  const never = neverReadyOf(status, generation, instance, policy.neverReadyLimit);
+  // Stopped while the stored phase is Deleting: stopped by that delete, and the proxy was applied
+  // again before it was gone (delete then apply, as churn does). Counted, three such rounds stopped
+  // creation for good with a proxy nobody failed to reach (a chaos run's ch-37: Failed, no process).
+  const stoppedByOurDelete = why === 'stopped' && status.phase === 'Deleting';
+  const never = stoppedByOurDelete ? undefined : neverReadyOf(status, generation, instance, policy.neverReadyLimit);
   if (!never) return replace(why, `${what}; replacing`, policy);
   const tried = triedWith(status.unreachable, generation, never);
   if (never.stop) return stopCreating(never, stoppedMessage(never, tried), policy);

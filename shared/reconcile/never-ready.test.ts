@@ -155,6 +155,17 @@ describe('decide: a proxy never reachable is not replaced forever (neverReadyLim
     expect(stopped.status.unreachable?.error).toBe('instance was Stopped before passing a probe');
   });
 
+  it('an instance stopped by a delete, then applied again before it was gone, is not counted', () => {
+    const deleting: ProxyStatus = { ...initialStatus(), phase: 'Deleting' };
+    const applied = step(deleting, {
+      kind: 'found',
+      instance: instance(1, { state: 'Terminated', health: undefined }),
+    });
+    expect(applied.d).toMatchObject({ action: 'delete', replace: 'stopped' });
+    expect(applied.d.neverReady).toBeUndefined();
+    expect(applied.status.unreachable).toBeUndefined();
+  });
+
   it('a new generation resumes creation with a fresh count', () => {
     const { status } = unreachableInstances(3);
     const resumed = step(status, { kind: 'notFound' }, 2);
