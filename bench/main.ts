@@ -123,6 +123,20 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
+  // A promise rejected with no handler (seen once: a Firestore client's retried query after its
+  // teardown, at the end of the demand section) ends the process and would leave the stacks the
+  // bench started running, loading the machine for whatever runs next: stop them first.
+  let failing = false;
+  process.on('unhandledRejection', (reason) => {
+    log(`unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
+    results.errors.push(`stopped by an unhandled rejection: ${String(reason)}`);
+    if (failing) return;
+    failing = true;
+    void cleanup.run().then(() => {
+      writeResults(out, results, log);
+      process.exit(1);
+    });
+  });
   try {
     // Only the control-plane sections use the emulators; the libvirt and gateway ones do not.
     const hosts = { firestoreHost: '', pubsubHost: '' };
