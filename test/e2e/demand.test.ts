@@ -145,10 +145,18 @@ describe('static provider: endpoints of the config as instances', () => {
     // The probe went through the endpoint to the echo: the egress IP it saw.
     expect(live.map((m) => m.egressIp)).toEqual(['127.0.0.1', '127.0.0.1']);
     // Discovery (the gateway's token) gives each as a usable URL with the endpoint's credentials.
-    const listed = await api('/v1/discovery?provider=own&format=urls', env()['EGRESS_DISCOVER_TOKEN']);
-    expect(listed.status).toBe(200);
-    const urls = (await listed.text()).split('\n').filter(Boolean);
-    expect(urls.map((u) => Number(new URL(u).port)).sort()).toEqual(vendor.endpoints.map((e) => e.port).sort());
+    // Discovery answers from a page read up to 2 s before (shared/api/discovery-cache.ts): look again.
+    const urls = await eventually(
+      async () => {
+        const listed = await api('/v1/discovery?provider=own&format=urls', env()['EGRESS_DISCOVER_TOKEN']);
+        expect(listed.status).toBe(200);
+        const found = (await listed.text()).split('\n').filter(Boolean);
+        expect(found.map((u) => Number(new URL(u).port)).sort()).toEqual(vendor.endpoints.map((e) => e.port).sort());
+        return found;
+      },
+      10_000,
+      500,
+    );
     const direct = await curl(urls[0] ?? '', ECHO);
     expect(direct.status).toBe(200);
     expect(direct.body).toMatch(/"ip":\s*"127\.0\.0\.1"/);
@@ -168,9 +176,16 @@ describe('tiers: tier 0 first, overflow to tier 1, and back', () => {
     const live = await members();
     expect(live.map((m) => m.provider).sort()).toEqual(['local', 'own', 'own']);
     const overflow = live.find((m) => m.provider === 'local')?.name ?? '';
-    const described = await egress('describe', 'pool', POOL);
-    expect(described.stdout).toContain('[0] own (at most 2): 2 Ready of 2 live, share 2 (available)');
-    expect(described.stdout).toContain('[1] local (tier 1): 1 Ready of 1 live, share 1 (available)');
+    // The pool's status is written by its next reconcile after the member turned Ready: look again.
+    await eventually(
+      async () => {
+        const described = await egress('describe', 'pool', POOL);
+        expect(described.stdout).toContain('[0] own (at most 2): 2 Ready of 2 live, share 2 (available)');
+        expect(described.stdout).toContain('[1] local (tier 1): 1 Ready of 1 live, share 1 (available)');
+      },
+      15_000,
+      500,
+    );
     // The gateway learns the member at its next refresh (2 s): curl until it served a request.
     const before = await requestsPerProxy(gateway.metricsUrl);
     await eventually(
@@ -187,11 +202,17 @@ describe('tiers: tier 0 first, overflow to tier 1, and back', () => {
     const own = (await members()).filter((m) => m.provider === 'own').map((m) => m.name);
     await scale(2);
     expect((await members()).map((m) => m.name).sort()).toEqual(own.sort());
-    // After the gateway's next refresh, only tier 0 serves.
-    await new Promise((r) => setTimeout(r, 3000));
-    const before = await requestsPerProxy(gateway.metricsUrl);
-    await curlPool(4);
-    expect([...(await servedSince(before)).keys()].sort()).toEqual(own.sort());
+    // Once the gateway's list no longer holds the drained member (its refresh every 2 s, discovery's
+    // page up to 2 s old), only tier 0 serves.
+    await eventually(
+      async () => {
+        const before = await requestsPerProxy(gateway.metricsUrl);
+        await curlPool(4);
+        expect([...(await servedSince(before)).keys()].sort()).toEqual(own.sort());
+      },
+      20_000,
+      1000,
+    );
   });
 });
 
