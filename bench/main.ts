@@ -113,13 +113,16 @@ async function main(): Promise<void> {
   // emulators, the echo pool, the orchestration stack (its functions and detached proxy processes).
   const cleanup = new Cleanup();
   cleanup.add(() => Promise.resolve(artifacts.close()));
+  /** Stops what the bench started, writes what was measured, and exits with `code`. */
+  const stopEarly = (code: number) =>
+    void cleanup.run().then(() => {
+      writeResults(out, results, log);
+      process.exit(code);
+    });
   const interrupted = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping what the bench started`);
     results.errors.push(`interrupted by ${signal}: the tables hold only what was measured before`);
-    void cleanup.run().then(() => {
-      writeResults(out, results, log);
-      process.exit(130);
-    });
+    stopEarly(130);
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
@@ -132,10 +135,7 @@ async function main(): Promise<void> {
     results.errors.push(`stopped by an unhandled rejection: ${String(reason)}`);
     if (failing) return;
     failing = true;
-    void cleanup.run().then(() => {
-      writeResults(out, results, log);
-      process.exit(1);
-    });
+    stopEarly(1);
   });
   try {
     // Only the control-plane sections use the emulators; the libvirt and gateway ones do not.

@@ -71,8 +71,8 @@ export class Selector {
    * Domain → the proxies discovery left out for it (`?for=`): those listed when its list was loaded
    * and missing from it. Recorded as exclusions, not as the allowed names, so that a proxy which
    * joins the fleet after the domain's list was loaded is usable for it at once: kept as allowed
-   * names, a fleet that churned past the domain's list left nothing usable for the domain until its
-   * next load (CI13's chaos run: 6 requests answered "no Ready fleet proxy matches" within 300 ms).
+   * names, a fleet that churned past the domain's list (its names deleted, new ones created) would
+   * leave nothing usable for the domain until its next load.
    */
   private readonly excluded = new Map<string, ReadonlySet<string>>();
 

@@ -197,7 +197,7 @@ function replaceCounted(input: DecideInput, instance: Instance, why: 'stopped' |
   const { status, generation, policy } = input;
   // Stopped while the stored phase is Deleting: stopped by that delete, and the proxy was applied
   // again before it was gone (delete then apply, as churn does). Counted, three such rounds stopped
-  // creation for good with a proxy nobody failed to reach (a chaos run's ch-37: Failed, no process).
+  // creation for good with a proxy nobody failed to reach.
   const stoppedByOurDelete = why === 'stopped' && status.phase === 'Deleting';
   const never = stoppedByOurDelete ? undefined : neverReadyOf(status, generation, instance, policy.neverReadyLimit);
   if (!never) return replace(why, `${what}; replacing`, policy);

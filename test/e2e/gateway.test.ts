@@ -379,8 +379,8 @@ describe('fence: on the npm start stack, fleet proxies and the gateway never rea
   };
   /**
    * A fleet proxy's URL with its credentials, as discovery hands it out: not the one the session
-   * test killed, which discovery may still list at its old address while it is replaced (CI13
-   * picked it: every attempt through it, the ordinary one too, failed to connect).
+   * test killed, which discovery may still list at its old address while it is replaced: through
+   * it nothing connects, so its refusals would pass without showing the fence.
    */
   const fleetProxy = async () => {
     const found = (await discovery()).find((p) => p.name !== killed);
