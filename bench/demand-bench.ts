@@ -12,7 +12,7 @@
  *   during the trace.
  */
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
@@ -193,7 +193,10 @@ export async function runDemandBench(
     const target = await startSlowTarget();
     const stopTarget = cleanup.add(() => target.close());
     const gateway = await startCliGateway(stack.home, ['--listen', '127.0.0.1:0', '--metrics', '127.0.0.1:0']);
-    const stopGateway = cleanup.add(async () => void (await gateway.stop()));
+    const stopGateway = cleanup.add(async () => {
+      await gateway.stop();
+      writeFileSync(join(opts.logDir, 'demand-gateway.log'), gateway.output());
+    });
     const members = watchMembers(stack.db);
     const autoPool = watchPool(stack.db, 'traceauto');
     const shape = traceShape(opts.quick);
@@ -239,7 +242,7 @@ export async function runDemandBench(
           createToReadyMs: m.readyAt - m.createdAt,
         });
         log(
-          `demand: wake ${pool}: first byte ${wake.at(-1)?.firstByteMs} ms; ${byHand} applied → Ready ${poolCreateToReadyMs} ms; woken member create → Ready ${m.readyAt - m.createdAt} ms`,
+          `demand: wake ${pool}: first byte ${wake.at(-1)?.firstByteMs} ms (request → member created ${m.createdAt - sent} ms, created → Ready ${m.readyAt - m.createdAt} ms, Ready → first byte ${answer.firstByteAt - m.readyAt} ms); ${byHand} applied → Ready ${poolCreateToReadyMs} ms`,
         );
       }
 

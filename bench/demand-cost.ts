@@ -111,14 +111,21 @@ export async function measureDemandCost(opts: {
     reconciles[name] = (reconciles[name] ?? 0) + 1;
     return reconcile(name, ...rest);
   };
-  let stopped = false;
+  // Deliveries in flight: the clients are terminated only once none is (a query still running,
+  // or retried by the client after its backoff, would reject on a terminated client with no one
+  // to hear it), and a follow-up held until its due time is cut short then.
+  const checks = new InFlight();
+  const teardown = new AbortController();
   const deliver = (data: unknown): void => {
-    if (stopped) return;
-    handleCheckMessage(checkDeps, decodeBody('bench', Date.now(), {}, JSON.stringify(data))).catch((err: unknown) => {
-      failures.push(err instanceof Error ? err.message : String(err));
-      // Pub/Sub delivers a message whose push failed again, after its backoff.
-      setTimeout(() => deliver(data), 1000);
-    });
+    if (teardown.signal.aborted) return;
+    void checks.track(() =>
+      handleCheckMessage(checkDeps, decodeBody('bench', Date.now(), {}, JSON.stringify(data))).catch((err: unknown) => {
+        if (teardown.signal.aborted) return;
+        failures.push(err instanceof Error ? err.message : String(err));
+        // Pub/Sub delivers a message whose push failed again, after its backoff.
+        setTimeout(() => deliver(data), 1000);
+      }),
+    );
   };
   const bus: Bus = {
     publish(topic, data) {
@@ -139,7 +146,7 @@ export async function measureDemandCost(opts: {
     pools,
     demand: new FirestoreDemandRepository(ctl.db),
     followUps: new FollowUpLedger(),
-    wait: (ms) => sleep(ms),
+    wait: (ms) => sleep(ms, undefined, { signal: teardown.signal }),
   };
   const provider = config.providers[0]?.name ?? 'local';
   for (const name of [onePool, manyPool]) {
@@ -226,8 +233,10 @@ export async function measureDemandCost(opts: {
     stop.abort();
     for (const r of reporters) r.stop();
     await Promise.all(loads);
+    await sending.idle();
     // Follow-ups still waiting for their due time are dropped with the clients.
-    stopped = true;
+    teardown.abort();
+    await checks.idle();
     await Promise.all([api.db.terminate(), ctl.db.terminate()]);
   }
 }

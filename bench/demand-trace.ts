@@ -102,7 +102,15 @@ export function get(
       },
       (res) => {
         const firstByteAt = Date.now();
-        res.resume().once('end', () => resolve({ status: res.statusCode ?? 0, firstByteAt }));
+        const status = res.statusCode ?? 0;
+        // A refusal's body says why (the gateway names the cause); an answer's is not kept.
+        let text = '';
+        res.on('data', (b: Buffer) => {
+          if (status >= 400 && text.length < 300) text += b.toString();
+        });
+        res.once('end', () =>
+          resolve({ status, firstByteAt, ...(text && { error: text.trim().split('\n')[0]?.slice(0, 200) }) }),
+        );
       },
     );
     req.once('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));

@@ -13,6 +13,11 @@ export interface FleetFilters {
   provider?: string | undefined;
   /** `key=value`, all must match. */
   labels?: readonly string[] | undefined;
+  /**
+   * With `pool`: at most 10 of the pool's Ready members read now, not from a page the API keeps
+   * up to 2 s (`fresh=true`, docs/api.md): the look of a request held while its pool wakes.
+   */
+  fresh?: boolean | undefined;
 }
 
 /**
@@ -88,6 +93,7 @@ export function createFleetApi(options: {
         provider: filters.provider,
         label: filters.labels,
         for: forDomain,
+        fresh: filters.fresh ? 'true' : undefined,
       };
       return (await api.every('discovery', { query })).map(upstreamOf);
     },

@@ -139,6 +139,22 @@ export class FleetRouter {
     return this.queued;
   }
 
+  /**
+   * Looks for Ready members of this router's pool read now (`fresh`), not from the API's cached
+   * page, and serves them at once when there are any: a request held while the pool wakes is
+   * answered as soon as its first member is Ready. The next refresh brings the whole list.
+   *
+   * @returns whether any was found
+   */
+  async lookFresh(): Promise<boolean> {
+    const { fleet, filters = {} } = this.options;
+    const list = await fleet.discover({ ...filters, fresh: true });
+    if (list.length === 0) return false;
+    this.selector.setUpstreams(list, { fresh: true });
+    this.listed = new Map(list.map((u) => [u.name, u]));
+    return true;
+  }
+
   private begin(throwOnError: boolean): Promise<void> {
     const run = this.discover(throwOnError).finally(() => {
       if (this.running === run) this.running = undefined;

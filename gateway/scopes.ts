@@ -24,8 +24,12 @@ export class WakeTimeoutError extends Error {
   }
 }
 
-/** How often a waiting request looks for the pool's first Ready member. */
-const WAKE_POLL_MS = 500;
+/**
+ * How often a waiting request looks for the pool's first Ready member: one fresh read of the pool's
+ * Ready members (the API shares one read among every look within 200 ms), so a member is found
+ * within about this long of becoming Ready.
+ */
+const WAKE_POLL_MS = 250;
 /** The default bound on how long a request for a sleeping pool is held. */
 export const DEFAULT_WAKE_TIMEOUT_MS = 120_000;
 
@@ -146,7 +150,8 @@ export class ScopedRouters {
       if (!waiting.answer.autoscaled) throw none();
       while (now() - startedAt < timeoutMs) {
         await sleep(Math.min(WAKE_POLL_MS, Math.max(0, timeoutMs - (now() - startedAt))));
-        await router.refresh();
+        // A failed look is the next one's to make: the request is held until the timeout either way.
+        if (await router.lookFresh().catch(() => false)) return router;
         if (router.selector.upstreams().length > 0) return router;
       }
       throw new WakeTimeoutError(pool, now() - startedAt, Math.ceil(timeoutMs / 4000));

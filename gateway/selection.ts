@@ -75,6 +75,8 @@ export class Selector {
    * leave nothing usable for the domain until its next load.
    */
   private readonly excluded = new Map<string, ReadonlySet<string>>();
+  /** Names of the last ordinary (not fresh) list: what a domain's list leaves out is read against it. */
+  private listedNames: ReadonlySet<string> = new Set();
 
   /**
    * @param learning - per-domain scores to choose by; without it, round-robin
@@ -87,9 +89,12 @@ export class Selector {
   /**
    * Replaces the Ready list (sorted by name, so rotation order is stable across refreshes). What
    * was counted against a proxy that left the list, or is listed at another address now (replaced
-   * under its name), is forgotten.
+   * under its name), is forgotten. A `fresh` list (a waking pool's members read now) is served but
+   * is not what domain lists are read against: those come from the same shared page as an
+   * ordinary discovery, which may not show a member found fresh yet.
    */
-  setUpstreams(list: readonly Upstream[]): void {
+  setUpstreams(list: readonly Upstream[], options: { fresh?: boolean } = {}): void {
+    if (!options.fresh) this.listedNames = new Set(list.map((u) => u.name));
     const before = new Map(this.byName);
     this.list = [...list].sort((a, b) => a.name.localeCompare(b.name));
     this.byName.clear();
@@ -114,7 +119,7 @@ export class Selector {
       this.excluded.delete(domain);
       return;
     }
-    this.excluded.set(domain, new Set(this.list.filter((u) => !names.has(u.name)).map((u) => u.name)));
+    this.excluded.set(domain, new Set([...this.listedNames].filter((name) => !names.has(name))));
   }
 
   upstreams(): readonly Upstream[] {

@@ -56,6 +56,43 @@ describe('wake: a request for a pool at zero', () => {
     expect(fleet.reports[0]).toMatchObject({ pool: 'sleepy', report: { waiting: 1 } });
   });
 
+  it('looks at its pool read fresh, not at the cached page, and is served within a look of the member becoming Ready', async () => {
+    // The API answers an ordinary discovery from a page read up to 2 s before; `fresh` reads now.
+    const lists = new Map<string, { at: number; list: Upstream[] }>();
+    const looks: boolean[] = [];
+    let readyAt = 0;
+    const api: FleetApi = {
+      discover: (filters, forDomain) => {
+        if (filters.pool === 'sleepy' && forDomain === undefined) looks.push(filters.fresh === true);
+        const listed = lists.get(filters.pool ?? '');
+        const seen = listed && (filters.fresh || Date.now() - listed.at >= 2000) ? listed.list : [];
+        return Promise.resolve(seen);
+      },
+      report: () => Promise.resolve(),
+      demand: () => {
+        setTimeout(() => {
+          readyAt = Date.now();
+          lists.set('sleepy', { at: readyAt, list: [proxy.upstream] });
+        }, 1000).unref();
+        return Promise.resolve({ autoscaled: true });
+      },
+    };
+    gw = await startGateway({ fleet: api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 100_000 });
+    const answer = await through(`${gw.credentials.username}-pool-sleepy`);
+    const answeredAt = Date.now();
+    expect(answer.status).toBe(200);
+    expect(answeredAt - readyAt).toBeLessThan(1000);
+    // The scope's first discovery is the ordinary one; every look while held is fresh (the
+    // per-domain list of the target, loaded once served, is not a look).
+    expect(looks[0]).toBe(false);
+    expect(looks.slice(1).every(Boolean)).toBe(true);
+    // The target's list, read from the shared page that does not show the member yet, does not
+    // leave it out for the target: the next requests are served too, not answered 502.
+    await new Promise((r) => setTimeout(r, 100));
+    const next = await Promise.all([1, 2, 3].map(() => through(`${gw!.credentials.username}-pool-sleepy`)));
+    expect(next.map((a) => a.status)).toEqual([200, 200, 200]);
+  });
+
   it('answers 503 with Retry-After when no member is Ready within --wake-timeout', async () => {
     const fleet = poolFleet({ sleepy: { autoscaled: true, wakeMs: 60_000 } });
     gw = await startGateway({

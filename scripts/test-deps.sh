@@ -24,7 +24,8 @@
 # `test-deps.sh start` (run by `npm start`) installs only what the local stack needs: tinyproxy,
 # stunnel4 and openssl (its proxies' TLS listeners and their certificates).
 # `test-deps.sh bench` (run by `npm run bench`) installs what the bench runs besides Node: tinyproxy
-# (the fleet proxies), squid and apache2-utils (the peer section: Squid as a peer, ab as the load
+# (the fleet proxies), stunnel4 and openssl (their TLS listeners on the demand section's local
+# stack, as for `npm start`), squid and apache2-utils (the peer section: Squid as a peer, ab as the load
 # generator and htpasswd for Squid's password file; bench/peer-bench.ts).
 set -euo pipefail
 
@@ -58,7 +59,8 @@ if [ "${1:-}" = start ]; then
 fi
 if [ "${1:-}" = bench ]; then
   who="npm run bench"
-  package_of=([/usr/bin/tinyproxy]=tinyproxy-bin [/usr/sbin/squid]=squid [/usr/bin/ab]=apache2-utils [/usr/bin/htpasswd]=apache2-utils)
+  package_of=([/usr/bin/tinyproxy]=tinyproxy-bin [/usr/bin/stunnel4]=stunnel4 [/usr/bin/openssl]=openssl
+    [/usr/sbin/squid]=squid [/usr/bin/ab]=apache2-utils [/usr/bin/htpasswd]=apache2-utils)
 fi
 guest_image() {
   [ "$who" = "npm test" ] || return 0

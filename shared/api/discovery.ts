@@ -5,7 +5,7 @@ import { COUNTRY_CODE_RULE, countryCode } from '../domain/country.js';
 import { banApplies, excludedFor, normaliseTarget } from '../domain/reports.js';
 import type { ProxyDoc } from '../domain/status.js';
 import { inCountry } from '../egress-location/verify.js';
-import { DISCOVERY_PAGE, parseCursor, parseLimit } from './paging.js';
+import { DISCOVERY_PAGE, FRESH_PAGE, parseCursor, parseLimit } from './paging.js';
 
 export interface DiscoveryQuery {
   provider?: string | undefined;
@@ -18,6 +18,12 @@ export interface DiscoveryQuery {
   limit: number;
   /** The name the previous page read up to (shared/api/paging.ts), or null for the first page. */
   cursor: string | null;
+  /**
+   * `fresh=true` with `pool`: the pool's Ready members read now (at most `limit`, one page), not a
+   * page of the fleet kept up to 2 s: how a gateway holding a request for a waking pool finds its
+   * first member. Only its pool's documents are read, so it stays cheap however often it is asked.
+   */
+  freshPool?: string | undefined;
   /** Random order within the page (spreads load across clients); otherwise by name. */
   random: boolean;
   format: 'json' | 'urls';
@@ -56,6 +62,12 @@ export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
   const country = countryRaw === null ? undefined : countryCode(countryRaw);
   if (countryRaw !== null && country === undefined) throw new ValidationError('country', COUNTRY_CODE_RULE);
   const asn = number('asn');
+  const fresh = params.get('fresh') ?? 'false';
+  if (fresh !== 'true' && fresh !== 'false') throw new ValidationError('fresh', 'must be "true" or "false"');
+  if (fresh === 'true' && pool === null)
+    throw new ValidationError('fresh', 'needs pool=<name>: only the Ready members of one pool are read fresh');
+  if (fresh === 'true' && params.get('cursor') !== null)
+    throw new ValidationError('cursor', 'a fresh=true answer is one page: it takes no cursor');
   const distinct = params.get('distinct') ?? 'false';
   if (distinct !== 'true' && distinct !== 'false') throw new ValidationError('distinct', 'must be "true" or "false"');
   return {
@@ -69,8 +81,9 @@ export function parseDiscoveryQuery(params: URLSearchParams): DiscoveryQuery {
     asn,
     maxLatencyMs: number('maxLatencyMs'),
     distinct: distinct === 'true',
-    limit: parseLimit(params.get('limit'), DISCOVERY_PAGE),
+    limit: parseLimit(params.get('limit'), fresh === 'true' ? FRESH_PAGE : DISCOVERY_PAGE),
     cursor: parseCursor(params.get('cursor')),
+    freshPool: fresh === 'true' ? (pool ?? undefined) : undefined,
     random: order === 'random',
     format,
   };

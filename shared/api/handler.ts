@@ -3,6 +3,7 @@ import type { ProxyDoc } from '../domain/status.js';
 import { dnsLabel } from '../domain/names.js';
 import { EgressError, ValidationError } from '../errors.js';
 import type { ApiDeps } from './deps.js';
+import type { ProxyPage } from '../store/ports.js';
 import { grpcCode, GRPC_CODES } from '../store/grpc-codes.js';
 import { CallerGone } from '../store/firestore/transaction.js';
 import {
@@ -12,6 +13,7 @@ import {
   proxyUrl,
   selectForDiscovery,
   tlsEndpoint,
+  type DiscoveryQuery,
 } from './discovery.js';
 import { documentView } from './views.js';
 import { encodeCursor, nextPageHeaders, parseCursor, parseLimit, PROXY_PAGE } from './paging.js';
@@ -99,12 +101,21 @@ async function deleteProxy(deps: ApiDeps, name: string): Promise<ApiResponse> {
   return { status: 202, body: { accepted: true, name, messageId } };
 }
 
+/** What a discovery chooses from: a page of the fleet, or (`fresh=true`) its pool's Ready members read now. */
+async function readForDiscovery(deps: ApiDeps, q: DiscoveryQuery, now: number): Promise<ProxyPage> {
+  const cache = deps.discoveryCache;
+  if (q.freshPool === undefined)
+    return cache ? cache.page(deps.proxies, q.cursor, q.limit, now) : deps.proxies.page(q.cursor, q.limit);
+  const items = await (cache
+    ? cache.readyInPool(deps.proxies, q.freshPool, q.limit, now)
+    : deps.proxies.readyInPool(q.freshPool, q.limit));
+  return { items, next: null, readTime: now };
+}
+
 async function discovery(deps: ApiDeps, params: URLSearchParams, signal?: AbortSignal): Promise<ApiResponse> {
   const q = parseDiscoveryQuery(params);
   const now = (deps.now ?? Date.now)();
-  const page = await (deps.discoveryCache
-    ? deps.discoveryCache.page(deps.proxies, q.cursor, q.limit, now)
-    : deps.proxies.page(q.cursor, q.limit));
+  const page = await readForDiscovery(deps, q, now);
   if (signal?.aborted) throw new CallerGone();
   const picked = selectForDiscovery(
     page.items.map((item) => item.doc),

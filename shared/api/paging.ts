@@ -17,6 +17,8 @@ export interface PageLimits {
 export const PROXY_PAGE: PageLimits = { default: 100, max: 500 };
 /** `GET /v1/discovery`: a gateway reads every page each refresh, so its pages are larger. */
 export const DISCOVERY_PAGE: PageLimits = { default: 500, max: 1000 };
+/** `GET /v1/discovery?fresh=true`: enough to wake on; bounds what one uncached call reads. */
+export const FRESH_PAGE: PageLimits = { default: 10, max: 10 };
 
 /** Marks our cursors apart from other base64url text, so a stray value is refused, not read as a name. */
 const PREFIX = 'egress-page:';

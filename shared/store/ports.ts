@@ -66,6 +66,12 @@ export interface ProxyRepository {
    * the changes when there are none, one for the count.
    */
   changes(after: string | null, through: string | null, since: number): Promise<PageChanges>;
+  /**
+   * Up to `limit` Ready members of pool `pool`, read now (one indexed query: as many billed reads
+   * as it answers, one when none is Ready). Discovery's `fresh=true`: a request held while its pool
+   * wakes looks here, not at a cached page.
+   */
+  readyInPool(pool: string, limit: number): Promise<StoredProxy[]>;
   /** Every proxy, in name order (listings; never the basis of a fenced write). */
   list(): Promise<ProxyDoc[]>;
   /** Names of other live proxies whose last probe saw `ip` as their egress IP (at most 20). */

@@ -1,5 +1,6 @@
 /** The `proxies/{name}` repository on Firestore: the rules in proxy-rules.ts, read and written transactionally or preconditioned. */
 import { FieldPath, FieldValue, type Firestore, type Timestamp } from '@google-cloud/firestore';
+import { POOL_LABEL } from '../../domain/names.js';
 import type { ApplyRequest } from '../../domain/proxy.js';
 import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../../domain/status.js';
 import type { ErrorInfo } from '../../errors.js';
@@ -75,6 +76,17 @@ export class FirestoreProxyRepository implements ProxyRepository {
   async changes(after: string | null, through: string | null, since: number): Promise<PageChanges> {
     const { docs, count, readTime } = await changedInRange(this.db, after, through, since);
     return { changed: docs.flatMap((d) => this.stored(d.id, d.data(), d.updateTime) ?? []), count, readTime };
+  }
+
+  async readyInPool(pool: string, limit: number): Promise<StoredProxy[]> {
+    // Two equalities: served by merging the single-field indexes (infra/terraform/firestore-indexes.ts).
+    const snap = await this.db
+      .collection(COLLECTIONS.proxies)
+      .where(new FieldPath('metadata', 'labels', POOL_LABEL), '==', pool)
+      .where('status.phase', '==', 'Ready')
+      .limit(limit)
+      .get();
+    return snap.docs.flatMap((d) => this.stored(d.id, d.data(), d.updateTime) ?? []);
   }
 
   async sharingEgressIp(ip: string, except: string): Promise<string[]> {

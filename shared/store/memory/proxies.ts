@@ -3,6 +3,7 @@
  * Firestore one calls), optimistic commits that hold only if nothing read changed, and update times
  * from a Clock. Documents are copied in and out: a caller's copy is never the stored one.
  */
+import { POOL_LABEL } from '../../domain/names.js';
 import type { ApplyRequest } from '../../domain/proxy.js';
 import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../../domain/status.js';
 import type { ErrorInfo } from '../../errors.js';
@@ -71,6 +72,13 @@ export class MemoryProxyRepository implements ProxyRepository {
     const items = rows.slice(0, limit).map(([, row]) => this.stored(row));
     const next = items.length === limit ? (items.at(-1)?.doc.metadata.name ?? null) : null;
     return Promise.resolve({ items, next, readTime });
+  }
+
+  readyInPool(pool: string, limit: number): Promise<StoredProxy[]> {
+    const rows = this.sorted().filter(
+      ([, row]) => row.doc.metadata.labels[POOL_LABEL] === pool && row.doc.status.phase === 'Ready',
+    );
+    return Promise.resolve(rows.slice(0, limit).map(([, row]) => this.stored(row)));
   }
 
   /** A row's update time is its `changedAt`: every write replaces the row (state.ts). */
