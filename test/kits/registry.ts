@@ -1,7 +1,8 @@
 /**
  * The provider kits, one per product provider type (`shared/config/schema.ts#PROVIDER_TYPES`): the
- * one place the tests name the types. A type added to the product without a kit here fails the
- * typecheck; the contract, the guarantee suites and the provider e2e spec iterate this.
+ * one place the tests name the types. A type added to the product without a kit here (or a kit
+ * under another type's key) fails the typecheck; the contract, the guarantee suites and the
+ * provider e2e spec iterate this.
  */
 import type { ProviderType } from '../../shared/config/schema.js';
 import { gcpKit } from './gcp.js';
@@ -17,7 +18,7 @@ export const KITS = {
   gcp: gcpKit,
   kubernetes: kubernetesKit,
   static: staticKit,
-} as const satisfies Record<ProviderType, ProviderKit>;
+} as const satisfies { [T in ProviderType]: ProviderKit & { type: T } };
 
 /** The kits in the registry's order. */
 export const KIT_LIST: readonly ProviderKit[] = Object.values(KITS);
