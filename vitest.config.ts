@@ -28,7 +28,7 @@ const CHAOS_TEST = 'test/e2e/chaos.test.ts';
 const WAITING_TESTS = ['test/integration/relay-lost-pull.test.ts'];
 
 /** The tests that boot real guests under libvirt's qemu driver (test/support/qemu-host.ts). */
-const GUEST_TESTS = ['test/integration/kvm-guest.test.ts', 'test/providers/kvm.test.ts'];
+const GUEST_TESTS = ['test/integration/kvm-guest.test.ts', 'test/providers/contract-guests.test.ts'];
 
 export default defineConfig({
   test: {

@@ -1,7 +1,7 @@
 /**
  * Concurrency: many checks, sweeps and duplicated requests at once on one proxy. Leases and fencing
  * keep the provider from seeing two creates for it (or two mutating calls at once), and GC running
- * alongside never touches it. Against each provider type (support/grounds.ts).
+ * alongside never touches it. Against each provider type with a guarantee world (test/kits/).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
@@ -17,22 +17,17 @@ import { settle } from './support/settle.js';
 import { eventually } from '../support/eventually.js';
 import { iname, startWorld, type World } from './support/world.js';
 import { proxyPorts } from '../support/relay-harness.js';
-import { providersUnderTest, type ProviderKind } from './support/grounds.js';
+import { guaranteeKit, providersUnderTest, type ProviderKind } from '../kits/registry.js';
 
 const FILE = 'test/guarantees/concurrency.test.ts';
 const SEED = suiteSeed(0x5eed0003);
-/** Storm rounds per provider: the full count for `process`, fewer for the others (the soak runs more). */
-const ROUNDS: Record<ProviderKind, number> = {
-  process: scenarioCount(2, 20),
-  kvm: scenarioCount(1, 10),
-  gcp: scenarioCount(1, 10),
-  kubernetes: scenarioCount(1, 10),
-};
+/** Storm rounds: the full count in the cheapest world (its kit's `fullCounts`), fewer elsewhere (the soak runs more). */
+const roundsIn = (kind: ProviderKind) => (guaranteeKit(kind).fullCounts ? scenarioCount(2, 20) : scenarioCount(1, 10));
 /** Proxy ports of the process backend. */
 const PORTS = proxyPorts(25300, 50);
 const CHECKS = 40;
 function concurrencySuite(kind: ProviderKind): void {
-  const rounds = ROUNDS[kind];
+  const rounds = roundsIn(kind);
   const figures = new Figures('concurrency', SEED, kind);
   const rng = mulberry32(SEED);
   const dropped: Bus = { publish: () => Promise.resolve('dropped') };

@@ -4,8 +4,8 @@
  * ack), after recording a relay command (before publishing it: a timeout), with the relay's report
  * lost, and paused past the lease to resume later (a zombie). After recovery and one GC cycle
  * nothing is leaked, nothing that should live was deleted, and no lease is held. Against each
- * provider type (support/grounds.ts); the relay's own points (a lost command, a lost report, a
- * relay dying mid-command) only where there is a relay.
+ * provider type with a world (its kit, test/kits/); the relay's own points (a lost command, a lost
+ * report, a relay dying mid-command) only where there is a relay.
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,7 +23,8 @@ import { expectationOf, publishTimes, requestBody } from './support/scenarios.js
 import { settle } from './support/settle.js';
 import { iname, INSTALLATION, startWorld, type Expected, type World } from './support/world.js';
 import { proxyPorts } from '../support/relay-harness.js';
-import { providersUnderTest, type ProviderKind } from './support/grounds.js';
+import { providersUnderTest, type ProviderKind } from '../kits/registry.js';
+import { RELAY_TYPES } from '../../shared/config/schema.js';
 
 const FILE = 'test/guarantees/crash-points.test.ts';
 const SEED = suiteSeed(0x5eed0002);
@@ -53,7 +54,7 @@ const casesOf = (points: FaultPoint[]): CrashCase[] => [
   ]),
   ...points.map((point): CrashCase => ({ flow: 'delete', point })),
 ];
-const relayed = (kind: ProviderKind) => kind === 'process' || kind === 'kvm';
+const relayed = (kind: ProviderKind) => RELAY_TYPES.includes(kind);
 /** Process ports of the process backend. */
 const PORTS = proxyPorts(25200, 50);
 

@@ -2,9 +2,10 @@
  * Redelivery and reordering: hundreds of seeded random scenarios of applies, spec changes and
  * deletes on overlapping names, every message (requests, check kicks, relay commands, relay
  * reports, sweeps) delivered 1–4 times in random order with random delays, through the real
- * handlers, against each provider type (support/grounds.ts: a real relay with real proxy processes
- * or libvirt's test driver, the fake Compute and Kubernetes APIs). Each must converge: one instance
- * per existing proxy with the last applied spec, none for a deleted one, no document stuck.
+ * handlers, against each provider type with a world (its kit, test/kits/: a real relay with real
+ * proxy processes or libvirt's test driver, the fake Compute and Kubernetes APIs). Each must
+ * converge: one instance per existing proxy with the last applied spec, none for a deleted one, no
+ * document stuck.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
@@ -22,18 +23,14 @@ import { onTheWire } from './support/deliveries.js';
 import { allProblems, settle } from './support/settle.js';
 import { iname, startWorld, type Expected, type World } from './support/world.js';
 import { proxyPorts } from '../support/relay-harness.js';
-import { providersUnderTest, type ProviderKind } from './support/grounds.js';
+import { guaranteeKit, providersUnderTest, type ProviderKind } from '../kits/registry.js';
 import { TOPICS } from '../../shared/bus/topics.js';
 
 const FILE = 'test/guarantees/redelivery.test.ts';
 const SEED = suiteSeed(0x5eed0001);
-/** Scenarios per provider: the full count for `process`, fewer for the others (the soak runs many). */
-const SCENARIOS: Record<ProviderKind, number> = {
-  process: scenarioCount(24, 400),
-  kvm: scenarioCount(8, 100),
-  gcp: scenarioCount(8, 100),
-  kubernetes: scenarioCount(8, 100),
-};
+/** Scenarios: the full count in the cheapest world (its kit's `fullCounts`), fewer elsewhere (the soak runs many). */
+const scenariosIn = (kind: ProviderKind) =>
+  guaranteeKit(kind).fullCounts ? scenarioCount(24, 400) : scenarioCount(8, 100);
 /** Proxy ports of the process backend; relay ids per provider. */
 const PORTS = proxyPorts(25000, 100);
 /** Scenarios run this many at once, each lane on its own names (more lanes: more load on the 2 cores). */
@@ -41,19 +38,19 @@ const LANES = Number(process.env['GUARANTEE_LANES'] ?? 4);
 const POOL = 3;
 const KICK_COPIES = Number(process.env['GUARANTEE_KICK_COPIES'] ?? 2);
 /**
- * Providers whose live proxies never stop asking for checks: on libvirt's test driver no guest
- * answers the relay's probe, so a kvm proxy serves as `Unhealthy` (grounds.ts), and an Unhealthy
+ * Whether live proxies never stop asking for checks: on libvirt's test driver no guest answers the
+ * relay's probe, so a kvm proxy serves as `Unhealthy` (its kit's `servingPhase`), and an Unhealthy
  * proxy asks for another look every 2 s for as long as it lives. Waiting for quiet leaves those
  * kicks out. (Before the check's follow-up ledger merged chains, each duplicated copy of such a
  * follow-up started a chain of its own: 7,440 check deliveries in 220 s, never settled.)
  */
-const ENDLESS_CHECKS: readonly ProviderKind[] = ['kvm'];
+const endlessChecks = (kind: ProviderKind) => guaranteeKit(kind).servingPhase !== 'Ready';
 const GC_GRACE_SECONDS = 600;
 
 function redeliverySuite(kind: ProviderKind): void {
   const figures = new Figures('redelivery', SEED, kind);
-  const scenarios = SCENARIOS[kind];
-  const endless = ENDLESS_CHECKS.includes(kind);
+  const scenarios = scenariosIn(kind);
+  const endless = endlessChecks(kind);
   /** Waits until commands, requests, sweeps (and, where they end, kicks) are all handled. */
   const quiet = () => shared.drain(endless ? TOPICS.proxyChecks : undefined);
   const rng = mulberry32(SEED);

@@ -1,52 +1,18 @@
 /**
- * The shared provider conformance suite: every provider runs it from its own test file with
- * `runProviderContract({...})`; a skipped test must say why. It runs one case per rule
+ * The shared provider conformance suite: `test/providers/contract.test.ts` runs it for every kit
+ * (`test/kits/registry.ts#KITS`; those whose instances are real guests in
+ * `contract-guests.test.ts`); a skipped test must say why. It runs one case per rule
  * (`./contract-cases.ts#CONTRACT_CASES`), named `<rule id>: <description>`.
  */
 import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Instance, InstanceSpec, Provider } from '../../shared/providers/contract.js';
+import type { Instance, InstanceSpec } from '../../shared/providers/contract.js';
 import { EgressError, NotFoundError } from '../../shared/errors.js';
 import { startEchoServer, type EchoServer } from '../../shared/probe/echo-server.js';
 import { probeThroughProxy } from '../../shared/probe/probe.js';
 import { eventually } from '../support/eventually.js';
+import type { ContractHarness, ProviderKit } from '../kits/kit.js';
 import { caseName, CONTRACT_CASES, type ContractTest } from './contract-cases.js';
-
-export type { ContractTest };
-
-export interface ContractHarness {
-  provider: Provider;
-  installationId: string;
-  /** A valid placement for this provider. */
-  placement: Record<string, unknown>;
-  /** A placement this provider refuses, and the field its error must name. */
-  invalidPlacement: { placement: Record<string, unknown>; field: string };
-  /** Where the echo endpoint listens (default loopback): instances in a test network must reach it. */
-  echoHost?: string;
-  /** Kills the instance out of band (the process, the VM), to check Stopped/Terminated is reported. */
-  kill?(instance: Instance): Promise<void>;
-  /**
-   * Makes `spec`'s create fail after it returned (rule async-failure-failed): arranges a fault in
-   * the backend, or returns the spec with a placement only the backend refuses.
-   */
-  failLater(spec: InstanceSpec): InstanceSpec | Promise<InstanceSpec>;
-  /**
-   * The credentials the prober and discovery use for the instance, where they are not the spec's:
-   * a `static` endpoint requires its own, which its claim stores as the proxy's.
-   */
-  credentials?(spec: InstanceSpec, instance: Instance): Promise<InstanceSpec['credentials']>;
-  cleanup(): Promise<void>;
-}
-
-export interface ContractCase {
-  type: string;
-  setup(): Promise<ContractHarness>;
-  /** How long an asynchronous backend may take to converge. */
-  timeoutMs?: number;
-  skip?: { reason: string; tests: ContractTest[] }[];
-  /** How many instances the concurrency test creates at once (default 5; emulated guests are heavy). */
-  concurrentCreates?: number;
-}
 
 let counter = 0;
 const uniq = (prefix: string) => `${prefix}-${Date.now().toString(36).slice(-4)}${(counter++).toString(36)}`;
@@ -72,15 +38,16 @@ function fetchThrough(instance: Instance, auth: string | undefined, target: stri
   });
 }
 
-/** Registers the conformance suite as `provider contract: <type>`. */
-export function runProviderContract(c: ContractCase): void {
+/** Registers the conformance suite of `kit`'s provider as `provider contract: <type>`. */
+export function runProviderContract(kit: ProviderKit): void {
+  const c = kit.contract;
   const timeout = c.timeoutMs ?? 30_000;
   const skipped = new Map<string, string>();
   for (const s of c.skip ?? []) {
     if (!s.reason) throw new Error('every skip must say why');
     for (const t of s.tests) skipped.set(t, s.reason);
   }
-  describe(`provider contract: ${c.type}`, () => {
+  describe(`provider contract: ${kit.type}`, () => {
     let h: ContractHarness;
     let echo: EchoServer;
     const created = new Set<string>();

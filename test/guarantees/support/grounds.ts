@@ -1,20 +1,16 @@
 /**
- * What a guarantee world runs on, per provider type: the backend side of the functions' provider
- * and the ground truth the suites count instances in.
- *
- * - `process`: a real relay agent with its process backend (real proxy processes, counted in /proc);
- * - `kvm`: a real relay agent with its kvm backend on libvirt's test driver (domains counted through
- *   libvirt; the test driver runs no guest, so no probe succeeds: see {@link Ground.servingPhase});
- * - `gcp`: the wire-level fake Compute API (VMs counted in the fake; each runs a real proxy);
- * - `kubernetes`: the wire-level fake Kubernetes API (Pods counted in the fake; each runs a real proxy).
+ * What a guarantee world runs on: the backend side of the functions' provider and the ground truth
+ * the suites count instances in. Two shapes, which each provider's kit (`test/kits/<type>.ts`,
+ * its `guarantees.start`) fills in: a real relay agent with the kit's backend
+ * ({@link relayGround}: `process`, `kvm`), or a wire-level fake cloud ({@link cloudGround}: `gcp`,
+ * `kubernetes`).
  */
 import type { Firestore } from '@google-cloud/firestore';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import type { Bus } from '../../../shared/bus/pubsub.js';
 import { parseConfig } from '../../../shared/config/load.js';
 import { localEgressPolicy } from '../../../shared/config/egress-policy.js';
-import type { Config } from '../../../shared/config/schema.js';
-import type { Phase } from '../../../shared/domain/status.js';
+import type { Config, ProviderType } from '../../../shared/config/schema.js';
 import { NotFoundError } from '../../../shared/errors.js';
 import { createLogger, type Logger } from '../../../shared/logger.js';
 import { startEchoServer } from '../../../shared/probe/echo-server.js';
@@ -22,31 +18,8 @@ import { createRegistry } from '../../../shared/providers/registry.js';
 import type { RelayKeyring } from '../../../shared/wire/signature.js';
 import { createFirestore } from '../../../shared/store/firestore/client.js';
 import { FirestoreRelayRepository } from '../../../shared/store/firestore/relays.js';
-import { startFakeGce } from '../../fakes/gce/index.js';
-import { startFakeKube } from '../../fakes/kube/index.js';
 import { emulatorEnv } from '../../support/emulator-env.js';
-import { startKvmHost } from '../../support/kvm-host.js';
-import { loopbackOnlyProbe } from '../../support/loopback-probe.js';
 import { startRelayHarness, type RelayHarness, type RelayHarnessOptions } from '../../support/relay-harness.js';
-import { proxyProcesses } from './processes.js';
-
-export const PROVIDER_KINDS = ['process', 'kvm', 'gcp', 'kubernetes'] as const;
-export type ProviderKind = (typeof PROVIDER_KINDS)[number];
-
-/**
- * The providers a suite runs against: `GUARANTEE_PROVIDERS` (comma-separated, or `all`) when set,
- * else the suite's `defaults` (every provider, unless the suite says why not).
- */
-export function providersUnderTest(defaults: readonly ProviderKind[] = PROVIDER_KINDS): ProviderKind[] {
-  const given = process.env['GUARANTEE_PROVIDERS'];
-  if (!given) return [...defaults];
-  if (given === 'all') return [...PROVIDER_KINDS];
-  const kinds = given.split(',').map((k) => k.trim());
-  for (const k of kinds)
-    if (!(PROVIDER_KINDS as readonly string[]).includes(k))
-      throw new Error(`GUARANTEE_PROVIDERS: "${k}" is not one of ${PROVIDER_KINDS.join(', ')}`);
-  return kinds as ProviderKind[];
-}
 
 /** What a world needs to know about one instance, whoever keeps it. */
 export interface Item {
@@ -56,7 +29,6 @@ export interface Item {
 }
 
 export interface GroundOptions {
-  kind: ProviderKind;
   /** The provider's name in the config. */
   provider: string;
   /** Relay id, log file and project prefix. */
@@ -82,12 +54,6 @@ export interface Ground {
   harness?: RelayHarness;
   /** The placement of spec variant 1 (also the provider's catalogue entry `alt`). */
   placement: Record<string, unknown>;
-  /**
-   * The phase a live proxy settles in: `Ready`, or `Unhealthy` on libvirt's test driver (its
-   * domains run no guest, so the relay's probe reaches no proxy; the suites then hold
-   * `unhealthyAfter` out of reach so that this is not a replacement).
-   */
-  servingPhase: Phase;
   /** The instance as the backend keeps it (the relay's inventory, the fake's VM or Pod). */
   item(instance: string): Promise<Item | undefined>;
   /** Names of the instances the backend keeps. */
@@ -97,37 +63,36 @@ export interface Ground {
   close(): Promise<void>;
 }
 
-const tally = (names: string[]) => {
+export const tally = (names: string[]) => {
   const counts = new Map<string, number>();
   for (const n of names) counts.set(n, (counts.get(n) ?? 0) + 1);
   return counts;
 };
 
-export function startGround(o: GroundOptions): Promise<Ground> {
-  if (o.kind === 'process' || o.kind === 'kvm') return relayGround(o);
-  return cloudGround(o);
+/** A relay backend's part of a ground: its config entry, the placement of variant 1, its instances. */
+export interface RelayBackendGround {
+  type: ProviderType;
+  placement: Record<string, unknown>;
+  /** The relay config entry of the backend. */
+  backend(stateDir: string): Record<string, unknown>;
+  /** Config fields of the functions' side this backend needs. */
+  config?: Record<string, unknown>;
+  /** The relay's hooks this backend needs (its probe). */
+  harness?: Pick<RelayHarnessOptions, 'probe'>;
+  /** Instances per name where they really are. */
+  counts(h: RelayHarness): Promise<Map<string, number>>;
+  /** Stops what the backend runs on besides the relay (a libvirt daemon). */
+  close?(): Promise<void>;
 }
 
-async function relayGround(o: GroundOptions): Promise<Ground> {
-  const kvm = o.kind === 'kvm' ? await startKvmHost() : undefined;
-  const placement = kvm ? { host: 'h1' } : { bindAddress: '127.0.0.1' };
-  const backend = (stateDir: string) =>
-    kvm
-      ? {
-          provider: o.provider,
-          type: 'kvm',
-          stateDir,
-          hosts: { h1: kvm.hostConfig() },
-          callTimeoutSeconds: 30,
-          startupGraceSeconds: 0,
-        }
-      : { provider: o.provider, type: 'process', stateDir, bindAddresses: ['127.0.0.1'], portRange: o.ports };
+/** A real relay agent with `b`'s backend, commands and reports over the emulators. */
+export async function relayGround(o: GroundOptions, b: RelayBackendGround): Promise<Ground> {
   const providers = [
     {
       name: o.provider,
-      type: o.kind,
+      type: b.type,
       relay: o.name,
-      catalogue: { alt: placement },
+      catalogue: { alt: b.placement },
       rolloutBudget: 50,
       options: { heartbeatTimeoutSeconds: 30, ...o.relayOptions },
     },
@@ -135,10 +100,10 @@ async function relayGround(o: GroundOptions): Promise<Ground> {
   const h = await startRelayHarness(
     o.name,
     o.ports,
-    { ...o.config, ...(kvm && { unhealthyAfter: 1_000_000 }), providers },
-    { ...o.harness, backends: (stateDir) => [backend(stateDir)], ...(kvm && { probe: loopbackOnlyProbe }) },
+    { ...o.config, ...b.config, providers },
+    { ...o.harness, backends: (stateDir) => [b.backend(stateDir)], ...b.harness },
   ).catch(async (err: unknown) => {
-    await kvm?.close();
+    await b.close?.();
     throw err;
   });
   return {
@@ -149,23 +114,20 @@ async function relayGround(o: GroundOptions): Promise<Ground> {
     bus: h.bus,
     relayKeys: h.relayKeys,
     harness: h,
-    placement,
-    servingPhase: kvm ? 'Unhealthy' : 'Ready',
+    placement: b.placement,
     item: (instance) => h.relays.instance(o.name, instance),
     inventory: async () => (await h.relays.instances(o.name)).map((i) => i.name),
-    counts: async () =>
-      kvm
-        ? tally((await kvm.domains.listAllDomains()).map((d) => d.name).filter((n) => n.startsWith('ep-')))
-        : proxyProcesses(h.stateDir),
+    counts: () => b.counts(h),
     async close() {
       await h.close();
-      await kvm?.close();
+      await b.close?.();
     },
   };
 }
 
 /** The fake's side of a cloud ground: provider entry, placement of variant 1, and its instances. */
-interface CloudFake {
+export interface CloudFake {
+  type: ProviderType;
   entry: Record<string, unknown>;
   placement: Record<string, unknown>;
   /** Live instance names (one entry per VM or Pod, however far it is in its life). */
@@ -173,27 +135,9 @@ interface CloudFake {
   close(): Promise<void>;
 }
 
-async function cloudFake(kind: 'gcp' | 'kubernetes'): Promise<CloudFake> {
-  if (kind === 'gcp') {
-    const fake = await startFakeGce();
-    return {
-      entry: { project: 'guarantee-project', zone: 'us-central1-a', operationWaitSeconds: 0.3, ...fake.endpoint },
-      placement: { machineType: 'e2-small' },
-      names: () => fake.instances().map((vm) => vm.name),
-      close: () => fake.close(),
-    };
-  }
-  const fake = await startFakeKube({ namespaces: ['default', 'alt'] });
-  return {
-    entry: { ...fake.access(), namespaces: ['alt'] },
-    placement: { namespace: 'alt' },
-    names: () => fake.pods().map((p) => p.metadata.name),
-    close: () => fake.close(),
-  };
-}
-
-async function cloudGround(o: GroundOptions): Promise<Ground> {
-  const kind = o.kind as 'gcp' | 'kubernetes';
+/** The functions' side of a cloud provider over `fake`, its documents on the Firestore emulator. */
+export async function cloudGround(o: GroundOptions, fake: CloudFake): Promise<Ground> {
+  const kind = fake.type;
   const emu = emulatorEnv(o.name);
   mkdirSync('test-results', { recursive: true });
   const logger = createLogger({
@@ -203,7 +147,6 @@ async function cloudGround(o: GroundOptions): Promise<Ground> {
     },
     level: 'DEBUG',
   });
-  const fake = await cloudFake(kind);
   const echo = await startEchoServer();
   const config = parseConfig({
     installationId: 'it',
@@ -237,7 +180,6 @@ async function cloudGround(o: GroundOptions): Promise<Ground> {
     relays,
     bus,
     placement: fake.placement,
-    servingPhase: 'Ready',
     async item(instance) {
       try {
         const found = await raw.get(instance);

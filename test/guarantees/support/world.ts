@@ -1,6 +1,6 @@
 /**
- * The world the guarantee suites drive, for one provider type (support/grounds.ts: a real relay
- * with real proxy processes or libvirt's test driver, or a wire-level fake cloud), over the
+ * The world the guarantee suites drive, for one provider type (its kit's ground, test/kits/: a real
+ * relay with real proxy processes or libvirt's test driver, or a wire-level fake cloud), over the
  * emulators, and the functions' handlers wired to a crash-point store, a counting provider
  * registry and buses the test controls.
  */
@@ -23,7 +23,8 @@ import type { CommandDoc } from '../../../shared/store/firestore/relays.js';
 import type { RelayHarness, RelayHarnessOptions } from '../../support/relay-harness.js';
 import { countingRegistry, ProviderStats, type ProviderHooks } from './counting-provider.js';
 import { FaultyProxyStore } from './faulty-store.js';
-import { startGround, type Item, type ProviderKind } from './grounds.js';
+import { guaranteeKit, type ProviderKind } from '../../kits/registry.js';
+import type { Item } from './grounds.js';
 import { INSTALLATION, PROVIDER, usePlacement, type Expected } from './subject.js';
 
 export { INSTALLATION, PROVIDER, type Expected } from './subject.js';
@@ -93,8 +94,8 @@ export const iname = (proxy: string) => instanceName(INSTALLATION, proxy);
 export async function startWorld(options: WorldOptions): Promise<World> {
   const { relay } = options;
   const kind = options.kind ?? 'process';
-  const ground = await startGround({
-    kind,
+  const kit = guaranteeKit(kind);
+  const ground = await kit.start({
     provider: PROVIDER,
     name: relay,
     ports: options.ports,
@@ -178,8 +179,7 @@ export async function startWorld(options: WorldOptions): Promise<World> {
         out.push(`spec ${canonicalJson(s.doc.spec)} is not the last applied ${canonicalJson(expected.spec)}`);
       if (canonicalJson(s.doc.metadata.labels) !== canonicalJson(expected.labels))
         out.push(`labels ${canonicalJson(s.doc.metadata.labels)} are not ${canonicalJson(expected.labels)}`);
-      if (s.doc.status.phase !== ground.servingPhase)
-        out.push(`phase ${s.doc.status.phase}, want ${ground.servingPhase}`);
+      if (s.doc.status.phase !== kit.servingPhase) out.push(`phase ${s.doc.status.phase}, want ${kit.servingPhase}`);
       if (s.doc.status.observedGeneration !== s.doc.generation)
         out.push(`observedGeneration ${s.doc.status.observedGeneration} != generation ${s.doc.generation}`);
       if (s.doc.status.instance?.specHash !== hash) out.push(`status instance hash is not ${hash}`);
