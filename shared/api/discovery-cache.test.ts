@@ -110,5 +110,9 @@ describe('discovery cache', () => {
     await cache.readyInPool(store, 'sleepy', 10, 600);
     await cache.page(store, null, 500, 610);
     expect(pages).toBe(2);
+    // Looks at many pools (any name a caller sends) never push the page out.
+    for (let i = 0; i < 300; i++) await cache.readyInPool(store, `pool${i}`, 10, 620);
+    await cache.page(store, null, 500, 630);
+    expect(pages).toBe(2);
   });
 });

@@ -11,35 +11,56 @@ import type { ProxyPage, ProxyRepository, StoredProxy } from '../store/ports.js'
 export const DISCOVERY_CACHE_MS = 2000;
 /** How long one read of a pool's Ready members answers: the gateway's wake look comes every 250 ms. */
 export const FRESH_CACHE_MS = 200;
-/** Reads kept at most (a gateway walking a fleet of 100,000 proxies in pages of 1,000 needs 100). */
+/** Reads kept at most, of each kind (a gateway walking a fleet of 100,000 proxies in pages of 1,000 needs 100). */
 const MAX_READS = 256;
 
-interface Entry {
-  at: number;
-  ttlMs: number;
-  read: Promise<unknown>;
-  isPage: boolean;
-  /** The page, once read (pages only). */
-  page?: ProxyPage;
+/**
+ * Reads by key, each answering for `ttlMs` from when it was asked; a failed read is not kept. Past
+ * the cap the oldest goes (insertion order is age).
+ */
+class KeptReads<T> {
+  readonly entries = new Map<string, { at: number; read: Promise<T>; value?: T }>();
+
+  constructor(private readonly ttlMs: number) {}
+
+  get(key: string, now: number, read: () => Promise<T>): Promise<T> {
+    const fresh = (at: number) => now - at >= 0 && now - at < this.ttlMs;
+    const kept = this.entries.get(key);
+    if (kept && fresh(kept.at)) return kept.read;
+    for (const [k, e] of this.entries) if (!fresh(e.at)) this.entries.delete(k);
+    if (this.entries.size >= MAX_READS) this.entries.delete(this.entries.keys().next().value ?? '');
+    const entry: { at: number; read: Promise<T>; value?: T } = { at: now, read: read() };
+    this.entries.set(key, entry);
+    entry.read.then(
+      (value) => (entry.value = value),
+      () => {
+        if (this.entries.get(key) === entry) this.entries.delete(key);
+      },
+    );
+    return entry.read;
+  }
 }
 
 export class DiscoveryCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly pages: KeptReads<ProxyPage>;
+  // Apart from the pages: looks at many pools (any name a caller sends) never push a page out.
+  private readonly ready: KeptReads<StoredProxy[]>;
 
-  constructor(
-    private readonly ttlMs = DISCOVERY_CACHE_MS,
-    private readonly freshTtlMs = FRESH_CACHE_MS,
-  ) {}
+  constructor(ttlMs = DISCOVERY_CACHE_MS, freshTtlMs = FRESH_CACHE_MS) {
+    this.pages = new KeptReads(ttlMs);
+    this.ready = new KeptReads(freshTtlMs);
+  }
 
-  /** The page after `after` as read within `ttlMs` of `now`, or a fresh read (a failed read is not kept). */
+  /** The page after `after` as read within the cache time of `now`, or a new read. */
   page(store: Pick<ProxyRepository, 'page'>, after: string | null, limit: number, now: number): Promise<ProxyPage> {
-    return this.kept(`page:${limit}:${after ?? ''}`, this.ttlMs, now, () => store.page(after, limit), true);
+    return this.pages.get(`${limit}:${after ?? ''}`, now, () => store.page(after, limit));
   }
 
   /**
-   * Pool `pool`'s Ready members as read within `freshTtlMs` of `now`, or a new read. A read that
-   * finds a member the kept pages do not show Ready retires those pages: the gateway that found it
-   * serves it at once, and its next ordinary discovery must not take it away again for up to 2 s.
+   * Pool `pool`'s Ready members as read within `FRESH_CACHE_MS` of `now`, or a new read. A read
+   * that finds a member the kept pages do not show Ready retires those pages (and those still being
+   * read, asked for before it): the gateway that found it serves it at once, and its next ordinary
+   * discovery must not take it away again for up to 2 s.
    */
   readyInPool(
     store: Pick<ProxyRepository, 'readyInPool'>,
@@ -47,38 +68,16 @@ export class DiscoveryCache {
     limit: number,
     now: number,
   ): Promise<StoredProxy[]> {
-    return this.kept(`ready:${limit}:${pool}`, this.freshTtlMs, now, async () => {
+    return this.ready.get(`${limit}:${pool}`, now, async () => {
       const found = await store.readyInPool(pool, limit);
       const shown = new Set(
-        [...this.entries.values()].flatMap(
-          (e) => e.page?.items.filter((i) => i.doc.status.phase === 'Ready').map((i) => i.doc.metadata.name) ?? [],
+        [...this.pages.entries.values()].flatMap(
+          (e) => e.value?.items.filter((i) => i.doc.status.phase === 'Ready').map((i) => i.doc.metadata.name) ?? [],
         ),
       );
-      // Pages still being read were asked for before this read too: they go with the others.
       if (found.some((m) => !shown.has(m.doc.metadata.name)))
-        for (const [k, e] of this.entries) if (e.isPage && e.at <= now) this.entries.delete(k);
+        for (const [k, e] of this.pages.entries) if (e.at <= now) this.pages.entries.delete(k);
       return found;
     });
-  }
-
-  private kept<T>(key: string, ttlMs: number, now: number, read: () => Promise<T>, isPage = false): Promise<T> {
-    const fresh = (e: { at: number; ttlMs: number }) => now - e.at >= 0 && now - e.at < e.ttlMs;
-    const kept = this.entries.get(key);
-    if (kept && fresh(kept)) return kept.read as Promise<T>;
-    for (const [k, e] of this.entries) if (!fresh(e)) this.entries.delete(k);
-    // Insertion order is age: past the cap, the oldest read goes.
-    if (this.entries.size >= MAX_READS) this.entries.delete(this.entries.keys().next().value ?? '');
-    const promise = read();
-    const entry: Entry = { at: now, ttlMs, read: promise, isPage };
-    this.entries.set(key, entry);
-    if (isPage)
-      void promise.then(
-        (page) => (entry.page = page as ProxyPage),
-        () => undefined,
-      );
-    promise.catch(() => {
-      if (this.entries.get(key) === entry) this.entries.delete(key);
-    });
-    return promise;
   }
 }
