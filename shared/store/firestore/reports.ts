@@ -11,7 +11,7 @@ import { proxyDocSchema } from '../../domain/status.js';
 import type { Logger } from '../../logger.js';
 import { grpcCode, GRPC_CODES } from '../grpc-codes.js';
 import { changeStamp, COLLECTIONS } from './client.js';
-import { EVENT_RETENTION_MS } from './events.js';
+import { EVENT_RETENTION_MS } from '../records.js';
 import type { ReportRepository } from '../ports.js';
 import {
   banBudgetExpiry,
