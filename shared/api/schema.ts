@@ -119,6 +119,7 @@ export const demandAcceptedSchema = z.looseObject({
   autoscaled: z.boolean(),
   applied: z.boolean(),
 });
+export type ApiDemandAccepted = z.infer<typeof demandAcceptedSchema>;
 
 /** One provider's health as `GET /v1/providers` lists it. */
 export const providerSchema = z.looseObject({
