@@ -1,9 +1,7 @@
 /** Pure helpers of the dashboard (no DOM): phases, ages, latencies, the apply form's documents. */
 import { parseAllDocuments } from 'yaml';
+import { PHASES } from '../../domain/phases.js';
 import type { ApiPool } from '../schema.js';
-
-/** The phases of a proxy, in lifecycle order (shared/domain/status.ts). */
-export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
 
 /** `45s`, `12m`, `3h 5m`, `2d 4h`: how long ago `iso` was (empty when unknown). */
 export function age(iso: string | null | undefined, now: number): string {
