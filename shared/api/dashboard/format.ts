@@ -62,7 +62,7 @@ export function sampleDocument(provider: string, name = 'sample-1'): string {
 }
 
 /** A document of the apply form, with the name its `PUT` goes to. */
-export interface ApplyDocument {
+export interface FormDocument {
   name: string;
   body: Record<string, unknown>;
 }
@@ -71,7 +71,7 @@ export interface ApplyDocument {
  * The Proxy documents in `text`: a JSON object or array, or YAML with one document per `---`.
  * Throws an Error naming the line (YAML) or the document without `metadata.name`.
  */
-export function parseDocuments(text: string): ApplyDocument[] {
+export function parseFormDocuments(text: string): FormDocument[] {
   const trimmed = text.trim();
   let values: unknown[];
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
