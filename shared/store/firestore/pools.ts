@@ -14,9 +14,6 @@ import { memberDocs, poolApplyStep, poolTombId } from '../pool-rules.js';
 import { orderDelete, type ApplyOutcome, type DeleteOutcome } from '../proxy-rules.js';
 import { runTransaction } from './transaction.js';
 
-export type { PoolWrites } from '../ports.js';
-export { memberName } from '../pool-rules.js';
-
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export class FirestorePoolRepository implements PoolRepository {

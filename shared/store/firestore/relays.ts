@@ -25,10 +25,6 @@ import {
 } from '../relay-rules.js';
 import { runTransaction } from './transaction.js';
 
-export { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from '../records.js';
-export { changedSince, inventoryDigest } from '../relay-rules.js';
-export type { ReportOutcome } from '../ports.js';
-
 function parseCommand(snap: DocumentSnapshot): CommandDoc | undefined {
   if (!snap.exists) return undefined;
   const parsed = commandDocSchema.safeParse(snap.data());

@@ -27,8 +27,6 @@ import { CallerGone, logTransaction, reasonOf, type TransactionRecord } from './
 /** Reads and writes of one report before it gives up as ABORTED (each lost only to a write in between). */
 const ATTEMPTS = 10;
 
-export { reportEventId, type RecordOutcome, type ReportInput } from '../report-rules.js';
-
 export class FirestoreReportRepository implements ReportRepository {
   private readonly minutes = new CallerMinutes();
 
