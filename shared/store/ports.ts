@@ -136,7 +136,7 @@ export interface ProxyRepository {
 }
 
 /** What applying a relay report changed: the proxies whose instances changed (worth a check). */
-export interface ReportOutcome {
+export interface RelayReportOutcome {
   stale: boolean;
   changedProxies: string[];
 }
@@ -190,7 +190,7 @@ export interface RelayRepository {
    *
    * @throws RetryableError when concurrent reports kept winning the race
    */
-  applyReport(report: RelayReport, now: number): Promise<ReportOutcome>;
+  applyReport(report: RelayReport, now: number): Promise<RelayReportOutcome>;
 }
 
 /** What one pool reconcile writes, decided on what the transaction read. */
