@@ -77,8 +77,8 @@ export function benchConfig(kind: FleetKind, project: string, echoUrl: string): 
 }
 
 /**
- * Kept whole: it wires one check function's dependencies (counted Firestore, stores,
- * provider registry, provider health, sweep caches) the way `functions/check` does, in one place the bench can read.
+ * One check function's dependencies (counted Firestore, stores, provider registry, provider health,
+ * sweep caches), wired the way `functions/check` wires them, in one place the bench can read.
  *
  * @param direct - for kind `direct`: the provider standing in for a cloud API (no Firestore use)
  */

@@ -1,5 +1,5 @@
 /**
- * Fleets that follow demand, measured (issue 43) on the stack `npm start` runs (process backend,
+ * Fleets that follow demand, measured on the stack `npm start` runs (process backend,
  * real tinyproxy members, the functions and emulators) through a real `egress gateway` process:
  *
  * - wake: the first request for a pool at zero, its first byte against the pool's own create →
@@ -162,9 +162,9 @@ async function until(what: string, timeoutMs: number, test: () => Promise<boolea
 }
 
 /**
- * Kept whole: one run on one stack in the order its parts depend on (pools up,
- * the wake rounds on a quiet stack, then the trace with the cost measure beside it), each thing it
- * starts registered with `cleanup` as it starts.
+ * One run on one stack, in the order its parts depend on (pools up, the wake rounds on a quiet
+ * stack, then the trace with the cost measure beside it); each thing it starts is registered with
+ * `cleanup` as it starts.
  *
  * @param opts.quick - half the trace (its windows halved too), two wake rounds, a shorter cost window
  */

@@ -1,5 +1,5 @@
 /**
- * What reported demand costs (issue 43 "Reported demand stays cheap"): gateways' real reporters
+ * What reported demand costs (docs/performance.md "Fleets that follow demand"): gateways' real reporters
  * (gateway/demand.ts) send to the real demand route (shared/api/demand.ts), and the real pool
  * controller (shared/reconcile/check.ts, its follow-ups held until due and a failed one delivered
  * again, as Pub/Sub does) reconciles the pools, all in this process with counted Firestore clients

@@ -1,4 +1,4 @@
-/** The gateway's bench rows: met only within the targets, "not run" when left out. */
+/** The gateway's bench rows: met only within their targets, "not run" when left out. */
 import { describe, expect, it } from 'vitest';
 import type { GatewayResults } from './gateway-bench.js';
 import { gatewayRows } from './report-gateway.js';

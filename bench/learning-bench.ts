@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Cleanup } from './cleanup.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../gateway/server.js';
-import { createMemoryFleet, startTestProxy, type TestProxy } from '../gateway/testing.js';
+import { createMemoryFleetApi, startTestProxy, type TestProxy } from '../gateway/testing.js';
 import { median } from './stats.js';
 
 /** Fleet proxies in the world, and how many of them the target bans (a third). */
@@ -91,7 +91,7 @@ async function drive(gw: Gateway, url: string, count: number, prefix: string): P
 
 function gatewayOver(proxies: TestProxy[], policy: Policy): Promise<Gateway> {
   const options: GatewayOptions = {
-    fleet: createMemoryFleet(proxies.map((p) => p.upstream)).api,
+    fleet: createMemoryFleetApi(proxies.map((p) => p.upstream)).api,
     listen: { host: '127.0.0.1', port: 0 },
     refreshMs: 60_000,
     banOn: policy === 'round-robin' ? [] : [403],

@@ -1,7 +1,6 @@
 /**
- * The process backend's proxies at scale (issue 17, light local proxies): how many MB each takes
- * and how long until N of them serve, on this host; the Node proxy-server each used to be, for
- * comparison.
+ * The process backend's proxies at scale: how many MB each takes and how long until N of them
+ * serve, on this host; the Node proxy-server of bench/node-proxy/ beside them, for comparison.
  */
 import { localEgressPolicy } from '../shared/config/egress-policy.js';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -36,7 +35,7 @@ export interface LocalProxiesRun {
   failures: string[];
 }
 
-/** The old way: one Node process of `proxy-server.js` per proxy. */
+/** The comparison: one Node process of `proxy-server.js` (bench/node-proxy/) per proxy. */
 export interface NodeProxiesRun {
   count: number;
   readyMs: number;
@@ -133,7 +132,7 @@ async function runOnce(count: number, echo: EchoServer, firstPort: number): Prom
   }
 }
 
-/** `count` Node proxy-server processes as the backend ran them before, until each printed its ready line. */
+/** `count` Node proxy-server processes, one per proxy, until each printed its ready line. */
 async function runNode(proxyServer: string, count: number, firstPort: number): Promise<NodeProxiesRun> {
   const { NODE_OPTIONS: _loaders, ...env } = process.env;
   const children: ChildProcess[] = [];

@@ -80,7 +80,7 @@ async function startPool(artifacts: Artifacts, size: number): Promise<{ child: B
 }
 
 /**
- * The libvirt client (kvm issue 6): 500 state look-ups pipelined on one connection against the
+ * The libvirt client: 500 state look-ups pipelined on one connection against the
  * same through `virsh`, on a real libvirtd started for the run (bench/libvirt.ts).
  */
 function libvirtBench(): () => Promise<LibvirtRatio> {
@@ -88,9 +88,9 @@ function libvirtBench(): () => Promise<LibvirtRatio> {
 }
 
 /**
- * The bench: each `--only` section in turn, then the tables. Kept whole: the
- * sections run in this order and share the emulators, the echo pool and one cleanup, and each
- * section's block is a few lines of wiring around a module that does the work (bench/*.ts).
+ * The bench: each `--only` section in turn, then the tables. The sections run in this order and
+ * share the emulators, the echo pool and one cleanup; each section's block wires a module that
+ * does the work (bench/*.ts).
  */
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));

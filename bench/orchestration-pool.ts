@@ -1,7 +1,7 @@
 /**
  * The orchestration bench's pool phase: a pool of `POOL_REPLICAS` comes up, one template change rolls
  * every member (never below `minAvailable`), and the pool is deleted — on the same stack as the
- * trials, so the functions' 5xx tally covers a pool rotation too (issue 17: no 5xx in a healthy
+ * trials, so the functions' 5xx tally covers a pool rotation too (the target: no 5xx in a healthy
  * steady state, while proxies provision, during a rollout or a pool rotation).
  */
 import type { Firestore } from '@google-cloud/firestore';

@@ -93,9 +93,8 @@ function proxyPorts(size: number): [number, number] {
 
 /**
  * Starts the functions, their push wiring, a relay and the health ticks for the orchestration trials.
- * Kept whole: one start-up sequence in which every step pushes its own stopper
- * before the next starts, so an interrupted start-up stops exactly what it started; split up, the
- * stopper list would be threaded through every part.
+ * One start-up sequence in which every step pushes its own stopper before the next starts, so an
+ * interrupted start-up stops exactly what it started.
  */
 export async function startOrchestrationStack(
   artifacts: Artifacts,

@@ -1,5 +1,5 @@
 /**
- * Issue 17's steady-state targets: all background work together at ≤ 0.05 Firestore reads and
+ * The steady-state targets: all background work together at ≤ 0.05 Firestore reads and
  * ≤ 0.01 writes per proxy per cycle, and ≤ $3 a month for 1,000 proxies at a 1-minute interval.
  * Measured with the check function's sweep cache warm (one instance, every page cached); the
  * cold-instance rows say what the same cycle costs when no page is cached.

@@ -1,4 +1,4 @@
-/** The bench's rows for fleets that follow demand (issue 43): wake from zero, the replayed trace, the step up, and what reported demand costs. */
+/** The bench's rows for fleets that follow demand: wake from zero, the replayed trace, the step up, and what reported demand costs. */
 import { parseDuration } from '../shared/domain/duration.js';
 import type { DemandCost } from './demand-cost.js';
 import type { DemandResults } from './demand-bench.js';

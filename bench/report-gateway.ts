@@ -1,9 +1,9 @@
-/** The bench's rows for the gateway (issue 16) and the libvirt client (issue 6). */
+/** The bench's rows for the gateway (its targets and the reference rows against a Node proxy) and the libvirt client. */
 import { CLIENTS, type GatewayResults } from './gateway-bench.js';
 import { FLAT_BOUND, soakVerdict } from './soak.js';
 import { fmt, ms, yes } from './stats.js';
 
-/** The kvm issue's comparison: the same state look-ups through `virsh` and pipelined on one connection. */
+/** The libvirt client's comparison: the same state look-ups through `virsh` and pipelined on one connection. */
 export interface LibvirtRatio {
   pipelinedMs: number;
   virshMs: number;
@@ -12,10 +12,10 @@ export interface LibvirtRatio {
 
 export function libvirtRow(libvirt: LibvirtRatio | undefined): string[] {
   const measure = 'libvirt client, `virsh` time ÷ pipelined time';
-  if (!libvirt) return [measure, '— (issue 6 sets none)', 'not measured (left out with --only)', '—'];
+  if (!libvirt) return [measure, '— (none set)', 'not measured (left out with --only)', '—'];
   // From the two times, so the direction is plain whichever way the module's own `ratio` goes.
   const result = `${fmt(libvirt.virshMs / libvirt.pipelinedMs, 1)}× (virsh ${ms(libvirt.virshMs)}, pipelined ${ms(libvirt.pipelinedMs)})`;
-  return [measure, '— (issue 6 sets none)', result, 'info'];
+  return [measure, '— (none set)', result, 'info'];
 }
 
 /** "RSS flat over a 10-minute run" (bench/soak.ts says what flat is). */
@@ -34,7 +34,7 @@ function soakRow(soak: GatewayResults['soak']): string[] {
 }
 
 /**
- * Issue 16's targets for the gateway, each a ratio or a figure from the same run. "One fleet proxy"
+ * The gateway's targets, each a ratio or a figure from the same run. "One fleet proxy"
  * is tinyproxy, what every backend runs (process, kvm and gcp guests, the wire fakes' instances): the
  * latency and throughput targets are measured against it. The Node proxy-server of `bench/node-proxy/`
  * (which no backend runs) keeps connections alive and costs about what the gateway costs,
@@ -87,7 +87,7 @@ function tinyproxyRows(t: GatewayResults['tinyproxy']): string[][] {
 function referenceRows(g: GatewayResults): string[][] {
   const added = g.gatewayP50Ms - g.directP50Ms;
   const ratio = g.gatewayRps / g.directRps;
-  const node = 'keep-alive Node proxy-server (the fleet proxy before issue 17)';
+  const node = 'keep-alive Node proxy-server (bench/node-proxy/)';
   return [
     [
       `reference: gateway p50 added latency vs a ${node}`,

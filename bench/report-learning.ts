@@ -1,4 +1,4 @@
-/** The bench's rows for the gateway that learns (issue 42): first-attempt success in a banning world, and the A/B of the plain path. */
+/** The bench's rows for the gateway that learns: first-attempt success in a banning world, and the A/B of the plain path. */
 import { MARKS, WINDOW, type LearningResults } from './learning-bench.js';
 import { fmt, yes } from './stats.js';
 

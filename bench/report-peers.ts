@@ -1,4 +1,4 @@
-/** The bench's rows for the gateway against its peers (issue 42): throughput, CPU, tunnels' RSS, set-up rate, tunnel bytes/s, and the SOCKS5 A/B. */
+/** The bench's rows for the gateway against its peers: throughput, CPU, tunnels' RSS, set-up rate, tunnel bytes/s, and the SOCKS5 A/B. */
 import { PEERS, type PeerFigures, type PeerResults } from './peer-bench.js';
 import { fmt, yes } from './stats.js';
 

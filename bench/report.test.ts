@@ -99,7 +99,7 @@ describe('targetsTable', () => {
     expect(row(targetsTable(results(1000, 10)), label)[4]).toBe('—');
   });
 
-  it("issue 17's background targets: strict, warm, with the cold-instance cost beside them", () => {
+  it('the background targets: strict, warm, with the cold-instance cost beside them', () => {
     const met = targetsTable(results(40, 10));
     expect(row(met, 'reads/proxy/cycle, all background work, warm check instance')[4]).toBe('yes');
     expect(row(met, 'writes/proxy/cycle, all background work')[4]).toBe('yes');

@@ -63,7 +63,7 @@ function extras(c: Counts, n: number): string {
 
 function steadyRows(r: BenchResults): string[][] {
   const rows: string[][] = [];
-  // Issue 9's rows for the first (smallest) measured cycle of each kind; report-background.ts has every size.
+  // The rows for the first (smallest) measured cycle of each kind; report-background.ts has every size.
   const first = r.cycles.filter((c, i, all) => all.findIndex((o) => o.kind === c.kind) === i);
   for (const cycle of first) {
     const n = cycle.size;
@@ -189,7 +189,7 @@ function scaleRows(r: BenchResults): string[][] {
       ],
       [
         `cost growth ${smallest.size} → ${largest.size}, ${KIND_LABEL[kind]}`,
-        // Issue 9 asks for no super-linear growth; a warm sweep's per-page constants make it sub-linear.
+        // The target is no super-linear growth; a warm sweep's per-page constants make it sub-linear.
         'at most linear',
         `reads/proxy ×${fmt(growth, 2)}`,
         yes(growth < 1.1),

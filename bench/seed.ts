@@ -16,7 +16,7 @@ import { reconcileProxy } from '../shared/reconcile/reconcile.js';
 import type { InventoryItem, RelayReport } from '../shared/wire/protocol.js';
 import { createFirestore } from '../shared/store/firestore/client.js';
 import { generateCredentials } from '../shared/store/credentials-memo.js';
-import type { ProxyEvent } from '../shared/store/firestore/events.js';
+import type { ProxyEvent } from '../shared/store/records.js';
 import type { Credentials } from '../shared/store/ports.js';
 import { FirestoreProxyRepository } from '../shared/store/firestore/proxies.js';
 import { FirestoreRelayRepository } from '../shared/store/firestore/relays.js';
@@ -103,9 +103,8 @@ async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>
 /**
  * Seeds `n` healthy proxies of `env.kind` into `env.config.project`.
  *
- * Kept whole: one seeding pass in the order its parts depend on: the relay's
- * inventory, then each proxy reconciled once to its settled status and written in bulk with its
- * credentials.
+ * One seeding pass, in the order its parts depend on: the relay's inventory, then each proxy
+ * reconciled once to its settled status and written in bulk with its credentials.
  *
  * @param direct - the pool provider (kind `direct`)
  */

@@ -1,5 +1,5 @@
 /**
- * Whether the gateway's RSS stayed flat over a soak (issue 16: "RSS flat over a 10-minute run").
+ * Whether the gateway's RSS stayed flat over a soak (its target: "RSS flat over a 10-minute run").
  * The first quarter of the samples is warm-up (heap and socket pools growing to their working
  * size) and is left out; the rest is flat when both hold:
  * - the end (mean of the last 3 samples) is at most {@link FLAT_BOUND} above the start (mean of

@@ -1,6 +1,7 @@
 /** `egress cost`: the monthly estimate of a providers config and a fleet, printed as a bill. */
 import { resolve } from 'node:path';
-import { readConfigFile, parseConfig } from '../shared/config/load.js';
+import { readConfigFile } from '../shared/config/config-file.js';
+import { parseConfig } from '../shared/config/load.js';
 import type { Config } from '../shared/config/schema.js';
 import { CATALOGUE } from '../shared/cost/catalogue.js';
 import { estimate, type Estimate, type FleetItem } from '../shared/cost/estimate.js';

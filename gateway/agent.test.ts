@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFleetAgent, createFleetHttpsAgent } from './agent.js';
 import { FleetRouter } from './router.js';
 import {
-  createMemoryFleet,
+  createMemoryFleetApi,
   selfSignedCert,
   startTestProxy,
   startTestTarget,
@@ -54,7 +54,7 @@ describe('fleet agents', () => {
     await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
     const deadPort = (s.address() as net.AddressInfo).port;
     await new Promise<void>((r) => s.close(() => r()));
-    const fleet = createMemoryFleet([
+    const fleet = createMemoryFleetApi([
       { ...proxies[0]!.upstream, name: 'a0-dead', port: deadPort },
       ...proxies.map((p) => p.upstream),
     ]);
@@ -69,7 +69,7 @@ describe('fleet agents', () => {
   });
 
   it('https: TLS to the target inside the tunnel, verified against its certificate; sessions stick', async () => {
-    const fleet = createMemoryFleet(proxies.map((p) => p.upstream));
+    const fleet = createMemoryFleetApi(proxies.map((p) => p.upstream));
     const router = new FleetRouter({ fleet: fleet.api });
     await router.start();
     const agent = createFleetHttpsAgent(router, { session: 's' });

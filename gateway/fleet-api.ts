@@ -4,7 +4,7 @@ import { createRouteClient } from '../shared/api/client.js';
 import { createApiAuth, type ApiAuth } from '../shared/api/cloud-run-auth.js';
 import type { RouteBodies } from '../shared/api/routes.js';
 import * as answers from '../shared/api/schema.js';
-import type { ApiDiscovered } from '../shared/api/schema.js';
+import type { ApiDemandAccepted, ApiDiscovered } from '../shared/api/schema.js';
 import type { Upstream } from './selection.js';
 
 /** Which proxies the gateway may use (docs/api.md, `GET /v1/discovery`). */
@@ -36,10 +36,8 @@ export interface FleetApi {
   demand?(pool: string, report: DemandReport): Promise<DemandAnswer>;
 }
 
-/** What the API answers a demand report: whether the pool is autoscaled (a sleeping one wakes). */
-export interface DemandAnswer {
-  autoscaled: boolean;
-}
+/** What the gateway takes from the API's answer to a demand report: whether the pool is autoscaled (a sleeping one wakes). */
+export type DemandAnswer = Pick<ApiDemandAccepted, 'autoscaled'>;
 
 /**
  * A discovery entry as the pieces the gateway dials with: its TLS listener (`tlsUrl`, pinned to

@@ -7,21 +7,21 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './server.js';
 import {
-  createMemoryFleet,
+  createMemoryFleetApi,
   curl,
   rawExchange,
   startTestProxy,
   startTestTarget,
   startTinyproxy,
   startTlsFront,
-  type MemoryFleet,
+  type MemoryFleetApi,
   type TestProxy,
   type TestTarget,
 } from './testing.js';
 
 let proxies: TestProxy[];
 let target: TestTarget;
-let fleet: MemoryFleet;
+let fleet: MemoryFleetApi;
 let gw: Gateway;
 
 /** A port nothing listens on: a fleet proxy that died. */
@@ -47,7 +47,7 @@ afterAll(async () => {
   await Promise.all([...proxies.map((p) => p.close()), target.close()]);
 });
 async function gateway(options: Partial<Parameters<typeof startGateway>[0]> = {}) {
-  fleet = createMemoryFleet(proxies.map((p) => p.upstream));
+  fleet = createMemoryFleetApi(proxies.map((p) => p.upstream));
   gw = await startGateway({
     fleet: fleet.api,
     listen: { host: '127.0.0.1', port: 0 },
@@ -260,7 +260,7 @@ describe('gateway in front of a real tinyproxy', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gateway-tls-'));
     const secure = await startTlsFront(await startTinyproxy('a-tls', dir), dir);
     try {
-      fleet = createMemoryFleet([secure.upstream]);
+      fleet = createMemoryFleetApi([secure.upstream]);
       gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
       // Plain requests and CONNECT tunnels, the proxy's credentials inside TLS.
       expect((await through(target.url)).status).toBe(200);
@@ -269,7 +269,7 @@ describe('gateway in front of a real tinyproxy', () => {
 
       // Another certificate at the address: nothing is sent to it, the client gets 502.
       const impostor = { ...secure.upstream, tls: { fingerprint: 'ab'.repeat(32) } };
-      fleet = createMemoryFleet([impostor]);
+      fleet = createMemoryFleetApi([impostor]);
       gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
       expect((await through(target.url)).status).toBe(502);
       await expect(through(target.url, undefined, ['-p'])).rejects.toThrow(/CONNECT tunnel failed, response 502/);
@@ -289,7 +289,7 @@ describe('gateway in front of a real tinyproxy', () => {
       name: 'stale',
       authorization: `Basic ${Buffer.from('u-gone:p-gone').toString('base64')}`,
     };
-    fleet = createMemoryFleet([stale, proxies[0]!.upstream]);
+    fleet = createMemoryFleetApi([stale, proxies[0]!.upstream]);
     gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
     try {
       const listed = () => fleet.discoveries.filter((d) => d.forDomain === undefined).length;
@@ -307,7 +307,7 @@ describe('gateway in front of a real tinyproxy', () => {
   it('keeps a session on it across keep-alive requests although tinyproxy closes each connection', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gateway-tinyproxy-'));
     const tiny = await startTinyproxy('a-tiny', dir);
-    fleet = createMemoryFleet([tiny.upstream, proxies[0]!.upstream]);
+    fleet = createMemoryFleetApi([tiny.upstream, proxies[0]!.upstream]);
     gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
     try {
       const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });

@@ -2,7 +2,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './server.js';
-import { createMemoryFleet } from './testing.js';
+import { createMemoryFleetApi } from './testing.js';
 
 /** What the raw fleet proxy answers: repeated fields in mixed spelling, hop-by-hop ones, a chunked body. */
 const ANSWER = [
@@ -68,7 +68,7 @@ beforeAll(async () => {
   const port = (proxy.address() as net.AddressInfo).port;
   const upstream = { name: 'raw', provider: 'test', host: '127.0.0.1', port, authorization: 'Basic ZmxlZXQ=' };
   gw = await startGateway({
-    fleet: createMemoryFleet([{ ...upstream, egressIp: undefined }]).api,
+    fleet: createMemoryFleetApi([{ ...upstream, egressIp: undefined }]).api,
     listen: { host: '127.0.0.1', port: 0 },
     credentials: { username: 'gw', password: 'pw' },
     refreshMs: 60_000,

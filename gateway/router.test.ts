@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import type { DemandReport } from '../shared/domain/autoscale.js';
 import { DemandReporter } from './demand.js';
 import { FleetRouter } from './router.js';
-import { createMemoryFleet, upstreamNamed } from './testing.js';
+import { createMemoryFleetApi, upstreamNamed } from './testing.js';
 
 async function routerOver(names: string[]) {
-  const router = new FleetRouter({ fleet: createMemoryFleet(names.map(upstreamNamed)).api });
+  const router = new FleetRouter({ fleet: createMemoryFleetApi(names.map(upstreamNamed)).api });
   await router.refresh(true);
   return router;
 }
@@ -45,7 +45,7 @@ describe('router tries', () => {
 
   it('a stale address asks for the list again at once, at most once a second', async () => {
     let now = 1_000_000;
-    const fleet = createMemoryFleet(['a', 'b', 'c'].map(upstreamNamed));
+    const fleet = createMemoryFleetApi(['a', 'b', 'c'].map(upstreamNamed));
     const router = new FleetRouter({ fleet: fleet.api, now: () => now });
     await router.refresh(true);
     const listed = () => fleet.discoveries.filter((d) => d.forDomain === undefined).length;
@@ -73,7 +73,7 @@ describe('router tries', () => {
   });
 
   it('gateway learning: a proxy that keeps failing for one domain is left out there and reported with the target', async () => {
-    const fleet = createMemoryFleet(['a'].map(upstreamNamed));
+    const fleet = createMemoryFleetApi(['a'].map(upstreamNamed));
     const router = new FleetRouter({ fleet: fleet.api, selection: { failuresToSkip: 10 } });
     await router.refresh(true);
     for (let i = 0; i < 3; i++)
@@ -96,7 +96,7 @@ describe('router discovery', () => {
   const banned = { ok: false as const, reason: 'HTTP 403', penalize: false, retry: true, banned: { status: 403 } };
 
   it('runs one discovery at a time: ticks and refreshes meanwhile start none, then one follows', async () => {
-    const fleet = createMemoryFleet(['a'].map(upstreamNamed));
+    const fleet = createMemoryFleetApi(['a'].map(upstreamNamed));
     let release: () => void = () => undefined;
     const slow = {
       ...fleet.api,
@@ -126,7 +126,7 @@ describe('router discovery', () => {
 
   it('does not report a proxy its latest discovery no longer lists as tried; reports one still listed', async () => {
     let now = 1_000_000;
-    const fleet = createMemoryFleet(['a', 'b'].map(upstreamNamed));
+    const fleet = createMemoryFleetApi(['a', 'b'].map(upstreamNamed));
     const router = new FleetRouter({ fleet: fleet.api, now: () => now });
     await router.refresh(true);
     const banA = (u: { name: string }) =>
@@ -161,7 +161,7 @@ describe('router discovery', () => {
 
   it('bounds the per-domain lists: each at most every 10 s, at most four at once', async () => {
     let now = 1_000_000;
-    const fleet = createMemoryFleet(['a', 'b'].map(upstreamNamed));
+    const fleet = createMemoryFleetApi(['a', 'b'].map(upstreamNamed));
     const router = new FleetRouter({ fleet: fleet.api, now: () => now });
     await router.refresh(true);
     const ok = (u: { name: string }) => Promise.resolve({ ok: true as const, value: u.name });
@@ -189,7 +189,7 @@ describe('pool cost: a router counts its pool’s usage for the demand report', 
       { now: () => now },
     );
     const router = new FleetRouter({
-      fleet: createMemoryFleet(['a', 'b', 'c', 'd'].map(upstreamNamed)).api,
+      fleet: createMemoryFleetApi(['a', 'b', 'c', 'd'].map(upstreamNamed)).api,
       filters: { pool: 'crawl' },
       demand,
       now: () => now,

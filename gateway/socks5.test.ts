@@ -12,10 +12,10 @@ import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/chromium.js';
 import { startGateway, type Gateway, type GatewayOptions } from './server.js';
 import { parseGreeting, parseRequest, parseUserPass, REPLY, reply, replyFor } from './socks5.js';
 import {
-  createMemoryFleet,
+  createMemoryFleetApi,
   startTestProxy,
   startTestTarget,
-  type MemoryFleet,
+  type MemoryFleetApi,
   type TestProxy,
   type TestTarget,
 } from './testing.js';
@@ -23,7 +23,7 @@ import {
 const run = promisify(execFile);
 let proxies: TestProxy[];
 let target: TestTarget;
-let fleet: MemoryFleet;
+let fleet: MemoryFleetApi;
 let gw: Gateway;
 
 beforeAll(async () => {
@@ -38,7 +38,7 @@ afterEach(async () => {
 });
 
 async function gateway(options: Partial<GatewayOptions> = {}) {
-  fleet = createMemoryFleet(proxies.map((p) => ({ ...p.upstream, country: 'FR', asn: 64500 })));
+  fleet = createMemoryFleetApi(proxies.map((p) => ({ ...p.upstream, country: 'FR', asn: 64500 })));
   gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000, ...options });
 }
 

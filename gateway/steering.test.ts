@@ -5,19 +5,19 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway, type GatewayOptions } from './server.js';
 import {
-  createMemoryFleet,
+  createMemoryFleetApi,
   curl,
   rawExchange,
   startTestProxy,
   startTestTarget,
-  type MemoryFleet,
+  type MemoryFleetApi,
   type TestProxy,
   type TestTarget,
 } from './testing.js';
 
 let proxies: TestProxy[];
 let target: TestTarget;
-let fleet: MemoryFleet;
+let fleet: MemoryFleetApi;
 let gw: Gateway;
 
 beforeAll(async () => {
@@ -39,7 +39,7 @@ async function gateway(options: Partial<GatewayOptions> = {}) {
     { country: 'DE', asn: 3320 },
     { country: 'FR', asn: 64500 },
   ];
-  fleet = createMemoryFleet(proxies.map((p, i) => ({ ...p.upstream, ...where[i] })));
+  fleet = createMemoryFleetApi(proxies.map((p, i) => ({ ...p.upstream, ...where[i] })));
   gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000, ...options });
 }
 const as = (user: string) => gw.url.replace(/^http:\/\/[^:]+:/, `http://${encodeURIComponent(user)}:`);

@@ -41,7 +41,7 @@ export function upstreamNamed(name: string): Upstream {
  * does (pools and labels are not modelled: an Upstream carries neither); reports and discoveries
  * are recorded.
  */
-export interface MemoryFleet {
+export interface MemoryFleetApi {
   api: FleetApi;
   set(list: Upstream[]): void;
   /** Leaves `name` out of `?for=domain` answers (what a report with a target does in the real API). */
@@ -51,10 +51,10 @@ export interface MemoryFleet {
   discoveries: { filters: FleetFilters; forDomain: string | undefined }[];
 }
 
-export function createMemoryFleet(initial: Upstream[] = []): MemoryFleet {
+export function createMemoryFleetApi(initial: Upstream[] = []): MemoryFleetApi {
   let list = initial;
   const excluded = new Set<string>();
-  const fleet: MemoryFleet = {
+  const fleet: MemoryFleetApi = {
     reports: [],
     discoveries: [],
     set: (l) => (list = l),

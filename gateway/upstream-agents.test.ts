@@ -4,7 +4,7 @@ import type net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { UpstreamAgents } from './upstream-agents.js';
 import { startGateway } from './server.js';
-import { createMemoryFleet } from './testing.js';
+import { createMemoryFleetApi } from './testing.js';
 import type { Upstream } from './selection.js';
 
 const upstream = (name: string): Upstream => ({
@@ -81,7 +81,7 @@ async function startClosingProxy(): Promise<{ upstream: Upstream; connections: n
 describe('upstream agents behind a gateway', () => {
   it('learn that a proxy closes every kept-alive socket, resend each such request, then connect anew', async () => {
     const proxy = await startClosingProxy();
-    const fleet = createMemoryFleet([proxy.upstream]);
+    const fleet = createMemoryFleetApi([proxy.upstream]);
     const gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 60_000 });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const auth = `Basic ${Buffer.from(`${gw.credentials.username}:${gw.credentials.password}`).toString('base64')}`;

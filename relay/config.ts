@@ -8,7 +8,7 @@ import { toValidationError } from '../shared/domain/proxy.js';
 import { unsafeJson } from '../shared/domain/text.js';
 import { deepFreeze } from '../shared/freeze.js';
 import { ValidationError } from '../shared/errors.js';
-import { readConfigFile } from './config-file.js';
+import { readConfigFile } from '../shared/config/config-file.js';
 import { kvmBackendSchema } from './backends/kvm/index.js';
 import { seconds } from './backends/option-fields.js';
 import { processBackendSchema } from './backends/process/index.js';
@@ -165,7 +165,7 @@ export function parseStackPorts(value: string): number[] {
  */
 export function loadRelayConfig(env: Env = process.env): RelayConfig {
   const file = env['EGRESS_RELAY_CONFIG'];
-  if (file) return parseRelayConfig(readConfigFile(file), env);
+  if (file) return parseRelayConfig(readConfigFile(file, 'EGRESS_RELAY_CONFIG'), env);
   const egress = localEgressPolicy(parseStackPorts(env[STACK_PORTS_ENV] ?? ''));
   const raw = structuredClone(LOCAL_RELAY_CONFIG);
   // Each backend's forwarder listens on the first port of its range: a stack started with a port

@@ -1,7 +1,8 @@
 /**
  * The relay's pull subscription leases what it holds: a message it received is leased for
  * LEASE_SECONDS at once and again until it is settled, so the subscription's own ack deadline can
- * be short (a command answered to a pull the relay never saw comes back within it; issue 19).
+ * be short (a command answered to a pull the relay never saw comes back within it:
+ * test/integration/relay-lost-pull.test.ts).
  */
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, expect, it } from 'vitest';

@@ -15,7 +15,7 @@ import type { HealthBook } from './probes.js';
 export const MAX_RESULTS_PER_REPORT = 1000;
 
 /** Everything one report is built from. */
-export interface ReportInput {
+export interface ReportSources {
   relay: string;
   bootId: string;
   seq: number;
@@ -36,7 +36,7 @@ export interface ReportInput {
  *
  * @throws Error when the report would not satisfy the protocol schema (a bug, never data)
  */
-export async function buildReport(input: ReportInput): Promise<RelayReport> {
+export async function buildReport(input: ReportSources): Promise<RelayReport> {
   const perBackend = await Promise.all(
     [...input.backends].map(async ([provider, backend]) => {
       const [health, listing] = await Promise.all([
@@ -82,7 +82,7 @@ type Listing = { instances: Instance[]; error: string | undefined };
  * One inventory entry: every field of the instance but its health, which the relay's own probes
  * give; only defined keys (the report is stored in Firestore as is).
  */
-function inventoryItem(provider: string, instance: Instance, input: ReportInput): InventoryItem {
+function inventoryItem(provider: string, instance: Instance, input: ReportSources): InventoryItem {
   const { health: _backendHealth, ...fields } = instance;
   const item: InventoryItem = { ...fields, provider };
   const health = input.health.get(provider, instance);

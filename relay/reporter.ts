@@ -46,7 +46,7 @@ export interface Reporter {
 }
 
 export function createReporter(deps: ReporterDeps): Reporter {
-  // Just over 60 lines: `publish` and the four methods over one state (boot, seq, results).
+  // `publish` and the four methods share one state (boot, seq, results), held in this closure.
   const { config, traces, logger, now } = deps;
   const results: CommandResult[] = [];
   let boot: Boot | undefined;

@@ -2,7 +2,7 @@
 import { asEgressError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { Provider, ProviderHealth, Registry } from './providers/contract.js';
-import type { ProviderStatus } from './store/firestore/providers.js';
+import type { ProviderStatus } from './store/records.js';
 import { systemClock } from './store/clock.js';
 import type { Clock, ProviderStatusRepository, ProxyRepository } from './store/ports.js';
 import { recordProxiesByPhase } from './telemetry/metrics.js';

@@ -1,9 +1,10 @@
-# Firestore: the (default) database the functions use (shared/store/firestore.ts), the one composite
-# index the store's queries use, and TTL policies on the `expireAt` field that ProxyStore.addEvent,
-# ProxyStore.reject (shared/store/proxies.ts) and ReportStore's ban budgets (shared/store/reports.ts)
-# write. Every other query is served by the automatic
-# single-field indexes; infra/terraform/firestore-indexes.ts holds the rules and
-# test/integration/store-contract.test.ts checks them against the queries the store issues.
+# Firestore: the (default) database the functions use (shared/store/firestore/client.ts), the one
+# composite index the store's queries use, and TTL policies on the `expireAt` field that
+# FirestoreProxyRepository.addEvent, FirestoreProxyRepository.reject (shared/store/firestore/proxies.ts)
+# and FirestoreReportRepository's ban budgets (shared/store/firestore/reports.ts) write. Every other
+# query is served by the automatic single-field indexes; infra/terraform/firestore-indexes.ts holds
+# the rules and test/integration/store-contract.test.ts checks them against the queries the store
+# issues.
 
 resource "google_firestore_database" "default" {
   project                 = var.project
@@ -17,11 +18,11 @@ resource "google_firestore_database" "default" {
   depends_on = [google_project_service.apis]
 }
 
-# ProxyStore.countReplacing: proxies where spec.provider == P and status.phase == "Replacing", counted.
+# FirestoreProxyRepository.countReplacing: proxies where spec.provider == P and status.phase == "Replacing", counted.
 # Two equality filters alone can be served by merging the single-field indexes (index merging), so
 # this index is optional; it is kept because the rollout budget counts on every create, and with it
 # the count reads one index range instead of joining two indexes.
-# (ProxyStore.changes, the sweep's delta read, ranges over changedAt and the document name: that is
+# (FirestoreProxyRepository.changes, the sweep's delta read, ranges over changedAt and the document name: that is
 # the automatic single-field index of changedAt, which ends with the name; Firestore refuses a
 # composite (changedAt, __name__) as "not necessary".)
 resource "google_firestore_index" "proxies_provider_phase" {
@@ -66,10 +67,11 @@ resource "google_firestore_field" "rejections_ttl" {
   index_config {}
 }
 
-# banBudgets/{caller}-{hour}: a token's bans in one hour (shared/store/reports.ts), each written with
-# expireAt two hours after its hour began (report-rules.ts#banBudgetExpiry); without this policy one
-# document per reporting token and hour stays for ever. A TTL policy deletes a document some time
-# (typically within a day) after the timestamp in its field; the field is set per collection group
+# banBudgets/{caller}-{hour}: a token's bans in one hour (shared/store/firestore/reports.ts), each
+# written with expireAt two hours after its hour began (report-rules.ts#banBudgetExpiry); without
+# this policy one document per reporting token and hour stays for ever. A TTL policy deletes a
+# document some time (typically within a day) after the timestamp in its field; the field is set
+# per collection group
 # (https://registry.terraform.io/providers/hashicorp/google/latest/docs/resources/firestore_field,
 # `ttl_config`; https://firebase.google.com/docs/firestore/ttl).
 resource "google_firestore_field" "ban_budgets_ttl" {

@@ -97,7 +97,7 @@ resource "google_secret_manager_secret_iam_member" "provider" {
   member    = "serviceAccount:${google_service_account.fn[each.value.function].email}"
 }
 
-# One HMAC key per relay (shared/relay/signature.ts): relay-report checks every report with it, and
+# One HMAC key per relay (shared/wire/signature.ts): relay-report checks every report with it, and
 # the functions that call providers sign every command with it. var.relay_keys replaces the
 # generated key of a relay (to rotate: the new key first, the old one after it; docs/operations.md).
 # Each relay host gets its own entry from the relay_keys output.

@@ -10,7 +10,7 @@ import {
 } from '../../shared/providers/contract.js';
 
 /**
- * A backend the relay runs on behalf of a relay-backed provider (`process`, later `kvm`).
+ * A backend the relay runs on behalf of a relay-backed provider (`process`, `kvm`).
  * It follows every MUST rule of {@link Provider}.
  */
 export interface RelayBackend extends Provider {

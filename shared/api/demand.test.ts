@@ -1,6 +1,6 @@
 /**
  * pool cost: usage reports through `POST /v1/pools/{name}/demand` for a fixed pool, over the
- * in-memory control plane: recorded (a fixed pool used to store nothing), folded into
+ * in-memory control plane: recorded (a fixed pool's usage counts too), folded into
  * status.usage by the pool's reconcile, once, and again only when the fold interval is due.
  */
 import { beforeAll, describe, expect, it } from 'vitest';

@@ -32,7 +32,7 @@ export interface RouteSpec {
 
 /** Every route. Discovery, reports and demand are what a gateway needs, so `discover` is all it is given. */
 export const ROUTES = {
-  health: { method: 'GET', path: '/healthz', scope: 'public', answer: 'healthSchema' },
+  health: { method: 'GET', path: '/healthz', scope: 'public', answer: 'healthzSchema' },
   dashboard: { method: 'GET', path: '/', scope: 'public', answer: 'text' },
   // `format=urls` answers text/plain, one URL a line: a client asks for it with `send`.
   discovery: { method: 'GET', path: '/v1/discovery', scope: 'discover', answer: 'discoveryListSchema', paged: true },

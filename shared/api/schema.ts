@@ -97,7 +97,7 @@ export const proxyListSchema = z.object({
 });
 
 /** `GET /healthz`. */
-export const healthSchema = z.object({ ok: z.literal(true) });
+export const healthzSchema = z.object({ ok: z.literal(true) });
 
 /** `202` from PUT and DELETE. */
 export const acceptedSchema = z.object({ accepted: z.literal(true), name: z.string(), messageId: z.string() });
@@ -119,6 +119,7 @@ export const demandAcceptedSchema = z.looseObject({
   autoscaled: z.boolean(),
   applied: z.boolean(),
 });
+export type ApiDemandAccepted = z.infer<typeof demandAcceptedSchema>;
 
 /** One provider's health as `GET /v1/providers` lists it. */
 export const providerSchema = z.looseObject({

@@ -1,9 +1,8 @@
 /** Loads the configuration once: a file named by EGRESS_CONFIG (YAML or JSON) or the embedded local default. */
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { apiTokenSchema } from '../api/scopes.js';
 import { ValidationError } from '../errors.js';
+import { readConfigFile } from './config-file.js';
 import { toValidationError } from '../domain/proxy.js';
 import { unsafeJson } from '../domain/text.js';
 import { configSchema, type Config } from './schema.js';
@@ -51,24 +50,4 @@ export function parseConfig(raw: unknown, env: Env = {}): Config {
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) throw toValidationError(parsed.error, 'config');
   return deepFreeze(parsed.data);
-}
-
-/**
- * Reads a config file (YAML or JSON).
- *
- * @param field - what named the file, in errors (`EGRESS_CONFIG`, `--config`)
- * @throws ValidationError naming `field` when it cannot be read or parsed
- */
-export function readConfigFile(path: string, field = 'EGRESS_CONFIG'): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ValidationError(field, `cannot read ${path}: ${(err as Error).message}`);
-  }
-  try {
-    return parseYaml(text);
-  } catch (err) {
-    throw new ValidationError(field, `${path} is not valid YAML/JSON: ${(err as Error).message}`);
-  }
 }

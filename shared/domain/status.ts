@@ -2,10 +2,10 @@
 import { z } from 'zod';
 import { tlsFingerprintSchema } from '../tls/fingerprint.js';
 import { labelsSchema, specSchema } from './proxy.js';
+import { PHASES, type Phase } from './phases.js';
 import { banSchema, reportTallySchema } from './reports.js';
 
-export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
-export type Phase = (typeof PHASES)[number];
+export { PHASES, type Phase };
 
 export const CONDITION_TYPES = ['Provisioned', 'Healthy', 'Ready', 'EgressIp', 'EgressVerified', 'TlsPinned'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];

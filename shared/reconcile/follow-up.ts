@@ -4,11 +4,10 @@
  * invocation that receives the follow-up holds it until `dueAt` (at most {@link MAX_HOLD_MS}; a
  * later one is published again, unchanged), then checks only those names.
  *
- * Pub/Sub has no delayed delivery; before this, the check function threw (an HTTP 500) so that
- * Pub/Sub would redeliver the whole message after the subscription's backoff (10–600 s in
- * production, not the 2 s asked for), each try counting toward dead-lettering and filling error
- * dashboards. The wait now happens in the receiving invocation, on the emulator exactly as in
- * production, and costs nothing when nothing is due.
+ * Pub/Sub has no delayed delivery. Failing the message (an HTTP 500) to have it redelivered would
+ * wait the subscription's backoff (10–600 s in production, not the 2 s asked for), count each try
+ * toward dead-lettering and fill error dashboards; the wait happens in the receiving invocation
+ * instead, on the emulator exactly as in production, and costs nothing when nothing is due.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Bus } from '../bus/pubsub.js';

@@ -1,6 +1,6 @@
 /**
  * The store's ports: what the functions need from state, each implemented on Firestore
- * (`shared/store/*.ts`) and in memory (`shared/store/memory/`), both held to one contract suite
+ * (`shared/store/firestore/`) and in memory (`shared/store/memory/`), both held to one contract suite
  * (`test/support/store-contract*.ts`, run on both by `shared/store/memory/contract.test.ts` and
  * `test/integration/store-contract.test.ts`).
  */
@@ -12,10 +12,10 @@ import type { PoolDoc, PoolStatus } from '../domain/pool-status.js';
 import type { ApplyRequest } from '../domain/proxy.js';
 import type { ProxyDoc, ProxyStatus } from '../domain/status.js';
 import type { ErrorInfo } from '../errors.js';
+import type { Credentials } from '../providers/contract.js';
 import type { InventoryItem, RelayReport } from '../wire/protocol.js';
-import type { ProxyEvent } from './firestore/events.js';
 import type { ApplyOutcome, DeleteOutcome } from './proxy-rules.js';
-import type { CommandDoc, InventoryMark, ProviderStatus, RelayDoc, StaticClaim } from './records.js';
+import type { CommandDoc, InventoryMark, ProviderStatus, ProxyEvent, RelayDoc, StaticClaim } from './records.js';
 import type { RecordOutcome, ReportInput } from './report-rules.js';
 
 /**
@@ -42,10 +42,8 @@ export interface PageChanges {
   readTime: number;
 }
 
-export interface Credentials {
-  username: string;
-  password: string;
-}
+/** A proxy's credentials, as the provider contract defines them. */
+export type { Credentials };
 
 /** Wall-clock milliseconds: `systemClock` in production, a `ManualClock` in tests. */
 export interface Clock {
@@ -144,7 +142,7 @@ export interface ProxyRepository {
 }
 
 /** What applying a relay report changed: the proxies whose instances changed (worth a check). */
-export interface ReportOutcome {
+export interface RelayReportOutcome {
   stale: boolean;
   changedProxies: string[];
 }
@@ -198,7 +196,7 @@ export interface RelayRepository {
    *
    * @throws RetryableError when concurrent reports kept winning the race
    */
-  applyReport(report: RelayReport, now: number): Promise<ReportOutcome>;
+  applyReport(report: RelayReport, now: number): Promise<RelayReportOutcome>;
 }
 
 /** What one pool reconcile writes, decided on what the transaction read. */

@@ -1,6 +1,7 @@
 /**
- * What the relay and provider stores hold (`relays/{id}`, `relays/{id}/commands/{name}`,
- * `providers/{name}`), parsed on every read by both implementations of their ports.
+ * What the stores hold beside the domain's documents: the relay and provider records
+ * (`relays/{id}`, `relays/{id}/commands/{name}`, `providers/{name}`, static claims), parsed on every
+ * read by both implementations of their ports, and the entries of the audit trails.
  */
 import { z } from 'zod';
 import { inventoryItemSchema } from '../wire/protocol.js';
@@ -96,3 +97,18 @@ export const staticClaimSchema = z.object({
   releasedAt: z.number().optional(),
 });
 export type StaticClaim = z.infer<typeof staticClaimSchema>;
+
+/** An entry of an audit trail (`proxies/{name}/events`, `pools/{name}/events`). */
+export interface ProxyEvent {
+  at: string;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+/**
+ * Events carry `expireAt` (a timestamp this long after they were written); the Firestore TTL
+ * policies in infra/terraform/firestore.tf delete them some time after it passes. The memory store
+ * records it too.
+ */
+export const EVENT_RETENTION_MS = 30 * 24 * 3600 * 1000;

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { countReport, type ReportOutcome, type ReportPolicy, type ReportRequest } from '../domain/reports.js';
 import type { ProxyDoc, ProxyStatus } from '../domain/status.js';
 import { clip } from '../domain/text.js';
-import type { ProxyEvent } from './firestore/events.js';
+import type { ProxyEvent } from './records.js';
 
 /** What recording one report came to. */
 export type RecordOutcome =

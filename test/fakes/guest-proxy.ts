@@ -26,7 +26,7 @@ export interface GuestProxyStart {
 }
 
 /** A guest proxy that listens. */
-export interface GuestProxy {
+export interface ListeningGuest {
   pid: number;
   /** Resolves when the process exits, for whatever reason. */
   exited: Promise<void>;
@@ -70,7 +70,7 @@ export function fakeMachineConfig(start: Pick<GuestProxyStart, 'config' | 'liste
  *
  * @throws Error (PortInUseError, RetryableError) when it exits or does not listen within 10 s
  */
-export async function startGuestProxy(start: GuestProxyStart): Promise<GuestProxy> {
+export async function startGuestProxy(start: GuestProxyStart): Promise<ListeningGuest> {
   mkdirSync(start.dir, { recursive: true });
   const port = configuredPort(start.config);
   const running = await startTinyproxy(
@@ -112,7 +112,7 @@ export interface GuestTlsStart {
  *
  * @throws Error (PortInUseError, RetryableError) when it exits or does not listen within 10 s
  */
-export async function startGuestTls(start: GuestTlsStart): Promise<GuestProxy> {
+export async function startGuestTls(start: GuestTlsStart): Promise<ListeningGuest> {
   mkdirSync(start.dir, { recursive: true });
   const running = await startTinyproxy(
     {
@@ -141,7 +141,7 @@ export function stunnelSetting(config: string, key: string): string | undefined 
   return new RegExp(`^${key}\\s*=\\s*(\\S+)\\s*$`, 'm').exec(config)?.[1];
 }
 
-function guestProcess(running: TinyproxyProcess): GuestProxy {
+function guestProcess(running: TinyproxyProcess): ListeningGuest {
   let alive = true;
   const exited = running.exited.then(() => void (alive = false));
   return {

@@ -10,10 +10,10 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../gateway/server.js';
 import {
-  createMemoryFleet,
+  createMemoryFleetApi,
   startTestProxy,
   startTestTarget,
-  type MemoryFleet,
+  type MemoryFleetApi,
   type TestProxy,
   type TestTarget,
 } from '../../gateway/testing.js';
@@ -26,7 +26,7 @@ const COUNT = scenarioCount(300, 3000);
 const figures = new Figures('fuzz-gateway', SEED);
 let proxies: TestProxy[];
 let target: TestTarget;
-let fleet: MemoryFleet;
+let fleet: MemoryFleetApi;
 let gw: Gateway;
 
 /** One damaged input: the bytes sent and the statuses a correct gateway may answer. */
@@ -198,7 +198,7 @@ function cases(rng: Rng, count: number): Case[] {
 beforeAll(async () => {
   proxies = await Promise.all(['f1', 'f2'].map((n, i) => startTestProxy(n, `127.0.0.${i + 2}`)));
   target = await startTestTarget();
-  fleet = createMemoryFleet(proxies.map((p) => p.upstream));
+  fleet = createMemoryFleetApi(proxies.map((p) => p.upstream));
   gw = await startGateway({ fleet: fleet.api, listen: { host: '127.0.0.1', port: 0 }, refreshMs: 100 });
 });
 

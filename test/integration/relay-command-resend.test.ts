@@ -1,7 +1,7 @@
 /**
  * A relay command that was recorded but lost is sent again by the next check, as the same command:
- * the e2e flake where `waits-1` stayed Provisioning after a function was killed between recording
- * its create and publishing it (issue 19). Real Firestore emulator, a controlled clock, and a bus
+ * the case where a proxy stays Provisioning because a function was killed between recording its
+ * create and publishing it. Real Firestore emulator, a controlled clock, and a bus
  * that records what reaches `relay-commands`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

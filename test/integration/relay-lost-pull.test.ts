@@ -1,11 +1,12 @@
 /**
- * Issue 19's lost command, against the real Pub/Sub emulator: the emulator answers a relay's long
- * poll with a command, but the relay's thread is not scheduled until after the pull's 10 s deadline
- * (a loaded machine), so the client gives up on the pull and never reads the answer (simulated
- * exactly: the answer is read and dropped, the call fails as a passed deadline). Pub/Sub counts
- * the command as delivered: it comes back only when its ack deadline runs out. With the relay
- * subscription of infra/topology.yaml that is now 20 s (it was 120 s, past the create's resend and
- * the e2e test's whole wait); a command the relay does hold is leased for longer until it settles.
+ * A command lost on its way to the relay, against the real Pub/Sub emulator: the emulator answers
+ * a relay's long poll with a command, but the relay's thread is not scheduled until after the
+ * pull's 10 s deadline (a loaded machine), so the client gives up on the pull and never reads the
+ * answer (simulated exactly: the answer is read and dropped, the call fails as a passed deadline).
+ * Pub/Sub counts the command as delivered: it comes back only when its ack deadline runs out. With
+ * the relay subscription of infra/topology.yaml that is 20 s, well short of the create's resend and
+ * of an e2e test's whole wait (120 s would pass both); a command the relay does hold is leased for
+ * longer until it settles.
  */
 import { PubSub } from '@google-cloud/pubsub';
 import { afterAll, beforeAll, expect, it } from 'vitest';

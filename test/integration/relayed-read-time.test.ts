@@ -4,8 +4,8 @@
  * the command marked done in one batch) made a running instance look gone: the item read before
  * the report, the command after it. A proxy being deleted whose create status write had been
  * fenced off (`everCreated` unset) was then finalised without a delete, and its instance leaked —
- * the redelivery guarantee suite's failure over Firestore's REST transport (issue 17), whose
- * separate HTTP/1.1 requests leave such a gap more often than gRPC's one channel.
+ * as the redelivery guarantee suite found over Firestore's REST transport, whose separate HTTP/1.1
+ * requests leave such a gap more often than gRPC's one channel.
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config/load.js';

@@ -5,17 +5,9 @@
  */
 import { expect, it } from 'vitest';
 import { initialStatus } from '../../shared/domain/status.js';
-import type { ProxyRepository } from '../../shared/store/ports.js';
-import type { Stores } from './store-contract-more.js';
+import type { PoolRepository, ProxyRepository, ReportRepository } from '../../shared/store/ports.js';
+import { poolRequest, proxyRequest, REPORT_POLICY, T } from './store-contract-requests.js';
 
-const T = Date.UTC(2026, 5, 1);
-const request = (name: string) => ({
-  apiVersion: 'egress.dev/v1' as const,
-  kind: 'Proxy' as const,
-  action: 'apply' as const,
-  metadata: { name, labels: {} },
-  spec: { provider: 'local', placement: {}, port: 0 },
-});
 const names = (items: { doc: { metadata: { name: string } } }[]) => items.map((i) => i.doc.metadata.name).sort();
 /** Far enough after every write of a test that nothing counts as changed since. */
 const LATER_MS = 60_000;
@@ -24,10 +16,12 @@ async function readTimeNow(proxies: ProxyRepository): Promise<number> {
   return (await proxies.changes(null, null, 0)).readTime;
 }
 
-export function changesContract(open: () => Promise<Stores>): void {
+export function changesContract(
+  open: () => Promise<{ proxies: ProxyRepository; pools: PoolRepository; reports: ReportRepository }>,
+): void {
   it('changes: the proxies of a name range written since a read, with how many it holds', async () => {
     const { proxies } = await open();
-    for (const n of ['c-1', 'c-2', 'c-3', 'c-4']) await proxies.apply(request(n), T, T);
+    for (const n of ['c-1', 'c-2', 'c-3', 'c-4']) await proxies.apply(proxyRequest(n), T, T);
     const page = await proxies.page(null, 10);
     expect(names(page.items)).toEqual(['c-1', 'c-2', 'c-3', 'c-4']);
     expect(await proxies.changes(null, null, page.readTime + LATER_MS)).toMatchObject({ changed: [], count: 4 });
@@ -51,19 +45,9 @@ export function changesContract(open: () => Promise<Stores>): void {
 
   it('changes: writes by pools and traffic reports are seen too', async () => {
     const { proxies, pools, reports } = await open();
-    await pools.apply(
-      {
-        apiVersion: 'egress.dev/v1',
-        kind: 'ProxyPool',
-        action: 'apply',
-        metadata: { name: 'cp', labels: {} },
-        spec: { replicas: 1, maxSurge: 1, template: { metadata: { labels: {} }, spec: request('x').spec } },
-      },
-      T,
-      T,
-    );
+    await pools.apply(poolRequest('cp'), T, T);
     const before = await readTimeNow(proxies);
-    const create = [{ spec: request('x').spec, labels: {} }];
+    const create = [{ spec: proxyRequest('x').spec, labels: {} }];
     const { created } = await pools.reconcile(
       'cp',
       () => T,
@@ -81,17 +65,10 @@ export function changesContract(open: () => Promise<Stores>): void {
       (i) => i.doc.metadata.name === member,
     );
     expect(drained?.doc.deletionRequestedAt).toBeDefined();
-    await proxies.apply(request('cr-1'), T, T);
+    await proxies.apply(proxyRequest('cr-1'), T, T);
     const beforeReport = await readTimeNow(proxies);
     const report = { reason: 'blocked' as const, target: 'example.com', requestId: 'q1' };
-    const policy = {
-      excludeMs: 600_000,
-      banTargets: 3,
-      banWindowMs: 3_600_000,
-      perCallerPerMinute: 2,
-      bansPerCallerPerHour: 1,
-    };
-    await reports.record({ proxy: 'cr-1', caller: 'c'.repeat(64), report, now: T, policy });
+    await reports.record({ proxy: 'cr-1', caller: 'c'.repeat(64), report, now: T, policy: REPORT_POLICY });
     const reported = (await proxies.changes('cr', null, beforeReport)).changed.find(
       (i) => i.doc.metadata.name === 'cr-1',
     );

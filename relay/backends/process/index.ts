@@ -16,13 +16,13 @@ import { parseCreateSpec, type RelayBackend } from '../backend.js';
 import { cursorPath, EgressAllocator, forwarderHost, isLoopback, parseIpv4Range } from './egress.js';
 import { fenceTable, loadFence } from './fence.js';
 import { Forwarder } from './forwarder.js';
-import { checkHealth, resolveBindAddress, startTimeoutMs, type ProcessBackendOptions } from './options.js';
+import { checkHealth, executables, resolveBindAddress, startTimeoutMs, type ProcessBackendOptions } from './options.js';
 import { PortAllocator } from './ports.js';
 import { awaitExit, findByMarkers, isOurs, LeftoverProcesses, terminate } from './processes.js';
 import { egressAddress, markerArgs } from './proxy-config.js';
 import { newInstanceRecord, StateStore, type InstanceRecord, type ReadResult } from './state.js';
-import { PortInUseError, spawnTinyproxy, TINYPROXY_PATH, tinyproxyConfig } from './tinyproxy.js';
-import { startTlsListener, STUNNEL_PATH, tlsMarkers } from './tls-listener.js';
+import { PortInUseError, spawnTinyproxy, tinyproxyConfig } from './tinyproxy.js';
+import { startTlsListener, tlsMarkers } from './tls-listener.js';
 
 export { processBackendSchema, type ProcessBackendConfig, type ProcessBackendOptions } from './options.js';
 export { stopAllInstances } from './stop-all.js';
@@ -59,7 +59,7 @@ class ProcessBackend implements RelayBackend {
       this.forwarder = new Forwarder({
         provider: opts.provider,
         listen: { host: forwarderHost(range), port: opts.portRange[0] },
-        tinyproxyPath: opts.tinyproxyPath ?? TINYPROXY_PATH,
+        tinyproxyPath: executables(opts).tinyproxy,
         timeoutMs: startTimeoutMs(opts),
         egress: opts.egress,
         runAs: opts.runAs,
@@ -175,7 +175,7 @@ class ProcessBackend implements RelayBackend {
           () =>
             spawnTinyproxy(
               {
-                program: this.opts.tinyproxyPath ?? TINYPROXY_PATH,
+                program: executables(this.opts).tinyproxy,
                 markers,
                 config,
                 listen: { host, port },
@@ -239,7 +239,7 @@ class ProcessBackend implements RelayBackend {
               store,
               listen: { host, port: tlsPort },
               proxy: { host, port: record.port },
-              stunnelPath: this.opts.stunnelPath ?? STUNNEL_PATH,
+              stunnelPath: executables(this.opts).stunnel,
               timeoutMs: startTimeoutMs(this.opts),
               runAs: this.opts.runAs,
             },

@@ -82,6 +82,14 @@ export type ProcessBackendOptions = Omit<ProcessBackendConfig, 'type'> & {
   logger: Logger;
 };
 
+/** The executables the backend runs: the configured ones, else Debian's. */
+export function executables(opts: Pick<ProcessBackendOptions, 'tinyproxyPath' | 'stunnelPath'>): {
+  tinyproxy: string;
+  stunnel: string;
+} {
+  return { tinyproxy: opts.tinyproxyPath ?? TINYPROXY_PATH, stunnel: opts.stunnelPath ?? STUNNEL_PATH };
+}
+
 /** How long a new process may take to listen, in milliseconds. */
 export function startTimeoutMs(opts: Pick<ProcessBackendOptions, 'startTimeoutSeconds'>): number {
   return (opts.startTimeoutSeconds ?? 10) * 1000;
@@ -132,8 +140,7 @@ export async function checkHealth(
   if (!(Number.isInteger(lo) && Number.isInteger(hi) && lo >= 1 && lo <= hi && hi <= 65535)) {
     return health(false, `port range ${lo}-${hi} is not a valid range`);
   }
-  const tinyproxy = opts.tinyproxyPath ?? TINYPROXY_PATH;
-  const stunnel = opts.stunnelPath ?? STUNNEL_PATH;
+  const { tinyproxy, stunnel } = executables(opts);
   try {
     const store = await state();
     const probe = path.join(store.root, `.check-${process.pid}`);

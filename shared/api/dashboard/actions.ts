@@ -2,7 +2,7 @@
 import { ApiError } from '../api-error.js';
 import { describeError, type Api } from './api-client.js';
 import { byId, h } from './dom.js';
-import { parseDocuments, sampleDocument } from './format.js';
+import { parseFormDocuments, sampleDocument } from './format.js';
 
 export interface ActionContext {
   /** The signed-in client, or undefined when signed out. */
@@ -46,7 +46,7 @@ async function apply(ctx: ActionContext): Promise<void> {
   show('apply-error', '', 'info');
   let documents;
   try {
-    documents = parseDocuments(byId<HTMLTextAreaElement>('apply-document').value);
+    documents = parseFormDocuments(byId<HTMLTextAreaElement>('apply-document').value);
   } catch (err) {
     show('apply-error', describeError(err), 'error');
     return;

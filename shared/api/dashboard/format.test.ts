@@ -1,6 +1,6 @@
 /** Unit tests of the dashboard's pure helpers: ages, phase counts, the apply form's documents. */
 import { describe, expect, it } from 'vitest';
-import { age, countByPhase, duration, latency, parseDocuments, poolSize, sampleDocument } from './format.js';
+import { age, countByPhase, duration, latency, parseFormDocuments, poolSize, sampleDocument } from './format.js';
 
 describe('dashboard format', () => {
   it('spells ages and latencies briefly', () => {
@@ -23,7 +23,7 @@ describe('dashboard format', () => {
   });
 
   it('reads the sample, several YAML documents and JSON', () => {
-    expect(parseDocuments(sampleDocument('local'))).toEqual([
+    expect(parseFormDocuments(sampleDocument('local'))).toEqual([
       {
         name: 'sample-1',
         body: {
@@ -34,17 +34,17 @@ describe('dashboard format', () => {
         },
       },
     ]);
-    const two = parseDocuments('metadata: { name: a }\n---\nmetadata: { name: b }\n');
+    const two = parseFormDocuments('metadata: { name: a }\n---\nmetadata: { name: b }\n');
     expect(two.map((d) => d.name)).toEqual(['a', 'b']);
-    expect(parseDocuments('[{"metadata":{"name":"j"}}]').map((d) => d.name)).toEqual(['j']);
+    expect(parseFormDocuments('[{"metadata":{"name":"j"}}]').map((d) => d.name)).toEqual(['j']);
   });
 
   it('names what is wrong with a document', () => {
-    expect(() => parseDocuments('')).toThrow(/no document/);
-    expect(() => parseDocuments('{"metadata":')).toThrow(/not valid JSON/);
-    expect(() => parseDocuments('a: [1,\nb: 2')).toThrow(/not valid YAML/);
-    expect(() => parseDocuments('spec: { provider: local }')).toThrow(/document 1: metadata.name is required/);
-    expect(() => parseDocuments('- 1')).toThrow(/must be an object/);
+    expect(() => parseFormDocuments('')).toThrow(/no document/);
+    expect(() => parseFormDocuments('{"metadata":')).toThrow(/not valid JSON/);
+    expect(() => parseFormDocuments('a: [1,\nb: 2')).toThrow(/not valid YAML/);
+    expect(() => parseFormDocuments('spec: { provider: local }')).toThrow(/document 1: metadata.name is required/);
+    expect(() => parseFormDocuments('- 1')).toThrow(/must be an object/);
   });
 
   it('shows Ready over the wanted members: the fixed replicas, or the autoscaler’s decision with its bounds and demand', () => {

@@ -1,9 +1,7 @@
 /** Pure helpers of the dashboard (no DOM): phases, ages, latencies, the apply form's documents. */
 import { parseAllDocuments } from 'yaml';
+import { PHASES } from '../../domain/phases.js';
 import type { ApiPool } from '../schema.js';
-
-/** The phases of a proxy, in lifecycle order (shared/domain/status.ts). */
-export const PHASES = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Replacing', 'Deleting', 'Failed'] as const;
 
 /** `45s`, `12m`, `3h 5m`, `2d 4h`: how long ago `iso` was (empty when unknown). */
 export function age(iso: string | null | undefined, now: number): string {
@@ -64,7 +62,7 @@ export function sampleDocument(provider: string, name = 'sample-1'): string {
 }
 
 /** A document of the apply form, with the name its `PUT` goes to. */
-export interface ApplyDocument {
+export interface FormDocument {
   name: string;
   body: Record<string, unknown>;
 }
@@ -73,7 +71,7 @@ export interface ApplyDocument {
  * The Proxy documents in `text`: a JSON object or array, or YAML with one document per `---`.
  * Throws an Error naming the line (YAML) or the document without `metadata.name`.
  */
-export function parseDocuments(text: string): ApplyDocument[] {
+export function parseFormDocuments(text: string): FormDocument[] {
   const trimmed = text.trim();
   let values: unknown[];
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {

@@ -14,7 +14,7 @@ const METADATA_URL = 'http://metadata.google.internal/computeMetadata/v1/instanc
 /** The script that sets READY_ATTRIBUTE, and the systemd unit that runs it on every boot. */
 export const READY_SCRIPT = '/usr/local/sbin/egress-ready';
 export const READY_UNIT = 'egress-ready.service';
-/** PUT attempts per boot, `READY_RETRY_SECONDS` apart: one lost request no longer strands the VM. */
+/** PUT attempts per boot, `READY_RETRY_SECONDS` apart: one lost request does not strand the VM. */
 export const READY_ATTEMPTS = 60;
 const READY_RETRY_SECONDS = 5;
 

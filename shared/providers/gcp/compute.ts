@@ -204,8 +204,8 @@ type Clients = {
 };
 
 /**
- * The port over the SDK's clients. Kept whole: one short entry per Compute call, each traced
- * with its deadline; split up, the table would be harder to check against `ComputeApi`.
+ * The port over the SDK's clients: one short entry per Compute call, each traced with its
+ * deadline, in one table to read against `ComputeApi`.
  */
 function createSdkApi(project: string, c: Clients, timeout: number): ComputeApi {
   const opts = { timeout };

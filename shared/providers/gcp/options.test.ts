@@ -81,7 +81,7 @@ describe('resolveGcpPlacement', () => {
   });
 
   it('admits only image projects known to run cloud-init: an allow-list, widened by cloudInitImageProjects', () => {
-    // Not on the old deny-list (debian, cos, windows), and no cloud-init in its GCE images either.
+    // Not debian, cos or windows (a deny-list would let it through), and no cloud-init in its GCE images.
     const rocky = { image: 'projects/rocky-linux-cloud/global/images/family/rocky-linux-9' };
     expect(fieldOf(() => resolveGcpPlacement(rocky, options))).toBe('spec.placement.image');
     expect(() => resolveGcpPlacement(rocky, options)).toThrow(/not known to run cloud-init .*cloudInitImageProjects/);

@@ -8,7 +8,7 @@ import {
   podManifest,
   podStunnelConfig,
   secretManifest,
-  tinyproxyConfig,
+  podTinyproxyConfig,
 } from './manifests.js';
 import { parseKubernetesOptions } from './options.js';
 
@@ -28,7 +28,7 @@ const spec: InstanceSpec = {
 
 describe('manifests', () => {
   it('tinyproxy listens on the port and requires the proxy’s credentials', () => {
-    expect(tinyproxyConfig(3128, spec.credentials, DEFAULT_EGRESS_POLICY)).toMatch(
+    expect(podTinyproxyConfig(3128, spec.credentials, DEFAULT_EGRESS_POLICY)).toMatch(
       /^Port 3128\n[\s\S]*\nBasicAuth u-p1 Zm9vYmFy-_x\nConnectPort 80\nConnectPort 443\n$/,
     );
   });
@@ -36,7 +36,7 @@ describe('manifests', () => {
   it.each([['with space'], ['quote"'], ['hash#'], ['']])(
     'refuses a credential that is not one token (%j)',
     (password) => {
-      expect(() => tinyproxyConfig(8888, { username: 'u', password }, DEFAULT_EGRESS_POLICY)).toThrow(
+      expect(() => podTinyproxyConfig(8888, { username: 'u', password }, DEFAULT_EGRESS_POLICY)).toThrow(
         expect.objectContaining({ code: 'Permanent', field: 'credentials.password' }),
       );
     },
@@ -173,6 +173,6 @@ describe('manifests: on a real cluster', () => {
   });
 
   it('tinyproxy binds no single address family (no Listen 0.0.0.0: IPv6-only clusters)', () => {
-    expect(tinyproxyConfig(8888, spec.credentials, DEFAULT_EGRESS_POLICY)).not.toMatch(/^Listen /m);
+    expect(podTinyproxyConfig(8888, spec.credentials, DEFAULT_EGRESS_POLICY)).not.toMatch(/^Listen /m);
   });
 });

@@ -63,7 +63,11 @@ function labelsOf(spec: InstanceSpec, provider: string): Record<string, string> 
  * required, CONNECT only to the policy's ports (the NetworkPolicy, {@link networkPolicyManifest},
  * covers plain requests).
  */
-export function tinyproxyConfig(port: number, credentials: InstanceSpec['credentials'], egress: EgressPolicy): string {
+export function podTinyproxyConfig(
+  port: number,
+  credentials: InstanceSpec['credentials'],
+  egress: EgressPolicy,
+): string {
   return [
     `Port ${port}`,
     // No `Listen`: tinyproxy then binds every address of the Pod, IPv6-only clusters included.
@@ -104,7 +108,7 @@ export function secretManifest(
     metadata: { name: secretName(spec.name), namespace, labels: labelsOf(spec, provider) },
     type: 'Opaque',
     data: {
-      [CONFIG_KEY]: Buffer.from(tinyproxyConfig(port, spec.credentials, egress)).toString('base64'),
+      [CONFIG_KEY]: Buffer.from(podTinyproxyConfig(port, spec.credentials, egress)).toString('base64'),
       [STUNNEL_KEY]: Buffer.from(podStunnelConfig(port)).toString('base64'),
     },
   };

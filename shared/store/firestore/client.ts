@@ -30,12 +30,11 @@ const emulatorAuth = {
 };
 
 /**
- * Firestore's REST transport (`preferRest`: no gRPC stack to load on the first call) is off. Its
- * first blocker, an instance leaked by the redelivery guarantee suite, was our own race (the
- * relayed provider's two separate reads: `FirestoreRelayRepository.instanceAndCommand`), fixed. It stays off
- * until the guarantee suites are green with it: after the fix, under a machine load of 15–42,
- * redelivery and crash-points runs with REST failed on timeouts (no leak); crash-points passed
- * with it once the load fell. See docs/performance.md.
+ * Firestore's REST transport (`preferRest`: no gRPC stack to load on the first call) is off until
+ * the guarantee suites pass with it: under a machine load of 15–42 their redelivery and
+ * crash-points runs over REST failed on timeouts (docs/performance.md). Its separate HTTP/1.1
+ * requests also widen the gap between two reads, which `FirestoreRelayRepository.instanceAndCommand`
+ * closes by reading both at one time.
  */
 const PREFER_REST = false;
 

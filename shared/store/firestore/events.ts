@@ -1,19 +1,6 @@
 /** Audit trails (`proxies/{name}/events`, `pools/{name}/events`): append with retention, read newest first. */
 import type { CollectionReference, Firestore, Query } from '@google-cloud/firestore';
-
-/** An entry of an audit trail. */
-export interface ProxyEvent {
-  at: string;
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
-
-/**
- * Events carry `expireAt` (a timestamp this long after they were written); the Firestore TTL
- * policies in infra/terraform/firestore.tf delete them some time after it passes.
- */
-export const EVENT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+import { EVENT_RETENTION_MS, type ProxyEvent } from '../records.js';
 
 /** Appends an event and keeps only the newest `keep`. */
 export async function appendEvent(

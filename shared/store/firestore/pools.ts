@@ -7,14 +7,12 @@ import type { Logger } from '../../logger.js';
 import { generateCredentials } from '../credentials-memo.js';
 import { abortIfClosed } from '../grpc-codes.js';
 import { changeStamp, COLLECTIONS } from './client.js';
-import { appendEvent, readEvents, type ProxyEvent } from './events.js';
+import type { ProxyEvent } from '../records.js';
+import { appendEvent, readEvents } from './events.js';
 import type { PoolRepository, PoolWrites } from '../ports.js';
 import { memberDocs, poolApplyStep, poolTombId } from '../pool-rules.js';
 import { orderDelete, type ApplyOutcome, type DeleteOutcome } from '../proxy-rules.js';
 import { runTransaction } from './transaction.js';
-
-export type { PoolWrites } from '../ports.js';
-export { memberName } from '../pool-rules.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

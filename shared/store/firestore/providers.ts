@@ -4,8 +4,6 @@ import { COLLECTIONS } from './client.js';
 import type { ProviderStatusRepository } from '../ports.js';
 import { providerStatusSchema, type ProviderStatus } from '../records.js';
 
-export { providerStatusSchema, type ProviderStatus } from '../records.js';
-
 export class FirestoreProviderStatusRepository implements ProviderStatusRepository {
   constructor(private readonly db: Firestore) {}
 

@@ -11,7 +11,7 @@ import type { Logger } from '../../logger.js';
 import { inventoryItemSchema, type CommandResult, type InventoryItem, type RelayReport } from '../../wire/protocol.js';
 import { COLLECTIONS } from './client.js';
 import { grpcCode, GRPC_CODES } from '../grpc-codes.js';
-import type { InstanceAndCommand, InventoryRead, RelayRepository, ReportOutcome } from '../ports.js';
+import type { InstanceAndCommand, InventoryRead, RelayRepository, RelayReportOutcome } from '../ports.js';
 import { commandDocSchema, relayDocSchema, type CommandDoc, type InventoryMark, type RelayDoc } from '../records.js';
 import {
   BATCH_SIZE,
@@ -24,10 +24,6 @@ import {
   relayRecord,
 } from '../relay-rules.js';
 import { runTransaction } from './transaction.js';
-
-export { commandDocSchema, relayDocSchema, type CommandDoc, type RelayDoc } from '../records.js';
-export { changedSince, inventoryDigest } from '../relay-rules.js';
-export type { ReportOutcome } from '../ports.js';
 
 function parseCommand(snap: DocumentSnapshot): CommandDoc | undefined {
   if (!snap.exists) return undefined;
@@ -130,7 +126,7 @@ export class FirestoreRelayRepository implements RelayRepository {
    * overwrite (or delete) what a newer one wrote. No transaction: reports arrive together and a
    * transaction's lock on this one document serialised them into lock timeouts.
    */
-  async applyReport(report: RelayReport, now: number): Promise<ReportOutcome> {
+  async applyReport(report: RelayReport, now: number): Promise<RelayReportOutcome> {
     for (let attempt = 0; attempt < 10; attempt++) {
       const writes = await this.reportWrites(report, now);
       try {
@@ -153,7 +149,7 @@ export class FirestoreRelayRepository implements RelayRepository {
   private async reportWrites(
     report: RelayReport,
     now: number,
-  ): Promise<{ batches: ((batch: WriteBatch) => void)[]; outcome: ReportOutcome }> {
+  ): Promise<{ batches: ((batch: WriteBatch) => void)[]; outcome: RelayReportOutcome }> {
     const ref = this.relayRef(report.relay);
     const snap = await ref.get();
     const parsed = relayDocSchema.safeParse(snap.data());

@@ -11,7 +11,7 @@ import { proxyDocSchema } from '../../domain/status.js';
 import type { Logger } from '../../logger.js';
 import { grpcCode, GRPC_CODES } from '../grpc-codes.js';
 import { changeStamp, COLLECTIONS } from './client.js';
-import { EVENT_RETENTION_MS } from './events.js';
+import { EVENT_RETENTION_MS } from '../records.js';
 import type { ReportRepository } from '../ports.js';
 import {
   banBudgetExpiry,
@@ -26,8 +26,6 @@ import { CallerGone, logTransaction, reasonOf, type TransactionRecord } from './
 
 /** Reads and writes of one report before it gives up as ABORTED (each lost only to a write in between). */
 const ATTEMPTS = 10;
-
-export { reportEventId, type RecordOutcome, type ReportInput } from '../report-rules.js';
 
 export class FirestoreReportRepository implements ReportRepository {
   private readonly minutes = new CallerMinutes();

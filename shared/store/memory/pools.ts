@@ -7,7 +7,7 @@ import { POOL_LABEL, type PoolApplyRequest } from '../../domain/pool.js';
 import { poolDocSchema, type PoolDoc } from '../../domain/pool-status.js';
 import { proxyDocSchema, type ProxyDoc } from '../../domain/status.js';
 import { generateCredentials } from '../credentials-memo.js';
-import { EVENT_RETENTION_MS, type ProxyEvent } from '../firestore/events.js';
+import { EVENT_RETENTION_MS, type ProxyEvent } from '../records.js';
 import { GRPC_CODES } from '../grpc-codes.js';
 import type { PoolRepository, PoolWrites } from '../ports.js';
 import { memberDocs, poolApplyStep, poolTombId } from '../pool-rules.js';

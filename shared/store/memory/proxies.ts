@@ -8,7 +8,7 @@ import type { ApplyRequest } from '../../domain/proxy.js';
 import { PHASES, proxyDocSchema, type ProxyDoc, type ProxyStatus } from '../../domain/status.js';
 import type { ErrorInfo } from '../../errors.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from '../credentials-memo.js';
-import { EVENT_RETENTION_MS, type ProxyEvent } from '../firestore/events.js';
+import { EVENT_RETENTION_MS, type ProxyEvent } from '../records.js';
 import { updateTimeText } from '../clock.js';
 import type { Clock, Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from '../ports.js';
 import {

@@ -6,7 +6,7 @@
  */
 import { RetryableError } from '../../errors.js';
 import type { InventoryItem, RelayReport } from '../../wire/protocol.js';
-import type { Clock, InstanceAndCommand, InventoryRead, RelayRepository, ReportOutcome } from '../ports.js';
+import type { Clock, InstanceAndCommand, InventoryRead, RelayRepository, RelayReportOutcome } from '../ports.js';
 import { commandDocSchema, relayDocSchema, type CommandDoc, type InventoryMark, type RelayDoc } from '../records.js';
 import {
   completes,
@@ -103,7 +103,7 @@ export class MemoryRelayRepository implements RelayRepository {
     return Promise.resolve();
   }
 
-  async applyReport(report: RelayReport, now: number): Promise<ReportOutcome> {
+  async applyReport(report: RelayReport, now: number): Promise<RelayReportOutcome> {
     const rows = this.rows(report.relay);
     for (let attempt = 0; attempt < REPORT_ATTEMPTS; attempt++) {
       const read = rows.doc;

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { proxyDocSchema } from '../../domain/status.js';
-import { EVENT_RETENTION_MS } from '../firestore/events.js';
+import { EVENT_RETENTION_MS } from '../records.js';
 import type { ReportRepository } from '../ports.js';
 import {
   banBudgetId,

@@ -6,7 +6,7 @@
 import type { PoolDoc } from '../../domain/pool-status.js';
 import type { ProxyDoc } from '../../domain/status.js';
 import { UpdateTimes } from '../clock.js';
-import type { ProxyEvent } from '../firestore/events.js';
+import type { ProxyEvent } from '../records.js';
 import type { Clock, Credentials } from '../ports.js';
 
 /** A stored document and its update time. */

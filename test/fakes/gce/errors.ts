@@ -20,7 +20,7 @@ export type Method =
   | 'regions.get';
 
 /** A refusal the fake answers with: an HTTP status and one Compute error (domain, reason, message). */
-export class ApiError extends Error {
+export class ComputeError extends Error {
   constructor(
     readonly status: number,
     readonly reason: string,
@@ -42,18 +42,19 @@ export class ApiError extends Error {
   }
 }
 
-export const notFound = (resource: string) => new ApiError(404, 'notFound', `The resource '${resource}' was not found`);
+export const notFound = (resource: string) =>
+  new ComputeError(404, 'notFound', `The resource '${resource}' was not found`);
 export const alreadyExists = (resource: string) =>
-  new ApiError(409, 'alreadyExists', `The resource '${resource}' already exists`);
+  new ComputeError(409, 'alreadyExists', `The resource '${resource}' already exists`);
 export const invalidField = (field: string, value: string, why: string) =>
-  new ApiError(400, 'invalid', `Invalid value for field '${field}': '${value}'. ${why}`);
+  new ComputeError(400, 'invalid', `Invalid value for field '${field}': '${value}'. ${why}`);
 /**
  * An organisation-policy refusal of an insert, as Compute writes it (HTTP 412, reason
  * conditionNotMet; constraints listed in
  * https://cloud.google.com/resource-manager/docs/organization-policy/org-policy-constraints).
  */
 export const policyViolated = (constraint: string, project: string, instance: string) =>
-  new ApiError(
+  new ComputeError(
     412,
     'conditionNotMet',
     constraint === 'compute.vmExternalIpAccess'
@@ -61,7 +62,7 @@ export const policyViolated = (constraint: string, project: string, instance: st
       : `Constraint constraints/${constraint} violated for project ${project}.`,
   );
 export const notReady = (resource: string) =>
-  new ApiError(400, 'resourceNotReady', `The resource '${resource}' is not ready`);
+  new ComputeError(400, 'resourceNotReady', `The resource '${resource}' is not ready`);
 
 /** A fault to inject into the next matching calls (`times`, default 1; `Infinity` for all). */
 export type Fault = { method: Method; times?: number; instance?: string } & (
@@ -73,26 +74,26 @@ export type Fault = { method: Method; times?: number; instance?: string } & (
 );
 
 /** The error a synchronous fault answers with (undefined for slow, drop and operationError). */
-export function faultError(fault: Fault, resource: string, permission: string): ApiError | undefined {
+export function faultError(fault: Fault, resource: string, permission: string): ComputeError | undefined {
   switch (fault.kind) {
     case 'quota':
-      return new ApiError(403, 'quotaExceeded', "Quota 'CPUS' exceeded.  Limit: 8.0 in region.", 'usageLimits');
+      return new ComputeError(403, 'quotaExceeded', "Quota 'CPUS' exceeded.  Limit: 8.0 in region.", 'usageLimits');
     case 'rateLimit':
       // A rate quota (requests per minute), https://cloud.google.com/compute/api-quota
-      return new ApiError(403, 'rateLimitExceeded', 'Rate Limit Exceeded', 'usageLimits');
+      return new ComputeError(403, 'rateLimitExceeded', 'Rate Limit Exceeded', 'usageLimits');
     case 'apiDisabled':
       // The Compute API not enabled in the project: 403 accessNotConfigured, as
       // https://cloud.google.com/apis/design/errors (SERVICE_DISABLED) and the API's own answer say.
-      return new ApiError(
+      return new ComputeError(
         403,
         'accessNotConfigured',
         'Compute Engine API has not been used in project 123456789 before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/api/compute.googleapis.com/overview?project=123456789 then retry.',
         'usageLimits',
       );
     case 'serverError':
-      return new ApiError(503, 'backendError', 'Internal error. Please try again or contact Google Support.');
+      return new ComputeError(503, 'backendError', 'Internal error. Please try again or contact Google Support.');
     case 'forbidden':
-      return new ApiError(403, 'forbidden', `Required '${permission}' permission for '${resource}'`);
+      return new ComputeError(403, 'forbidden', `Required '${permission}' permission for '${resource}'`);
     case 'invalidField':
       return invalidField(fault.field, 'x', 'Injected by the test.');
     default:

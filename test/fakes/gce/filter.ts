@@ -3,7 +3,7 @@
  * comparisons (`=`, `!=`, `:`) or regular-expression ones (`eq`, `ne`, full match), one bare
  * expression or several parenthesised ones (an implicit AND); the two kinds cannot be mixed.
  */
-import { ApiError } from './errors.js';
+import { ComputeError } from './errors.js';
 
 interface Term {
   field: string;
@@ -14,7 +14,7 @@ interface Term {
 const OPS: Term['op'][] = ['=', '!=', ':', 'eq', 'ne'];
 const TERM = /^\s*([A-Za-z][\w.-]*)\s*(!=|=|:|\beq\b|\bne\b)\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^\s()]+)\s*$/;
 
-const invalid = (why: string) => new ApiError(400, 'invalid', `Invalid list filter expression: ${why}`);
+const invalid = (why: string) => new ComputeError(400, 'invalid', `Invalid list filter expression: ${why}`);
 
 function parseTerm(text: string): Term {
   const m = TERM.exec(text);
@@ -29,7 +29,7 @@ function parseTerm(text: string): Term {
 /**
  * Parses a filter into terms (all must match).
  *
- * @throws ApiError 400 `invalid`, as Compute answers a filter it cannot read
+ * @throws ComputeError 400 `invalid`, as Compute answers a filter it cannot read
  */
 export function parseFilter(filter: string | undefined): Term[] {
   const text = (filter ?? '').trim();

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { certificateArgs, GUEST_STUNNEL, stunnelConfig } from '../../../shared/providers/stunnel.js';
-import { configuredPort, startGuestProxy, type GuestProxy } from '../guest-proxy.js';
+import { configuredPort, startGuestProxy, type ListeningGuest } from '../guest-proxy.js';
 import { startNat, type Nat } from './nat.js';
 
 /** What a user-data makes the guest serve. */
@@ -152,7 +152,7 @@ export class GuestRunner {
    * fake closed) nothing starts: the guest's `ready` rejects.
    */
   start(instance: string, addresses: GuestAddresses, config: GuestProxyConfig): GuestProcess {
-    let proxy: GuestProxy | undefined;
+    let proxy: ListeningGuest | undefined;
     let nat: Nat | undefined;
     let tls: { child: ChildProcess; nat: Nat } | undefined;
     const { internal, external } = addresses;

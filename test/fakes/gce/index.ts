@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, faultError, type Fault, type Method } from './errors.js';
+import { ComputeError, faultError, type Fault, type Method } from './errors.js';
 import { GuestRunner } from './guest.js';
 import { DEFAULT_NETWORKS, type FakeNetwork } from './networks.js';
 import type { FakeFirewall, FakeQuotas } from './project.js';
-import { route, ROUTES, type RouteContext } from './routes.js';
+import { route, COMPUTE_ROUTES, type RouteContext } from './routes.js';
 import type { Timing, Vm } from './resources.js';
 import { World } from './world.js';
 
@@ -84,7 +84,7 @@ function readBody(req: IncomingMessage): Promise<unknown> {
       try {
         resolve(text ? JSON.parse(text) : undefined);
       } catch {
-        reject(new ApiError(400, 'parseError', 'This API does not support parsing form-encoded input.'));
+        reject(new ComputeError(400, 'parseError', 'This API does not support parsing form-encoded input.'));
       }
     });
   });
@@ -122,9 +122,11 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://fake');
-    const found = ROUTES.map((r) => ({ r, m: req.method === r[1] ? r[2].exec(url.pathname) : null })).find((x) => x.m);
+    const found = COMPUTE_ROUTES.map((r) => ({ r, m: req.method === r[1] ? r[2].exec(url.pathname) : null })).find(
+      (x) => x.m,
+    );
     requests.push({ method: found?.r[0] ?? 'unknown', path: `${req.method} ${url.pathname}` });
-    if (!found?.m) throw new ApiError(404, 'notFound', `No such method: ${req.method} ${url.pathname}`);
+    if (!found?.m) throw new ComputeError(404, 'notFound', `No such method: ${req.method} ${url.pathname}`);
     const [method, , , names] = found.r;
     const params = Object.fromEntries(names.map((n, i) => [n, decodeURIComponent(found.m?.[i + 1] ?? '')]));
     const body = req.method === 'POST' ? await readBody(req) : undefined;
@@ -154,8 +156,8 @@ export async function startFakeGce(options: FakeGceOptions = {}): Promise<FakeGc
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      if (err instanceof ApiError) return send(res, err.status, err.body());
-      send(res, 500, new ApiError(500, 'internalError', `fake: ${String(err)}`).body());
+      if (err instanceof ComputeError) return send(res, err.status, err.body());
+      send(res, 500, new ComputeError(500, 'internalError', `fake: ${String(err)}`).body());
     });
   });
   server.on('connection', (socket) => {

@@ -17,7 +17,7 @@
  * for a subnetwork in another region is not quoted anywhere we found (unverified).
  */
 import { ALL_ZONES, regionOfZone } from './catalog.js';
-import { ApiError, invalidField } from './errors.js';
+import { ComputeError, invalidField } from './errors.js';
 
 const NIC = 'resource.networkInterfaces[0]';
 
@@ -47,7 +47,7 @@ export interface ResolvedNic {
 /**
  * Resolves the first network interface of an insert in `zone` of `project`.
  *
- * @throws ApiError 400 for a network or subnetwork the project (or host project) does not have, a
+ * @throws ComputeError 400 for a network or subnetwork the project (or host project) does not have, a
  *   subnetwork in another region or of another network, or a custom-mode network without one
  */
 export function resolveNic(
@@ -71,7 +71,7 @@ export function resolveNic(
     if (nic.network) {
       const given = NETWORK_PATH.exec(nic.network);
       if ((given?.[1] ?? project) !== p || given?.[2] !== owner.name)
-        throw new ApiError(
+        throw new ComputeError(
           400,
           'badRequest',
           `Subnetwork "${subnetworkPath}" is not valid for Network "${given?.[2] ?? nic.network}".`,

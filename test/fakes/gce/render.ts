@@ -185,7 +185,7 @@ export function scopeWarning(scope: string, code: 'NO_RESULTS_ON_PAGE' | 'UNREAC
 /**
  * instances.getGuestAttributes: one key (`variableKey`) or every key under a path (`queryPath`).
  *
- * @throws ApiError 404 for a key the guest has not set
+ * @throws ComputeError 404 for a key the guest has not set
  */
 export function guestAttributes(vm: Vm, query: URLSearchParams, path: string): Record<string, unknown> {
   const key = query.get('variableKey');

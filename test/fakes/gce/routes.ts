@@ -1,6 +1,6 @@
 /** The fake's REST routes: exactly the Compute v1 methods the gcp provider and egress doctor call, with Compute's validations. */
 import { ALL_ZONES, MACHINE_TYPES, resolveImage } from './catalog.js';
-import { ApiError, invalidField, notFound, policyViolated, type Method } from './errors.js';
+import { ComputeError, invalidField, notFound, policyViolated, type Method } from './errors.js';
 import { matches, parseFilter } from './filter.js';
 import { insertBodySchema } from './insert-body.js';
 import { accessConfigsOf, checkAccessConfigs, checkScheduling, checkServiceAccounts } from './insert-rules.js';
@@ -29,7 +29,7 @@ export interface Call {
 }
 
 /** What a route answers: a status and a JSON body (undefined for 204). */
-export type Answer = { status: number; body?: unknown };
+export type ComputeAnswer = { status: number; body?: unknown };
 
 export interface RouteContext {
   world: World;
@@ -51,7 +51,7 @@ export interface RouteContext {
 const P = '/compute/v1/projects/([^/]+)';
 const N = '([^/]+)';
 /** Method, verb, path pattern and parameter names, in the order they are matched. */
-export const ROUTES: [Method, string, RegExp, string[]][] = [
+export const COMPUTE_ROUTES: [Method, string, RegExp, string[]][] = [
   ['instances.aggregatedList', 'GET', new RegExp(`^${P}/aggregated/instances$`), ['project']],
   ['globalOperations.aggregatedList', 'GET', new RegExp(`^${P}/aggregated/operations$`), ['project']],
   ['instances.insert', 'POST', new RegExp(`^${P}/zones/${N}/instances$`), ['project', 'zone']],
@@ -85,12 +85,12 @@ const instancePath = (p: Record<string, string>) =>
 const opPath = (p: Record<string, string>) => `projects/${p['project']}/zones/${p['zone']}/operations/${p['name']}`;
 
 function need(value: string | undefined): string {
-  if (value === undefined) throw new ApiError(400, 'required', 'Required parameter missing');
+  if (value === undefined) throw new ComputeError(400, 'required', 'Required parameter missing');
   return value;
 }
 
-/** Answers one call. Throws ApiError for refusals (the server writes the error body). */
-export async function route(call: Call, ctx: RouteContext): Promise<Answer> {
+/** Answers one call. Throws ComputeError for refusals (the server writes the error body). */
+export async function route(call: Call, ctx: RouteContext): Promise<ComputeAnswer> {
   const { world } = ctx;
   const p = call.params;
   const project = need(p['project']);
@@ -159,7 +159,7 @@ function insert(ctx: RouteContext, project: string, zone: string, call: Call): O
   if (!zoneKnown(zone)) throw invalidField('zone', zone, 'Unknown zone.');
   const parsed = insertBodySchema.safeParse(call.body);
   if (!parsed.success)
-    throw new ApiError(400, 'invalid', "Invalid value for field 'resource': the body is not an Instance.");
+    throw new ComputeError(400, 'invalid', "Invalid value for field 'resource': the body is not an Instance.");
   const body = parsed.data;
   if (!RFC1035.test(body.name))
     throw invalidField('resource.name', body.name, 'Must be a match of regex (?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)');
@@ -172,7 +172,7 @@ function insert(ctx: RouteContext, project: string, zone: string, call: Call): O
     );
   const source = body.disks?.find((d) => d.boot)?.initializeParams?.sourceImage;
   if (!source)
-    throw new ApiError(
+    throw new ComputeError(
       400,
       'required',
       "Required field 'resource.disks[0].initializeParams.sourceImage' not specified",
@@ -183,7 +183,7 @@ function insert(ctx: RouteContext, project: string, zone: string, call: Call): O
   if (labels.length > 64 || badLabel)
     throw invalidField('labels', badLabel?.join('=') ?? '', 'Label keys and values must conform to RFC 1035.');
   const metadataSize = (body.metadata?.items ?? []).reduce((n, i) => n + i.key.length + (i.value ?? '').length, 0);
-  if (metadataSize > 512 * 1024) throw new ApiError(400, 'invalid', 'Metadata exceeds the 512 KB limit.');
+  if (metadataSize > 512 * 1024) throw new ComputeError(400, 'invalid', 'Metadata exceeds the 512 KB limit.');
   checkScheduling(body);
   checkServiceAccounts(body);
   checkAccessConfigs(body);
@@ -210,7 +210,11 @@ function aggregated(ctx: RouteContext, project: string, query: URLSearchParams, 
   const partial = query.get('returnPartialSuccess') === 'true';
   const down = ALL_ZONES.find((z) => !reachable(z));
   if (down && !partial)
-    throw new ApiError(503, 'backendError', `Scope zones/${down} is unreachable; retry, or set returnPartialSuccess.`);
+    throw new ComputeError(
+      503,
+      'backendError',
+      `Scope zones/${down} is unreachable; retry, or set returnPartialSuccess.`,
+    );
   const all: [string, Record<string, unknown>][] =
     what === 'instances'
       ? [...ctx.world.vms.values()]

@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join, posix } from 'node:path';
-import { configuredPort, startGuestProxy, startGuestTls, stunnelSetting, type GuestProxy } from '../guest-proxy.js';
+import { configuredPort, startGuestProxy, startGuestTls, stunnelSetting, type ListeningGuest } from '../guest-proxy.js';
 import type { StoredPod, StoredSecret } from './store.js';
 
 type Container = StoredPod['spec']['containers'][number];
@@ -183,8 +183,8 @@ export function together(containers: ProxyProcess[]): ProxyProcess {
   return { ready, exited, kill };
 }
 
-function supervised(starting: Promise<GuestProxy>): ProxyProcess {
-  let proxy: GuestProxy | undefined;
+function supervised(starting: Promise<ListeningGuest>): ProxyProcess {
+  let proxy: ListeningGuest | undefined;
   let killed: NodeJS.Signals | undefined;
   const started = starting.then((p) => {
     proxy = p;

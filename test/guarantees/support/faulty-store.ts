@@ -3,7 +3,7 @@ import type { Firestore } from '@google-cloud/firestore';
 import type { ApplyRequest } from '../../../shared/domain/proxy.js';
 import type { ProxyStatus } from '../../../shared/domain/status.js';
 import type { Logger } from '../../../shared/logger.js';
-import type { ProxyEvent } from '../../../shared/store/firestore/events.js';
+import type { ProxyEvent } from '../../../shared/store/records.js';
 import { FirestoreProxyRepository } from '../../../shared/store/firestore/proxies.js';
 import type { ApplyOutcome, DeleteOutcome } from '../../../shared/store/proxy-rules.js';
 

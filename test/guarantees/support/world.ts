@@ -19,7 +19,7 @@ import { SweepCache } from '../../../shared/reconcile/sweep-cache.js';
 import type { GcDeps } from '../../../shared/reconcile/gc.js';
 import { resolvePlacement } from '../../../shared/reconcile/reconcile.js';
 import type { RequestDeps } from '../../../shared/requests.js';
-import type { CommandDoc } from '../../../shared/store/firestore/relays.js';
+import type { CommandDoc } from '../../../shared/store/records.js';
 import type { RelayHarness, RelayHarnessOptions } from '../../support/relay-harness.js';
 import { countingRegistry, ProviderStats, type ProviderHooks } from './counting-provider.js';
 import { FaultyProxyStore } from './faulty-store.js';
