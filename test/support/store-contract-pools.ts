@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { POOL_LABEL } from '../../shared/domain/pool.js';
+import { initialStatus } from '../../shared/domain/status.js';
 import type { PoolRepository, ProxyRepository } from '../../shared/store/ports.js';
 import { poolRequest, T } from './store-contract-requests.js';
 
@@ -61,6 +62,33 @@ export function poolContract(open: () => Promise<{ pools: PoolRepository; proxie
       expect(await pools.get('p-c')).toBeUndefined();
       expect(await pools.events('p-c')).toEqual([]);
       expect(await pools.apply(poolRequest('p-c'), T + 5, T)).toBe('stale');
+    });
+
+    it("reads a pool's Ready members now, at most as many as asked (discovery's fresh=true)", async () => {
+      const { pools, proxies } = await open();
+      for (const name of ['p-r', 'p-o']) await pools.apply(poolRequest(name, 3), T, T);
+      const spec = poolRequest('p-r').spec.template.spec;
+      const fill = async (name: string, n: number) =>
+        (
+          await pools.reconcile(
+            name,
+            () => T,
+            () => ({
+              writes: { create: Array.from({ length: n }, () => ({ spec, labels: {} })), drain: [] },
+              result: 0,
+            }),
+          )
+        ).created;
+      const [a, b, c] = await fill('p-r', 3);
+      const [other] = await fill('p-o', 1);
+      for (const name of [a, b, other])
+        await proxies.writeStatus(name ?? '', 1, { ...initialStatus(), phase: 'Ready' }, T);
+      await proxies.writeStatus(c ?? '', 1, { ...initialStatus(), phase: 'Provisioning' }, T);
+      const ready = await proxies.readyInPool('p-r', 10);
+      expect(ready.map((s) => s.doc.metadata.name).sort()).toEqual([a, b].sort());
+      expect(ready.every((s) => s.readAt.length > 0)).toBe(true);
+      expect(await proxies.readyInPool('p-r', 1)).toHaveLength(1);
+      expect(await proxies.readyInPool('p-none', 10)).toEqual([]);
     });
 
     it('two reconciles decided on one read do not both commit: the second decides again', async () => {
