@@ -3,6 +3,7 @@
  * functions-framework (pushed to by the Pub/Sub emulator), a real relay with the `process` backend
  * running real proxy processes, the echo endpoint, and the floor function beside them.
  */
+import { localEgressPolicy } from '../shared/config/egress-policy.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -183,6 +184,8 @@ export async function startOrchestrationStack(
           stateDir,
           bindAddresses: ['127.0.0.1'],
           portRange: proxyPorts(100),
+          // Loopback stands in for the Internet: the echo endpoint (a free port) must be allowed.
+          egress: localEgressPolicy([]),
         },
       ],
     });
