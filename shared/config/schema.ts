@@ -73,6 +73,13 @@ export const configSchema = z
      */
     neverReadyLimit: z.number().int().min(1).max(100).default(3),
     probeTimeoutSeconds: seconds.default(5),
+    /**
+     * A pool member drained (scaled down, rotated out) keeps serving this long before its instance
+     * is deleted: discovery stops handing it out at once, but a gateway's list is up to a discovery
+     * page (2 s) and a poll (2 s) old, and requests in flight through it should end, not be reset.
+     * 0 deletes at once. Long tunnels need more; a standalone proxy's delete is never delayed.
+     */
+    drainSeconds: z.number().min(0).max(600).default(5),
     /** How long a worker may hold a proxy's lease around a provider call. */
     leaseSeconds: seconds.default(60),
     backoffBaseSeconds: seconds.default(10),

@@ -87,6 +87,7 @@ export function policyOf(config: Config): Policy {
     backoffBaseMs: config.backoffBaseSeconds * 1000,
     backoffMaxMs: config.backoffMaxSeconds * 1000,
     pollMs: 2000,
+    drainMs: config.drainSeconds * 1000,
   };
 }
 

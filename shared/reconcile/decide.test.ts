@@ -7,7 +7,14 @@ import { backoffMs, type DecideInput, type Observation } from './decision.js';
 import { nextStatus, recordFailure, statusChanged } from './status.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
-const policy = { unhealthyAfter: 3, neverReadyLimit: 3, backoffBaseMs: 10_000, backoffMaxMs: 600_000, pollMs: 2000 };
+const policy = {
+  unhealthyAfter: 3,
+  neverReadyLimit: 3,
+  backoffBaseMs: 10_000,
+  backoffMaxMs: 600_000,
+  pollMs: 2000,
+  drainMs: 5000,
+};
 const status = (over: Partial<ProxyStatus> = {}): ProxyStatus => ({
   phase: 'Pending',
   observedGeneration: 1,
@@ -54,6 +61,31 @@ describe('decide: deletion (rules unreadable-permanent and delete-idempotent)', 
   table([
     ['NotFound finalises', { deleting: true, observation: { kind: 'notFound' } }, { action: 'finalise' }],
     ['Found Running is deleted', { deleting: true, observation: found() }, { action: 'delete', phase: 'Deleting' }],
+    [
+      'a drained pool member serves out its drain before it is deleted',
+      { deleting: true, pooled: true, deletionRequestedAt: NOW - 4000, observation: found() },
+      { action: 'none', phase: 'Deleting' },
+    ],
+    [
+      'a drained pool member is deleted once its drain is over',
+      { deleting: true, pooled: true, deletionRequestedAt: NOW - 5000, observation: found() },
+      { action: 'delete', phase: 'Deleting' },
+    ],
+    [
+      'a drained pool member that is not running is deleted at once',
+      { deleting: true, pooled: true, deletionRequestedAt: NOW, observation: found({ state: 'Stopped' }) },
+      { action: 'delete', phase: 'Deleting' },
+    ],
+    [
+      'a drain stamped by a clock further ahead than a second drain is not waited on',
+      { deleting: true, pooled: true, deletionRequestedAt: NOW + 5001, observation: found() },
+      { action: 'delete', phase: 'Deleting' },
+    ],
+    [
+      'a standalone proxy is deleted at once',
+      { deleting: true, deletionRequestedAt: NOW, observation: found() },
+      { action: 'delete', phase: 'Deleting' },
+    ],
     [
       'Found Terminated is deleted',
       { deleting: true, observation: found({ state: 'Terminated' }) },

@@ -32,7 +32,7 @@ export function decide(input: DecideInput): Decision {
   return input.deleting ? decideDeleting(input) : decideLiving(input);
 }
 
-function decideDeleting({ observation: o, status, policy }: DecideInput): Decision {
+function decideDeleting({ observation: o, status, policy, pooled, deletionRequestedAt, now }: DecideInput): Decision {
   const deleting = (message: string, action: Action, recheck = policy.pollMs): Decision => ({
     action,
     phase: 'Deleting',
@@ -44,9 +44,20 @@ function decideDeleting({ observation: o, status, policy }: DecideInput): Decisi
   switch (o.kind) {
     case 'notFound':
       return { action: 'finalise', phase: 'Deleting', message: 'instance is gone; removing the proxy', conditions: {} };
-    case 'found':
+    case 'found': {
+      // A drained pool member serves out its drain: gateways' lists drop it, requests through it end.
+      // The request was stamped by another instance's clock: one further ahead than a second drain
+      // is not waited on (a skewed clock must not keep an instance for its skew).
+      const drainLeft = pooled && deletionRequestedAt !== undefined ? deletionRequestedAt + policy.drainMs - now : 0;
+      if (drainLeft > 0 && drainLeft <= 2 * policy.drainMs && o.instance.state === 'Running')
+        return deleting(
+          `draining: instance ${o.instance.name} is deleted in ${Math.ceil(drainLeft / 1000)}s, once gateways' lists have dropped it`,
+          'none',
+          drainLeft,
+        );
       // Rule delete-idempotent: delete is idempotent and called again on every deletion poll.
       return deleting(`deleting instance ${o.instance.name} (${o.instance.state})`, 'delete');
+    }
     case 'error':
       // Rule unreadable-permanent: a permanent error from get while deleting → delete anyway.
       if (classifyFailure(o.error).permanent) {

@@ -30,6 +30,8 @@ export interface Policy {
   backoffMaxMs: number;
   /** How soon to look again at an instance that is booting or being deleted. */
   pollMs: number;
+  /** How long a drained pool member keeps its instance before it is deleted (config `drainSeconds`). */
+  drainMs: number;
 }
 
 export interface DecideInput {
@@ -52,6 +54,8 @@ export interface DecideInput {
    * when it is banned, due for rotation, stopped or unhealthy, so those are not done in place here.
    */
   pooled?: boolean | undefined;
+  /** When deletion was requested (ms): a drained pool member is deleted `policy.drainMs` after it. */
+  deletionRequestedAt?: number | undefined;
 }
 
 export type Action = 'none' | 'create' | 'delete' | 'finalise';

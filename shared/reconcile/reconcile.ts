@@ -101,6 +101,7 @@ function decideInput(subject: Subject, desired: Desired, observation: Observatio
     policy: subject.policy,
     replacementBudget: true,
     pooled: doc.metadata.labels[POOL_LABEL] !== undefined,
+    deletionRequestedAt: doc.deletionRequestedAt ? Date.parse(doc.deletionRequestedAt) : undefined,
   };
 }
 
