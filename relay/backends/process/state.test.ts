@@ -32,7 +32,10 @@ afterEach(async () => {
 describe('instance state store', () => {
   it('reads an unchanged state file once: every later read (each listing) answers from memory', async () => {
     const s = await store();
-    await s.write({ ...newInstanceRecord(spec, 'local', { host: '127.0.0.1', port: 20000, source: undefined }), pid: 7 });
+    await s.write({
+      ...newInstanceRecord(spec, 'local', { host: '127.0.0.1', port: 20000, source: undefined }),
+      pid: 7,
+    });
     const first = await s.read('ep-a');
     expect(first).toMatchObject({ kind: 'ok', record: { pid: 7 } });
     // The same object: parsed once, not read and checked again.
@@ -44,7 +47,10 @@ describe('instance state store', () => {
   it('reads a file again when it changed under it: in place, by rename, corrupted, removed', async () => {
     const s = await store();
     const file = path.join(s.instancesDir, 'ep-a.json');
-    await s.write({ ...newInstanceRecord(spec, 'local', { host: '127.0.0.1', port: 20000, source: undefined }), pid: 7 });
+    await s.write({
+      ...newInstanceRecord(spec, 'local', { host: '127.0.0.1', port: 20000, source: undefined }),
+      pid: 7,
+    });
     expect(await s.read('ep-a')).toMatchObject({ kind: 'ok', record: { pid: 7 } });
 
     // Edited in place, same length: the modification and change times differ.
@@ -66,7 +72,10 @@ describe('instance state store', () => {
 
   it('reads back what it wrote itself', async () => {
     const s = await store();
-    const record = { ...newInstanceRecord(spec, 'local', { host: '127.0.0.1', port: 20000, source: undefined }), pid: 7 };
+    const record = {
+      ...newInstanceRecord(spec, 'local', { host: '127.0.0.1', port: 20000, source: undefined }),
+      pid: 7,
+    };
     await s.write(record);
     expect(await s.read('ep-a')).toMatchObject({ kind: 'ok', record: { pid: 7 } });
     await s.write({ ...record, pid: 11, tlsPort: 20001 });

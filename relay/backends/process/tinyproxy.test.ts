@@ -37,7 +37,10 @@ describe.skipIf(process.platform !== 'linux')('listening sockets from /proc', ()
     expect(full.some((cols) => cols[1]?.endsWith(hexPort) && cols[3] === '01')).toBe(true);
     expect(rows.every((cols) => cols[3] === '0A')).toBe(true);
     expect(rows.map((cols) => cols[9]).sort()).toEqual(
-      full.filter((cols) => cols[3] === '0A').map((cols) => cols[9]).sort(),
+      full
+        .filter((cols) => cols[3] === '0A')
+        .map((cols) => cols[9])
+        .sort(),
     );
     expect(rows.some((cols) => cols[1]?.endsWith(hexPort))).toBe(true);
     expect(listeningRows('/proc/self/net/no-such-table')).toEqual([]);
