@@ -9,7 +9,14 @@ import type { DecideInput, Decision, Observation } from './decision.js';
 import { nextStatus } from './status.js';
 
 const T0 = Date.parse('2026-12-06T12:00:00Z');
-const policy = { unhealthyAfter: 3, neverReadyLimit: 3, backoffBaseMs: 10_000, backoffMaxMs: 600_000, pollMs: 2000, drainMs: 5000 };
+const policy = {
+  unhealthyAfter: 3,
+  neverReadyLimit: 3,
+  backoffBaseMs: 10_000,
+  backoffMaxMs: 600_000,
+  pollMs: 2000,
+  drainMs: 5000,
+};
 const refused = {
   ok: false,
   consecutiveFailures: 3,
