@@ -111,8 +111,8 @@ export class Selector {
   }
 
   /**
-   * The proxies discovery allows for `domain` (its `?for=` list): every proxy listed now and not in
-   * it is left out for the domain; undefined forgets the domain's list.
+   * The proxies discovery allows for `domain` (its `?for=` list): every proxy of the last ordinary
+   * list that is not in it is left out for the domain; undefined forgets the domain's list.
    */
   setAllowedForDomain(domain: string, names: ReadonlySet<string> | undefined): void {
     if (!names) {

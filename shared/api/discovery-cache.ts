@@ -70,13 +70,10 @@ export class DiscoveryCache {
   ): Promise<StoredProxy[]> {
     return this.ready.get(`${limit}:${pool}`, now, async () => {
       const found = await store.readyInPool(pool, limit);
-      const shown = new Set(
-        [...this.pages.entries.values()].flatMap(
-          (e) => e.value?.items.filter((i) => i.doc.status.phase === 'Ready').map((i) => i.doc.metadata.name) ?? [],
-        ),
-      );
-      if (found.some((m) => !shown.has(m.doc.metadata.name)))
-        for (const [k, e] of this.pages.entries) if (e.at <= now) this.pages.entries.delete(k);
+      const unshown = new Set(found.map((m) => m.doc.metadata.name));
+      for (const e of this.pages.entries.values())
+        for (const { doc } of e.value?.items ?? []) if (doc.status.phase === 'Ready') unshown.delete(doc.metadata.name);
+      if (unshown.size > 0) for (const [k, e] of this.pages.entries) if (e.at <= now) this.pages.entries.delete(k);
       return found;
     });
   }

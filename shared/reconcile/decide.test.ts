@@ -5,16 +5,10 @@ import type { Instance } from '../providers/contract.js';
 import { decide, MAX_PENDING_RECHECK_MS } from './decide.js';
 import { backoffMs, type DecideInput, type Observation } from './decision.js';
 import { nextStatus, recordFailure, statusChanged } from './status.js';
+import { TEST_POLICY } from './testing.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
-const policy = {
-  unhealthyAfter: 3,
-  neverReadyLimit: 3,
-  backoffBaseMs: 10_000,
-  backoffMaxMs: 600_000,
-  pollMs: 2000,
-  drainMs: 5000,
-};
+const policy = TEST_POLICY;
 const status = (over: Partial<ProxyStatus> = {}): ProxyStatus => ({
   phase: 'Pending',
   observedGeneration: 1,
@@ -37,7 +31,6 @@ const found = (over: Partial<Instance> = {}): Observation => ({ kind: 'found', i
 const input = (over: Partial<DecideInput> = {}): DecideInput => ({
   now: NOW,
   generation: 1,
-  deleting: false,
   desiredHash: 'h1',
   status: status(),
   observation: { kind: 'notFound' },
@@ -59,67 +52,71 @@ function table(rows: Row[]) {
 
 describe('decide: deletion (rules unreadable-permanent and delete-idempotent)', () => {
   table([
-    ['NotFound finalises', { deleting: true, observation: { kind: 'notFound' } }, { action: 'finalise' }],
-    ['Found Running is deleted', { deleting: true, observation: found() }, { action: 'delete', phase: 'Deleting' }],
+    ['NotFound finalises', { deletionRequestedAt: NOW, observation: { kind: 'notFound' } }, { action: 'finalise' }],
+    [
+      'Found Running is deleted',
+      { deletionRequestedAt: NOW, observation: found() },
+      { action: 'delete', phase: 'Deleting' },
+    ],
     [
       'a drained pool member serves out its drain before it is deleted',
-      { deleting: true, pooled: true, deletionRequestedAt: NOW - 4000, observation: found() },
+      { pooled: true, deletionRequestedAt: NOW - 4000, observation: found() },
       { action: 'none', phase: 'Deleting' },
     ],
     [
       'a drained pool member is deleted once its drain is over',
-      { deleting: true, pooled: true, deletionRequestedAt: NOW - 5000, observation: found() },
+      { pooled: true, deletionRequestedAt: NOW - 5000, observation: found() },
       { action: 'delete', phase: 'Deleting' },
     ],
     [
       'a drained pool member that is not running is deleted at once',
-      { deleting: true, pooled: true, deletionRequestedAt: NOW, observation: found({ state: 'Stopped' }) },
+      { pooled: true, deletionRequestedAt: NOW, observation: found({ state: 'Stopped' }) },
       { action: 'delete', phase: 'Deleting' },
     ],
     [
       'a drain stamped by a clock further ahead than a second drain is not waited on',
-      { deleting: true, pooled: true, deletionRequestedAt: NOW + 5001, observation: found() },
+      { pooled: true, deletionRequestedAt: NOW + 5001, observation: found() },
       { action: 'delete', phase: 'Deleting' },
     ],
     [
       'a standalone proxy is deleted at once',
-      { deleting: true, deletionRequestedAt: NOW, observation: found() },
+      { deletionRequestedAt: NOW, observation: found() },
       { action: 'delete', phase: 'Deleting' },
     ],
     [
       'Found Terminated is deleted',
-      { deleting: true, observation: found({ state: 'Terminated' }) },
+      { deletionRequestedAt: NOW, observation: found({ state: 'Terminated' }) },
       { action: 'delete', phase: 'Deleting' },
     ],
     [
       'Found Failed is deleted (owned volumes too)',
-      { deleting: true, observation: found({ state: 'Failed' }) },
+      { deletionRequestedAt: NOW, observation: found({ state: 'Failed' }) },
       { action: 'delete' },
     ],
     [
       'every deletion poll deletes again (idempotent)',
-      { deleting: true, status: status({ phase: 'Deleting' }), observation: found() },
+      { deletionRequestedAt: NOW, status: status({ phase: 'Deleting' }), observation: found() },
       { action: 'delete' },
     ],
     [
       'permanent get error: delete anyway (rule unreadable-permanent)',
-      { deleting: true, observation: { kind: 'error', error: { code: 'Permanent', message: 'bad zone' } } },
+      { deletionRequestedAt: NOW, observation: { kind: 'error', error: { code: 'Permanent', message: 'bad zone' } } },
       { action: 'delete' },
     ],
     [
       'transient get error: wait',
-      { deleting: true, observation: { kind: 'error', error: { code: 'Retryable', message: 'timeout' } } },
+      { deletionRequestedAt: NOW, observation: { kind: 'error', error: { code: 'Retryable', message: 'timeout' } } },
       { action: 'none', phase: 'Deleting' },
     ],
     [
       'provider missing, never created: finalise',
-      { deleting: true, observation: { kind: 'providerMissing', provider: 'x' } },
+      { deletionRequestedAt: NOW, observation: { kind: 'providerMissing', provider: 'x' } },
       { action: 'finalise' },
     ],
     [
       'provider missing, created before: wait',
       {
-        deleting: true,
+        deletionRequestedAt: NOW,
         status: status({ everCreated: true }),
         observation: { kind: 'providerMissing', provider: 'x' },
       },
@@ -127,7 +124,7 @@ describe('decide: deletion (rules unreadable-permanent and delete-idempotent)', 
     ],
     [
       'provider down: wait',
-      { deleting: true, observation: { kind: 'providerDown', message: 'relay silent' } },
+      { deletionRequestedAt: NOW, observation: { kind: 'providerDown', message: 'relay silent' } },
       { action: 'none', phase: 'Deleting' },
     ],
   ]);
@@ -386,8 +383,9 @@ describe('decide: a missing provider waits and recovers, never latches', () => {
     expect(decide(input({ status: after, observation: { kind: 'notFound' } })).action).toBe('create');
   });
   it('a provider known down: no create and no delete', () => {
-    for (const deleting of [false, true]) {
-      expect(decide(input({ deleting, observation: { kind: 'providerDown', message: 'down' } })).action).toBe('none');
+    for (const deletionRequestedAt of [undefined, NOW]) {
+      const observation = { kind: 'providerDown', message: 'down' } as const;
+      expect(decide(input({ deletionRequestedAt, observation })).action).toBe('none');
     }
   });
 });

@@ -26,10 +26,10 @@ import { neverReadyOf, stoppedMessage, triedWith, type NeverReady } from './neve
 /**
  * Decides the next step for one proxy.
  *
- * @example decide({ deleting: false, observation: { kind: 'notFound' }, ... }).action === 'create'
+ * @example decide({ observation: { kind: 'notFound' }, ... }).action === 'create'
  */
 export function decide(input: DecideInput): Decision {
-  return input.deleting ? decideDeleting(input) : decideLiving(input);
+  return input.deletionRequestedAt !== undefined ? decideDeleting(input) : decideLiving(input);
 }
 
 function decideDeleting({ observation: o, status, policy, pooled, deletionRequestedAt, now }: DecideInput): Decision {

@@ -38,7 +38,6 @@ export interface DecideInput {
   now: number;
   /** The proxy's generation: what a stop of creation (`status.unreachable`) holds for. */
   generation: number;
-  deleting: boolean;
   /** The desired spec hash over spec + resolved placement; undefined when placement is invalid. */
   desiredHash: string | undefined;
   /** Why the placement could not be resolved (names the field). */
@@ -54,7 +53,10 @@ export interface DecideInput {
    * when it is banned, due for rotation, stopped or unhealthy, so those are not done in place here.
    */
   pooled?: boolean | undefined;
-  /** When deletion was requested (ms): a drained pool member is deleted `policy.drainMs` after it. */
+  /**
+   * When deletion was requested (ms), set while the proxy is being deleted: a drained pool member
+   * is deleted `policy.drainMs` after it.
+   */
   deletionRequestedAt?: number | undefined;
 }
 

@@ -7,16 +7,10 @@ import { applyStep } from '../store/proxy-rules.js';
 import { decide } from './decide.js';
 import type { DecideInput, Decision, Observation } from './decision.js';
 import { nextStatus } from './status.js';
+import { TEST_POLICY } from './testing.js';
 
 const T0 = Date.parse('2026-12-06T12:00:00Z');
-const policy = {
-  unhealthyAfter: 3,
-  neverReadyLimit: 3,
-  backoffBaseMs: 10_000,
-  backoffMaxMs: 600_000,
-  pollMs: 2000,
-  drainMs: 5000,
-};
+const policy = TEST_POLICY;
 const refused = {
   ok: false,
   consecutiveFailures: 3,
@@ -43,7 +37,6 @@ function step(status: ProxyStatus, observation: Observation, generation = 1): { 
   const input: DecideInput = {
     now: T0 + 3_600_000,
     generation,
-    deleting: false,
     desiredHash: 'h1',
     status,
     observation,

@@ -92,7 +92,6 @@ function decideInput(subject: Subject, desired: Desired, observation: Observatio
   return {
     now: subject.now(),
     generation: doc.generation,
-    deleting: doc.deletionRequestedAt !== undefined,
     desiredHash: desired.hash,
     placementError: desired.error,
     maxAgeMs: doc.spec.maxAge ? parseDuration(doc.spec.maxAge) : undefined,
