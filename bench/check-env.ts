@@ -133,7 +133,7 @@ export function createCheckEnv(
     logger,
     bus,
     providerStatus,
-    countReplacing: (p) => proxies.countReplacing(p),
+    rolloutCounts: (p) => proxies.rolloutCounts(p),
     // One check instance serving every page of every sweep, warm throughout (`coldSweep` empties it).
     sweepCache: new SweepCache(),
   };

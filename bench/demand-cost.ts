@@ -142,7 +142,7 @@ export async function measureDemandCost(opts: {
     logger,
     bus,
     providerStatus: new FirestoreProviderStatusRepository(ctl.db),
-    countReplacing: (p) => proxies.countReplacing(p),
+    rolloutCounts: (p) => proxies.rolloutCounts(p),
     pools,
     demand: new FirestoreDemandRepository(ctl.db),
     followUps: new FollowUpLedger(),

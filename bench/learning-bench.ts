@@ -21,7 +21,7 @@ export const MARKS = [200, 1000, 5000] as const;
 export const WINDOW = 100;
 /** Requests in flight at once. */
 const CONCURRENCY = 4;
-/** A/B: alternating rounds of this long, this many each (short and many: the shared machine's load drifts within seconds). */
+/** A/B: rounds of this long, this many of each variant, in rotating order (short and many: the shared machine's load drifts within seconds). */
 const AB_ROUND_MS = 500;
 const AB_ROUNDS = 30;
 
@@ -154,11 +154,18 @@ export async function runLearningBench(opts: { log: (m: string) => void }, clean
     const learnt: number[] = [];
     const grammar: number[] = [];
     try {
-      for (let i = 0; i < AB_ROUNDS; i++) {
-        rr.push(await rate(a, target.url, a.credentials.username, AB_ROUND_MS));
-        learnt.push(await rate(b, target.url, b.credentials.username, AB_ROUND_MS));
-        grammar.push(await rate(b, target.url, `${b.credentials.username}-session-ab-sesstime-5`, AB_ROUND_MS));
-      }
+      const variants = [
+        () => rate(a, target.url, a.credentials.username, AB_ROUND_MS).then((v) => rr.push(v)),
+        () => rate(b, target.url, b.credentials.username, AB_ROUND_MS).then((v) => learnt.push(v)),
+        () =>
+          rate(b, target.url, `${b.credentials.username}-session-ab-sesstime-5`, AB_ROUND_MS).then((v) =>
+            grammar.push(v),
+          ),
+      ];
+      // Each round starts with another variant (ABC, BCA, CAB, …): whatever the one before leaves
+      // behind (garbage to collect, sockets closing) falls on each variant alike.
+      for (let i = 0; i < AB_ROUNDS; i++)
+        for (let k = 0; k < variants.length; k++) await variants[(i + k) % variants.length]?.();
     } finally {
       await Promise.all([a.close(), b.close()]);
     }

@@ -29,22 +29,28 @@ export function startLoop(intervalMs: number, fn: () => Promise<void>, logger: L
 
 /**
  * Wraps `fn` so that calls while one run is under way share a single follow-up run, which starts
- * after it: every caller's state is covered by the run it awaits, and runs never overlap.
+ * after it: every caller's state is covered by the run it awaits, and runs never overlap. Runs
+ * start at least `minGapMs` apart: a call sooner after the last start waits for the gap, and every
+ * call meanwhile shares that run.
  */
-export function coalesce(fn: () => Promise<void>): () => Promise<void> {
+export function coalesce(fn: () => Promise<void>, minGapMs = 0): () => Promise<void> {
   let running: Promise<void> | undefined;
   let queued: Promise<void> | undefined;
+  let startedAt = Number.NEGATIVE_INFINITY;
   const launch = (): Promise<void> => {
+    startedAt = Date.now();
     const run = fn().finally(() => {
       if (running === run) running = undefined;
     });
     running = run;
     return run;
   };
+  const gap = () => new Promise((resolve) => setTimeout(resolve, Math.max(0, startedAt + minGapMs - Date.now())));
   return () => {
-    if (!running) return launch();
-    queued ??= running
+    if (!running && !queued && Date.now() - startedAt >= minGapMs) return launch();
+    queued ??= (running ?? Promise.resolve())
       .catch(() => undefined)
+      .then(gap)
       .then(() => {
         queued = undefined;
         return launch();

@@ -45,6 +45,14 @@ export interface Reporter {
   reportNow: () => Promise<void>;
 }
 
+/**
+ * Reports start at least this far apart. A report after each applied command makes a created proxy
+ * Ready without waiting for the report loop, but in a ramp of hundreds of creates that was several
+ * reports a second, each carrying the whole inventory and each handled by `relay-report` (which
+ * writes the relay's document); coalesced a second apart, a burst of results goes out in one.
+ */
+export const REPORT_MIN_GAP_MS = 1000;
+
 export function createReporter(deps: ReporterDeps): Reporter {
   // `publish` and the four methods share one state (boot, seq, results), held in this closure.
   const { config, traces, logger, now } = deps;
@@ -108,6 +116,6 @@ export function createReporter(deps: ReporterDeps): Reporter {
     record(result) {
       results.push(result);
     },
-    reportNow: coalesce(publish),
+    reportNow: coalesce(publish, REPORT_MIN_GAP_MS),
   };
 }

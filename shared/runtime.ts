@@ -48,7 +48,7 @@ export interface Runtime {
   /** The gateways' demand reports per pool (autoscaled pools). */
   demand: DemandRepository;
   maxEvents: number;
-  countReplacing: (provider: string) => Promise<number>;
+  rolloutCounts: ProxyRepository['rolloutCounts'];
   /** Says once per process that relay messages go unauthenticated, when they do; called where they are handled. */
   warnUnsignedRelayMessages(): void;
 }
@@ -106,7 +106,7 @@ export function createRuntime(
     pools: new FirestorePoolRepository(db, logger),
     demand: new FirestoreDemandRepository(db),
     maxEvents: config.maxEvents,
-    countReplacing: (p) => proxies.countReplacing(p),
+    rolloutCounts: (p) => proxies.rolloutCounts(p),
     warnUnsignedRelayMessages,
   };
 }

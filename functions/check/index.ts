@@ -13,6 +13,6 @@ const followUps = new FollowUpLedger();
 cloudEvent(
   'check',
   pubSubHandler('check', (rt, message) =>
-    handleCheckMessage({ ...rt, countReplacing: rt.countReplacing, sweepCache, followUps }, message),
+    handleCheckMessage({ ...rt, rolloutCounts: rt.rolloutCounts, sweepCache, followUps }, message),
   ),
 );

@@ -12,7 +12,7 @@ cloudEvent(
   'requests',
   pubSubHandler('requests', (rt, message) =>
     handleRequest(
-      { ...rt, check: (names) => checkAndFollowUp({ ...rt, countReplacing: rt.countReplacing }, { names }) },
+      { ...rt, check: (names) => checkAndFollowUp({ ...rt, rolloutCounts: rt.rolloutCounts }, { names }) },
       message,
     ),
   ),

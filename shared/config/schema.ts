@@ -12,6 +12,15 @@ export type ProviderType = (typeof PROVIDER_TYPES)[number];
 /** Provider types whose backends the functions cannot reach: work goes through a relay. */
 export const RELAY_TYPES: readonly ProviderType[] = ['process', 'kvm'];
 
+/** A quarter of a provider's proxies at once, as Kubernetes' default `maxUnavailable`. */
+export const DEFAULT_ROLLOUT_BUDGET = '25%';
+
+/** How many of a provider's `proxies` its `rolloutBudget` lets be Replacing at once (at least one). */
+export function rolloutLimit(budget: number | string, proxies: number): number {
+  if (typeof budget === 'number') return budget;
+  return Math.max(1, Math.floor((proxies * Number(budget.slice(0, -1))) / 100));
+}
+
 export const providerConfigSchema = z
   .strictObject({
     name: dnsLabel,
@@ -22,8 +31,17 @@ export const providerConfigSchema = z
     catalogue: z.record(dnsLabel, placementSchema).default({}),
     /** Type-specific options (credentials reference, project, cluster, …). */
     options: z.record(z.string(), z.unknown()).default({}),
-    /** At most this many proxies of this provider replaced at once for spec drift or rotation. */
-    rolloutBudget: z.number().int().min(1).default(2),
+    /**
+     * At most this many proxies of this provider replaced at once for spec drift or rotation: a
+     * number, or a share of the provider's proxies (`"25%"`, at least one), as Kubernetes'
+     * `maxUnavailable`. A share keeps a roll's time flat as the fleet grows.
+     */
+    rolloutBudget: z
+      .union([
+        z.number().int().min(1),
+        z.string().regex(/^(100|[1-9][0-9]?)%$/, 'a whole number of proxies, or a share from "1%" to "100%"'),
+      ])
+      .default(DEFAULT_ROLLOUT_BUDGET),
     /**
      * The country (ISO 3166-1 alpha-2) this provider's proxies leave from, e.g. a kvm host's: an
      * egress located elsewhere is flagged (`EgressVerified=False`). A gcp provider's comes from each

@@ -22,8 +22,8 @@ export interface ReconcileDeps {
   now?: () => number;
   /** Probes an instance through itself (injected so tests can count calls). */
   probe?: typeof probeThroughProxy;
-  /** Counts this provider's proxies in phase Replacing (the rollout budget). */
-  countReplacing?: (provider: string) => Promise<number>;
+  /** Counts this provider's proxies, and those in phase Replacing (the rollout budget). */
+  rolloutCounts?: ProxyRepository['rolloutCounts'];
   /** The provider-health monitor's verdicts; without them each batch asks the providers. */
   providerStatus?: ProviderStatusRepository;
   /** Locates egress IPs; the packaged database (read on first use) by default. */

@@ -39,7 +39,11 @@ const input = (over: Partial<DecideInput> = {}): DecideInput => ({
   ...over,
 });
 
-type Row = [string, Partial<DecideInput>, { action: string; phase?: string; replace?: string; reason?: string }];
+type Row = [
+  string,
+  Partial<DecideInput>,
+  { action: string; phase?: string; replace?: string; reason?: string; readyReason?: string },
+];
 function table(rows: Row[]) {
   it.each(rows)('%s', (_name, over, want) => {
     const d = decide(input(over));
@@ -47,6 +51,7 @@ function table(rows: Row[]) {
     if (want.phase) expect(d.phase).toBe(want.phase);
     if (want.replace) expect(d.replace).toBe(want.replace);
     if (want.reason) expect(d.conditions.Provisioned?.reason ?? d.conditions.Ready?.reason).toBe(want.reason);
+    if (want.readyReason) expect(d.conditions.Ready?.reason).toBe(want.readyReason);
   });
 }
 
@@ -180,16 +185,25 @@ describe('decide: spec hash (resolved placement), maxAge rotation, probes', () =
       { action: 'delete', replace: 'drift', phase: 'Replacing' },
     ],
     [
-      'hash differs, budget used → keep serving',
+      'hash differs, budget used → keep serving, the rollout pending',
       { replacementBudget: false, observation: found({ specHash: 'old' }) },
-      { action: 'none', phase: 'Ready' },
+      { action: 'none', phase: 'Ready', readyReason: 'RolloutPending' },
     ],
     [
       'older than maxAge → rotate',
       { maxAgeMs: 30_000, observation: found() },
       { action: 'delete', replace: 'rotation' },
     ],
-    ['younger than maxAge → ready', { maxAgeMs: 120_000, observation: found() }, { action: 'none', phase: 'Ready' }],
+    [
+      'older than maxAge, budget used → keep serving, the rollout pending',
+      { maxAgeMs: 30_000, replacementBudget: false, observation: found() },
+      { action: 'none', phase: 'Ready', readyReason: 'RolloutPending' },
+    ],
+    [
+      'younger than maxAge → ready',
+      { maxAgeMs: 120_000, observation: found() },
+      { action: 'none', phase: 'Ready', readyReason: 'Ready' },
+    ],
     [
       'probe failed N times → replace',
       { observation: found({ health: { ok: false, consecutiveFailures: 3, lastProbeAt: '', error: '407' } }) },

@@ -145,13 +145,13 @@ function decideFound(input: DecideInput, desiredHash: string, instance: Instance
   if (instance.specHash !== desiredHash) {
     const message = `spec changed (instance ${instance.specHash}, desired ${desiredHash}); replacing`;
     if (input.replacementBudget) return replace('drift', message, policy);
-    return ready(instance, 'spec changed; waiting for the provider rollout budget');
+    return ready(instance, 'spec changed; waiting for the provider rollout budget', 'RolloutPending');
   }
   if (input.maxAgeMs !== undefined && instance.createdAt > 0 && age > input.maxAgeMs) {
     const message = `instance is older than maxAge (${Math.round(age / 1000)}s); rotating`;
     if (input.pooled) return ready(instance, 'older than maxAge; its pool replaces it once a new member is Ready');
     if (input.replacementBudget) return replace('rotation', message, policy);
-    return ready(instance, 'due for rotation; waiting for the provider rollout budget');
+    return ready(instance, 'due for rotation; waiting for the provider rollout budget', 'RolloutPending');
   }
   return decideHealth(input, instance, banned);
 }

@@ -107,7 +107,11 @@ export function replace(why: ReplaceReason, message: string, policy: Policy): De
   };
 }
 
-export function ready(instance: Instance, message: string): Decision {
+/**
+ * @param reason - of the Ready condition: `RolloutPending` when the proxy serves from an instance
+ *   that is to be replaced (changed spec, or due for rotation) once the provider's rollout budget allows
+ */
+export function ready(instance: Instance, message: string, reason: 'Ready' | 'RolloutPending' = 'Ready'): Decision {
   return {
     action: 'none',
     phase: 'Ready',
@@ -116,7 +120,7 @@ export function ready(instance: Instance, message: string): Decision {
       Provisioned: running(instance),
       // No latency in the message: it changes every probe and would force a write per check.
       Healthy: cond('True', 'ProbeSucceeded', 'the last probe through the proxy succeeded'),
-      Ready: cond('True', 'Ready', message),
+      Ready: cond('True', reason, message),
     },
   };
 }

@@ -198,6 +198,49 @@ describe('reconcile on the in-memory ports: a catalogue edit', () => {
   });
 });
 
+describe('reconcile on the in-memory ports: the rollout budget', () => {
+  /** The fleet's config with every provider's `alt` entry and rollout budget replaced. */
+  const withRollout = (config: Config, entry: Record<string, unknown>, rolloutBudget: number | string) =>
+    parseConfig({
+      ...config,
+      providers: config.providers.map((p) => ({ ...p, catalogue: { alt: entry }, rolloutBudget })),
+    });
+
+  it.each([
+    ['25%', 2],
+    ['10%', 1],
+    [3, 3],
+  ] as const)(
+    'a catalogue edit under the budget %s replaces %i of 8 proxies at once; the rest serve with the rollout pending',
+    async (budget, atOnce) => {
+      const f = await startMemoryFleet({ catalogue: { alt: { bindAddress: '127.0.0.1' } } });
+      const names = Array.from({ length: 8 }, (_, i) => `roll-${i}`);
+      for (const name of names) {
+        const request = {
+          ...applyRequest(name, 'local'),
+          spec: { provider: 'local', placement: { catalogue: 'alt' }, port: 0 },
+        };
+        await f.proxies.apply(request, f.clock.now(), f.clock.now());
+      }
+      await runCheck(f.checkDeps, { names });
+      await f.bus.deliver();
+      // The deletes are held: whatever is Replacing stays so.
+      f.bus.hold(TOPICS.relayCommands);
+      const edited = { ...f.checkDeps, config: withRollout(f.config, { bindAddress: '127.0.0.2' }, budget) };
+      for (const name of names) await runCheck(edited, { names: [name] });
+      const docs = await Promise.all(names.map(async (n) => (await f.proxies.get(n))?.doc));
+      expect(docs.filter((d) => d?.status.phase === 'Replacing')).toHaveLength(atOnce);
+      const waiting = docs.filter((d) => d?.status.phase === 'Ready');
+      expect(waiting).toHaveLength(8 - atOnce);
+      for (const d of waiting)
+        expect(d?.status.conditions.find((c) => c.type === 'Ready')).toMatchObject({
+          status: 'True',
+          reason: 'RolloutPending',
+        });
+    },
+  );
+});
+
 describe('provider health on the in-memory ports', () => {
   it('a silent relay turns its provider Unhealthy: no create is attempted, GC deletes nothing; it recovers by itself', async () => {
     const f = await fleetFor({ heartbeatTimeoutSeconds: 1 });

@@ -2,7 +2,7 @@
  * Reconciles one proxy: observe (`observe.ts`), decide (pure, `decide.ts`), act under a lease and
  * write the status fenced (`act.ts`).
  */
-import type { Config } from '../config/schema.js';
+import { rolloutLimit, type Config } from '../config/schema.js';
 import { expandCatalogue } from '../config/catalogue.js';
 import { parseDuration } from '../domain/duration.js';
 import { POOL_LABEL } from '../domain/names.js';
@@ -106,7 +106,8 @@ function decideInput(subject: Subject, desired: Desired, observation: Observatio
 
 /**
  * A drift or rotation replacement counts against the provider's rollout budget: while as many of
- * its proxies are Replacing (and this one is not yet), the decision is taken again without budget.
+ * its proxies as the budget allows (`rolloutLimit`: a number, or a share of the provider's
+ * proxies) are Replacing, and this one is not yet, the decision is taken again without budget.
  */
 async function withinRolloutBudget(
   deps: ReconcileDeps,
@@ -115,9 +116,11 @@ async function withinRolloutBudget(
   decision: Decision,
 ): Promise<Decision> {
   const { provider } = subject;
-  if ((decision.replace !== 'drift' && decision.replace !== 'rotation') || !deps.countReplacing || !provider)
+  if ((decision.replace !== 'drift' && decision.replace !== 'rotation') || !deps.rolloutCounts || !provider)
     return decision;
+  if (subject.doc.status.phase === 'Replacing') return decision;
   const budget = deps.config.providers.find((p) => p.name === provider.name)?.rolloutBudget ?? 1;
-  if ((await deps.countReplacing(provider.name)) < budget || subject.doc.status.phase === 'Replacing') return decision;
+  const counts = await deps.rolloutCounts(provider.name);
+  if (counts.replacing < rolloutLimit(budget, counts.proxies)) return decision;
   return decide({ ...input, replacementBudget: false });
 }

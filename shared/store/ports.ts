@@ -51,6 +51,14 @@ export interface Clock {
 }
 
 /** The `proxies/{name}` repository: requests, fenced status writes, leases, credentials, events. */
+/** What the rollout budget is decided on (`ProxyRepository.rolloutCounts`). */
+export interface RolloutCounts {
+  /** The provider's proxies in phase Replacing. */
+  replacing: number;
+  /** All the provider's proxies. */
+  proxies: number;
+}
+
 export interface ProxyRepository {
   /** One proxy as read; undefined when absent (or corrupt: logged, never crashes a sweep). */
   get(name: string): Promise<StoredProxy | undefined>;
@@ -74,8 +82,8 @@ export interface ProxyRepository {
   list(): Promise<ProxyDoc[]>;
   /** Names of other live proxies whose last probe saw `ip` as their egress IP (at most 20). */
   sharingEgressIp(ip: string, except: string): Promise<string[]>;
-  /** Proxies of `provider` in phase Replacing (the rollout budget). */
-  countReplacing(provider: string): Promise<number>;
+  /** Proxies of `provider`, and those of them in phase Replacing (the rollout budget). */
+  rolloutCounts(provider: string): Promise<RolloutCounts>;
   /** How many proxies are in each phase (every phase present). */
   countByPhase(): Promise<Record<string, number>>;
   /** Names of every proxy document (GC's ownership check). */

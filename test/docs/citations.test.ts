@@ -58,9 +58,9 @@ describe('code citations (`path#name`) in the docs', () => {
 
   it('finds functions, classes, methods and Terraform blocks, and misses what is not there', () => {
     const src =
-      'export function decide(x) {}\nexport class FirestoreProxyRepository {\n  async countReplacing(p: string) {}\n}\n';
+      'export function decide(x) {}\nexport class FirestoreProxyRepository {\n  async rolloutCounts(p: string) {}\n}\n';
     expect(missingDefinition(src, 'decide')).toBeUndefined();
-    expect(missingDefinition(src, 'FirestoreProxyRepository.countReplacing')).toBeUndefined();
+    expect(missingDefinition(src, 'FirestoreProxyRepository.rolloutCounts')).toBeUndefined();
     expect(missingDefinition(src, 'decideNothing')).toBe('decideNothing is not defined');
     expect(missingDefinition(src, 'FirestoreProxyRepository.nothing')).toBe(
       'FirestoreProxyRepository has no member nothing',

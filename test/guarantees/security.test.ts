@@ -84,7 +84,7 @@ beforeAll(async () => {
     registry: h.registry,
     logger: h.logger,
     bus: h.bus,
-    countReplacing: (p) => h.proxies.countReplacing(p),
+    rolloutCounts: (p) => h.proxies.rolloutCounts(p),
   };
 }, 60_000);
 

@@ -174,7 +174,7 @@ beforeAll(async () => {
     registry: h.registry,
     logger: h.logger,
     bus: h.bus,
-    countReplacing: (p) => h.proxies.countReplacing(p),
+    rolloutCounts: (p) => h.proxies.rolloutCounts(p),
   };
   requests = { proxies: h.proxies, bus: h.bus, logger: h.logger, maxEvents: 50 };
 }, 120_000);

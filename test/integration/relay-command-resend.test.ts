@@ -79,6 +79,31 @@ const heartbeat = () =>
       providers: [{ name: 'later', type: 'process', ok: true, message: 'ok' }],
     });
 
+/** Applies `name`, checks it (its create is sent), and lists its instance as the relay's report would. */
+async function listedInstance(name: string): Promise<string> {
+  await proxies.apply(applyRequest(name, 'later'), clock, clock);
+  await check(recordingBus(), name);
+  const iname = instanceName('it', name);
+  const created = await relays.command(RELAY, iname);
+  await db
+    .collection('relays')
+    .doc(RELAY)
+    .collection('instances')
+    .doc(iname)
+    .set({
+      name: iname,
+      proxy: name,
+      installationId: 'it',
+      specHash: created?.specHash ?? '',
+      state: 'Running',
+      ip: '127.0.0.1',
+      port: 1,
+      createdAt: clock,
+      provider: 'later',
+    });
+  return iname;
+}
+
 /** One check of `name`, with the relay up. */
 async function check(bus: Bus, name: string): Promise<void> {
   await heartbeat();
@@ -171,27 +196,7 @@ describe('relay commands that were lost are sent again', () => {
   });
 
   it('a delete recorded and never published is sent again by the next check, the same command', async () => {
-    await proxies.apply(applyRequest('lost-3', 'later'), clock, clock);
-    await check(recordingBus(), 'lost-3');
-    const iname = instanceName('it', 'lost-3');
-    // The relay applied the create and reported it: the instance is listed.
-    const created = await relays.command(RELAY, iname);
-    await db
-      .collection('relays')
-      .doc(RELAY)
-      .collection('instances')
-      .doc(iname)
-      .set({
-        name: iname,
-        proxy: 'lost-3',
-        installationId: 'it',
-        specHash: created?.specHash ?? '',
-        state: 'Running',
-        ip: '127.0.0.1',
-        port: 1,
-        createdAt: clock,
-        provider: 'later',
-      });
+    const iname = await listedInstance('lost-3');
     const provider = depsWith(recordingBus()).registry.get('later');
     const dying = dyingBus();
     void createRegistry({ config, relays, bus: dying, logger, now }).get('later')?.delete(iname);
@@ -204,5 +209,46 @@ describe('relay commands that were lost are sent again', () => {
     await createRegistry({ config, relays, bus, logger, now }).get('later')?.delete(iname);
     expect(bus.commands).toEqual([expect.objectContaining({ kind: 'delete', commandId: recorded?.commandId })]);
     await expect(provider?.get(iname)).resolves.toMatchObject({ state: 'Terminated' });
+  });
+
+  it('a delete waiting in the queue of the relay that has run since it was sent is not sent again until QUEUED_RESENDS delays have passed', async () => {
+    bootStartedAt = clock - 1000;
+    const iname = await listedInstance('queued-2');
+    const first = recordingBus();
+    await heartbeat();
+    await createRegistry({ config, relays, bus: first, logger, now }).get('later')?.delete(iname);
+    expect(first.commands).toEqual([expect.objectContaining({ kind: 'delete' })]);
+
+    // The reconcile asks again every look while the instance is listed; the same boot reports.
+    for (let i = 1; i < QUEUED_RESENDS; i++) {
+      clock += RESEND_SECONDS * 1000;
+      await heartbeat();
+      const early = recordingBus();
+      await createRegistry({ config, relays, bus: early, logger, now }).get('later')?.delete(iname);
+      expect(early.commands, `after ${i} resend delays`).toEqual([]);
+    }
+    clock += RESEND_SECONDS * 1000 + 1000;
+    await heartbeat();
+    const late = recordingBus();
+    await createRegistry({ config, relays, bus: late, logger, now }).get('later')?.delete(iname);
+    expect(late.commands).toEqual([first.commands[0]]);
+  });
+
+  it('a delete sent to a relay that restarted since is sent again after commandResendSeconds', async () => {
+    const iname = await listedInstance('lost-4');
+    const first = recordingBus();
+    await heartbeat();
+    await createRegistry({ config, relays, bus: first, logger, now }).get('later')?.delete(iname);
+    bootStartedAt = clock + 1000;
+    clock += (RESEND_SECONDS - 1) * 1000;
+    await heartbeat();
+    const early = recordingBus();
+    await createRegistry({ config, relays, bus: early, logger, now }).get('later')?.delete(iname);
+    expect(early.commands).toEqual([]);
+    clock += 2000;
+    await heartbeat();
+    const late = recordingBus();
+    await createRegistry({ config, relays, bus: late, logger, now }).get('later')?.delete(iname);
+    expect(late.commands).toEqual([first.commands[0]]);
   });
 });

@@ -90,7 +90,7 @@ const deps: CheckDeps = {
     probes.push(opts);
     return Promise.resolve(probeOk ? { ok: true, latencyMs: 2, egressIp: '10.9.9.9' } : { ok: false, latencyMs: 2 });
   },
-  countReplacing: () => Promise.resolve(0),
+  rolloutCounts: () => Promise.resolve({ replacing: 0, proxies: 0 }),
   // One warm instance: every sweep after the first runs on cached pages.
   sweepCache: new SweepCache(),
 };

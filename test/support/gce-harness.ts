@@ -78,7 +78,7 @@ export async function startGceHarness(
     proxies,
     bus,
     logger,
-    deps: { config, proxies, registry, logger, bus, countReplacing: (p) => proxies.countReplacing(p) },
+    deps: { config, proxies, registry, logger, bus, rolloutCounts: (p) => proxies.rolloutCounts(p) },
     close: () => world.close(),
   };
 }

@@ -73,7 +73,7 @@ export async function startKubeHarness(
     bus,
     logger,
     echo,
-    deps: { config, proxies, registry, logger, bus, providerStatus, countReplacing: (p) => proxies.countReplacing(p) },
+    deps: { config, proxies, registry, logger, bus, providerStatus, rolloutCounts: (p) => proxies.rolloutCounts(p) },
     async close() {
       await fake.close();
       await echo.close();

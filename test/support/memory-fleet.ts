@@ -111,7 +111,7 @@ export async function startMemoryFleet(options: MemoryFleetOptions = {}): Promis
   const keys = relayKeys.get(RELAY) ?? [];
   const registry = createRegistry({ config, relays, bus, logger, now, relayKeys });
   const checkDeps: CheckDeps = { config, proxies, registry, logger, bus, now, pools, demand, providerStatus };
-  checkDeps.countReplacing = (p) => proxies.countReplacing(p);
+  checkDeps.rolloutCounts = (p) => proxies.rolloutCounts(p);
   // As functions/requests and functions/relay-report: they check what they changed in their own invocation.
   const check = (names: string[]) => checkAndFollowUp(checkDeps, { names });
   const requestDeps: RequestDeps = { proxies, bus, logger, maxEvents: config.maxEvents, now, pools, config, check };

@@ -107,7 +107,7 @@ export async function startStaticHarness(
     demand: new FirestoreDemandRepository(db),
     db,
     echo,
-    deps: { config, proxies, registry, logger, bus, providerStatus, countReplacing: (p) => proxies.countReplacing(p) },
+    deps: { config, proxies, registry, logger, bus, providerStatus, rolloutCounts: (p) => proxies.rolloutCounts(p) },
     async resetClaims() {
       await db.recursiveDelete(db.collection(COLLECTIONS.staticClaims));
     },

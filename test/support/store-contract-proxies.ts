@@ -205,8 +205,8 @@ export function proxyContract(open: () => Promise<ProxyRepository>): void {
     const counts = await proxies.countByPhase();
     expect(Object.keys(counts).sort()).toEqual([...PHASES].sort());
     expect(counts).toMatchObject({ Pending: 2, Replacing: 1, Ready: 0 });
-    expect(await proxies.countReplacing('local')).toBe(1);
-    expect(await proxies.countReplacing('other')).toBe(0);
+    expect(await proxies.rolloutCounts('local')).toEqual({ replacing: 1, proxies: 3 });
+    expect(await proxies.rolloutCounts('other')).toEqual({ replacing: 0, proxies: 0 });
   });
 
   it('finds live peers sharing an egress IP', async () => {

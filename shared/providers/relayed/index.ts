@@ -143,14 +143,15 @@ class RelayedProvider implements Provider {
   }
 
   /**
-   * Whether a create sent at `sentAt` and still not applied counts as lost: when the relay started
-   * again since (the boot that held it may have applied it and died before reporting), or after
+   * Whether a command (a create or a delete) sent at `sentAt` and still not applied counts as
+   * lost: when the relay started again since (the boot that held it may have applied it and died
+   * before reporting), or after
    * {@link QUEUED_RESENDS} resend delays in any case (a command dead-lettered). While the boot it
    * was sent to keeps reporting, the command waits in that relay's queue: Pub/Sub delivers it
    * until it is acknowledged, and the relay acknowledges only what it applied. Resending it then
-   * only lengthens the queue, by a copy per create per delay once the queue is longer than one
-   * delay, and the relay applies (adopts) each copy in turn. The relay's start is on its own
-   * clock: a restart it dates before `sentAt` waits the longer delay.
+   * only lengthens the queue, by a copy per command per delay once the queue is longer than one
+   * delay, and the relay applies (adopts, or deletes again) each copy in turn. The relay's start
+   * is on its own clock: a restart it dates before `sentAt` waits the longer delay.
    */
   private async lost(sentAt: number): Promise<boolean> {
     if (this.now() - sentAt > this.resendAfterMs * QUEUED_RESENDS) return true;
@@ -161,9 +162,11 @@ class RelayedProvider implements Provider {
   async delete(name: string): Promise<void> {
     const cmd = await this.firestore('get', 'commands', () => this.deps.relays.command(this.relay, name));
     if (cmd?.kind === 'delete' && !cmd.done && cmd.provider === this.name) {
-      // In flight: sent and younger than the resend delay. Lost (never published, or not applied
-      // in time): the same command again.
-      if (cmd.sentAt !== undefined && this.now() - cmd.sentAt < this.resendAfterMs) return;
+      // In flight: sent, and not lost as a create would be (see `lost`: a relay busy with a long
+      // queue applies every copy in turn). Lost (never published, or not applied in time): the
+      // same command again.
+      if (cmd.sentAt !== undefined && !(this.now() - cmd.sentAt > this.resendAfterMs && (await this.lost(cmd.sentAt))))
+        return;
       const { commandId, issuedAt } = cmd;
       await this.publish(name, { kind: 'delete', commandId, relay: this.relay, provider: this.name, issuedAt, name });
       return;
@@ -267,7 +270,7 @@ class RelayedProvider implements Provider {
   }
 }
 
-/** A create sent to a relay that kept running is sent again after this many resend delays (see `lost`). */
+/** A command sent to a relay that kept running is sent again after this many resend delays (see `lost`). */
 export const QUEUED_RESENDS = 10;
 
 function pending(name: string, proxy: string, installationId: string, specHash: string, createdAt: number): Instance {

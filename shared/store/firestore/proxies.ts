@@ -11,7 +11,7 @@ import type { ProxyEvent } from '../records.js';
 import { appendEvent, readEvents, trimEvents } from './events.js';
 import { abortIfClosed } from '../grpc-codes.js';
 import { changeStamp, COLLECTIONS, readAtOf, updateTimeOf } from './client.js';
-import type { Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from '../ports.js';
+import type { Credentials, PageChanges, ProxyPage, ProxyRepository, RolloutCounts, StoredProxy } from '../ports.js';
 import {
   applyStep,
   deleteStep,
@@ -112,14 +112,13 @@ export class FirestoreProxyRepository implements ProxyRepository {
     return all;
   }
 
-  async countReplacing(provider: string): Promise<number> {
-    const snap = await this.db
-      .collection(COLLECTIONS.proxies)
-      .where('spec.provider', '==', provider)
-      .where('status.phase', '==', 'Replacing')
-      .count()
-      .get();
-    return snap.data().count;
+  async rolloutCounts(provider: string): Promise<RolloutCounts> {
+    const ofProvider = this.db.collection(COLLECTIONS.proxies).where('spec.provider', '==', provider);
+    const [replacing, proxies] = await Promise.all([
+      ofProvider.where('status.phase', '==', 'Replacing').count().get(),
+      ofProvider.count().get(),
+    ]);
+    return { replacing: replacing.data().count, proxies: proxies.data().count };
   }
 
   /** How many proxies are in each phase (one count query per phase; the `egress.proxies` metric). */

@@ -10,7 +10,15 @@ import type { ErrorInfo } from '../../errors.js';
 import { CredentialsMemo, credentialsThrough, generateCredentials } from '../credentials-memo.js';
 import { EVENT_RETENTION_MS, type ProxyEvent } from '../records.js';
 import { updateTimeText } from '../clock.js';
-import type { Clock, Credentials, PageChanges, ProxyPage, ProxyRepository, StoredProxy } from '../ports.js';
+import type {
+  Clock,
+  Credentials,
+  PageChanges,
+  ProxyPage,
+  ProxyRepository,
+  RolloutCounts,
+  StoredProxy,
+} from '../ports.js';
 import {
   applyStep,
   deleteStep,
@@ -104,9 +112,12 @@ export class MemoryProxyRepository implements ProxyRepository {
     return Promise.resolve(names.map(([name]) => name));
   }
 
-  countReplacing(provider: string): Promise<number> {
-    const docs = [...this.rows.values()].map((row) => row.doc);
-    return Promise.resolve(docs.filter((d) => d.spec.provider === provider && d.status.phase === 'Replacing').length);
+  rolloutCounts(provider: string): Promise<RolloutCounts> {
+    const docs = [...this.rows.values()].map((row) => row.doc).filter((d) => d.spec.provider === provider);
+    return Promise.resolve({
+      replacing: docs.filter((d) => d.status.phase === 'Replacing').length,
+      proxies: docs.length,
+    });
   }
 
   countByPhase(): Promise<Record<string, number>> {

@@ -143,7 +143,7 @@ export async function startWorld(options: WorldOptions): Promise<World> {
       registry,
       logger,
       bus,
-      countReplacing: (p) => proxies.countReplacing(p),
+      rolloutCounts: (p) => proxies.rolloutCounts(p),
       sweepCache,
       followUps,
     }),
