@@ -155,7 +155,7 @@ describe('relay agent', () => {
     );
 
   it('subscribes with flow control and reports at once', async () => {
-    expect(sub().options).toEqual({ name: config.subscription, maxInFlight: 8 });
+    expect(sub().options).toEqual({ name: config.subscription, maxInFlight: 16 });
     await agent.reportNow();
     const first = transport.reports[0];
     expect(first?.attributes).toMatchObject({ relay: 'local' });

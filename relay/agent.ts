@@ -48,8 +48,12 @@ export interface RelayAgent {
   reportNow(): Promise<void>;
 }
 
-/** Commands handled at once; more stay with Pub/Sub. */
-const MAX_IN_FLIGHT = 8;
+/**
+ * Commands handled at once; more stay with Pub/Sub. A command mostly waits (for a process or a
+ * guest to start listening, for one to exit): at 8, a 500-proxy churn kept all 8 busy 83 % of the
+ * time at about two commands a second while the relay used a fifth of a core.
+ */
+const MAX_IN_FLIGHT = 16;
 const STOP_GRACE_MS = 10_000;
 
 /** What a started agent holds until it stops. */

@@ -157,6 +157,22 @@ describe('command executor', () => {
     expect(backend.instances.has('ep-a')).toBe(false);
   });
 
+  it('applies a delete once: a copy of it is skipped, ok; a copy of one that failed is applied again', async () => {
+    const { backend, deps } = await setup();
+    await applyCommand(create('ep-a', 100), deps);
+    expect(await applyCommand(del('ep-a', 200, 'd1'), deps)).toMatchObject({ skipped: false, result: { ok: true } });
+    const copy = await applyCommand(del('ep-a', 200, 'd1'), deps);
+    expect(copy).toMatchObject({ kind: 'done', skipped: true, result: { commandId: 'd1', ok: true } });
+    expect(backend.calls.map((c) => c.op)).toEqual(['create', 'delete']);
+
+    await applyCommand(create('ep-b', 100), deps);
+    backend.fail = (op) => (op === 'delete' ? new RetryableError('busy') : undefined);
+    expect(await applyCommand(del('ep-b', 200, 'd2'), deps)).toMatchObject({ result: { ok: false } });
+    backend.fail = () => undefined;
+    expect(await applyCommand(del('ep-b', 200, 'd2'), deps)).toMatchObject({ skipped: false, result: { ok: true } });
+    expect(backend.instances.has('ep-b')).toBe(false);
+  });
+
   it('runs commands for different instances concurrently', async () => {
     const { backend, deps } = await setup();
     backend.delayMs = 100;

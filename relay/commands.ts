@@ -32,7 +32,7 @@ export function commandTarget(command: RelayCommand): string {
 /**
  * Applies one command now, without ordering (see {@link createCommandExecutor} for that).
  * A command issued before the last one applied to the same instance is skipped and reported ok,
- * so a late create cannot resurrect a deleted instance. Backend errors, transient ones included,
+ * so a late create cannot resurrect a deleted instance; so is a copy of the delete last applied. Backend errors, transient ones included,
  * become the result's `error`; only a ledger that cannot record the outcome asks for redelivery.
  */
 export async function applyCommand(command: RelayCommand, deps: CommandDeps): Promise<CommandOutcome> {
@@ -73,10 +73,20 @@ export async function applyCommand(command: RelayCommand, deps: CommandDeps): Pr
     });
     return { kind: 'done', skipped: true, result: { ...base, ok: true } };
   }
+  // A copy of the delete last applied (a resend after a restart, and the copy Pub/Sub redelivers):
+  // the instance is gone, and only a later command could have brought it back.
+  if (command.kind === 'delete' && last?.commandId === command.commandId && !last.failed) {
+    log.info('skipping a delete already applied');
+    return { kind: 'done', skipped: true, result: { ...base, ok: true } };
+  }
 
   const error = await runOnBackend(command, backend, log);
   try {
-    await deps.ledger.record(key, { commandId: command.commandId, issuedAt: command.issuedAt });
+    await deps.ledger.record(key, {
+      commandId: command.commandId,
+      issuedAt: command.issuedAt,
+      ...(error && { failed: true }),
+    });
   } catch (err) {
     // The effect happened but cannot be remembered: redelivery re-applies it idempotently.
     return {

@@ -11,6 +11,8 @@ export interface LedgerEntry {
   commandId: string;
   /** The command's `issuedAt` (epoch ms): anything issued earlier for this instance is stale. */
   issuedAt: number;
+  /** The backend failed it (absent in ledgers written before this was recorded: treated as applied). */
+  failed?: boolean;
 }
 
 /** A ledger entry as stored: when this relay applied it decides when it is forgotten. */
@@ -20,7 +22,10 @@ interface StoredEntry extends LedgerEntry {
 
 const ledgerFileSchema = z.object({
   version: z.literal(1),
-  commands: z.record(z.string(), z.object({ commandId: z.string(), issuedAt: z.number(), appliedAt: z.number() })),
+  commands: z.record(
+    z.string(),
+    z.object({ commandId: z.string(), issuedAt: z.number(), appliedAt: z.number(), failed: z.boolean().optional() }),
+  ),
 });
 
 /**
@@ -72,14 +77,19 @@ export class CommandLedger {
   /** The last command applied to `key`, if any. */
   get(key: string): LedgerEntry | undefined {
     const entry = this.entries.get(key);
-    return entry && { commandId: entry.commandId, issuedAt: entry.issuedAt };
+    return entry && { commandId: entry.commandId, issuedAt: entry.issuedAt, ...(entry.failed && { failed: true }) };
   }
 
   /** Records a command as applied and persists the ledger before resolving. */
   async record(key: string, entry: LedgerEntry): Promise<void> {
     const previous = this.entries.get(key);
     if (previous && previous.issuedAt > entry.issuedAt) return;
-    this.entries.set(key, { commandId: entry.commandId, issuedAt: entry.issuedAt, appliedAt: this.now() });
+    this.entries.set(key, {
+      commandId: entry.commandId,
+      issuedAt: entry.issuedAt,
+      appliedAt: this.now(),
+      ...(entry.failed && { failed: true }),
+    });
     await this.persist();
   }
 

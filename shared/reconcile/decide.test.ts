@@ -175,6 +175,31 @@ describe('decide: replacement waits for NotFound (rule report-until-gone) and St
   it('asks for a recheck while waiting for NotFound', () => {
     expect(decide(input({ observation: found({ state: 'Terminated' }) })).recheckAfterMs).toBe(policy.pollMs);
   });
+  it('looks at a replacement or a deletion that goes on less often as it waits (an eighth of its age, 20 s at most)', () => {
+    const since = (ageMs: number) => new Date(NOW - ageMs).toISOString();
+    const replacing = (ageMs: number) =>
+      status({
+        phase: 'Replacing',
+        conditions: [
+          { type: 'Ready', status: 'False', reason: 'Replacing', message: '', lastTransitionTime: since(ageMs) },
+        ],
+      });
+    const terminated = found({ state: 'Terminated' });
+    const recheck = (over: Partial<DecideInput>) => decide(input(over)).recheckAfterMs;
+    expect(recheck({ status: replacing(8000), observation: terminated })).toBe(policy.pollMs);
+    expect(recheck({ status: replacing(80_000), observation: terminated })).toBe(10_000);
+    // Not observable meanwhile (a relay's delete not applied yet): the same.
+    const unobserved: Observation = {
+      kind: 'error',
+      error: { code: 'Retryable', message: 'delete not yet applied', retryAfterMs: policy.pollMs },
+    };
+    expect(recheck({ status: replacing(80_000), observation: unobserved })).toBe(10_000);
+    const deleting = { status: status({ phase: 'Deleting' }), observation: terminated };
+    expect(recheck({ ...deleting, deletionRequestedAt: NOW - 4000 })).toBe(policy.pollMs);
+    expect(recheck({ ...deleting, deletionRequestedAt: NOW - 600_000 })).toBe(MAX_PENDING_RECHECK_MS);
+    // The first look of a new step is as soon as ever.
+    expect(recheck({ status: status({ phase: 'Ready' }), observation: terminated })).toBe(policy.pollMs);
+  });
 });
 
 describe('decide: spec hash (resolved placement), maxAge rotation, probes', () => {

@@ -29,7 +29,33 @@ import { neverReadyOf, stoppedMessage, triedWith, type NeverReady } from './neve
  * @example decide({ observation: { kind: 'notFound' }, ... }).action === 'create'
  */
 export function decide(input: DecideInput): Decision {
-  return input.deletionRequestedAt !== undefined ? decideDeleting(input) : decideLiving(input);
+  return lessOftenAsItAges(
+    input,
+    input.deletionRequestedAt !== undefined ? decideDeleting(input) : decideLiving(input),
+  );
+}
+
+/**
+ * A wait that goes on (still `Replacing` or `Deleting`, the instance not gone yet, or not
+ * observable) is looked at again as a starting instance is: every eighth of its age, at most
+ * {@link MAX_PENDING_RECHECK_MS}, instead of every `pollMs`. A relay-backed instance's change
+ * asks for a check at once (its report kicks one), so the looks are only a backstop; polling
+ * every proxy waiting on a relay with a queue minutes long every 2 s filled the `check` function
+ * with looks that found nothing new (about 100 a second for 200 waiting proxies), ahead of the
+ * kicks that had news.
+ */
+function lessOftenAsItAges(input: DecideInput, decision: Decision): Decision {
+  const { status, policy, now } = input;
+  const repeating = decision.action === 'delete' || input.observation.kind === 'error';
+  if (!repeating || decision.recheckAfterMs !== policy.pollMs || decision.phase !== status.phase) return decision;
+  const since =
+    status.phase === 'Deleting'
+      ? input.deletionRequestedAt
+      : status.phase === 'Replacing'
+        ? Date.parse(status.conditions.find((c) => c.type === 'Ready')?.lastTransitionTime ?? '')
+        : undefined;
+  if (since === undefined || !Number.isFinite(since)) return decision;
+  return { ...decision, recheckAfterMs: pendingRecheckMs(now - since, policy.pollMs) };
 }
 
 function decideDeleting({ observation: o, status, policy, pooled, deletionRequestedAt, now }: DecideInput): Decision {

@@ -4,6 +4,8 @@
  * processes and cuts of the emulators' connections at random moments; then the fleet must settle
  * to exactly what was last asked, with nothing leaked, and the stack must stop everything it started.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startLocalStack } from '../e2e/stack.js';
 import { mulberry32 } from '../guarantees/support/prng.js';
 import { loadTopology } from '../../infra/local/topology.js';
@@ -167,6 +169,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     };
   } finally {
     const code = await stack.interrupt();
+    // The stack's own output (its fronts, schedules and the gateway log there) beside the others'.
+    writeFileSync(join(stack.home, 'logs', 'stack.log'), stack.output());
+    opts.log(`logs: ${join(stack.home, 'logs')}`);
     const left = proxyProcesses(stack.home);
     if (code !== 0) problems.push(`the stack exited with ${code}`);
     if (left.length > 0) problems.push(`${left.length} proxy processes still run after the stack stopped`);
