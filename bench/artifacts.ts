@@ -21,6 +21,8 @@ export interface Artifacts {
   proxyChainProcess: string;
   /** The gateway as its own process (bench/fixtures/gateway-process.ts). */
   gatewayProcess: string;
+  /** The peers bench's loopback target as its own process (bench/fixtures/target-process.ts). */
+  targetProcess: string;
   close(): void;
 }
 
@@ -93,6 +95,7 @@ export async function prepareArtifacts(root: string): Promise<Artifacts> {
     echoPool: await script('echo-proxy-pool'),
     gatewayProcess: await script('gateway-process'),
     proxyChainProcess: await script('proxy-chain-process'),
+    targetProcess: await script('target-process'),
     close: () => rmSync(dir, { recursive: true, force: true }),
   };
 }

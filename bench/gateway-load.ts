@@ -53,6 +53,9 @@ export async function throughput(
   return done / (ms / 1000);
 }
 
+/** How long one tunnel of `holdTunnels` may take to be set up and answer its first request. */
+const TUNNEL_TIMEOUT_MS = 30_000;
+
 /**
  * Opens `count` CONNECT tunnels to `authority` through `hop`, each used for one request to prove it
  * is established, and keeps them open.
@@ -81,6 +84,11 @@ export async function holdTunnels(
       };
       s.once('error', fail);
       s.once('close', fail);
+      // A tunnel not through in this long counts as failed (a proxy at its MaxClients accepts
+      // the connection and never answers it), so the bench goes on instead of waiting forever.
+      s.setTimeout(TUNNEL_TIMEOUT_MS, () => {
+        if (!settled) fail();
+      });
       s.once('connect', () =>
         s.write(
           `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${hop.authorization}\r\n\r\n`,
@@ -95,6 +103,7 @@ export async function holdTunnels(
           s.write(`GET / HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
         } else if (established && buffered.includes('\r\n\r\n')) {
           settled = true;
+          s.setTimeout(0);
           s.removeAllListeners('data');
           s.removeAllListeners('close');
           sockets.push(s);

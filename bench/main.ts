@@ -4,12 +4,13 @@
  * Options: `--quick` (small sizes, few repeats, short peer rounds), `--sizes=100,1000,10000`,
  * `--only=cold,orch,fleet,libvirt,gateway,learning,peers,local,demand` (`demand` starts `npm start`'s
  * stack at EGRESS_PORT_OFFSET, default 1500; `--quick` halves its trace), `--tunnels=N` (CONNECT tunnels the
- * peer section holds for its RSS row; default 10,000, 200 with `--quick`),
+ * peer section holds for its RSS row; default 10,000, or as many as one proxy process can hold
+ * under the open-file limit (9,800 at 20,000 files); 200 with `--quick`),
  * `--soak[=SECONDS]` (the gateway's RSS soak, default 600 s: the issue's 10 minutes; left out
  * of the default run so it stays short),
  * `--out=DIR` (default test-results/bench).
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -49,6 +50,23 @@ const optionsSchema = z.object({
   out: z.string().min(1).optional(),
 });
 
+/**
+ * At most `wanted` tunnels, and no more than a proxy process can hold here: each tunnel is two
+ * sockets in the proxy (its client and its upstream), and every peer runs as one process under the
+ * same open-file limit (20,000 on this machine: 10,000 tunnels are out of reach of any of them).
+ */
+function tunnelsWithinFileLimit(wanted: number): number {
+  const line = existsSync('/proc/self/limits')
+    ? readFileSync('/proc/self/limits', 'utf8')
+        .split('\n')
+        .find((l) => l.startsWith('Max open files'))
+    : undefined;
+  const soft = Number(line?.split(/\s{2,}/)[1]);
+  if (!Number.isFinite(soft)) return wanted;
+  // Room for what each process holds besides its tunnels (listeners, logs, helpers).
+  return Math.min(wanted, Math.floor((soft - 400) / 2 / 100) * 100);
+}
+
 function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
   const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
   const quick = argv.includes('--quick');
@@ -64,7 +82,7 @@ function parseOptions(argv: string[]): z.infer<typeof optionsSchema> {
     'local',
     'demand',
   ];
-  const tunnels = Number(value('tunnels') ?? (quick ? 200 : 10_000));
+  const tunnels = Number(value('tunnels') ?? (quick ? 200 : tunnelsWithinFileLimit(10_000)));
   const soak = argv.includes('--soak') ? 600 : value('soak') === undefined ? undefined : Number(value('soak'));
   return optionsSchema.parse({ quick, sizes, only, tunnels, soak, out: value('out') });
 }

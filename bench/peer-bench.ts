@@ -8,8 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -199,32 +198,11 @@ async function tunnelsPerSecond(open: () => Promise<void>, concurrency: number, 
   return done / (ms / 1000);
 }
 
-/** The loopback target: `GET /` answers 3 bytes, `GET /big` answers `bodyBytes` of zeros. */
-async function startTarget(bodyBytes: number) {
-  const chunk = Buffer.alloc(1 << 20);
-  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
-    if (req.url !== '/big') return void res.writeHead(200, { 'content-length': '3' }).end('ok\n');
-    res.writeHead(200, { 'content-length': String(bodyBytes) });
-    let left = bodyBytes;
-    const pump = () => {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        left -= n;
-        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void res.once('drain', pump);
-      }
-      res.end();
-    };
-    pump();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return {
-    authority: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+/** The loopback target (bench/fixtures/target-process.ts): `GET /` answers 3 bytes, `GET /big` answers `bodyBytes` of zeros. */
+async function startTarget(artifacts: Artifacts, bodyBytes: number) {
+  const { child, line } = await startNode([artifacts.targetProcess, String(bodyBytes)], process.env, true);
+  const { port } = z.object({ port: z.number() }).parse(JSON.parse(line));
+  return { authority: `127.0.0.1:${port}`, close: () => child.stop() };
 }
 
 type Started = { child: BenchChild; hop: ProxyHop & { user: string; pass: string } };
@@ -255,14 +233,15 @@ export async function runPeerBench(
   const rounds = opts.quick ? 2 : 5;
   const roundSeconds = opts.quick ? 2 : 4;
   const bodyMb = opts.quick ? 20 : 100;
-  const target = await startTarget(bodyMb * 2 ** 20);
+  const target = await startTarget(artifacts, bodyMb * 2 ** 20);
   const stopTarget = cleanup.add(() => target.close());
   const url = `http://${target.authority}/`;
   const upstreams: TinyproxyFleet[] = [];
   const stops: (() => Promise<void>)[] = [stopTarget];
   try {
     for (let i = 0; i < 4; i++) {
-      const u = await startTinyproxyFleet();
+      // Every peer holds its tunnels through these four: room for all of them (a fleet proxy serves 200).
+      const u = await startTinyproxyFleet(Math.ceil(opts.tunnels / 4) + 100);
       upstreams.push(u);
       stops.push(cleanup.add(() => u.stop()));
     }

@@ -18,8 +18,11 @@ export interface TinyproxyFleet {
   stop(): Promise<void>;
 }
 
-/** @throws Error (from `spawnTinyproxy`) when tinyproxy does not listen within 10 s */
-export async function startTinyproxyFleet(): Promise<TinyproxyFleet> {
+/**
+ * @param maxClients - connections it serves at once (the fleet's proxies: 200)
+ * @throws Error (from `spawnTinyproxy`) when tinyproxy does not listen within 10 s
+ */
+export async function startTinyproxyFleet(maxClients?: number): Promise<TinyproxyFleet> {
   const dir = mkdtempSync(join(tmpdir(), 'egress-bench-tinyproxy-'));
   const listen = { host: '127.0.0.1', port: await freePort() };
   const credentials = { username: 'bench', password: 'bench-secret' };
@@ -33,7 +36,7 @@ export async function startTinyproxyFleet(): Promise<TinyproxyFleet> {
     const options = {
       program: TINYPROXY_PATH,
       markers,
-      config: tinyproxyConfig({ ...listen, credentials, egress: localEgressPolicy([]) }),
+      config: tinyproxyConfig({ ...listen, credentials, egress: localEgressPolicy([]), maxClients }),
       listen,
       configPath: join(dir, 'tinyproxy.conf'),
       logPath: join(dir, 'tinyproxy.log'),

@@ -39,6 +39,8 @@ export interface ProxyConfig extends HostPort {
   upstream?: HostPort | undefined;
   /** Its provider's egress policy: CONNECT only to its ports (the kernel fence covers the rest). */
   egress: EgressPolicy;
+  /** Connections served at once (tinyproxy's `MaxClients`; default 200); more wait to be accepted. */
+  maxClients?: number | undefined;
 }
 
 /**
@@ -57,7 +59,7 @@ export function tinyproxyConfig(config: ProxyConfig): string {
     `Port ${config.port}`,
     `Listen ${config.host}`,
     'Timeout 600',
-    'MaxClients 200',
+    `MaxClients ${config.maxClients ?? 200}`,
     'LogLevel Warning',
     'DisableViaHeader Yes',
     basicAuthDirective(config.credentials),
