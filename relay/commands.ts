@@ -32,8 +32,9 @@ export function commandTarget(command: RelayCommand): string {
 /**
  * Applies one command now, without ordering (see {@link createCommandExecutor} for that).
  * A command issued before the last one applied to the same instance is skipped and reported ok,
- * so a late create cannot resurrect a deleted instance; so is a copy of the delete last applied. Backend errors, transient ones included,
- * become the result's `error`; only a ledger that cannot record the outcome asks for redelivery.
+ * so a late create cannot resurrect a deleted instance; so is a copy of the delete last applied.
+ * Backend errors, transient ones included, become the result's `error`; only a ledger that cannot
+ * record the outcome asks for redelivery.
  */
 export async function applyCommand(command: RelayCommand, deps: CommandDeps): Promise<CommandOutcome> {
   const name = commandTarget(command);

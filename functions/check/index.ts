@@ -12,7 +12,5 @@ const followUps = new FollowUpLedger();
 
 cloudEvent(
   'check',
-  pubSubHandler('check', (rt, message) =>
-    handleCheckMessage({ ...rt, rolloutCounts: rt.rolloutCounts, sweepCache, followUps }, message),
-  ),
+  pubSubHandler('check', (rt, message) => handleCheckMessage({ ...rt, sweepCache, followUps }, message)),
 );

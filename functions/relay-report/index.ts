@@ -12,7 +12,7 @@ cloudEvent(
   'relay-report',
   pubSubHandler('relay-report', (rt, message) => {
     rt.warnUnsignedRelayMessages();
-    const check = (names: string[]) => checkAndFollowUp({ ...rt, rolloutCounts: rt.rolloutCounts }, { names });
+    const check = (names: string[]) => checkAndFollowUp(rt, { names });
     return handleRelayReport({ ...rt, check }, message);
   }),
 );

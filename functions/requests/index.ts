@@ -11,9 +11,6 @@ import { handleRequest } from '../../shared/requests.js';
 cloudEvent(
   'requests',
   pubSubHandler('requests', (rt, message) =>
-    handleRequest(
-      { ...rt, check: (names) => checkAndFollowUp({ ...rt, rolloutCounts: rt.rolloutCounts }, { names }) },
-      message,
-    ),
+    handleRequest({ ...rt, check: (names) => checkAndFollowUp(rt, { names }) }, message),
   ),
 );

@@ -126,7 +126,7 @@ class RelayedProvider implements Provider {
       if (cmd.sentAt === undefined) {
         if (this.now() - cmd.issuedAt > this.sendingMs)
           throw new NotFoundError(`create of ${name} was recorded but never published; sending it again`);
-      } else if (this.now() - cmd.sentAt > this.resendAfterMs && (await this.lost(cmd.sentAt))) {
+      } else if (await this.lost(cmd.sentAt)) {
         throw new NotFoundError(
           `create of ${name} not applied by relay ${this.relay} after ${Math.round((this.now() - cmd.sentAt) / 1000)}s; sending it again`,
         );
@@ -144,9 +144,9 @@ class RelayedProvider implements Provider {
 
   /**
    * Whether a command (a create or a delete) sent at `sentAt` and still not applied counts as
-   * lost: when the relay started again since (the boot that held it may have applied it and died
-   * before reporting), or after
-   * {@link QUEUED_RESENDS} resend delays in any case (a command dead-lettered). While the boot it
+   * lost: never within the resend delay; after it, when the relay started again since (the boot
+   * that held it may have applied it and died before reporting), or after {@link QUEUED_RESENDS}
+   * resend delays in any case (a command dead-lettered). While the boot it
    * was sent to keeps reporting, the command waits in that relay's queue: Pub/Sub delivers it
    * until it is acknowledged, and the relay acknowledges only what it applied. Resending it then
    * only lengthens the queue, by a copy per command per delay once the queue is longer than one
@@ -154,6 +154,7 @@ class RelayedProvider implements Provider {
    * is on its own clock: a restart it dates before `sentAt` waits the longer delay.
    */
   private async lost(sentAt: number): Promise<boolean> {
+    if (this.now() - sentAt <= this.resendAfterMs) return false;
     if (this.now() - sentAt > this.resendAfterMs * QUEUED_RESENDS) return true;
     const relay = await this.firestore('get', '', () => this.deps.relays.relay(this.relay));
     return !relay || relay.startedAt > sentAt;
@@ -165,8 +166,7 @@ class RelayedProvider implements Provider {
       // In flight: sent, and not lost as a create would be (see `lost`: a relay busy with a long
       // queue applies every copy in turn). Lost (never published, or not applied in time): the
       // same command again.
-      if (cmd.sentAt !== undefined && !(this.now() - cmd.sentAt > this.resendAfterMs && (await this.lost(cmd.sentAt))))
-        return;
+      if (cmd.sentAt !== undefined && !(await this.lost(cmd.sentAt))) return;
       const { commandId, issuedAt } = cmd;
       await this.publish(name, { kind: 'delete', commandId, relay: this.relay, provider: this.name, issuedAt, name });
       return;
