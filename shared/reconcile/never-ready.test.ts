@@ -173,6 +173,23 @@ describe('decide: a proxy never reachable is not replaced forever (neverReadyLim
     expect(resumed.status.unreachable).toBeUndefined();
     expect(unreachableInstances(5, status, 2).creates).toBe(3);
   });
+
+  it('the last instance of the stopped generation, still being deleted when the spec is applied again, is not counted for the new one', () => {
+    // The relay's report that the deletion is done can come a second or more after the apply: the
+    // instance is still found (Terminated) by the new generation's first checks.
+    const { status } = unreachableInstances(3);
+    const leaving = instance(3, { state: 'Terminated', health: undefined });
+    let resumed = step(status, { kind: 'found', instance: leaving }, 2);
+    expect(resumed.d.neverReady).toBeUndefined();
+    resumed = step(resumed.status, { kind: 'found', instance: leaving }, 2);
+    expect(resumed.d.neverReady).toBeUndefined();
+    // Nothing counted for generation 2: the record is generation 1's, kept until its instance is gone.
+    expect(resumed.status.unreachable).toMatchObject({ generation: 1, stopped: true });
+    const gone = step(resumed.status, { kind: 'notFound' }, 2);
+    expect(gone.d.action).toBe('create');
+    expect(gone.status.unreachable).toBeUndefined();
+    expect(unreachableInstances(5, resumed.status, 2).creates).toBe(3);
+  });
 });
 
 describe('apply: the same spec applied again to a stopped proxy is the retry', () => {

@@ -45,8 +45,9 @@ export function neverReadyOf(
   // nothing about the path to it, and counting it would stop a whole fleet during an echo outage.
   const error = instance.health?.ok === false ? instance.health.error : undefined;
   if (error !== undefined && !proxyNotReached(error)) return undefined;
-  const counted = countedFor(status.unreachable, generation);
+  if (countedEarlier(status.unreachable, generation, instance)) return undefined;
   const id = iso(instance.createdAt);
+  const counted = countedFor(status.unreachable, generation);
   // The address the prober used (shared/reconcile/observe.ts): the VPC one where there is one.
   const probed = instance.probeIp || instance.ip;
   const tried = counted.includes(id) ? counted.length : counted.length + 1;
@@ -56,6 +57,16 @@ export function neverReadyOf(
     error: instance.health?.error ?? `instance was ${instance.state} before passing a probe`,
     stop: tried >= limit,
   };
+}
+
+/**
+ * Whether `instance` was counted for an earlier generation than `generation`: the last instance of
+ * a stopped count, still on its way out when the spec was applied again (the relay's report that
+ * the deletion is done can come seconds after the apply). The new generation's count is of
+ * instances made for it, so such an instance is not counted again.
+ */
+export function countedEarlier(record: ProxyStatus['unreachable'], generation: number, instance: Instance): boolean {
+  return record !== undefined && record.generation !== generation && record.instances.includes(iso(instance.createdAt));
 }
 
 /** The instances counted for `generation` (an older generation's count no longer applies). */

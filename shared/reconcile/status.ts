@@ -4,7 +4,7 @@ import type { Condition, ConditionType, ProxyStatus } from '../domain/status.js'
 import type { ErrorInfo } from '../errors.js';
 import { backoffMs, failedConditions, type Decision, type Observation, type Policy } from './decision.js';
 import { classifyFailure } from './failure.js';
-import { countNeverReady, passedProbe } from './never-ready.js';
+import { countedEarlier, countNeverReady, passedProbe } from './never-ready.js';
 import { fingerprintToKeep, pinnedFingerprint, tlsCondition } from './tls-pin.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -73,7 +73,13 @@ export function nextStatus(
   if (decision.action === 'create') next.everCreated = true;
   if (decision.neverReady) next.unreachable = countNeverReady(previous.unreachable, generation, decision.neverReady);
   // A count from an older generation no longer applies: the apply that moved it resumes creation.
-  else if (next.unreachable && next.unreachable.generation !== generation) delete next.unreachable;
+  // It is kept while an instance it counted is still seen, so that one is not counted again.
+  else if (
+    next.unreachable &&
+    next.unreachable.generation !== generation &&
+    !(observation.kind === 'found' && countedEarlier(next.unreachable, generation, observation.instance))
+  )
+    delete next.unreachable;
   if (decision.phase === 'Ready') {
     delete next.retry;
     delete next.failedSpecHash;
