@@ -2,10 +2,11 @@
  * Test projects, in three groups: `unit` (beside the sources) and `integration` (real emulators);
  * then `guests` (real qemu guests), `e2e` (the local stack) and `waits` (integration files that
  * mostly wait on real time); then `chaos` (the live stack under faults). One `vitest run` runs the
- * groups in turn, guests and e2e files one at a time; `npm test` (scripts/test.mjs) runs `guests`
- * and `e2e` + `waits` as two vitest processes at once.
+ * groups in turn, guest files one at a time, e2e files two at a time; `npm test` (scripts/test.mjs)
+ * runs `guests`, `e2e` and `waits` as three vitest processes at once.
  */
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * Files at once in the unit and integration projects (one group: they must agree). Vitest's
@@ -30,8 +31,42 @@ const WAITING_TESTS = ['test/integration/relay-lost-pull.test.ts'];
 /** The tests that boot real guests under libvirt's qemu driver (test/support/qemu-host.ts). */
 const GUEST_TESTS = ['test/integration/kvm-guest.test.ts', 'test/providers/contract-guests.test.ts'];
 
+/**
+ * Files that take minutes, longest first (seconds in CI run 10 of 2026-12-07): they start first in
+ * their project. Vitest orders files by the durations it cached in an earlier run; a clean clone has
+ * none, and its fallback (larger files first) started pool-rotation.test.ts (183 s, 5 KB) at 299 s
+ * of a 483 s phase. A name missing here only starts later; a stale one changes nothing else.
+ */
+const SLOW_FILES = [
+  'test/guarantees/crash-points.test.ts', // 202 s
+  'test/integration/pool-rotation.test.ts', // 183 s
+  'test/guarantees/redelivery.test.ts', // 159 s
+  'test/guarantees/concurrency.test.ts', // 121 s
+  'test/integration/pools.test.ts', // 78 s
+  'test/e2e/pools.test.ts', // 160 s
+  'test/integration/kvm-guest.test.ts', // 238 s
+];
+
+/** Vitest's order, with the {@link SLOW_FILES} first within their project. */
+class SlowFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = SLOW_FILES.findIndex((slow) => f.moduleId.endsWith(`/${slow}`));
+      return i < 0 ? SLOW_FILES.length : i;
+    };
+    // Projects stay in the blocks vitest put them in; only the order within a block changes.
+    const block = new Map<string, number>();
+    for (const f of sorted) if (!block.has(f.project.name)) block.set(f.project.name, block.size);
+    const keyed = sorted.map((f, i) => ({ f, key: [block.get(f.project.name) ?? 0, rank(f), i] }));
+    keyed.sort((a, b) => a.key[0]! - b.key[0]! || a.key[1]! - b.key[1]! || a.key[2]! - b.key[2]!);
+    return keyed.map((k) => k.f);
+  }
+}
+
 export default defineConfig({
   test: {
+    sequence: { sequencer: SlowFirst },
     reporters: ['default', 'json'],
     outputFile: { json: 'test-results/vitest.json' },
     projects: [
@@ -86,8 +121,9 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           exclude: [CHAOS_TEST],
           sequence: { groupOrder: 1 },
-          // The files share one local stack (fixed ports from firebase.json): one file at a time.
-          fileParallelism: false,
+          // Two files at once: each starts a stack of its own (its own EGRESS_PORT_OFFSET, home,
+          // relay state, fence uids and nft tables), and mostly waits on it.
+          maxWorkers: 2,
           testTimeout: 180_000,
           hookTimeout: 180_000,
         },

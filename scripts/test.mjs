@@ -2,9 +2,9 @@
 // the end-to-end files (which mostly wait on their stack) instead of after them, while the
 // timing-sensitive integration files and the chaos run have the machine to themselves.
 //   1. unit + integration        one vitest, three files at a time (vitest.config.ts)
-//   2. guests | e2e + waits       two vitest processes at once: the guest files one at a time; the
-//                                 e2e files one at a time beside the integration files that mostly
-//                                 wait on real time (vitest.config.ts WAITING_TESTS)
+//   2. guests | e2e | waits       three vitest processes at once: the guest files one at a time, the
+//                                 e2e files two at a time (a stack each), and the integration files
+//                                 that mostly wait on real time (vitest.config.ts WAITING_TESTS)
 //   3. chaos                      alone
 // Every phase runs even when an earlier one failed; the exit code is non-zero when any did. Each
 // vitest writes its JSON report to test-results/vitest-<projects>.json (vitest-unit+integration.json,
@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
-const PHASES = [[['unit', 'integration']], [['guests'], ['e2e', 'waits']], [['chaos']]];
+const PHASES = [[['unit', 'integration']], [['guests'], ['e2e'], ['waits']], [['chaos']]];
 const extra = process.argv.slice(2);
 
 /** Runs one vitest over `projects`; with `prefix`, each output line carries the phase's name. */

@@ -38,7 +38,8 @@ const proxy = async (name: string) => {
 };
 const phase = async (name: string) => (await proxy(name))?.status.phase;
 const ready = (name: string, ms: number) => eventually(async () => expect(await phase(name)).toBe('Ready'), ms, 500);
-const pidsOf = (name: string) => processesMatching(`--egress-proxy=${instanceName('local', name)}`);
+/** This stack's proxy processes of `name` (another stack's proxy of the same name may run beside it). */
+const pidsOf = (name: string) => processesMatching(`--egress-proxy=${instanceName('local', name)}`, stack.home);
 async function curlThrough(name: string): Promise<string> {
   const doc = await proxy(name);
   const creds = (await stack.db.collection('credentials').doc(name).get()).data();

@@ -100,13 +100,14 @@ function logTrail(dir: string, needles: string[]): string[] {
   return lines.sort((a, b) => a.time.localeCompare(b.time)).map((l) => l.text);
 }
 
-/** PIDs of every process whose command line carries `needle`. */
-export function processesMatching(needle: string): number[] {
+/** PIDs of every process whose command line carries every one of `needles`. */
+export function processesMatching(...needles: string[]): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle)) pids.push(Number(entry));
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (needles.every((n) => cmdline.includes(n))) pids.push(Number(entry));
     } catch {
       // the process ended while we looked
     }
