@@ -46,6 +46,43 @@ describe('gateway metrics', () => {
     expect(keys.filter((k) => k.includes('session'))).toEqual([]);
   });
 
+  it('keeps the sessions of two pools apart, and every figure adds up across collections', async () => {
+    const metrics = new GatewayMetrics();
+    const crawl = metrics.recorder('crawl');
+    const shop = metrics.recorder('shop');
+    crawl.attempt({ proxy: 'p1', domain: 'x', session: 's1' }, 'ok', 0.01);
+    shop.attempt({ proxy: 'p1', domain: 'x', session: 's2' }, 'ok', 0.01);
+    shop.attempt({ proxy: 'p1', domain: 'x', session: 's2' }, 'failed', 1);
+    const sessions = async () =>
+      (await points(metrics, GATEWAY_METRIC_NAMES.sessionAttempts)).map((p) => [
+        p.attributes['pool.name'],
+        p.attributes['gateway.outcome'],
+        p.value,
+      ]);
+    expect(await sessions()).toEqual([
+      ['crawl', 'ok', 1],
+      ['shop', 'ok', 1],
+      ['shop', 'failed', 1],
+    ]);
+    // Cumulative: a second collection after more traffic reports the running totals.
+    shop.attempt({ proxy: 'p1', domain: 'x', session: 's3' }, 'ok', 0.01);
+    shop.bytes({ proxy: 'p1', domain: 'x', session: 's3' }, 10, 1);
+    shop.bytes({ proxy: 'p1', domain: 'x', session: 's3' }, 5, 2);
+    expect(await sessions()).toEqual([
+      ['crawl', 'ok', 1],
+      ['shop', 'ok', 2],
+      ['shop', 'failed', 1],
+    ]);
+    const io = await points(metrics, GATEWAY_METRIC_NAMES.proxyIo);
+    expect(io.map((p) => [p.attributes['network.io.direction'], p.value])).toEqual([
+      ['receive', 15],
+      ['transmit', 3],
+    ]);
+    crawl.failure();
+    crawl.failure();
+    expect(await points(metrics, GATEWAY_METRIC_NAMES.failures)).toEqual([{ attributes: {}, value: 2 }]);
+  });
+
   it('reads totals per proxy back (the exit summary)', async () => {
     const metrics = new GatewayMetrics();
     const usage = metrics.recorder(undefined);

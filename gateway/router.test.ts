@@ -1,8 +1,9 @@
 /** FleetRouter's tries: how many proxies one request may go through, and what a refusal costs. */
 import { describe, expect, it } from 'vitest';
 import type { DemandReport } from '../shared/domain/autoscale.js';
+import { createLogger } from '../shared/logger.js';
 import { DemandReporter } from './demand.js';
-import { FleetRouter } from './router.js';
+import { FleetRouter, type Attempt } from './router.js';
 import { createMemoryFleetApi, upstreamNamed } from './testing.js';
 
 async function routerOver(names: string[]) {
@@ -41,6 +42,35 @@ describe('router tries', () => {
     });
     expect(routed.ok).toBe(false);
     expect(tried).toHaveLength(3);
+  });
+
+  it('a slow request is logged with each attempt: its proxy, its outcome and its time', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ write: (line) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const router = new FleetRouter({
+      fleet: createMemoryFleetApi(['a', 'b'].map(upstreamNamed)).api,
+      logger,
+      slowRouteMs: 50,
+    });
+    await router.refresh(true);
+    const slowly = (value: Attempt<string>) => new Promise<Attempt<string>>((r) => setTimeout(() => r(value), 30));
+    // Both fast: nothing logged.
+    await router.route({ session: 's', domain: 'x' }, () => Promise.resolve({ ok: true as const, value: 'fast' }));
+    expect(lines.filter((l) => l['message'] === 'slow request through the fleet')).toEqual([]);
+    let calls = 0;
+    const routed = await router.route({ session: undefined, domain: 'x' }, (u) =>
+      slowly(calls++ === 0 ? reset : { ok: true as const, value: u.name }),
+    );
+    expect(routed.ok).toBe(true);
+    const slow = lines.find((l) => l['message'] === 'slow request through the fleet');
+    expect(slow).toMatchObject({ severity: 'WARNING', domain: 'x' });
+    expect(slow?.['ms']).toBeGreaterThanOrEqual(50);
+    const attempts = slow?.['attempts'] as string[];
+    const first = routed.ok && routed.value === 'a' ? 'b' : 'a';
+    expect(attempts.map((a) => a.replace(/\d+ ms/, 'N ms'))).toEqual([
+      `${first}: ECONNRESET (N ms)`,
+      `${first === 'a' ? 'b' : 'a'}: ok (N ms)`,
+    ]);
   });
 
   it('a stale address asks for the list again at once, at most once a second', async () => {

@@ -27,12 +27,20 @@ export interface RouterOptions {
   demand?: DemandReporter;
   logger?: Logger;
   now?: () => number;
+  /** Attempts that took this long in all are logged with their proxies and times (default 5 s). */
+  slowRouteMs?: number;
 }
 
 /** Refused connections that do not count as tries, per request (then they do). */
 const MAX_REFUSED = 8;
 /** A stale address seen asks for the list again now, at most once in this window. */
 const STALE_REFRESH_MS = 1000;
+/**
+ * A request (or tunnel) whose attempts took this long before an answer or a failure is logged with
+ * each attempt's proxy, outcome and time, by default: clients commonly give up after 10 s, and
+ * without the attempts a request lost that way leaves no trace at the gateway.
+ */
+const SLOW_ROUTE_MS = 5000;
 
 /** What one attempt through one proxy came to. */
 export type Attempt<T> =
@@ -312,6 +320,9 @@ export class FleetRouter {
   ): Promise<Routed<T>> {
     const tried = new Set<string>();
     const reasons: string[] = [];
+    const began = performance.now();
+    /** Each attempt's proxy, outcome and milliseconds, for the slow-route warning. */
+    const spent: string[] = [];
     let fallback: { value: T; discard: () => void; upstream: Upstream } | undefined;
     // A refused connection costs no time and says the proxy is gone (a list a moment stale while
     // proxies are deleted): it does not use up a try, up to MAX_REFUSED of them.
@@ -327,10 +338,13 @@ export class FleetRouter {
       const result = await attempt(upstream);
       const use = { proxy: upstream.name, domain: ctx.domain, session: ctx.session };
       const outcome = result.ok ? 'ok' : result.banned ? 'banned' : 'failed';
-      this.metrics.attempt(use, outcome, (performance.now() - startedAt) / 1000);
+      const ms = performance.now() - startedAt;
+      this.metrics.attempt(use, outcome, ms / 1000);
+      spent.push(`${upstream.name}: ${result.ok ? 'ok' : result.reason} (${Math.round(ms)} ms)`);
       if (result.ok) {
         fallback?.discard();
         this.selector.recordSuccess(upstream.name, ctx.domain);
+        this.warnIfSlow(ctx.domain, began, spent);
         return { ok: true, value: result.value, upstream };
       }
       reasons.push(`${upstream.name}: ${result.reason}`);
@@ -364,7 +378,20 @@ export class FleetRouter {
       }
       if (!result.retry) break;
     }
+    this.warnIfSlow(ctx.domain, began, spent);
     if (fallback) return { ok: false, reasons, fallback: fallback.value, upstream: fallback.upstream };
     return { ok: false, reasons };
+  }
+
+  /** Logs the attempts of a route that took `slowRouteMs` ({@link SLOW_ROUTE_MS}) or more. */
+  private warnIfSlow(domain: string, began: number, attempts: string[]): void {
+    const ms = performance.now() - began;
+    if (ms < (this.options.slowRouteMs ?? SLOW_ROUTE_MS)) return;
+    this.options.logger?.warn('slow request through the fleet', {
+      domain,
+      ms: Math.round(ms),
+      startedAt: new Date(Date.now() - ms).toISOString(),
+      attempts,
+    });
   }
 }
