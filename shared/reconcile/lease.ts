@@ -42,6 +42,7 @@ export async function withLease(
     now,
     subject.readAt,
     credentials,
+    doc,
   );
   if (until === undefined) {
     log.debug('lease held elsewhere, or the proxy changed since it was read; skipping');

@@ -103,6 +103,8 @@ export interface ProxyRepository {
    * @param readAt - the update time of the read the decision was made on
    * @param credentials - for the delete of a replaced instance: its successor's credentials,
    *   replacing the stored ones in the same commit as the lease (never when it is refused)
+   * @param doc - the document as read at `readAt`: the lease is decided on it and its write
+   *   preconditioned on `readAt`, so an unchanged document costs no read (as `writeStatus`'s basis)
    * @returns when the lease taken runs out, or undefined when it was refused
    */
   acquireLease(
@@ -113,6 +115,7 @@ export interface ProxyRepository {
     clock: () => number,
     readAt: string,
     credentials?: Credentials,
+    doc?: ProxyDoc,
   ): Promise<number | undefined>;
   /**
    * Writes a status computed for `generation`, fenced (see proxy-rules.ts#statusStep); releases

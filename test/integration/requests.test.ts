@@ -1,6 +1,7 @@
 /** Requests on the real Firestore emulator: validation, redelivery, reordering, immutability, leases. */
 import { PubSub } from '@google-cloud/pubsub';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { DocumentReference } from '@google-cloud/firestore';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { decodeBody } from '../../shared/bus/message.js';
 import { createPubSubBus } from '../../shared/bus/pubsub.js';
 import { createLogger } from '../../shared/logger.js';
@@ -136,6 +137,28 @@ describe('leases and generation fencing', () => {
     // An expired lease can be taken over.
     const later = () => now + 31_000;
     expect(await proxies.acquireLease('lease-1', 'c', 1, 30_000, later, await readAt())).toBe(now + 61_000);
+  });
+
+  it('a lease decided on the document as read costs no read while it is unchanged; one written since is read again and refused', async () => {
+    await handle(msg(apply('lease-2')));
+    const now = Date.now();
+    const stored = await proxies.get('lease-2');
+    if (!stored) throw new Error('no lease-2');
+    const reads = vi.spyOn(DocumentReference.prototype, 'get');
+    try {
+      expect(
+        await proxies.acquireLease('lease-2', 'a', 1, 30_000, () => now, stored.readAt, undefined, stored.doc),
+      ).toBe(now + 30_000);
+      expect(reads).not.toHaveBeenCalled();
+      // Written since (the lease above): the copy's precondition fails, a fresh read decides, and
+      // the lease is refused (held by a, and the document changed after readAt).
+      expect(
+        await proxies.acquireLease('lease-2', 'b', 1, 30_000, () => now + 31_000, stored.readAt, undefined, stored.doc),
+      ).toBeUndefined();
+      expect(reads).toHaveBeenCalledTimes(1);
+    } finally {
+      reads.mockRestore();
+    }
   });
 
   it('events stay bounded', async () => {

@@ -198,20 +198,28 @@ export class FirestoreProxyRepository implements ProxyRepository {
     clock: () => number,
     readAt: string,
     credentials?: Credentials,
+    asRead?: ProxyDoc,
   ): Promise<number | undefined> {
     let until = 0;
-    const taken = await this.writeIfUnchanged(name, (doc, updateTime) => {
-      const now = clock();
-      const lease = leaseStep(doc, updateTime && readAtOf(updateTime), { holder, generation, ttlMs, readAt }, now);
-      if (!lease) return undefined;
-      until = lease.until;
-      return (batch, unchanged) => {
-        batch.update(this.ref(name), { lease, ...changeStamp() }, unchanged);
-        // In the batch the lease's precondition guards: refused lease, unchanged credentials.
-        if (credentials)
-          batch.set(this.db.collection(COLLECTIONS.credentials).doc(name), { ...credentials, createdAt: iso(now) });
-      };
-    });
+    const updateTime = asRead && updateTimeOf(readAt);
+    const first = asRead && updateTime ? { doc: asRead, updateTime } : undefined;
+    const taken = await this.writeIfUnchanged(
+      name,
+      (doc, updateTime) => {
+        const now = clock();
+        const lease = leaseStep(doc, updateTime && readAtOf(updateTime), { holder, generation, ttlMs, readAt }, now);
+        if (!lease) return undefined;
+        until = lease.until;
+        return (batch, unchanged) => {
+          batch.update(this.ref(name), { lease, ...changeStamp() }, unchanged);
+          // In the batch the lease's precondition guards: refused lease, unchanged credentials.
+          if (credentials)
+            batch.set(this.db.collection(COLLECTIONS.credentials).doc(name), { ...credentials, createdAt: iso(now) });
+        };
+      },
+      undefined,
+      first,
+    );
     return taken ? until : undefined;
   }
 
