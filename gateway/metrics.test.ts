@@ -1,7 +1,7 @@
 /** The gateway's counters: bounded domain series, sessions summed per pool, totals read back from the instruments. */
 import { DataPointType } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
-import { GATEWAY_METRIC_NAMES, GatewayMetrics, OTHER_DOMAINS } from './metrics.js';
+import { GATEWAY_METRIC_NAMES, GatewayMetrics, MAX_SERIES, OTHER_DOMAINS } from './metrics.js';
 
 /** Every data point of one instrument, as attributes and value. */
 async function points(metrics: GatewayMetrics, name: string) {
@@ -81,6 +81,23 @@ describe('gateway metrics', () => {
     crawl.failure();
     crawl.failure();
     expect(await points(metrics, GATEWAY_METRIC_NAMES.failures)).toEqual([{ attributes: {}, value: 2 }]);
+  });
+
+  it('past MAX_SERIES proxies, later ones add up under one overflow series, right at every collection', async () => {
+    const metrics = new GatewayMetrics();
+    const usage = metrics.recorder(undefined);
+    const extra = 10;
+    const round = () => {
+      for (let i = 0; i < MAX_SERIES + extra; i++)
+        usage.attempt({ proxy: `p${i}`, domain: 'x', session: undefined }, 'ok', 0);
+    };
+    for (let collection = 1; collection <= 3; collection++) {
+      round();
+      const all = await points(metrics, GATEWAY_METRIC_NAMES.proxyAttempts);
+      expect(all).toHaveLength(MAX_SERIES + 1);
+      expect(all.find((p) => p.attributes['otel.metric.overflow'] === true)?.value).toBe(extra * collection);
+      expect(all.find((p) => p.attributes['proxy.name'] === 'p0')?.value).toBe(collection);
+    }
   });
 
   it('reads totals per proxy back (the exit summary)', async () => {

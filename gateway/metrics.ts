@@ -51,6 +51,11 @@ export interface ProxyTotals {
   meanSeconds: number;
 }
 
+/** Series of one counter with attributes of their own: one less than the SDK's default cardinality limit, for the overflow series. */
+export const MAX_SERIES = 1999;
+/** The key of the overflow series: no key of a real series is (theirs all hold a space, or are empty). */
+const OVERFLOW_KEY = '(overflow)';
+
 /**
  * A counter's running totals per attribute set, kept by the gateway and read by an observable
  * counter when the metrics are collected. A request adds to five or six counters; with synchronous
@@ -61,11 +66,24 @@ export interface ProxyTotals {
 class Totals {
   private readonly byKey = new Map<string, { attributes: Attributes; value: number }>();
 
+  /**
+   * @param maxSeries - series of their own; later attribute sets add to one series marked
+   *   `otel.metric.overflow`, as the SDK's synchronous counters do past their cardinality limit
+   *   (2,000). Under that limit, so the SDK never overflows these itself: its overflow of an
+   *   observable counter compares each new total with the previous one and under-counts.
+   */
+  constructor(private readonly maxSeries = MAX_SERIES) {}
+
   /** Adds `n` to the series `key` (one key per attribute set), whose attributes `attributes()` builds once. */
   add(key: string, n: number, attributes: () => Attributes): void {
     const series = this.byKey.get(key);
     if (series) series.value += n;
-    else this.byKey.set(key, { attributes: attributes(), value: n });
+    else if (this.byKey.size < this.maxSeries) this.byKey.set(key, { attributes: attributes(), value: n });
+    else {
+      const overflow = this.byKey.get(OVERFLOW_KEY);
+      if (overflow) overflow.value += n;
+      else this.byKey.set(OVERFLOW_KEY, { attributes: { 'otel.metric.overflow': true }, value: n });
+    }
   }
 
   /** Reports every series to `counter` at each collection. */

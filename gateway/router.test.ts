@@ -71,6 +71,14 @@ describe('router tries', () => {
       `${first}: ECONNRESET (N ms)`,
       `${first === 'a' ? 'b' : 'a'}: ok (N ms)`,
     ]);
+    // An outage makes every request slow: at most one line a second, the others counted in the next.
+    for (let i = 0; i < 3; i++) await router.route({ session: undefined, domain: 'x' }, () => slowly(reset));
+    const slowLines = () => lines.filter((l) => l['message'] === 'slow request through the fleet');
+    expect(slowLines()).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 1000));
+    await router.route({ session: undefined, domain: 'x' }, () => slowly(reset));
+    expect(slowLines()).toHaveLength(2);
+    expect(slowLines()[1]?.['moreSinceLast']).toBe(3);
   });
 
   it('a stale address asks for the list again at once, at most once a second', async () => {

@@ -41,6 +41,8 @@ const STALE_REFRESH_MS = 1000;
  * without the attempts a request lost that way leaves no trace at the gateway.
  */
 const SLOW_ROUTE_MS = 5000;
+/** At most one slow-request line in this time; the others are counted in the next. */
+const SLOW_WARNING_GAP_MS = 1000;
 
 /** What one attempt through one proxy came to. */
 export type Attempt<T> =
@@ -89,6 +91,9 @@ export class FleetRouter {
   /** When each domain's list was last asked for. */
   private readonly domainLoadedAt = new Map<string, number>();
   private readonly reported = new Map<string, number>();
+  /** When the last slow-request line was logged (performance.now()), and the slow requests since not logged. */
+  private lastSlowWarning = -Infinity;
+  private slowNotLogged = 0;
   /** Reports waiting for a discovery begun after their failure: sent only if it still lists the proxy as it was tried. */
   private pending: { upstream: Upstream; report: ProxyReport; at: number }[] = [];
   /** The latest fleet-wide list, by name. */
@@ -321,8 +326,8 @@ export class FleetRouter {
     const tried = new Set<string>();
     const reasons: string[] = [];
     const began = performance.now();
-    /** Each attempt's proxy, outcome and milliseconds, for the slow-route warning. */
-    const spent: string[] = [];
+    /** Each attempt's proxy, outcome and milliseconds in turn, for the slow-route warning (formatted only then). */
+    const spent: (string | number)[] = [];
     let fallback: { value: T; discard: () => void; upstream: Upstream } | undefined;
     // A refused connection costs no time and says the proxy is gone (a list a moment stale while
     // proxies are deleted): it does not use up a try, up to MAX_REFUSED of them.
@@ -340,7 +345,7 @@ export class FleetRouter {
       const outcome = result.ok ? 'ok' : result.banned ? 'banned' : 'failed';
       const ms = performance.now() - startedAt;
       this.metrics.attempt(use, outcome, ms / 1000);
-      spent.push(`${upstream.name}: ${result.ok ? 'ok' : result.reason} (${Math.round(ms)} ms)`);
+      spent.push(upstream.name, result.ok ? 'ok' : result.reason, ms);
       if (result.ok) {
         fallback?.discard();
         this.selector.recordSuccess(upstream.name, ctx.domain);
@@ -383,15 +388,30 @@ export class FleetRouter {
     return { ok: false, reasons };
   }
 
-  /** Logs the attempts of a route that took `slowRouteMs` ({@link SLOW_ROUTE_MS}) or more. */
-  private warnIfSlow(domain: string, began: number, attempts: string[]): void {
+  /**
+   * Logs the attempts of a route that took `slowRouteMs` ({@link SLOW_ROUTE_MS}) or more, at most
+   * one line a second: during an outage every request is slow, and the lines in between are
+   * counted in the next one (`moreSinceLast`).
+   */
+  private warnIfSlow(domain: string, began: number, spent: (string | number)[]): void {
     const ms = performance.now() - began;
     if (ms < (this.options.slowRouteMs ?? SLOW_ROUTE_MS)) return;
+    const now = performance.now();
+    if (now - this.lastSlowWarning < SLOW_WARNING_GAP_MS) {
+      this.slowNotLogged++;
+      return;
+    }
+    this.lastSlowWarning = now;
+    const attempts: string[] = [];
+    for (let i = 0; i + 2 < spent.length; i += 3)
+      attempts.push(`${String(spent[i])}: ${String(spent[i + 1])} (${Math.round(Number(spent[i + 2]))} ms)`);
     this.options.logger?.warn('slow request through the fleet', {
       domain,
       ms: Math.round(ms),
       startedAt: new Date(Date.now() - ms).toISOString(),
       attempts,
+      ...(this.slowNotLogged > 0 && { moreSinceLast: this.slowNotLogged }),
     });
+    this.slowNotLogged = 0;
   }
 }

@@ -181,6 +181,9 @@ describe('decide: a proxy never reachable is not replaced forever (neverReadyLim
     const leaving = instance(3, { state: 'Terminated', health: undefined });
     let resumed = step(status, { kind: 'found', instance: leaving }, 2);
     expect(resumed.d.neverReady).toBeUndefined();
+    // A failed look in between (the relay's inventory unreadable) keeps what was counted.
+    resumed = step(resumed.status, { kind: 'error', error: { code: 'Retryable', message: 'timeout' } }, 2);
+    expect(resumed.status.unreachable).toMatchObject({ generation: 1 });
     resumed = step(resumed.status, { kind: 'found', instance: leaving }, 2);
     expect(resumed.d.neverReady).toBeUndefined();
     // Nothing counted for generation 2: the record is generation 1's, kept until its instance is gone.

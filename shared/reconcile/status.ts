@@ -10,6 +10,17 @@ import { fingerprintToKeep, pinnedFingerprint, tlsCondition } from './tls-pin.js
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Merges condition updates, keeping `lastTransitionTime` when the status did not change. */
+/** Whether an older generation's count can go: the instance it counted last is gone, or another is seen. */
+function olderCountDone(
+  record: NonNullable<ProxyStatus['unreachable']>,
+  generation: number,
+  observation: Observation,
+): boolean {
+  if (observation.kind === 'notFound') return true;
+  if (observation.kind !== 'found') return false;
+  return !countedEarlier(record, generation, observation.instance);
+}
+
 export function mergeConditions(previous: Condition[], updates: Decision['conditions'], now: number): Condition[] {
   const byType = new Map<ConditionType, Condition>(previous.map((c) => [c.type, c]));
   for (const [type, next] of Object.entries(updates) as [ConditionType, (typeof updates)[ConditionType]][]) {
@@ -73,11 +84,12 @@ export function nextStatus(
   if (decision.action === 'create') next.everCreated = true;
   if (decision.neverReady) next.unreachable = countNeverReady(previous.unreachable, generation, decision.neverReady);
   // A count from an older generation no longer applies: the apply that moved it resumes creation.
-  // It is kept while an instance it counted is still seen, so that one is not counted again.
+  // It is kept while an instance it counted may still be there (seen, or not looked at: a failed
+  // get), so that one is not counted again; it goes once the instance is gone or another is seen.
   else if (
     next.unreachable &&
     next.unreachable.generation !== generation &&
-    !(observation.kind === 'found' && countedEarlier(next.unreachable, generation, observation.instance))
+    olderCountDone(next.unreachable, generation, observation)
   )
     delete next.unreachable;
   if (decision.phase === 'Ready') {
