@@ -131,3 +131,48 @@ describe('plain-HTTP forwarding on the wire', () => {
     expect(sent.slice(sent.indexOf('\r\n\r\n') + 4)).toBe(body === '' ? '' : 'abc');
   });
 });
+
+describe('a fleet proxy listed with TLS whose port never completes the handshake', () => {
+  it('is given up after connectTimeoutMs: the request is answered, not held until the peer closes', async () => {
+    // What chaos met: a stale TLS address now held by a plain proxy, which reads the ClientHello as
+    // the start of a request and waits for the rest (37.6 s, until the stack stopped).
+    const silent = net.createServer((s) => s.on('data', () => undefined));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const port = (silent.address() as net.AddressInfo).port;
+    const upstream = {
+      name: 'silent',
+      provider: 'test',
+      host: '127.0.0.1',
+      port,
+      authorization: 'Basic ZmxlZXQ=',
+      egressIp: undefined,
+      tls: { fingerprint: 'ab'.repeat(32) },
+    };
+    const g = await startGateway({
+      fleet: createMemoryFleetApi([upstream]).api,
+      listen: { host: '127.0.0.1', port: 0 },
+      credentials: { username: 'gw', password: 'pw' },
+      refreshMs: 60_000,
+      connectTimeoutMs: 300,
+    });
+    try {
+      const started = Date.now();
+      const answer = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        const s = net.connect(g.address.port, '127.0.0.1', () =>
+          s.write(`GET http://t.example/ HTTP/1.1\r\nHost: t.example\r\n${AUTH}Connection: close\r\n\r\n`),
+        );
+        s.on('data', (c: Buffer) => (out += c.toString('latin1')));
+        s.once('close', () => resolve(out));
+        s.once('error', reject);
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 502 /);
+      expect(answer).toContain('silent: ');
+      expect(answer).toMatch(/no (TLS session|connection) within 300 ms/);
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      await g.close();
+      await new Promise<void>((r) => silent.close(() => r()));
+    }
+  }, 15_000);
+});

@@ -136,7 +136,7 @@ function attemptOnce(
       method: req.method,
       path: req.url,
       headers: [...headers, 'Proxy-Authorization', upstream.authorization],
-      ...(agent ? { agent } : { createConnection: connectAnew(upstream) }),
+      ...(agent ? { agent } : { createConnection: connectAnew(upstream, options.connectTimeoutMs) }),
     });
     let connected = false;
     const onConnected = () => {
@@ -145,13 +145,14 @@ function attemptOnce(
       const ms = options.responseTimeoutMs;
       timer = setTimeout(() => upstreamReq.destroy(new Error(`no response within ${ms} ms`)), ms);
     };
-    // One timer at a time: the connect timeout only while a new socket connects (a kept-alive one
-    // is connected already), then the response timeout.
+    // One timer at a time: the connect timeout from the start (a TLS listener's socket is handed
+    // over only after its handshake, so waiting for it counts too), then the response timeout once
+    // the socket is connected (a kept-alive one is at once).
+    const connectMs = options.connectTimeoutMs;
+    timer = setTimeout(() => upstreamReq.destroy(new Error(`no connection within ${connectMs} ms`)), connectMs);
     upstreamReq.once('socket', (socket) => {
       if (settled) return;
       if (!socket.connecting) return onConnected();
-      const ms = options.connectTimeoutMs;
-      timer = setTimeout(() => upstreamReq.destroy(new Error(`no connection within ${ms} ms`)), ms);
       socket.once('connect', onConnected);
     });
     upstreamReq.on('response', (response) => {

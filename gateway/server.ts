@@ -122,7 +122,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const router = new FleetRouter(shared);
   await router.start();
   const scopes = new ScopedRouters(router, shared);
-  const agents = new UpstreamAgents();
+  const agents = new UpstreamAgents(forward.connectTimeoutMs);
   const prune = setInterval(() => agents.prune(router.selector.upstreams()), 10_000);
   prune.unref();
   const log = options.logger;

@@ -16,11 +16,14 @@ type Ready = (err: Error | null, socket: Duplex) => void;
  * after its response either way, and Node destroys the socket once the response ends. `noDelay`,
  * as Node's Agent sets it: a body written after the head is not held back.
  */
-export function connectAnew(upstream: Upstream) {
+export function connectAnew(upstream: Upstream, timeoutMs?: number) {
   return (_options: http.ClientRequestArgs, ready?: Ready): net.Socket | undefined => {
     if (!upstream.tls) return net.connect({ host: upstream.host, port: upstream.port, noDelay: true });
-    // The request gets its socket once the certificate matched: nothing is written before.
-    const pinned = { host: upstream.host, port: upstream.port, fingerprint: upstream.tls.fingerprint };
+    // The request gets its socket once the certificate matched: nothing is written before. The
+    // handshake has its own deadline: a port that accepts and never answers it (a plain proxy now
+    // listening at a stale TLS address reads the ClientHello as the start of a request and waits)
+    // would otherwise hold the request until that peer closes.
+    const pinned = { host: upstream.host, port: upstream.port, fingerprint: upstream.tls.fingerprint, timeoutMs };
     connectPinned(pinned, (err, socket) => ready?.(err, socket));
     return undefined;
   };
@@ -37,6 +40,9 @@ const STALE_IN_A_ROW = 3;
  * `Connection: close`) gets none once seen doing it: each reuse would only meet a closed socket.
  */
 export class UpstreamAgents {
+  /** @param connectTimeoutMs - the deadline of a TLS listener's connect and handshake */
+  constructor(private readonly connectTimeoutMs?: number) {}
+
   private readonly agents = new Map<string, http.Agent>();
   /** Per proxy, kept-alive sockets found closed since the last reuse that worked. */
   private readonly staleInARow = new Map<string, number>();
@@ -48,7 +54,7 @@ export class UpstreamAgents {
     let agent = this.agents.get(key);
     if (!agent) {
       agent = new http.Agent({ keepAlive: true, maxFreeSockets: 64, scheduling: 'lifo', timeout: 30_000 });
-      if (upstream.tls) agent.createConnection = connectAnew(upstream);
+      if (upstream.tls) agent.createConnection = connectAnew(upstream, this.connectTimeoutMs);
       this.agents.set(key, agent);
     }
     return agent;
