@@ -55,12 +55,12 @@ class SlowFirst extends BaseSequencer {
       const i = SLOW_FILES.findIndex((slow) => f.moduleId.endsWith(`/${slow}`));
       return i < 0 ? SLOW_FILES.length : i;
     };
-    // Projects stay in the blocks vitest put them in; only the order within a block changes.
+    // Projects stay in the blocks vitest put them in; only the order within a block changes (the
+    // sort is stable: other files keep vitest's order).
     const block = new Map<string, number>();
     for (const f of sorted) if (!block.has(f.project.name)) block.set(f.project.name, block.size);
-    const keyed = sorted.map((f, i) => ({ f, key: [block.get(f.project.name) ?? 0, rank(f), i] }));
-    keyed.sort((a, b) => a.key[0]! - b.key[0]! || a.key[1]! - b.key[1]! || a.key[2]! - b.key[2]!);
-    return keyed.map((k) => k.f);
+    const blockOf = (f: TestSpecification) => block.get(f.project.name) ?? 0;
+    return sorted.sort((a, b) => blockOf(a) - blockOf(b) || rank(a) - rank(b));
   }
 }
 

@@ -67,18 +67,16 @@ class Totals {
   private readonly byKey = new Map<string, { attributes: Attributes; value: number }>();
 
   /**
-   * @param maxSeries - series of their own; later attribute sets add to one series marked
-   *   `otel.metric.overflow`, as the SDK's synchronous counters do past their cardinality limit
-   *   (2,000). Under that limit, so the SDK never overflows these itself: its overflow of an
-   *   observable counter compares each new total with the previous one and under-counts.
+   * Adds `n` to the series `key` (one key per attribute set), whose attributes `attributes()` builds
+   * once. Past {@link MAX_SERIES} series, later attribute sets add to one series marked
+   * `otel.metric.overflow`, as the SDK's synchronous counters do past their cardinality limit
+   * (2,000); kept under that limit, so the SDK never overflows these itself (its overflow of an
+   * observable counter compares each new total with the previous one and under-counts).
    */
-  constructor(private readonly maxSeries = MAX_SERIES) {}
-
-  /** Adds `n` to the series `key` (one key per attribute set), whose attributes `attributes()` builds once. */
   add(key: string, n: number, attributes: () => Attributes): void {
     const series = this.byKey.get(key);
     if (series) series.value += n;
-    else if (this.byKey.size < this.maxSeries) this.byKey.set(key, { attributes: attributes(), value: n });
+    else if (this.byKey.size < MAX_SERIES) this.byKey.set(key, { attributes: attributes(), value: n });
     else {
       const overflow = this.byKey.get(OVERFLOW_KEY);
       if (overflow) overflow.value += n;

@@ -326,8 +326,8 @@ export class FleetRouter {
     const tried = new Set<string>();
     const reasons: string[] = [];
     const began = performance.now();
-    /** Each attempt's proxy, outcome and milliseconds in turn, for the slow-route warning (formatted only then). */
-    const spent: (string | number)[] = [];
+    /** Each attempt's proxy, outcome and milliseconds, for the slow-route warning (formatted only then). */
+    const spent: [string, string, number][] = [];
     let fallback: { value: T; discard: () => void; upstream: Upstream } | undefined;
     // A refused connection costs no time and says the proxy is gone (a list a moment stale while
     // proxies are deleted): it does not use up a try, up to MAX_REFUSED of them.
@@ -345,7 +345,7 @@ export class FleetRouter {
       const outcome = result.ok ? 'ok' : result.banned ? 'banned' : 'failed';
       const ms = performance.now() - startedAt;
       this.metrics.attempt(use, outcome, ms / 1000);
-      spent.push(upstream.name, result.ok ? 'ok' : result.reason, ms);
+      spent.push([upstream.name, result.ok ? 'ok' : result.reason, ms]);
       if (result.ok) {
         fallback?.discard();
         this.selector.recordSuccess(upstream.name, ctx.domain);
@@ -393,23 +393,20 @@ export class FleetRouter {
    * one line a second: during an outage every request is slow, and the lines in between are
    * counted in the next one (`moreSinceLast`).
    */
-  private warnIfSlow(domain: string, began: number, spent: (string | number)[]): void {
-    const ms = performance.now() - began;
-    if (ms < (this.options.slowRouteMs ?? SLOW_ROUTE_MS)) return;
+  private warnIfSlow(domain: string, began: number, spent: [string, string, number][]): void {
     const now = performance.now();
+    const ms = now - began;
+    if (ms < (this.options.slowRouteMs ?? SLOW_ROUTE_MS)) return;
     if (now - this.lastSlowWarning < SLOW_WARNING_GAP_MS) {
       this.slowNotLogged++;
       return;
     }
     this.lastSlowWarning = now;
-    const attempts: string[] = [];
-    for (let i = 0; i + 2 < spent.length; i += 3)
-      attempts.push(`${String(spent[i])}: ${String(spent[i + 1])} (${Math.round(Number(spent[i + 2]))} ms)`);
     this.options.logger?.warn('slow request through the fleet', {
       domain,
       ms: Math.round(ms),
       startedAt: new Date(Date.now() - ms).toISOString(),
-      attempts,
+      attempts: spent.map(([proxy, outcome, took]) => `${proxy}: ${outcome} (${Math.round(took)} ms)`),
       ...(this.slowNotLogged > 0 && { moreSinceLast: this.slowNotLogged }),
     });
     this.slowNotLogged = 0;

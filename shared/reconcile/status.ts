@@ -10,17 +10,6 @@ import { fingerprintToKeep, pinnedFingerprint, tlsCondition } from './tls-pin.js
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Merges condition updates, keeping `lastTransitionTime` when the status did not change. */
-/** Whether an older generation's count can go: the instance it counted last is gone, or another is seen. */
-function olderCountDone(
-  record: NonNullable<ProxyStatus['unreachable']>,
-  generation: number,
-  observation: Observation,
-): boolean {
-  if (observation.kind === 'notFound') return true;
-  if (observation.kind !== 'found') return false;
-  return !countedEarlier(record, generation, observation.instance);
-}
-
 export function mergeConditions(previous: Condition[], updates: Decision['conditions'], now: number): Condition[] {
   const byType = new Map<ConditionType, Condition>(previous.map((c) => [c.type, c]));
   for (const [type, next] of Object.entries(updates) as [ConditionType, (typeof updates)[ConditionType]][]) {
@@ -153,4 +142,15 @@ export function probeGainMs(previous: ProxyStatus, next: ProxyStatus): number {
   const latest = Date.parse(next.health?.lastProbeAt ?? '');
   if (Number.isNaN(latest)) return Number.NEGATIVE_INFINITY;
   return Number.isNaN(written) ? Number.POSITIVE_INFINITY : latest - written;
+}
+
+/** Whether an older generation's count can go: the instance it counted last is gone, or another is seen. */
+function olderCountDone(
+  record: NonNullable<ProxyStatus['unreachable']>,
+  generation: number,
+  observation: Observation,
+): boolean {
+  if (observation.kind === 'notFound') return true;
+  if (observation.kind !== 'found') return false;
+  return !countedEarlier(record, generation, observation.instance);
 }

@@ -201,8 +201,6 @@ export class FirestoreProxyRepository implements ProxyRepository {
     asRead?: ProxyDoc,
   ): Promise<number | undefined> {
     let until = 0;
-    const updateTime = asRead && updateTimeOf(readAt);
-    const first = asRead && updateTime ? { doc: asRead, updateTime } : undefined;
     const taken = await this.writeIfUnchanged(
       name,
       (doc, updateTime) => {
@@ -218,7 +216,7 @@ export class FirestoreProxyRepository implements ProxyRepository {
         };
       },
       undefined,
-      first,
+      asRead && { doc: asRead, readAt },
     );
     return taken ? until : undefined;
   }
@@ -232,8 +230,6 @@ export class FirestoreProxyRepository implements ProxyRepository {
     holder?: string,
     basis?: StoredProxy,
   ): Promise<boolean> {
-    const updateTime = basis && updateTimeOf(basis.readAt);
-    const first = basis && updateTime ? { doc: basis.doc, updateTime } : undefined;
     return this.writeIfUnchanged(
       name,
       (doc) => {
@@ -244,17 +240,23 @@ export class FirestoreProxyRepository implements ProxyRepository {
         return (batch, unchanged) => batch.update(this.ref(name), update, unchanged);
       },
       10,
-      first,
+      basis,
     );
   }
 
-  /** write-if-unchanged.ts on this proxy's document. */
+  /**
+   * write-if-unchanged.ts on this proxy's document.
+   *
+   * @param basis - the document as read, tried before any read (its write preconditioned on `readAt`)
+   */
   private writeIfUnchanged(
     name: string,
     change: (doc: ProxyDoc | undefined, updateTime: Timestamp | undefined) => QueuedWrite | undefined,
     attempts?: number,
-    first?: { doc: ProxyDoc; updateTime: Timestamp },
+    basis?: StoredProxy,
   ): Promise<boolean> {
+    const updateTime = basis && updateTimeOf(basis.readAt);
+    const first = basis && updateTime ? { doc: basis.doc, updateTime } : undefined;
     return writeIfUnchanged(this.db, this.ref(name), (data) => this.parse(name, data), change, attempts, first);
   }
 
